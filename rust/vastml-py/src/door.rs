@@ -1,0 +1,124 @@
+//! The one narrow door into Rust: every binding calls [`enter`].
+//!
+//! `enter` validates `n_jobs`, releases the GIL, runs the work on the right rayon pool in a
+//! worker thread, and meanwhile keeps the Python main thread polling for signals: on
+//! Ctrl-C it raises the cancel flag the work polls, waits for the work to stop, and
+//! returns `KeyboardInterrupt`. Errors of the pure-Rust crates are mapped by [`ToPyErr`].
+//!
+//! Pools: `n_jobs=None` uses a pool over all cores (or `RAYON_NUM_THREADS`), an int k > 0 a
+//! pool of k threads, -1 all cores and k < -1 `n_cpus + 1 + k` (scikit-learn's rule).
+//! Pools are cached per size *and process id*, so a child made by `fork` builds its own
+//! instead of deadlocking on threads that did not survive the fork (rayon's global pool
+//! would).
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use crate::errors::{ToPyErr, VastmlError};
+
+static POOLS: Mutex<Option<HashMap<(u32, usize), Arc<ThreadPool>>>> = Mutex::new(None);
+
+/// How often the main thread looks for Ctrl-C while the work runs.
+const POLL: Duration = Duration::from_millis(50);
+
+fn n_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Number of threads for an `n_jobs` value.
+pub fn resolve_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
+    let cpus = n_cpus() as isize;
+    let k = match n_jobs {
+        None => std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<isize>().ok())
+            .filter(|&v| v > 0)
+            .unwrap_or(cpus),
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "n_jobs == 0 is not allowed; use None (all cores), a positive count, or -1",
+            ));
+        }
+        Some(k) if k > 0 => k,
+        Some(k) => (cpus + 1 + k).max(1),
+    };
+    Ok(k as usize)
+}
+
+fn pool(threads: usize) -> PyResult<Arc<ThreadPool>> {
+    let key = (std::process::id(), threads);
+    let mut guard = POOLS
+        .lock()
+        .map_err(|_| VastmlError::new_err("thread-pool cache poisoned"))?;
+    let map = guard.get_or_insert_with(HashMap::new);
+    map.retain(|(pid, _), _| *pid == key.0);
+    if let Some(p) = map.get(&key) {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(
+        ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("vastml-{i}"))
+            .build()
+            .map_err(|e| VastmlError::new_err(format!("cannot start {threads} threads: {e}")))?,
+    );
+    map.insert(key, p.clone());
+    Ok(p)
+}
+
+/// Runs `work` without the GIL on the pool for `n_jobs`, honouring Ctrl-C.
+///
+/// `work` receives the cancel flag it should poll in its long loops.
+pub fn enter<T, E, F>(py: Python<'_>, n_jobs: Option<isize>, work: F) -> PyResult<T>
+where
+    T: Send,
+    E: ToPyErr + Send,
+    F: FnOnce(&AtomicBool) -> Result<T, E> + Send,
+{
+    let pool = pool(resolve_n_jobs(n_jobs)?)?;
+    let cancel = AtomicBool::new(false);
+    let outcome: Result<Result<T, E>, PyErr> = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let cancel_ref = &cancel;
+            let pool_ref = &pool;
+            let handle = scope.spawn(move || {
+                let r = pool_ref.install(|| work(cancel_ref));
+                let _ = tx.send(());
+                r
+            });
+            let mut interrupted: Option<PyErr> = None;
+            loop {
+                match rx.recv_timeout(POLL) {
+                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if interrupted.is_none() {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                                interrupted = Some(e);
+                            }
+                        }
+                    }
+                }
+            }
+            let joined = handle
+                .join()
+                .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+            match interrupted {
+                Some(e) => Err(e),
+                None => Ok(joined),
+            }
+        })
+    });
+    match outcome {
+        Err(e) => Err(e),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_pyerr()),
+    }
+}

@@ -1,0 +1,55 @@
+//! Mapping of the pure-Rust crates' typed errors to Python exceptions.
+//!
+//! Parameter, shape and value errors become `ValueError` (the message names the parameter);
+//! everything else becomes `vastml.VastmlError`. A cancelled computation becomes
+//! `KeyboardInterrupt` (it is only ever cancelled because of Ctrl-C).
+
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
+use pyo3::{PyErr, create_exception};
+use vastml_fgt::FgtError;
+use vastml_spatial::SpatialError;
+
+create_exception!(
+    vastml,
+    VastmlError,
+    PyException,
+    "Base class of vastml's own errors (parameter and shape errors are ValueError)."
+);
+
+/// Conversion of a crate error into the Python exception users should see.
+pub trait ToPyErr {
+    /// The Python exception for this error.
+    fn to_pyerr(self) -> PyErr;
+}
+
+impl ToPyErr for PyErr {
+    fn to_pyerr(self) -> PyErr {
+        self
+    }
+}
+
+impl ToPyErr for SpatialError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            SpatialError::InvalidParameter { .. }
+            | SpatialError::ShapeMismatch { .. }
+            | SpatialError::NonFinite { .. }
+            | SpatialError::Empty { .. } => PyValueError::new_err(self.to_string()),
+            #[allow(unreachable_patterns)]
+            other => VastmlError::new_err(other.to_string()),
+        }
+    }
+}
+
+impl ToPyErr for FgtError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            FgtError::InvalidParameter { .. }
+            | FgtError::ShapeMismatch(_)
+            | FgtError::NonFinite { .. }
+            | FgtError::Empty { .. } => PyValueError::new_err(self.to_string()),
+            FgtError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            FgtError::Spatial(e) => e.to_pyerr(),
+        }
+    }
+}

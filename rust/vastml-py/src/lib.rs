@@ -1,0 +1,35 @@
+//! Python bindings of vastml. This crate holds no algorithm: it converts arguments,
+//! releases the GIL through [`door::enter`], and maps errors.
+
+mod arrays;
+mod door;
+mod errors;
+mod fgt;
+
+use pyo3::prelude::*;
+
+/// Number of threads an `n_jobs` value means (None = all cores or RAYON_NUM_THREADS).
+#[pyfunction]
+#[pyo3(signature = (n_jobs=None))]
+fn effective_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
+    door::resolve_n_jobs(n_jobs)
+}
+
+/// The compiled core of vastml.
+#[pymodule]
+mod _core {
+    #[pymodule_export]
+    use super::errors::VastmlError;
+    #[pymodule_export]
+    use super::effective_n_jobs;
+    #[pymodule_export]
+    use super::fgt::{PyGaussTransform, gauss_transform};
+
+    #[pymodule_init]
+    fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        use pyo3::types::PyModuleMethods;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("simd", vastml_fgt::simd_level())?;
+        Ok(())
+    }
+}
