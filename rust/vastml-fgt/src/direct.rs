@@ -19,9 +19,9 @@ pub(crate) struct DirectPlan {
 }
 
 impl DirectPlan {
-    pub fn new(sources: &[f64], dim: usize) -> Self {
+    pub fn new(sources: &[f64], dim: usize, h: f64, epsilon: f64) -> Self {
         DirectPlan {
-            sources: SoaPoints::from_rows(sources, dim, None),
+            sources: SoaPoints::new(sources, dim, None, h, epsilon),
         }
     }
 
@@ -30,14 +30,12 @@ impl DirectPlan {
         targets: &[f64],
         weights: &[f64],
         n_weights: usize,
-        h: f64,
         out: &mut [f64],
         cancel: &AtomicBool,
     ) -> Result<()> {
         let dim = self.sources.dim;
         let n = self.sources.n;
         let wcols = weight_columns(weights, n_weights, None);
-        let neg_inv_h2 = -1.0 / (h * h);
         out.par_chunks_mut(TARGET_CHUNK * n_weights)
             .enumerate()
             .try_for_each(|(chunk, out_chunk)| {
@@ -45,13 +43,22 @@ impl DirectPlan {
                     return Err(FgtError::Cancelled);
                 }
                 let first = chunk * TARGET_CHUNK;
+                let count = out_chunk.len() / n_weights;
+                let mut prepared = vec![0.0; count * dim];
+                let norms: Vec<f64> = (0..count)
+                    .map(|t| {
+                        let y = &targets[(first + t) * dim..(first + t + 1) * dim];
+                        self.sources
+                            .prepare_target(y, &mut prepared[t * dim..(t + 1) * dim])
+                    })
+                    .collect();
                 // Source blocks outside, targets inside: a block stays in L1 across targets.
                 let mut s = 0;
                 while s < n {
-                    let e = (s + 4 * BLOCK).min(n);
+                    let e = (s + BLOCK).min(n);
                     for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                        let y = &targets[(first + t) * dim..(first + t + 1) * dim];
-                        accumulate(y, &self.sources, &wcols, s, e, neg_inv_h2, o);
+                        let y = &prepared[t * dim..(t + 1) * dim];
+                        accumulate(y, norms[t], &self.sources, &wcols, s, e, o);
                     }
                     s = e;
                 }
@@ -73,9 +80,9 @@ pub(crate) struct TreePlan {
 const LEAF_SIZE: usize = 32;
 
 impl TreePlan {
-    pub fn new(sources: &[f64], dim: usize, radius: f64) -> Result<Self> {
+    pub fn new(sources: &[f64], dim: usize, h: f64, epsilon: f64, radius: f64) -> Result<Self> {
         let tree = KdTree::build(sources, dim, LEAF_SIZE)?;
-        let soa = SoaPoints::from_rows(tree.points_in_tree_order(), dim, None);
+        let soa = SoaPoints::new(tree.points_in_tree_order(), dim, None, h, epsilon);
         Ok(TreePlan {
             tree,
             sources: soa,
@@ -92,13 +99,11 @@ impl TreePlan {
         targets: &[f64],
         weights: &[f64],
         n_weights: usize,
-        h: f64,
         out: &mut [f64],
         cancel: &AtomicBool,
     ) -> Result<()> {
         let dim = self.sources.dim;
         let wcols = weight_columns(weights, n_weights, Some(self.tree.permutation()));
-        let neg_inv_h2 = -1.0 / (h * h);
         out.par_chunks_mut(TARGET_CHUNK * n_weights)
             .enumerate()
             .try_for_each(|(chunk, out_chunk)| {
@@ -106,11 +111,13 @@ impl TreePlan {
                     return Err(FgtError::Cancelled);
                 }
                 let first = chunk * TARGET_CHUNK;
+                let mut prepared = vec![0.0; dim];
                 for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
                     let y = &targets[(first + t) * dim..(first + t + 1) * dim];
+                    let norm = self.sources.prepare_target(y, &mut prepared);
                     self.tree
                         .for_each_leaf_within_radius(y, self.radius, |start, end, _| {
-                            accumulate(y, &self.sources, &wcols, start, end, neg_inv_h2, o);
+                            accumulate(&prepared, norm, &self.sources, &wcols, start, end, o);
                         });
                 }
                 Ok(())

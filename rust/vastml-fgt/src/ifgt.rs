@@ -8,8 +8,58 @@ use vastml_spatial::{FarthestPoint, KdTree, squared_distance};
 
 use crate::bounds::{MAX_TRUNCATION, truncation_number};
 use crate::error::{FgtError, Result, invalid};
-use crate::exp::exp_nonpositive;
+use crate::exp::{exp_nonpositive, exp_nonpositive_with, fmadd};
 use crate::monomials::{Monomials, n_terms};
+
+/// Targets evaluated together, one per SIMD lane.
+pub(crate) const LANES: usize = 8;
+/// Weight columns accumulated together.
+const MAX_W_LANES: usize = 4;
+
+/// Per-thread buffers of the grouped evaluation.
+struct GroupScratch {
+    y: Vec<[f64; LANES]>,
+    u: Vec<[f64; LANES]>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    mono: Vec<[f64; LANES]>,
+    candidates: Vec<usize>,
+}
+
+impl GroupScratch {
+    fn new(terms: usize, dim: usize) -> Self {
+        GroupScratch {
+            y: vec![[0.0; LANES]; dim],
+            u: vec![[0.0; LANES]; dim],
+            lo: vec![0.0; dim],
+            hi: vec![0.0; dim],
+            mono: vec![[0.0; LANES]; terms],
+            candidates: Vec::new(),
+        }
+    }
+}
+
+/// Orders the targets so that consecutive groups of at most [`LANES`] are close in space
+/// (the leaves of a kd-tree over the targets); returns the order and the group ranges.
+fn spatial_groups(targets: &[f64], dim: usize) -> Result<(Vec<usize>, Vec<(usize, usize)>)> {
+    let m = targets.len() / dim;
+    if m <= LANES {
+        return Ok(((0..m).collect(), vec![(0, m)]));
+    }
+    let tree = KdTree::build(targets, dim, LANES)?;
+    let mut groups = Vec::with_capacity(2 * m / LANES + 1);
+    tree.for_each_leaf_within_radius(&targets[..dim], f64::INFINITY, |s, e, _| {
+        // a leaf of duplicates can exceed the leaf size: split it
+        let mut a = s;
+        while a < e {
+            let b = (a + LANES).min(e);
+            groups.push((a, b));
+            a = b;
+        }
+    });
+    groups.sort_unstable();
+    Ok((tree.permutation().to_vec(), groups))
+}
 
 /// Largest number of expansion terms per cluster we accept (memory and time guard).
 pub const MAX_TERMS: f64 = 200_000.0;
@@ -316,7 +366,14 @@ impl IfgtPlan {
         coeffs
     }
 
-    /// Step 5: evaluate at every target (parallel over targets).
+    /// Step 5: evaluate at every target.
+    ///
+    /// Targets are grouped [`LANES`] at a time by a kd-tree over the targets, so that a group
+    /// is small in space; each group visits the clusters within reach of its bounding box
+    /// (through the tree over centres when there is one) and evaluates the expansion for all
+    /// its targets at once, one target per SIMD lane. A lane whose target lies beyond the
+    /// cluster's cut-off r + r_x^k is masked out, exactly as in the per-target algorithm,
+    /// since the truncation bound only holds inside the cut-off.
     pub fn evaluate(
         &self,
         targets: &[f64],
@@ -326,61 +383,192 @@ impl IfgtPlan {
         cancel: &AtomicBool,
     ) -> Result<()> {
         let dim = self.dim;
-        let terms = self.monomials.len();
-        let inv_h = 1.0 / self.h;
-        let neg_inv_h2 = -inv_h * inv_h;
-        let max_reach = self.cutoff + self.max_radius();
-        const CHUNK: usize = 128;
-        out.par_chunks_mut(CHUNK * n_weights)
-            .enumerate()
-            .try_for_each(|(chunk, out_chunk)| {
+        let m = targets.len() / dim;
+        let (order, groups) = spatial_groups(targets, dim)?;
+        // results in group order, scattered back at the end
+        let mut sorted = vec![0.0; m * n_weights];
+        const GROUPS_PER_TASK: usize = 16;
+        let tasks: Vec<(usize, &[(usize, usize)])> = groups
+            .chunks(GROUPS_PER_TASK)
+            .map(|g| (g[0].0, g))
+            .collect();
+        let mut slices: Vec<&mut [f64]> = Vec::with_capacity(tasks.len());
+        let mut rest: &mut [f64] = &mut sorted;
+        for (i, (first, _)) in tasks.iter().enumerate() {
+            let end = tasks.get(i + 1).map_or(m, |t| t.0);
+            let (head, tail) = rest.split_at_mut((end - first) * n_weights);
+            slices.push(head);
+            rest = tail;
+        }
+        tasks
+            .par_iter()
+            .zip(slices.into_par_iter())
+            .try_for_each(|((first, groups), res)| {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(FgtError::Cancelled);
                 }
-                let mut u = vec![0.0; dim];
-                let mut mono = vec![0.0; terms];
-                let first = chunk * CHUNK;
-                for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                    let y = &targets[(first + t) * dim..(first + t + 1) * dim];
-                    let mut visit = |c: usize, d2: f64| {
-                        if d2 > self.reach_sq[c] {
-                            return;
-                        }
-                        let center = &self.centers[c * dim..(c + 1) * dim];
-                        for kk in 0..dim {
-                            u[kk] = (y[kk] - center[kk]) * inv_h;
-                        }
-                        self.monomials.evaluate(&u, &mut mono);
-                        let g = exp_nonpositive(d2 * neg_inv_h2);
-                        let base = c * n_weights * terms;
-                        for (w, ow) in o.iter_mut().enumerate() {
-                            let cf = &coeffs[base + w * terms..base + (w + 1) * terms];
-                            let s: f64 = cf.iter().zip(&mono).map(|(a, b)| a * b).sum();
-                            *ow += g * s;
-                        }
-                    };
-                    match &self.center_tree {
-                        Some(tree) => tree.for_each_within_radius(y, max_reach, &mut visit),
-                        None => {
-                            for c in 0..self.radii.len() {
-                                let center = &self.centers[c * dim..(c + 1) * dim];
-                                // partial distance with early exit (section 2.5.8)
-                                let limit = self.reach_sq[c];
-                                let mut d2 = 0.0;
-                                for kk in 0..dim {
-                                    let t = y[kk] - center[kk];
-                                    d2 += t * t;
-                                    if d2 > limit {
-                                        break;
-                                    }
-                                }
-                                visit(c, d2);
-                            }
-                        }
-                    }
+                let mut scratch = GroupScratch::new(self.monomials.len(), dim);
+                for &(s, e) in groups.iter() {
+                    let res = &mut res[(s - first) * n_weights..(e - first) * n_weights];
+                    self.evaluate_group(targets, &order[s..e], coeffs, n_weights, res, &mut scratch);
                 }
                 Ok(())
-            })
+            })?;
+        for (i, &t) in order.iter().enumerate() {
+            out[t * n_weights..(t + 1) * n_weights]
+                .copy_from_slice(&sorted[i * n_weights..(i + 1) * n_weights]);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn evaluate_group(
+        &self,
+        targets: &[f64],
+        members: &[usize],
+        coeffs: &[f64],
+        n_weights: usize,
+        res: &mut [f64],
+        scratch: &mut GroupScratch,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::kernel::has_avx2_fma() {
+                // SAFETY: the CPU supports the features the function is compiled with.
+                unsafe {
+                    self.evaluate_group_avx2(targets, members, coeffs, n_weights, res, scratch)
+                };
+                return;
+            }
+        }
+        self.evaluate_group_generic::<false>(targets, members, coeffs, n_weights, res, scratch);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn evaluate_group_avx2(
+        &self,
+        targets: &[f64],
+        members: &[usize],
+        coeffs: &[f64],
+        n_weights: usize,
+        res: &mut [f64],
+        scratch: &mut GroupScratch,
+    ) {
+        self.evaluate_group_generic::<true>(targets, members, coeffs, n_weights, res, scratch);
+    }
+
+    #[inline(always)]
+    fn evaluate_group_generic<const FMA: bool>(
+        &self,
+        targets: &[f64],
+        members: &[usize],
+        coeffs: &[f64],
+        n_weights: usize,
+        res: &mut [f64],
+        scratch: &mut GroupScratch,
+    ) {
+        let dim = self.dim;
+        let terms = self.monomials.len();
+        let inv_h = 1.0 / self.h;
+        let neg_inv_h2 = -inv_h * inv_h;
+        let lanes = members.len();
+        // gather the group's targets, one per lane (padding lanes repeat the last target)
+        let y = &mut scratch.y;
+        let (lo, hi) = (&mut scratch.lo, &mut scratch.hi);
+        lo.fill(f64::INFINITY);
+        hi.fill(f64::NEG_INFINITY);
+        for l in 0..LANES {
+            let t = members[l.min(lanes - 1)];
+            for k in 0..dim {
+                let v = targets[t * dim + k];
+                y[k][l] = v;
+                lo[k] = lo[k].min(v);
+                hi[k] = hi[k].max(v);
+            }
+        }
+        // clusters within reach of the group's bounding box
+        let candidates = &mut scratch.candidates;
+        candidates.clear();
+        let box_reach = |c: usize| -> bool {
+            let center = &self.centers[c * dim..(c + 1) * dim];
+            let mut d2 = 0.0;
+            for k in 0..dim {
+                let t = (lo[k] - center[k]).max(center[k] - hi[k]).max(0.0);
+                d2 += t * t;
+            }
+            d2 <= self.reach_sq[c]
+        };
+        match &self.center_tree {
+            Some(tree) => {
+                let mid: Vec<f64> = (0..dim).map(|k| 0.5 * (lo[k] + hi[k])).collect();
+                let half = (0..dim)
+                    .map(|k| 0.25 * (hi[k] - lo[k]) * (hi[k] - lo[k]))
+                    .sum::<f64>()
+                    .sqrt();
+                let radius = self.cutoff + self.max_radius() + half;
+                tree.for_each_within_radius(&mid, radius, |c, _| {
+                    if box_reach(c) {
+                        candidates.push(c);
+                    }
+                });
+                candidates.sort_unstable();
+            }
+            None => candidates.extend((0..self.radii.len()).filter(|&c| box_reach(c))),
+        }
+        let mut acc = [[0.0f64; LANES]; MAX_W_LANES];
+        for w0 in (0..n_weights).step_by(MAX_W_LANES) {
+            let nw = (n_weights - w0).min(MAX_W_LANES);
+            for a in acc.iter_mut() {
+                *a = [0.0; LANES];
+            }
+            for &c in candidates.iter() {
+                let center = &self.centers[c * dim..(c + 1) * dim];
+                let mut d2 = [0.0f64; LANES];
+                for k in 0..dim {
+                    let mut u = [0.0f64; LANES];
+                    for l in 0..LANES {
+                        let t = y[k][l] - center[k];
+                        d2[l] = fmadd::<FMA>(t, t, d2[l]);
+                        u[l] = t * inv_h;
+                    }
+                    scratch.u[k] = u;
+                }
+                let mut g = [0.0f64; LANES];
+                let mut any = false;
+                for l in 0..LANES {
+                    let inside = d2[l] <= self.reach_sq[c] && l < lanes;
+                    g[l] = if inside {
+                        exp_nonpositive_with::<FMA, false>(d2[l] * neg_inv_h2)
+                    } else {
+                        0.0
+                    };
+                    any |= inside;
+                }
+                if !any {
+                    continue;
+                }
+                self.monomials.evaluate_lanes(&scratch.u, &mut scratch.mono);
+                let base = c * n_weights * terms;
+                for (w, a) in acc.iter_mut().enumerate().take(nw) {
+                    let cf = &coeffs[base + (w0 + w) * terms..base + (w0 + w + 1) * terms];
+                    let mut s = [0.0f64; LANES];
+                    for (coef, mono) in cf.iter().zip(&scratch.mono[..terms]) {
+                        for l in 0..LANES {
+                            s[l] = fmadd::<FMA>(*coef, mono[l], s[l]);
+                        }
+                    }
+                    for l in 0..LANES {
+                        a[l] = fmadd::<FMA>(g[l], s[l], a[l]);
+                    }
+                }
+            }
+            for l in 0..lanes {
+                for (w, a) in acc.iter().enumerate().take(nw) {
+                    res[l * n_weights + w0 + w] = a[l];
+                }
+            }
+        }
     }
 
     /// Mean number of clusters within reach of the given sample of targets.

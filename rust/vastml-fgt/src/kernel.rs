@@ -9,73 +9,137 @@
 
 use crate::exp::{exp_nonpositive_with, fmadd};
 
-/// Sources per inner block: the block's coordinates and exponentials stay in L1.
-pub(crate) const BLOCK: usize = 256;
-const LANES: usize = 8;
+/// Sources per inner block of the direct method (a block stays in L1 across targets).
+pub(crate) const BLOCK: usize = 1024;
+/// Sources handled together in registers: four AVX2 vectors, four independent exp chains.
+const CHUNK: usize = 16;
+/// Largest number of weight columns kept in registers; more are done in passes.
+const MAX_W: usize = 4;
 
-/// Points stored coordinate by coordinate (`coords[k * n + i]` is coordinate k of point i).
+/// Sources prepared for the kernel: centred on their mean, divided by h, stored
+/// coordinate by coordinate (`coords[k * stride + i]`), each row padded so that a chunk of
+/// [`CHUNK`] starting anywhere below `n` can be read.
+///
+/// Two forms of the exponent -||y - x||^2 / h^2 are used:
+/// - *expanded*, 2 y.x - |x|^2 - |y|^2 (one multiply-add per coordinate, |x|^2 stored per
+///   source), when the rounding error of the cancellation, about 1e-15 (R/h + 4)^2 with R
+///   the largest distance of a source from the mean, is below epsilon / 100;
+/// - *difference*, the sum of squared differences, otherwise.
+///
+/// The exponential uses a degree-7 polynomial (relative error < 7.5e-9) when epsilon >= 1e-7
+/// and degree 12 (< 1e-15) below; both errors stay far inside the epsilon contract.
 #[derive(Clone, Debug)]
 pub(crate) struct SoaPoints {
     pub dim: usize,
     pub n: usize,
-    pub coords: Vec<f64>,
+    pub stride: usize,
+    coords: Vec<f64>,
+    /// -|x|^2 per source (expanded form), padded with zeros.
+    neg_norms: Vec<f64>,
+    center: Vec<f64>,
+    inv_h: f64,
+    expanded: bool,
+    low_degree: bool,
+}
+
+fn padded(n: usize) -> usize {
+    n.div_ceil(CHUNK) * CHUNK + CHUNK
 }
 
 impl SoaPoints {
-    /// From row-major `points` (n x dim), optionally in the order `perm` (perm[i] = row).
-    pub fn from_rows(points: &[f64], dim: usize, perm: Option<&[usize]>) -> Self {
+    /// From row-major `points` (n x dim), optionally in the order `perm` (perm[i] = row),
+    /// for bandwidth h and accuracy epsilon.
+    pub fn new(points: &[f64], dim: usize, perm: Option<&[usize]>, h: f64, epsilon: f64) -> Self {
         let n = points.len() / dim;
-        let mut coords = vec![0.0; n * dim];
-        for i in 0..n {
-            let row = perm.map_or(i, |p| p[i]);
-            for k in 0..dim {
-                coords[k * n + i] = points[row * dim + k];
+        let stride = padded(n);
+        let mut center = vec![0.0; dim];
+        for p in points.chunks_exact(dim) {
+            for (c, v) in center.iter_mut().zip(p) {
+                *c += v;
             }
         }
-        SoaPoints { dim, n, coords }
+        for c in center.iter_mut() {
+            *c /= n as f64;
+        }
+        let inv_h = 1.0 / h;
+        let mut coords = vec![0.0; stride * dim];
+        let mut neg_norms = vec![0.0; stride];
+        let mut max_norm2: f64 = 0.0;
+        for i in 0..n {
+            let row = perm.map_or(i, |p| p[i]);
+            let mut norm2 = 0.0;
+            for k in 0..dim {
+                let v = (points[row * dim + k] - center[k]) * inv_h;
+                coords[k * stride + i] = v;
+                norm2 += v * v;
+            }
+            neg_norms[i] = -norm2;
+            max_norm2 = max_norm2.max(norm2);
+        }
+        let spread = max_norm2.sqrt() + 4.0;
+        SoaPoints {
+            dim,
+            n,
+            stride,
+            coords,
+            neg_norms,
+            center,
+            inv_h,
+            expanded: 1e-15 * spread * spread <= epsilon / 100.0,
+            low_degree: epsilon >= 1e-7,
+        }
     }
 
-    #[inline(always)]
-    pub fn coord(&self, k: usize) -> &[f64] {
-        &self.coords[k * self.n..(k + 1) * self.n]
+    /// Maps a target into the prepared coordinates: writes the per-coordinate factors into
+    /// `buf` (2 y' in the expanded form, y' otherwise) and returns -|y'|^2 (expanded) or 0.
+    #[inline]
+    pub fn prepare_target(&self, y: &[f64], buf: &mut [f64]) -> f64 {
+        let mut norm2 = 0.0;
+        for k in 0..self.dim {
+            let v = (y[k] - self.center[k]) * self.inv_h;
+            norm2 += v * v;
+            buf[k] = if self.expanded { 2.0 * v } else { v };
+        }
+        if self.expanded { -norm2 } else { 0.0 }
     }
 }
 
-/// Weight columns stored column by column (`data[w * n + i]`), optionally permuted.
+/// Weight columns stored column by column (`data[w * stride + i]`, stride as for
+/// [`SoaPoints`], padding zero), optionally permuted.
 pub(crate) fn weight_columns(weights: &[f64], n_weights: usize, perm: Option<&[usize]>) -> Vec<f64> {
     let n = weights.len() / n_weights;
-    let mut data = vec![0.0; n * n_weights];
+    let stride = padded(n);
+    let mut data = vec![0.0; stride * n_weights];
     for i in 0..n {
         let row = perm.map_or(i, |p| p[i]);
         for w in 0..n_weights {
-            data[w * n + i] = weights[row * n_weights + w];
+            data[w * stride + i] = weights[row * n_weights + w];
         }
     }
     data
 }
 
-/// Adds sum_{i in range} q_w[i] exp(-||y - x_i||^2 / h^2) to `out[w]` for every weight column.
-///
-/// `neg_inv_h2` is -1/h^2, `weights` is column-major with `sources.n` rows.
+/// Adds sum_{i in start..end} q_w[i] exp(-||y - x_i||^2 / h^2) to `out[w]` for every
+/// weight column, for a target prepared by [`SoaPoints::prepare_target`].
 #[inline]
 pub(crate) fn accumulate(
     y: &[f64],
+    y_norm: f64,
     sources: &SoaPoints,
     weights: &[f64],
     start: usize,
     end: usize,
-    neg_inv_h2: f64,
     out: &mut [f64],
 ) {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx2_fma() {
             // SAFETY: the CPU supports the features the function is compiled with.
-            unsafe { accumulate_avx2(y, sources, weights, start, end, neg_inv_h2, out) };
+            unsafe { accumulate_avx2(y, y_norm, sources, weights, start, end, out) };
             return;
         }
     }
-    accumulate_generic::<false>(y, sources, weights, start, end, neg_inv_h2, out);
+    dispatch::<false>(y, y_norm, sources, weights, start, end, out);
 }
 
 /// The instruction set the kernels use on this CPU: "avx2+fma" or "baseline".
@@ -99,95 +163,162 @@ pub(crate) fn has_avx2_fma() -> bool {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn accumulate_avx2(
     y: &[f64],
+    y_norm: f64,
     sources: &SoaPoints,
     weights: &[f64],
     start: usize,
     end: usize,
-    neg_inv_h2: f64,
     out: &mut [f64],
 ) {
-    accumulate_generic::<true>(y, sources, weights, start, end, neg_inv_h2, out);
+    dispatch::<true>(y, y_norm, sources, weights, start, end, out);
 }
 
 #[inline(always)]
-fn accumulate_generic<const FMA: bool>(
+fn dispatch<const FMA: bool>(
     y: &[f64],
+    y_norm: f64,
     sources: &SoaPoints,
     weights: &[f64],
     start: usize,
     end: usize,
-    neg_inv_h2: f64,
     out: &mut [f64],
 ) {
-    let n = sources.n;
-    let mut d2 = [0.0f64; BLOCK];
-    let mut s = start;
-    while s < end {
-        let len = (end - s).min(BLOCK);
-        let d2 = &mut d2[..len];
-        d2.fill(0.0);
-        for (k, &yk) in y.iter().enumerate() {
-            let xk = &sources.coord(k)[s..s + len];
-            for (acc, &x) in d2.iter_mut().zip(xk) {
-                let t = yk - x;
-                *acc = fmadd::<FMA>(t, t, *acc);
-            }
+    match (sources.expanded, sources.low_degree) {
+        (true, true) => kernel::<FMA, true, true>(y, y_norm, sources, weights, start, end, out),
+        (true, false) => kernel::<FMA, true, false>(y, y_norm, sources, weights, start, end, out),
+        (false, true) => kernel::<FMA, false, true>(y, y_norm, sources, weights, start, end, out),
+        (false, false) => {
+            kernel::<FMA, false, false>(y, y_norm, sources, weights, start, end, out)
         }
-        for v in d2.iter_mut() {
-            *v = exp_nonpositive_with::<FMA>(*v * neg_inv_h2);
-        }
-        for (w, o) in out.iter_mut().enumerate() {
-            let q = &weights[w * n + s..w * n + s + len];
-            *o += dot::<FMA>(q, d2);
-        }
-        s += len;
     }
 }
 
-/// Dot product with eight accumulators (vectorises; fixed order).
 #[inline(always)]
-fn dot<const FMA: bool>(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let ca = a.chunks_exact(LANES);
-    let cb = b.chunks_exact(LANES);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, z) in ca.zip(cb) {
-        for l in 0..LANES {
-            acc[l] = fmadd::<FMA>(x[l], z[l], acc[l]);
+fn kernel<const FMA: bool, const EXPANDED: bool, const LOW: bool>(
+    y: &[f64],
+    y_norm: f64,
+    sources: &SoaPoints,
+    weights: &[f64],
+    start: usize,
+    end: usize,
+    out: &mut [f64],
+) {
+    let stride = sources.stride;
+    let dim = sources.dim;
+    let coords = &sources.coords[..];
+    for w0 in (0..out.len()).step_by(MAX_W) {
+        let nw = (out.len() - w0).min(MAX_W);
+        let mut acc = [[0.0f64; CHUNK]; MAX_W];
+        let mut s = start;
+        while s < end {
+            let len = (end - s).min(CHUNK);
+            // the exponent of CHUNK sources, kept in registers across dimensions
+            let mut arg = [0.0f64; CHUNK];
+            if EXPANDED {
+                let nx: &[f64; CHUNK] = sources.neg_norms[s..s + CHUNK].try_into().expect("padded");
+                for l in 0..CHUNK {
+                    arg[l] = nx[l] + y_norm;
+                }
+            }
+            for (k, &yk) in y.iter().enumerate().take(dim) {
+                let xk: &[f64; CHUNK] = coords[k * stride + s..k * stride + s + CHUNK]
+                    .try_into()
+                    .expect("padded rows");
+                for l in 0..CHUNK {
+                    if EXPANDED {
+                        arg[l] = fmadd::<FMA>(yk, xk[l], arg[l]);
+                    } else {
+                        let t = yk - xk[l];
+                        arg[l] = fmadd::<FMA>(-t, t, arg[l]);
+                    }
+                }
+            }
+            let mut e = [0.0f64; CHUNK];
+            for l in 0..CHUNK {
+                e[l] = exp_nonpositive_with::<FMA, LOW>(arg[l]);
+            }
+            if len < CHUNK {
+                for (l, v) in e.iter_mut().enumerate() {
+                    if l >= len {
+                        *v = 0.0;
+                    }
+                }
+            }
+            for (w, a) in acc.iter_mut().enumerate().take(nw) {
+                let base = (w0 + w) * stride + s;
+                let q: &[f64; CHUNK] = weights[base..base + CHUNK].try_into().expect("padded rows");
+                for l in 0..CHUNK {
+                    a[l] = fmadd::<FMA>(q[l], e[l], a[l]);
+                }
+            }
+            s += len;
+        }
+        for (w, a) in acc.iter().enumerate().take(nw) {
+            out[w0 + w] += reduce(a);
         }
     }
-    let mut tail = 0.0;
-    for (x, z) in ra.iter().zip(rb) {
-        tail = fmadd::<FMA>(*x, *z, tail);
+}
+
+/// Sum of a chunk of partial sums in a fixed tree order.
+#[inline(always)]
+fn reduce(a: &[f64; CHUNK]) -> f64 {
+    let mut v = *a;
+    let mut width = CHUNK / 2;
+    while width > 0 {
+        for l in 0..width {
+            v[l] += v[l + width];
+        }
+        width /= 2;
     }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    v[0]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn naive(pts: &[f64], w: &[f64], dim: usize, y: &[f64], h: f64, a: usize, b: usize) -> [f64; 2] {
+        let mut out = [0.0; 2];
+        for i in a..b {
+            let d2: f64 = (0..dim).map(|k| (y[k] - pts[i * dim + k]).powi(2)).sum();
+            for c in 0..2 {
+                out[c] += w[i * 2 + c] * (-d2 / (h * h)).exp();
+            }
+        }
+        out
+    }
+
     #[test]
-    fn accumulate_matches_naive_sum() {
+    fn accumulate_matches_naive_sum_in_every_form() {
         let dim = 3;
         let n = 1000;
         let pts: Vec<f64> = (0..n * dim).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
         let w: Vec<f64> = (0..n * 2).map(|i| ((i * 31) % 17) as f64 - 8.0).collect();
-        let soa = SoaPoints::from_rows(&pts, dim, None);
         let wc = weight_columns(&w, 2, None);
         let y = [0.3, 0.6, 0.1];
         let h = 0.2f64;
-        let mut out = [0.0; 2];
-        accumulate(&y, &soa, &wc, 5, 997, -1.0 / (h * h), &mut out);
-        let mut naive = [0.0; 2];
-        for i in 5..997 {
-            let d2: f64 = (0..dim).map(|k| (y[k] - pts[i * dim + k]).powi(2)).sum();
+        let exact = naive(&pts, &w, dim, &y, h, 5, 997);
+        let qsum: f64 = w[10..1994].iter().map(|v| v.abs()).sum();
+        // (epsilon, expected form): expanded + low degree, expanded + high degree,
+        // difference form (tiny epsilon makes the expansion unsafe)
+        for (eps, expanded, low) in [(1e-6, true, true), (1e-10, true, false), (1e-19, false, false)] {
+            let soa = SoaPoints::new(&pts, dim, None, h, eps);
+            assert_eq!((soa.expanded, soa.low_degree), (expanded, low));
+            let mut buf = [0.0; 3];
+            let yn = soa.prepare_target(&y, &mut buf);
+            let mut out = [0.0; 2];
+            accumulate(&buf, yn, &soa, &wc, 5, 997, &mut out);
             for c in 0..2 {
-                naive[c] += w[i * 2 + c] * (-d2 / (h * h)).exp();
+                assert!((out[c] - exact[c]).abs() <= eps.max(1e-14) * qsum, "{eps}: {out:?} vs {exact:?}");
             }
-        }
-        for c in 0..2 {
-            assert!((out[c] - naive[c]).abs() < 1e-12 * 1000.0, "{out:?} vs {naive:?}");
+            // masked tails: every split of the range gives the same sum
+            let mut parts = [0.0; 2];
+            for (a, b) in [(5, 21), (21, 22), (22, 500), (500, 997)] {
+                accumulate(&buf, yn, &soa, &wc, a, b, &mut parts);
+            }
+            for c in 0..2 {
+                assert!((parts[c] - out[c]).abs() < 1e-9);
+            }
         }
     }
 }

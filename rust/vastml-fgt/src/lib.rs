@@ -293,8 +293,8 @@ impl GaussTransform {
         };
 
         let engine = match method {
-            Method::Direct => Engine::Direct(DirectPlan::new(sources, dim)),
-            Method::DirectTree => Engine::Tree(TreePlan::new(sources, dim, tree_radius)?),
+            Method::Direct => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
+            Method::DirectTree => Engine::Tree(TreePlan::new(sources, dim, h, epsilon, tree_radius)?),
             Method::Ifgt | Method::IfgtTree => {
                 match build_ifgt(method == Method::IfgtTree, cancel)? {
                     Some(p) => Engine::Ifgt(p),
@@ -313,10 +313,10 @@ impl GaussTransform {
             Method::Auto => {
                 let direct = plan::direct_cost(n, m, dim, w);
                 estimates.push((Method::Direct, direct));
-                let mut best = (direct, Engine::Direct(DirectPlan::new(sources, dim)));
+                let mut best = (direct, Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)));
                 // Direct + tree, when the cut-off excludes part of the data.
                 if tree_radius < diag && n >= 64 {
-                    let tree = TreePlan::new(sources, dim, tree_radius)?;
+                    let tree = TreePlan::new(sources, dim, h, epsilon, tree_radius)?;
                     let (pts, leaves) = tree.mean_sources_in_reach(&sample);
                     let cost = plan::tree_cost(n, m, dim, w, pts, leaves);
                     estimates.push((Method::DirectTree, cost));
@@ -472,10 +472,9 @@ impl GaussTransform {
             return Err(FgtError::NonFinite { name: "weights" });
         }
         let mut out = vec![0.0; m * n_weights];
-        let h = self.bandwidth;
         match &self.engine {
-            Engine::Direct(p) => p.evaluate(targets, weights, n_weights, h, &mut out, cancel)?,
-            Engine::Tree(p) => p.evaluate(targets, weights, n_weights, h, &mut out, cancel)?,
+            Engine::Direct(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
+            Engine::Tree(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
             Engine::Ifgt(p) => {
                 let coeffs = p.coefficients(&self.sources, weights, n_weights);
                 p.evaluate(targets, &coeffs, n_weights, &mut out, cancel)?

@@ -141,6 +141,25 @@ impl Monomials {
     }
 }
 
+impl Monomials {
+    /// [`Monomials::evaluate`] for `L` points at once (`u[k][lane]`), writing all terms
+    /// into `out[t][lane]`; the loop over lanes vectorises.
+    #[inline(always)]
+    pub fn evaluate_lanes<const L: usize>(&self, u: &[[f64; L]], out: &mut [[f64; L]]) {
+        debug_assert!(out.len() >= self.len());
+        out[0] = [1.0; L];
+        for t in 1..self.var.len() {
+            let a = u[self.var[t] as usize];
+            let b = out[self.parent[t] as usize];
+            let mut r = [0.0; L];
+            for l in 0..L {
+                r[l] = a[l] * b[l];
+            }
+            out[t] = r;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +231,21 @@ mod tests {
                     let count = ex.iter().filter(|e| e.iter().sum::<u32>() as usize <= g).count();
                     assert_eq!(count, m.prefix_len(g));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_agree_with_single_evaluation() {
+        let m = Monomials::new(3, 6);
+        let u = [[0.1, -0.5, 0.7, 1.2], [0.3, 0.0, -1.1, 0.4], [2.0, 0.5, 0.25, -0.3]];
+        let mut lanes = vec![[0.0; 4]; m.len()];
+        m.evaluate_lanes(&u, &mut lanes);
+        let mut single = vec![0.0; m.len()];
+        for l in 0..4 {
+            m.evaluate(&[u[0][l], u[1][l], u[2][l]], &mut single);
+            for t in 0..m.len() {
+                assert_eq!(lanes[t][l], single[t]);
             }
         }
     }

@@ -1,0 +1,15 @@
+"""vastml: seeing and learning from data too large for the usual tools.
+
+The compiled core lives in :mod:`vastml._core`; the public API is in the sub-packages:
+
+- :mod:`vastml.kernels` -- the epsilon-exact fast Gauss transform (:func:`~vastml.kernels.gauss_transform`,
+  :class:`~vastml.kernels.GaussTransform`).
+- :mod:`vastml.datasets` -- generators of the synthetic data used in tests, benches and demos.
+
+Errors: bad parameters and inputs raise :class:`ValueError` (or :class:`TypeError`) naming the
+parameter; everything else raises :class:`VastmlError`.
+"""
+
+from vastml._core import VastmlError, __version__, effective_n_jobs
+
+__all__ = ["VastmlError", "__version__", "effective_n_jobs"]

@@ -1,0 +1,45 @@
+# Hand-written stub of the compiled module; tests/test_core_stub.py keeps it honest.
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+simd: str
+
+class VastmlError(Exception):
+    """Base class of vastml's own errors (parameter and shape errors are ValueError)."""
+
+def effective_n_jobs(n_jobs: int | None = None) -> int: ...
+def gauss_transform(
+    sources: npt.NDArray[np.float64],
+    targets: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    bandwidth: float,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+
+class GaussTransform:
+    def __init__(
+        self,
+        sources: npt.NDArray[np.float64],
+        bandwidth: float,
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        n_jobs: int | None = None,
+    ) -> None: ...
+    def evaluate(
+        self,
+        targets: npt.NDArray[np.float64],
+        weights: npt.NDArray[np.float64],
+        n_jobs: int | None = None,
+    ) -> npt.NDArray[np.float64]: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def n_sources(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    def info(self) -> dict[str, Any]: ...

@@ -1,0 +1,50 @@
+"""Simple synthetic point sets (the thesis's "uniform" and "clumpy" data)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def make_uniform(n_samples, n_features, *, random_state=None):
+    """Points uniform in the unit hypercube [0, 1]^d.
+
+    Examples
+    --------
+    >>> from vastml.datasets import make_uniform
+    >>> make_uniform(5, 3, random_state=0).shape
+    (5, 3)
+    """
+    rng = np.random.default_rng(random_state)
+    return rng.uniform(size=(int(n_samples), int(n_features)))
+
+
+def make_gaussian_mixture(
+    n_samples, n_features, *, n_components=10, scale=0.05, random_state=None, return_labels=False
+):
+    """"Clumpy" data: a mixture of isotropic Gaussians with centres uniform in [0.1, 0.9]^d.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        Shape of the output.
+    n_components : int, default=10
+        Number of Gaussians (the thesis uses 10).
+    scale : float, default=0.05
+        Standard deviation of each Gaussian.
+    random_state : int, Generator or None
+        Seed.
+    return_labels : bool, default=False
+        Also return the component of each point.
+
+    Examples
+    --------
+    >>> from vastml.datasets import make_gaussian_mixture
+    >>> X, y = make_gaussian_mixture(100, 2, n_components=3, random_state=0, return_labels=True)
+    >>> X.shape, sorted(set(y.tolist()))
+    ((100, 2), [0, 1, 2])
+    """
+    rng = np.random.default_rng(random_state)
+    centres = rng.uniform(0.1, 0.9, size=(int(n_components), int(n_features)))
+    labels = rng.integers(0, n_components, size=int(n_samples))
+    X = centres[labels] + scale * rng.standard_normal((int(n_samples), int(n_features)))
+    return (X, labels) if return_labels else X

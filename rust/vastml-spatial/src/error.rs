@@ -1,0 +1,43 @@
+//! The crate's error type.
+
+use thiserror::Error;
+
+/// Everything that can go wrong when building or querying the spatial structures of this crate.
+///
+/// Every public constructor and checked query returns this error instead of panicking on bad
+/// input.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum SpatialError {
+    /// A scalar parameter is outside its valid range (for example `dim == 0`, `leaf_size == 0`,
+    /// a seed index past the end, or a negative radius).
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// Name of the offending parameter.
+        name: &'static str,
+        /// Human-readable explanation.
+        reason: String,
+    },
+    /// A slice does not have the length implied by the other arguments.
+    #[error("shape mismatch for `{name}`: expected length {expected}, got {actual}")]
+    ShapeMismatch {
+        /// Name of the offending argument.
+        name: &'static str,
+        /// Description of the expected length (for example `"3"` or `"a multiple of dim = 3"`).
+        expected: String,
+        /// The length that was actually passed.
+        actual: usize,
+    },
+    /// An input contains NaN or an infinity.
+    #[error("`{name}` contains non-finite values (NaN or infinity)")]
+    NonFinite {
+        /// Name of the offending argument.
+        name: &'static str,
+    },
+    /// An input that must hold at least one element is empty.
+    #[error("`{name}` is empty")]
+    Empty {
+        /// Name of the offending argument.
+        name: &'static str,
+    },
+}

@@ -1,0 +1,804 @@
+//! A static kd-tree over row-major points: fixed-radius search, k nearest neighbours and
+//! leaf-range access for blocked (vectorised) evaluation.
+//!
+//! Layout: a flat pre-order node array (the left child of node `i` is `i + 1`), one tight
+//! axis-aligned bounding box per node, and a copy of the points reordered so that every node owns
+//! a contiguous range `start..end` of that copy. Splits are at the median of the widest box
+//! dimension, so the depth is at most `ceil(log2(n))` and queries can use a fixed-size stack
+//! (no allocation per radius query).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::distance::sq_dist_fixed;
+use crate::validate::{validate_points, validate_query, validate_radius};
+use crate::{Result, SpatialError};
+
+/// A leaf size that works well for low-dimensional data.
+pub const DEFAULT_LEAF_SIZE: usize = 16;
+
+/// Capacity of the traversal stacks. Median splits bound the depth by `ceil(log2(n)) <= 64`,
+/// and a depth-first traversal never holds more than `depth + 1` pending nodes.
+const STACK_CAP: usize = 128;
+
+/// Subtrees at least this large are built with `rayon::join`.
+const PAR_BUILD_MIN: usize = 1 << 15;
+
+/// `Node::right` value that marks a leaf (the root, index 0, is never a right child).
+const LEAF: usize = 0;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// First point of this node, in tree order.
+    start: usize,
+    /// One past the last point of this node, in tree order.
+    end: usize,
+    /// Index of the right child, or [`LEAF`]. The left child is always `self_index + 1`.
+    right: usize,
+}
+
+/// A static kd-tree over `n` points in `dim` dimensions.
+///
+/// The tree owns a reordered copy of the points, so it does not borrow the input. It is `Send +
+/// Sync`; all queries take `&self` and can run from many threads at once.
+///
+/// Distances are compared as squared distances computed exactly like
+/// [`squared_distance`](crate::squared_distance), and box pruning is conservative in floating
+/// point, so the radius queries return exactly the points a brute-force filter
+/// `squared_distance(p, q) <= radius * radius` would return.
+///
+/// ```
+/// use vastml_spatial::KdTree;
+///
+/// let pts = [0.0, 0.0, 1.0, 0.0, 0.0, 2.0, 5.0, 5.0]; // four 2-D points
+/// let tree = KdTree::build(&pts, 2, 16)?;
+/// let mut hits = Vec::new();
+/// tree.within_radius(&[0.0, 0.0], 1.5, &mut hits)?;
+/// hits.sort_by_key(|h| h.0);
+/// assert_eq!(hits, vec![(0, 0.0), (1, 1.0)]);
+/// assert_eq!(tree.nearest(&[4.0, 4.0], 1)?, vec![(3, 2.0)]);
+/// # Ok::<(), vastml_spatial::SpatialError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct KdTree {
+    dim: usize,
+    leaf_size: usize,
+    /// Points in tree order, row-major.
+    points: Vec<f64>,
+    /// `perm[i]` = original index of the `i`-th point in tree order.
+    perm: Vec<usize>,
+    /// Pre-order node array; `nodes[0]` is the root.
+    nodes: Vec<Node>,
+    /// Per node `2 * dim` values: the box minimum corner, then the maximum corner.
+    bounds: Vec<f64>,
+}
+
+/// Parameters shared by the recursive build. `D > 0` fixes the dimension at compile time;
+/// `D == 0` reads it from `dim`.
+struct Builder<const D: usize> {
+    dim: usize,
+    leaf_size: usize,
+}
+
+/// The mutable state of one subtree under construction: its original indices and points
+/// (row-major, same order) plus equally long scratch space. Sub-slices for the two children are
+/// disjoint, so subtrees can be built in parallel.
+struct Work<'w> {
+    perm: &'w mut [usize],
+    rows: &'w mut [f64],
+    scratch_perm: &'w mut [usize],
+    scratch_rows: &'w mut [f64],
+    keys: &'w mut [f64],
+}
+
+impl<'w> Work<'w> {
+    /// Splits into the first `mid` points and the rest.
+    fn split_at(self, mid: usize, dim: usize) -> (Work<'w>, Work<'w>) {
+        let (perm_l, perm_r) = self.perm.split_at_mut(mid);
+        let (rows_l, rows_r) = self.rows.split_at_mut(mid * dim);
+        let (sp_l, sp_r) = self.scratch_perm.split_at_mut(mid);
+        let (sr_l, sr_r) = self.scratch_rows.split_at_mut(mid * dim);
+        let (keys_l, keys_r) = self.keys.split_at_mut(mid);
+        (
+            Work {
+                perm: perm_l,
+                rows: rows_l,
+                scratch_perm: sp_l,
+                scratch_rows: sr_l,
+                keys: keys_l,
+            },
+            Work {
+                perm: perm_r,
+                rows: rows_r,
+                scratch_perm: sp_r,
+                scratch_rows: sr_r,
+                keys: keys_r,
+            },
+        )
+    }
+}
+
+impl<const D: usize> Builder<D> {
+    /// Builds the subtree over `work` (whose first point sits at tree position `offset`),
+    /// appending its nodes in pre-order. Child indices are relative to `nodes`. On return
+    /// `work.perm` and `work.rows` are in tree order.
+    fn build(&self, work: Work<'_>, offset: usize, nodes: &mut Vec<Node>, bounds: &mut Vec<f64>) {
+        let dim = if D == 0 { self.dim } else { D };
+        let m = work.perm.len();
+        let me = nodes.len();
+        nodes.push(Node {
+            start: offset,
+            end: offset + m,
+            right: LEAF,
+        });
+        let base = bounds.len();
+        bounds.resize(base + 2 * dim, 0.0);
+        bounding_box::<D>(work.rows, dim, &mut bounds[base..]);
+        if m <= self.leaf_size {
+            return;
+        }
+        let (lo, hi) = bounds[base..].split_at(dim);
+        let mut split_dim = 0;
+        let mut widest = f64::NEG_INFINITY;
+        for (k, (l, h)) in lo.iter().zip(hi).enumerate() {
+            let extent = h - l;
+            if extent > widest {
+                widest = extent;
+                split_dim = k;
+            }
+        }
+        if widest <= 0.0 {
+            // All points of this node coincide: splitting cannot prune anything.
+            return;
+        }
+        let mid = m / 2;
+        let work = median_split::<D>(work, dim, split_dim, mid);
+        let (left, right) = work.split_at(mid, dim);
+        if m >= PAR_BUILD_MIN {
+            let ((ln, lb), (rn, rb)) = rayon::join(
+                || self.build_owned(left, offset),
+                || self.build_owned(right, offset + mid),
+            );
+            append_shifted(nodes, bounds, ln, lb);
+            let right_index = nodes.len();
+            append_shifted(nodes, bounds, rn, rb);
+            nodes[me].right = right_index;
+        } else {
+            self.build(left, offset, nodes, bounds);
+            let right_index = nodes.len();
+            self.build(right, offset + mid, nodes, bounds);
+            nodes[me].right = right_index;
+        }
+    }
+
+    /// Builds a subtree into fresh vectors (child indices relative to the returned vector).
+    fn build_owned(&self, work: Work<'_>, offset: usize) -> (Vec<Node>, Vec<f64>) {
+        let cap = 2 * work.perm.len().div_ceil(self.leaf_size);
+        let mut nodes = Vec::with_capacity(cap);
+        let mut bounds = Vec::with_capacity(cap * 2 * self.dim);
+        self.build(work, offset, &mut nodes, &mut bounds);
+        (nodes, bounds)
+    }
+}
+
+/// Writes the tight bounding box of `rows` (row-major, `dim` columns) into `out` (`lo` then
+/// `hi`). Inputs are finite, so plain comparisons (which compile to `minsd`/`maxsd`) suffice.
+fn bounding_box<const D: usize>(rows: &[f64], dim: usize, out: &mut [f64]) {
+    let dim = if D == 0 { dim } else { D };
+    let (lo, hi) = out.split_at_mut(dim);
+    lo.fill(f64::INFINITY);
+    hi.fill(f64::NEG_INFINITY);
+    for p in rows.chunks_exact(dim) {
+        for ((l, h), &x) in lo[..dim].iter_mut().zip(&mut hi[..dim]).zip(&p[..dim]) {
+            *l = if x < *l { x } else { *l };
+            *h = if x > *h { x } else { *h };
+        }
+    }
+}
+
+/// Reorders `work.perm` and `work.rows` so that the first `mid` points have coordinate
+/// `split_dim` no larger than the rest.
+///
+/// The median value is found by a selection on a contiguous copy of that coordinate; then one
+/// branch-free stable pass sends every point below the median, plus just enough points equal to
+/// it, to the left half of the scratch space and the others to the right half, and the scratch
+/// is copied back. Memory access is sequential throughout.
+fn median_split<const D: usize>(
+    work: Work<'_>,
+    dim: usize,
+    split_dim: usize,
+    mid: usize,
+) -> Work<'_> {
+    let dim = if D == 0 { dim } else { D };
+    for (k, r) in work.keys.iter_mut().zip(work.rows.chunks_exact(dim)) {
+        *k = r[split_dim];
+    }
+    let (below, &mut median, _) = work.keys.select_nth_unstable_by(mid, f64::total_cmp);
+    // Every key `< median` is among the first `mid` after the selection, and at least
+    // `mid + 1 - n_less` keys equal the median, so exactly `mid` points go left.
+    let n_less = below.iter().filter(|&&k| k < median).count();
+    let mut equal_budget = mid - n_less;
+    let (mut l, mut r) = (0usize, mid);
+    for (&orig, row) in work.perm.iter().zip(work.rows.chunks_exact(dim)) {
+        let key = row[split_dim];
+        let take_equal = (key == median) & (equal_budget > 0);
+        let go_left = (key < median) | take_equal;
+        equal_budget -= usize::from(take_equal);
+        let dest = if go_left { l } else { r };
+        l += usize::from(go_left);
+        r += usize::from(!go_left);
+        work.scratch_perm[dest] = orig;
+        work.scratch_rows[dest * dim..(dest + 1) * dim].copy_from_slice(&row[..dim]);
+    }
+    debug_assert!(l == mid && r == work.perm.len());
+    work.perm.copy_from_slice(work.scratch_perm);
+    work.rows.copy_from_slice(work.scratch_rows);
+    work
+}
+
+/// Appends a subtree built into separate vectors, shifting its child indices.
+fn append_shifted(
+    nodes: &mut Vec<Node>,
+    bounds: &mut Vec<f64>,
+    sub: Vec<Node>,
+    sub_bounds: Vec<f64>,
+) {
+    let shift = nodes.len();
+    nodes.extend(sub.into_iter().map(|mut node| {
+        if node.right != LEAF {
+            node.right += shift;
+        }
+        node
+    }));
+    bounds.extend_from_slice(&sub_bounds);
+}
+
+/// A k-NN candidate, ordered by `(squared distance, original index)`.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    d2: f64,
+    index: usize,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.d2
+            .total_cmp(&other.d2)
+            .then(self.index.cmp(&other.index))
+    }
+}
+
+impl KdTree {
+    /// Builds a kd-tree over `points` (row-major `n x dim`) with at most `leaf_size` points per
+    /// leaf ([`DEFAULT_LEAF_SIZE`] = 16 is a good default; leaves whose points all coincide may
+    /// be larger). Large subtrees are built in parallel with rayon; the result does not depend on
+    /// the number of threads.
+    ///
+    /// # Errors
+    /// - [`SpatialError::InvalidParameter`] if `dim == 0` or `leaf_size == 0`;
+    /// - [`SpatialError::ShapeMismatch`] if `points.len()` is not a multiple of `dim`;
+    /// - [`SpatialError::Empty`] if there are no points;
+    /// - [`SpatialError::NonFinite`] if any coordinate is NaN or infinite.
+    pub fn build(points: &[f64], dim: usize, leaf_size: usize) -> Result<KdTree> {
+        let n = validate_points(points, dim)?;
+        if leaf_size == 0 {
+            return Err(SpatialError::InvalidParameter {
+                name: "leaf_size",
+                reason: "must be at least 1".to_string(),
+            });
+        }
+        let mut perm: Vec<usize> = (0..n).collect();
+        let mut tree_points = points.to_vec();
+        let mut scratch_perm = vec![0usize; n];
+        let mut scratch_rows = vec![0.0; n * dim];
+        let mut keys = vec![0.0; n];
+        let work = Work {
+            perm: &mut perm,
+            rows: &mut tree_points,
+            scratch_perm: &mut scratch_perm,
+            scratch_rows: &mut scratch_rows,
+            keys: &mut keys,
+        };
+        let (nodes, bounds) = match dim {
+            1 => Builder::<1> { dim, leaf_size }.build_owned(work, 0),
+            2 => Builder::<2> { dim, leaf_size }.build_owned(work, 0),
+            3 => Builder::<3> { dim, leaf_size }.build_owned(work, 0),
+            _ => Builder::<0> { dim, leaf_size }.build_owned(work, 0),
+        };
+        Ok(KdTree {
+            dim,
+            leaf_size,
+            points: tree_points,
+            perm,
+            nodes,
+            bounds,
+        })
+    }
+
+    /// Number of points in the tree.
+    pub fn len(&self) -> usize {
+        self.perm.len()
+    }
+
+    /// Whether the tree holds no points (never true for a successfully built tree).
+    pub fn is_empty(&self) -> bool {
+        self.perm.is_empty()
+    }
+
+    /// Dimension of the points.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The `leaf_size` the tree was built with.
+    pub fn leaf_size(&self) -> usize {
+        self.leaf_size
+    }
+
+    /// Number of nodes (internal and leaves).
+    pub fn n_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Calls `visit(original_index, squared_distance)` for every point `p` with
+    /// `squared_distance(p, query) <= radius * radius`, in unspecified order.
+    ///
+    /// This is the allocation-free hot path. `query.len()` must equal [`dim`](Self::dim)
+    /// (checked with `debug_assert!`; in release builds a mismatched query visits nothing). A
+    /// NaN or negative `radius` visits nothing; use [`within_radius`](Self::within_radius) for a
+    /// checked variant.
+    pub fn for_each_within_radius<F: FnMut(usize, f64)>(
+        &self,
+        query: &[f64],
+        radius: f64,
+        mut visit: F,
+    ) {
+        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
+        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+            return;
+        }
+        let r2 = radius * radius;
+        match self.dim {
+            1 => self.radius_impl::<1, F>(query, r2, &mut visit),
+            2 => self.radius_impl::<2, F>(query, r2, &mut visit),
+            3 => self.radius_impl::<3, F>(query, r2, &mut visit),
+            _ => self.radius_impl::<0, F>(query, r2, &mut visit),
+        }
+    }
+
+    /// Collects every point within `radius` of `query` into `out` (cleared first) as
+    /// `(original_index, squared_distance)` pairs, in unspecified order.
+    ///
+    /// # Errors
+    /// - [`SpatialError::ShapeMismatch`] if `query.len() != dim`;
+    /// - [`SpatialError::NonFinite`] if `query` has a NaN or infinite coordinate;
+    /// - [`SpatialError::InvalidParameter`] if `radius` is NaN or negative.
+    pub fn within_radius(
+        &self,
+        query: &[f64],
+        radius: f64,
+        out: &mut Vec<(usize, f64)>,
+    ) -> Result<()> {
+        out.clear();
+        validate_query(query, self.dim)?;
+        validate_radius(radius)?;
+        self.for_each_within_radius(query, radius, |i, d2| out.push((i, d2)));
+        Ok(())
+    }
+
+    /// Number of points within `radius` of `query` (same criterion as
+    /// [`for_each_within_radius`](Self::for_each_within_radius)), without collecting them.
+    /// Subtrees whose box lies entirely inside the ball are counted without distance
+    /// evaluations. A mismatched query length, NaN or negative radius counts nothing.
+    pub fn count_within_radius(&self, query: &[f64], radius: f64) -> usize {
+        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
+        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+            return 0;
+        }
+        let r2 = radius * radius;
+        match self.dim {
+            1 => self.count_impl::<1>(query, r2),
+            2 => self.count_impl::<2>(query, r2),
+            3 => self.count_impl::<3>(query, r2),
+            _ => self.count_impl::<0>(query, r2),
+        }
+    }
+
+    /// The `k` nearest neighbours of `query` as `(original_index, squared_distance)`, sorted by
+    /// ascending squared distance with ties broken by smaller index. `k` is clamped to
+    /// [`len`](Self::len); `k == 0` gives an empty vector.
+    ///
+    /// # Errors
+    /// - [`SpatialError::ShapeMismatch`] if `query.len() != dim`;
+    /// - [`SpatialError::NonFinite`] if `query` has a NaN or infinite coordinate.
+    pub fn nearest(&self, query: &[f64], k: usize) -> Result<Vec<(usize, f64)>> {
+        validate_query(query, self.dim)?;
+        let k = k.min(self.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let heap = match self.dim {
+            1 => self.nearest_impl::<1>(query, k),
+            2 => self.nearest_impl::<2>(query, k),
+            3 => self.nearest_impl::<3>(query, k),
+            _ => self.nearest_impl::<0>(query, k),
+        };
+        Ok(heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|c| (c.index, c.d2))
+            .collect())
+    }
+
+    /// The points in tree order (row-major `len() x dim()`). Every leaf visited by
+    /// [`for_each_leaf_within_radius`](Self::for_each_leaf_within_radius) is a contiguous row
+    /// range of this slice.
+    pub fn points_in_tree_order(&self) -> &[f64] {
+        &self.points
+    }
+
+    /// `permutation()[i]` is the original index of the `i`-th point in tree order.
+    pub fn permutation(&self) -> &[usize] {
+        &self.perm
+    }
+
+    /// Calls `visit(start, end, min_sq_dist_to_box)` for every leaf whose bounding box is within
+    /// `radius` of `query` (squared box distance `<= radius * radius`), where `start..end` is a
+    /// row range of [`points_in_tree_order`](Self::points_in_tree_order) (map back with
+    /// [`permutation`](Self::permutation)). Points inside a visited leaf may still be farther
+    /// than `radius`; no leaf containing a point within `radius` is skipped.
+    ///
+    /// Allocation-free. `query.len()` must equal [`dim`](Self::dim) (checked with
+    /// `debug_assert!`; in release builds a mismatched query visits nothing). A NaN or negative
+    /// radius visits nothing.
+    pub fn for_each_leaf_within_radius<F: FnMut(usize, usize, f64)>(
+        &self,
+        query: &[f64],
+        radius: f64,
+        mut visit: F,
+    ) {
+        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
+        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+            return;
+        }
+        let r2 = radius * radius;
+        match self.dim {
+            1 => self.leaf_impl::<1, F>(query, r2, &mut visit),
+            2 => self.leaf_impl::<2, F>(query, r2, &mut visit),
+            3 => self.leaf_impl::<3, F>(query, r2, &mut visit),
+            _ => self.leaf_impl::<0, F>(query, r2, &mut visit),
+        }
+    }
+
+    /// Bounding box of node `ni` as `(lo, hi)`.
+    #[inline(always)]
+    fn node_box(&self, ni: usize, dim: usize) -> (&[f64], &[f64]) {
+        self.bounds[ni * 2 * dim..(ni + 1) * 2 * dim].split_at(dim)
+    }
+
+    /// Minimum squared distance from `q` to the box of node `ni`. Never larger (in floating
+    /// point) than the computed squared distance from `q` to any point in the box.
+    #[inline(always)]
+    fn box_min_sq<const D: usize>(&self, ni: usize, q: &[f64]) -> f64 {
+        let dim = if D == 0 { self.dim } else { D };
+        let (lo, hi) = self.node_box(ni, dim);
+        let mut s = 0.0;
+        for ((&l, &h), &x) in lo[..dim].iter().zip(&hi[..dim]).zip(&q[..dim]) {
+            let d = if x < l {
+                l - x
+            } else if x > h {
+                x - h
+            } else {
+                0.0
+            };
+            s += d * d;
+        }
+        s
+    }
+
+    /// Maximum squared distance from `q` to the box of node `ni`. Never smaller (in floating
+    /// point) than the computed squared distance from `q` to any point in the box.
+    #[inline(always)]
+    fn box_max_sq<const D: usize>(&self, ni: usize, q: &[f64]) -> f64 {
+        let dim = if D == 0 { self.dim } else { D };
+        let (lo, hi) = self.node_box(ni, dim);
+        let mut s = 0.0;
+        for ((&l, &h), &x) in lo[..dim].iter().zip(&hi[..dim]).zip(&q[..dim]) {
+            let d = (x - l).abs().max((h - x).abs());
+            s += d * d;
+        }
+        s
+    }
+
+    fn radius_impl<const D: usize, F: FnMut(usize, f64)>(&self, q: &[f64], r2: f64, visit: &mut F) {
+        let dim = if D == 0 { self.dim } else { D };
+        let mut stack = [0usize; STACK_CAP];
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let ni = stack[top];
+            if self.box_min_sq::<D>(ni, q) > r2 {
+                continue;
+            }
+            let node = self.nodes[ni];
+            if node.right == LEAF {
+                let pts = &self.points[node.start * dim..node.end * dim];
+                let ids = &self.perm[node.start..node.end];
+                for (p, &id) in pts.chunks_exact(dim).zip(ids) {
+                    let d2 = sq_dist_fixed::<D>(p, q, dim);
+                    if d2 <= r2 {
+                        visit(id, d2);
+                    }
+                }
+            } else {
+                stack[top] = node.right;
+                stack[top + 1] = ni + 1;
+                top += 2;
+            }
+        }
+    }
+
+    fn count_impl<const D: usize>(&self, q: &[f64], r2: f64) -> usize {
+        let dim = if D == 0 { self.dim } else { D };
+        let mut count = 0;
+        let mut stack = [0usize; STACK_CAP];
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let ni = stack[top];
+            if self.box_min_sq::<D>(ni, q) > r2 {
+                continue;
+            }
+            let node = self.nodes[ni];
+            if self.box_max_sq::<D>(ni, q) <= r2 {
+                count += node.end - node.start;
+            } else if node.right == LEAF {
+                let pts = &self.points[node.start * dim..node.end * dim];
+                count += pts
+                    .chunks_exact(dim)
+                    .filter(|p| sq_dist_fixed::<D>(p, q, dim) <= r2)
+                    .count();
+            } else {
+                stack[top] = node.right;
+                stack[top + 1] = ni + 1;
+                top += 2;
+            }
+        }
+        count
+    }
+
+    fn leaf_impl<const D: usize, F: FnMut(usize, usize, f64)>(
+        &self,
+        q: &[f64],
+        r2: f64,
+        visit: &mut F,
+    ) {
+        let mut stack = [0usize; STACK_CAP];
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let ni = stack[top];
+            let bd = self.box_min_sq::<D>(ni, q);
+            if bd > r2 {
+                continue;
+            }
+            let node = self.nodes[ni];
+            if node.right == LEAF {
+                visit(node.start, node.end, bd);
+            } else {
+                stack[top] = node.right;
+                stack[top + 1] = ni + 1;
+                top += 2;
+            }
+        }
+    }
+
+    /// Returns a max-heap holding the `k` best candidates (`1 <= k <= len`).
+    fn nearest_impl<const D: usize>(&self, q: &[f64], k: usize) -> BinaryHeap<Candidate> {
+        let dim = if D == 0 { self.dim } else { D };
+        let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
+        let mut stack = [(0usize, 0.0f64); STACK_CAP];
+        stack[0] = (0, self.box_min_sq::<D>(0, q));
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (ni, bd) = stack[top];
+            // `>` rather than `>=`: a box at exactly the current worst distance may still hold
+            // an equally distant point with a smaller index.
+            if heap.len() == k && heap.peek().is_some_and(|w| bd > w.d2) {
+                continue;
+            }
+            let node = self.nodes[ni];
+            if node.right == LEAF {
+                let pts = &self.points[node.start * dim..node.end * dim];
+                let ids = &self.perm[node.start..node.end];
+                for (p, &index) in pts.chunks_exact(dim).zip(ids) {
+                    let cand = Candidate {
+                        d2: sq_dist_fixed::<D>(p, q, dim),
+                        index,
+                    };
+                    if heap.len() < k {
+                        heap.push(cand);
+                    } else if let Some(mut worst) = heap.peek_mut() {
+                        if cand < *worst {
+                            // Dropping the `PeekMut` restores the heap order.
+                            *worst = cand;
+                        }
+                    }
+                }
+            } else {
+                let (l, r) = (ni + 1, node.right);
+                let (bl, br) = (self.box_min_sq::<D>(l, q), self.box_min_sq::<D>(r, q));
+                // Push the farther child first so the nearer one is explored first.
+                let (near, far) = if bl <= br {
+                    ((l, bl), (r, br))
+                } else {
+                    ((r, br), (l, bl))
+                };
+                stack[top] = far;
+                stack[top + 1] = near;
+                top += 2;
+            }
+        }
+        heap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::squared_distance;
+
+    fn grid(n: usize) -> Vec<f64> {
+        (0..n * n)
+            .flat_map(|i| [(i % n) as f64, (i / n) as f64])
+            .collect()
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<KdTree>();
+    }
+
+    #[test]
+    fn tree_order_is_a_permutation_and_leaves_partition() {
+        let pts = grid(20);
+        let tree = KdTree::build(&pts, 2, 3).unwrap();
+        let mut seen = tree.permutation().to_vec();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..400).collect::<Vec<_>>());
+        for (i, &orig) in tree.permutation().iter().enumerate() {
+            assert_eq!(
+                &tree.points_in_tree_order()[i * 2..i * 2 + 2],
+                &pts[orig * 2..orig * 2 + 2]
+            );
+        }
+        // With an infinite radius every leaf is visited exactly once and they tile 0..n.
+        let mut ranges = Vec::new();
+        tree.for_each_leaf_within_radius(&[0.0, 0.0], f64::INFINITY, |s, e, _| ranges.push((s, e)));
+        ranges.sort_unstable();
+        let mut next = 0;
+        for (s, e) in ranges {
+            assert_eq!(s, next);
+            assert!(e > s && e - s <= 3);
+            next = e;
+        }
+        assert_eq!(next, 400);
+    }
+
+    #[test]
+    fn leaf_boxes_contain_their_points_and_distance_is_a_lower_bound() {
+        let pts = grid(15);
+        let tree = KdTree::build(&pts, 2, 4).unwrap();
+        let q = [3.3, -2.0];
+        tree.for_each_leaf_within_radius(&q, 100.0, |s, e, bd| {
+            for row in tree.points_in_tree_order()[s * 2..e * 2].chunks_exact(2) {
+                assert!(squared_distance(row, &q) >= bd);
+            }
+        });
+    }
+
+    #[test]
+    fn depth_is_logarithmic() {
+        let pts: Vec<f64> = (0..5000).map(|i| ((i * 7919) % 5000) as f64).collect();
+        let tree = KdTree::build(&pts, 1, 1).unwrap();
+        fn depth(t: &KdTree, ni: usize) -> usize {
+            let node = t.nodes[ni];
+            if node.right == LEAF {
+                1
+            } else {
+                1 + depth(t, ni + 1).max(depth(t, node.right))
+            }
+        }
+        assert!(depth(&tree, 0) <= 14, "depth {}", depth(&tree, 0));
+    }
+
+    #[test]
+    fn parallel_build_matches_structure_invariants() {
+        // Big enough to take the rayon::join path; coarse coordinates give many duplicates.
+        let n = PAR_BUILD_MIN * 2 + 17;
+        for dim in [1, 2, 3, 7] {
+            let pts: Vec<f64> = (0..n * dim)
+                .map(|i| ((i as u64).wrapping_mul(2654435761) % 1009) as f64 / 1009.0)
+                .collect();
+            let tree = KdTree::build(&pts, dim, 16).unwrap();
+            // Every internal node's children split its range exactly, and every point lies in
+            // its leaf's box.
+            for (ni, node) in tree.nodes.iter().enumerate() {
+                if node.right != LEAF {
+                    let l = tree.nodes[ni + 1];
+                    let r = tree.nodes[node.right];
+                    assert_eq!(l.start, node.start);
+                    assert_eq!(l.end, r.start);
+                    assert_eq!(r.end, node.end);
+                } else {
+                    let (lo, hi) = tree.node_box(ni, dim);
+                    let rows = &tree.points_in_tree_order()[node.start * dim..node.end * dim];
+                    for row in rows.chunks_exact(dim) {
+                        for k in 0..dim {
+                            assert!(lo[k] <= row[k] && row[k] <= hi[k]);
+                        }
+                    }
+                }
+            }
+            for (t, &orig) in tree.permutation().iter().enumerate() {
+                assert_eq!(
+                    &tree.points_in_tree_order()[t * dim..(t + 1) * dim],
+                    &pts[orig * dim..(orig + 1) * dim]
+                );
+            }
+            let q = vec![0.5; dim];
+            let r = 0.1 * dim as f64;
+            let brute = (0..n)
+                .filter(|&i| squared_distance(&pts[i * dim..(i + 1) * dim], &q) <= r * r)
+                .count();
+            assert!(brute > 0);
+            assert_eq!(tree.count_within_radius(&q, r), brute, "dim {dim}");
+            let mut hits = Vec::new();
+            tree.within_radius(&q, r, &mut hits).unwrap();
+            assert_eq!(hits.len(), brute, "dim {dim}");
+        }
+    }
+
+    #[test]
+    fn all_duplicates_make_one_leaf() {
+        let pts = vec![1.5; 3 * 100];
+        let tree = KdTree::build(&pts, 3, 4).unwrap();
+        assert_eq!(tree.n_nodes(), 1);
+        assert_eq!(tree.count_within_radius(&[1.5, 1.5, 1.5], 0.0), 100);
+        assert_eq!(tree.count_within_radius(&[1.5, 1.5, 1.6], 0.05), 0);
+        let nn = tree.nearest(&[0.0, 0.0, 0.0], 3).unwrap();
+        assert_eq!(
+            nn.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "ties broken by index"
+        );
+    }
+
+    #[test]
+    fn unchecked_queries_ignore_bad_radius() {
+        let tree = KdTree::build(&grid(4), 2, 2).unwrap();
+        let mut n = 0;
+        tree.for_each_within_radius(&[0.0, 0.0], -1.0, |_, _| n += 1);
+        tree.for_each_within_radius(&[0.0, 0.0], f64::NAN, |_, _| n += 1);
+        tree.for_each_leaf_within_radius(&[0.0, 0.0], -1.0, |_, _, _| n += 1);
+        assert_eq!(n, 0);
+        assert_eq!(tree.count_within_radius(&[0.0, 0.0], -2.0), 0);
+        assert_eq!(tree.count_within_radius(&[0.0, 0.0], f64::INFINITY), 16);
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite: cargo tests of the pure-Rust crates, then pytest against a fresh
+# release build of the extension. Works on a fresh machine: it makes .venv and installs
+# everything it needs from PyPI and crates.io. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+echo "== building vastml (release) and installing test dependencies"
+python -m pip install --quiet -e ".[test]"
+
+echo "== cargo test (pure-Rust crates)"
+cargo test --workspace --exclude vastml-py --locked
+
+echo "== pytest"
+python -m pytest -q -p no:cacheprovider --doctest-modules --ignore=python/vastml/__main__.py python/vastml tests

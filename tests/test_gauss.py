@@ -1,0 +1,176 @@
+"""vastml.kernels.gauss_transform / GaussTransform against the NumPy direct sum."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import direct_gauss
+from vastml.datasets import make_gaussian_mixture
+from vastml.kernels import METHODS, GaussTransform, gauss_transform
+
+
+def scaled_error(g, exact, q):
+    q = np.asarray(q).reshape(len(q), -1)
+    g = np.asarray(g).reshape(len(g), -1)
+    exact = np.asarray(exact).reshape(len(exact), -1)
+    return np.max(np.abs(g - exact).max(0) / np.abs(q).sum(0))
+
+
+def run_or_refused(fn, method):
+    """Explicit IFGT methods may refuse (ValueError naming `method`) when they cannot meet epsilon."""
+    try:
+        return fn()
+    except ValueError as exc:
+        assert method in ("ifgt", "ifgt-tree") and "method" in str(exc), exc
+        return None
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 10])
+@pytest.mark.parametrize("h", [0.05, 0.3, 1.0])
+def test_contract_uniform(method, d, h, rng):
+    x = rng.uniform(size=(500, d))
+    y = rng.uniform(-0.1, 1.1, size=(120, d))
+    q = rng.uniform(-1, 1, size=500)
+    eps = 1e-6
+    g = run_or_refused(lambda: gauss_transform(x, y, q, bandwidth=h, epsilon=eps, method=method), method)
+    if g is not None:
+        assert scaled_error(g, direct_gauss(x, y, q, h), q) <= eps
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("eps", [1e-2, 1e-4, 1e-8])
+def test_contract_clumpy_several_weights(method, eps, rng):
+    x = make_gaussian_mixture(1500, 3, scale=0.03, random_state=1)
+    y = make_gaussian_mixture(200, 3, scale=0.1, random_state=2)
+    q = rng.normal(size=(1500, 3))
+    g = run_or_refused(lambda: gauss_transform(x, y, q, bandwidth=0.15, epsilon=eps, method=method), method)
+    if g is not None:
+        assert g.shape == (200, 3)
+        assert scaled_error(g, direct_gauss(x, y, q, 0.15), q) <= eps
+
+
+def test_one_dimensional_inputs_and_default_weights(rng):
+    x = rng.uniform(size=3000)
+    y = np.linspace(0, 1, 11)
+    g = gauss_transform(x, y, bandwidth=0.1)
+    assert g.shape == (11,)
+    assert scaled_error(g, direct_gauss(x, y, np.ones(3000), 0.1), np.ones(3000)) <= 1e-6
+
+
+def test_fortran_strided_and_integer_inputs_are_converted(rng):
+    x = rng.uniform(size=(400, 6))
+    xf = np.asfortranarray(x[:, ::2])  # strided then F-ordered
+    y = rng.uniform(size=(50, 3))
+    q = rng.uniform(size=400).astype(np.float32)
+    g = gauss_transform(xf, y, q, bandwidth=0.3, method="direct")
+    exact = direct_gauss(x[:, ::2], y, q.astype(float), 0.3)
+    assert scaled_error(g, exact, q) < 1e-12
+    gi = gauss_transform(np.arange(10), np.arange(3), bandwidth=2, method="direct")
+    assert scaled_error(gi, direct_gauss(np.arange(10.0), np.arange(3.0), np.ones(10), 2.0), np.ones(10)) < 1e-12
+
+
+def test_near_machine_precision(rng):
+    x = rng.uniform(size=(800, 2))
+    q = rng.uniform(size=800)
+    g = gauss_transform(x, x[:100], q, bandwidth=0.5, epsilon=1e-14)
+    assert scaled_error(g, direct_gauss(x, x[:100], q, 0.5), q) <= 1e-13
+
+
+def test_reusable_object_matches_function_and_pickles(rng):
+    x = rng.uniform(size=(4000, 2))
+    q = rng.uniform(-1, 1, size=(4000, 2))
+    gt = GaussTransform(x, bandwidth=0.2, epsilon=1e-7)
+    assert gt.method_ in METHODS[1:]
+    assert set(gt.info_) >= {"method", "n_clusters", "truncation", "n_terms", "cutoff", "estimates"}
+    y1, y2 = rng.uniform(size=(30, 2)), rng.uniform(size=(40, 2))
+    for y in (y1, y2):
+        assert scaled_error(gt(y, q), direct_gauss(x, y, q, 0.2), q) <= 1e-7
+    again = pickle.loads(pickle.dumps(gt))
+    assert again.method_ == gt.method_
+    np.testing.assert_array_equal(again(y1, q), gt(y1, q))
+    assert "GaussTransform(n_sources=4000" in repr(gt)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_same_result_for_any_n_jobs(method, rng):
+    x = rng.uniform(size=(3000, 3))
+    q = rng.uniform(-1, 1, size=3000)
+    y = rng.uniform(size=(700, 3))
+    r1 = run_or_refused(lambda: gauss_transform(x, y, q, bandwidth=0.3, method=method, n_jobs=1), method)
+    if r1 is None:
+        return
+    r2 = gauss_transform(x, y, q, bandwidth=0.3, method=method, n_jobs=2)
+    r3 = gauss_transform(x, y, q, bandwidth=0.3, method=method, n_jobs=None)
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_array_equal(r1, r3)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"bandwidth": 0.0}, "bandwidth"),
+        ({"bandwidth": -1.0}, "bandwidth"),
+        ({"bandwidth": np.inf}, "bandwidth"),
+        ({"bandwidth": 0.1, "epsilon": 0.0}, "epsilon"),
+        ({"bandwidth": 0.1, "epsilon": 1.0}, "epsilon"),
+        ({"bandwidth": 0.1, "epsilon": 2.0}, "epsilon"),
+        ({"bandwidth": 0.1, "method": "fft"}, "method"),
+        ({"bandwidth": 0.1, "n_jobs": 0}, "n_jobs"),
+        ({"bandwidth": 0.1, "weights": np.ones(7)}, "weights"),
+        ({"bandwidth": 0.1, "weights": np.array([np.nan] * 10)}, "weights"),
+        ({"bandwidth": 0.1, "targets": np.ones((4, 3))}, "targets"),
+        ({"bandwidth": 0.1, "targets": np.array([[np.inf, 0.0]])}, "targets"),
+        ({"bandwidth": 0.1, "targets": np.ones((0, 2))}, "targets"),
+        ({"bandwidth": 0.1, "sources": np.ones((0, 2))}, "sources"),
+        ({"bandwidth": 0.1, "sources": np.full((10, 2), np.nan)}, "sources"),
+        ({"bandwidth": 0.1, "sources": np.ones((2, 2, 2))}, "sources"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, match):
+    args = {"sources": np.ones((10, 2)), "targets": np.ones((3, 2)), "weights": None}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        gauss_transform(**args)
+
+
+def test_type_errors():
+    with pytest.raises(TypeError, match="bandwidth"):
+        gauss_transform(np.ones((3, 1)), np.ones((3, 1)))
+    with pytest.raises(TypeError, match="bandwidth"):
+        gauss_transform(np.ones((3, 1)), np.ones((3, 1)), bandwidth="wide")
+    with pytest.raises(TypeError, match="sources"):
+        gauss_transform([["a", "b"]], np.ones((3, 2)), bandwidth=1.0)
+
+
+def test_core_rejects_non_contiguous_arrays_directly():
+    from vastml import _core
+
+    x = np.asfortranarray(np.ones((10, 2)))
+    with pytest.raises(TypeError, match="C-contiguous"):
+        _core.gauss_transform(x, np.ones((2, 2)), np.ones((10, 1)), 1.0, 1e-6, "direct", None)
+    with pytest.raises(ValueError, match="dimension"):
+        _core.gauss_transform(np.ones((10, 2)), np.ones((2, 3)), np.ones((10, 1)), 1.0, 1e-6, "direct", None)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    d=st.integers(1, 6),
+    n=st.integers(1, 300),
+    m=st.integers(1, 40),
+    log_h=st.floats(-2.0, 0.5),
+    log_eps=st.floats(-10, -2),
+    w=st.integers(1, 3),
+)
+def test_contract_property(seed, d, n, m, log_h, log_eps, w):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(size=(n, d))
+    y = rng.uniform(-0.3, 1.3, size=(m, d))
+    q = rng.normal(size=(n, w))
+    h, eps = 10.0**log_h, 10.0**log_eps
+    g = gauss_transform(x, y, q, bandwidth=h, epsilon=eps)
+    assert scaled_error(g, direct_gauss(x, y, q, h), q) <= eps

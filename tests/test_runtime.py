@@ -1,0 +1,76 @@
+"""The narrow door into Rust: n_jobs rules, errors, Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import vastml
+from vastml import _core
+
+
+def test_effective_n_jobs_rules():
+    cpus = os.cpu_count()
+    assert _core.effective_n_jobs(1) == 1
+    assert _core.effective_n_jobs(3) == 3
+    assert _core.effective_n_jobs(-1) == cpus
+    assert _core.effective_n_jobs(-2) == max(cpus - 1, 1)
+    assert _core.effective_n_jobs(None) >= 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        _core.effective_n_jobs(0)
+
+
+def test_error_classes():
+    assert issubclass(vastml.VastmlError, Exception)
+    assert vastml.VastmlError.__module__ == "vastml"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_a_long_transform():
+    code = textwrap.dedent(
+        """
+        import sys, time, numpy as np
+        from vastml.kernels import gauss_transform
+        x = np.random.default_rng(0).uniform(size=(200_000, 3))
+        print("ready", flush=True)
+        t = time.perf_counter()
+        try:
+            gauss_transform(x, x, bandwidth=0.5, method="direct")
+        except KeyboardInterrupt:
+            print(f"interrupted {time.perf_counter() - t:.2f}", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert out.startswith("interrupted"), out
+    # the work stops within a fraction of a second (a 200k x 200k direct sum takes minutes)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_fork_child_can_use_the_pools():
+    code = textwrap.dedent(
+        """
+        import os, numpy as np
+        from vastml.kernels import gauss_transform
+        x = np.random.default_rng(0).uniform(size=(2000, 2))
+        a = gauss_transform(x, x[:10], bandwidth=0.3)
+        pid = os.fork()
+        if pid == 0:
+            b = gauss_transform(x, x[:10], bandwidth=0.3)
+            os._exit(0 if np.array_equal(a, b) else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "0", out.stderr
