@@ -12,6 +12,13 @@ use crate::kernel::{BLOCK, SoaPoints, accumulate, weight_columns};
 /// Targets handled by one parallel task.
 const TARGET_CHUNK: usize = 64;
 
+/// Sources per block so that a block's coordinates, norms and weights (about 16 KiB)
+/// stay in L1 while every target of a task passes over them.
+fn block_len(dim: usize, n_weights: usize) -> usize {
+    let per_source = 8 * (dim + 1 + n_weights);
+    ((16 * 1024 / per_source) / 16 * 16).clamp(64, BLOCK)
+}
+
 /// The direct sum over all sources (vectorised, parallel over targets).
 #[derive(Debug)]
 pub(crate) struct DirectPlan {
@@ -53,9 +60,10 @@ impl DirectPlan {
                     })
                     .collect();
                 // Source blocks outside, targets inside: a block stays in L1 across targets.
+                let block = block_len(dim, n_weights);
                 let mut s = 0;
                 while s < n {
-                    let e = (s + BLOCK).min(n);
+                    let e = (s + block).min(n);
                     for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
                         let y = &prepared[t * dim..(t + 1) * dim];
                         accumulate(y, norms[t], &self.sources, &wcols, s, e, o);
@@ -115,16 +123,29 @@ impl TreePlan {
                 for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
                     let y = &targets[(first + t) * dim..(first + t + 1) * dim];
                     let norm = self.sources.prepare_target(y, &mut prepared);
+                    // Leaves next to each other in tree order are summed as one range.
+                    let mut run: Option<(usize, usize)> = None;
                     self.tree
                         .for_each_leaf_within_radius(y, self.radius, |start, end, _| {
-                            accumulate(&prepared, norm, &self.sources, &wcols, start, end, o);
+                            run = match run {
+                                Some((a, b)) if b == start => Some((a, end)),
+                                Some((a, b)) => {
+                                    accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
+                                    Some((start, end))
+                                }
+                                None => Some((start, end)),
+                            };
                         });
+                    if let Some((a, b)) = run {
+                        accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
+                    }
                 }
                 Ok(())
             })
     }
 
-    /// Mean number of sources in the leaves reached from the given sample of targets.
+    /// Mean number of sources in the leaves reached from the given sample of targets, and
+    /// mean number of contiguous runs of such leaves (each is one kernel call).
     pub fn mean_sources_in_reach(&self, sample: &[f64]) -> (f64, f64) {
         let dim = self.sources.dim;
         let m = sample.len() / dim;
@@ -133,10 +154,14 @@ impl TreePlan {
         }
         let (mut pts, mut leaves) = (0usize, 0usize);
         for y in sample.chunks_exact(dim) {
+            let mut last = usize::MAX;
             self.tree
                 .for_each_leaf_within_radius(y, self.radius, |s, e, _| {
                     pts += e - s;
-                    leaves += 1;
+                    if s != last {
+                        leaves += 1;
+                    }
+                    last = e;
                 });
         }
         (pts as f64 / m as f64, leaves as f64 / m as f64)

@@ -235,6 +235,18 @@ pub struct FarthestPoint<'a> {
     prune: bool,
 }
 
+impl std::fmt::Debug for FarthestPoint<'_> {
+    /// A summary (the member lists can hold millions of points).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FarthestPoint")
+            .field("n", &self.labels.len())
+            .field("dim", &self.dim)
+            .field("n_centers", &self.seeds.len())
+            .field("max_radius", &self.max_radius())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> FarthestPoint<'a> {
     /// Starts the clustering of `points` (row-major `n x dim`) with a single seed at index
     /// `first` (callers typically pass 0, or a seeded random index).

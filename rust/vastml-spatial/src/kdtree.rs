@@ -59,7 +59,7 @@ struct Node {
 /// assert_eq!(tree.nearest(&[4.0, 4.0], 1)?, vec![(3, 2.0)]);
 /// # Ok::<(), vastml_spatial::SpatialError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct KdTree {
     dim: usize,
     leaf_size: usize,
@@ -71,6 +71,18 @@ pub struct KdTree {
     nodes: Vec<Node>,
     /// Per node `2 * dim` values: the box minimum corner, then the maximum corner.
     bounds: Vec<f64>,
+}
+
+impl std::fmt::Debug for KdTree {
+    /// A summary (the point data can be millions of values).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KdTree")
+            .field("len", &self.len())
+            .field("dim", &self.dim)
+            .field("leaf_size", &self.leaf_size)
+            .field("n_nodes", &self.nodes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Parameters shared by the recursive build. `D > 0` fixes the dimension at compile time;
@@ -673,6 +685,13 @@ mod tests {
     fn is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<KdTree>();
+        check::<crate::FarthestPoint<'static>>();
+        let tree = KdTree::build(&[0.0, 1.0, 2.0], 1, 1).unwrap();
+        let dbg = format!("{tree:?}");
+        assert!(
+            dbg.contains("len: 3") && dbg.contains("n_nodes: 5"),
+            "{dbg}"
+        );
     }
 
     #[test]
