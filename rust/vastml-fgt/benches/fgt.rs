@@ -22,7 +22,12 @@ fn bench_methods(c: &mut Criterion) {
         let x = uniform(n, dim, 1);
         let y = uniform(n, dim, 2);
         let q = uniform(n, 1, 3);
-        for method in [Method::Direct, Method::DirectTree, Method::Ifgt, Method::Auto] {
+        for method in [
+            Method::Direct,
+            Method::DirectTree,
+            Method::Ifgt,
+            Method::Auto,
+        ] {
             let Ok(gt) = GaussTransform::new(&x, dim, h, 1e-6, method) else {
                 continue;
             };

@@ -68,7 +68,9 @@ mod tests {
         let h = 0.5;
         let mut state = 12345u64;
         let mut rnd = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 11) as f64 / (1u64 << 53) as f64
         };
         for _ in 0..2000 {
@@ -87,7 +89,10 @@ mod tests {
             }
             let err = ((-(a * a) - b * b) / (h * h)).exp() * (z.exp() - partial).abs();
             let bound = log_truncation_error(p, a, b, h).exp();
-            assert!(err <= bound * (1.0 + 1e-9) + 1e-15, "a={a} b={b} p={p}: {err} > {bound}");
+            assert!(
+                err <= bound * (1.0 + 1e-9) + 1e-15,
+                "a={a} b={b} p={p}: {err} > {bound}"
+            );
         }
     }
 

@@ -103,7 +103,10 @@ mod tests {
             let a = exp_nonpositive_with::<true, false>(x);
             let b = exp_nonpositive(x);
             let low = exp_nonpositive_with::<false, true>(x);
-            assert!((low - b).abs() <= 7.5e-9 * b.abs(), "{x}: degree 7 {low} vs {b}");
+            assert!(
+                (low - b).abs() <= 7.5e-9 * b.abs(),
+                "{x}: degree 7 {low} vs {b}"
+            );
             assert!((a - b).abs() <= 4e-16 * b.abs(), "{x}: {a} vs {b}");
         }
     }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
-use vastml_spatial::{FarthestPoint, KdTree, squared_distance};
+use vastml_spatial::{Clustering, FarthestPoint, KdTree, squared_distance};
 
 use crate::bounds::{MAX_TRUNCATION, truncation_number};
 use crate::error::{FgtError, Result, invalid};
@@ -39,26 +39,52 @@ impl GroupScratch {
     }
 }
 
-/// Orders the targets so that consecutive groups of at most [`LANES`] are close in space
-/// (the leaves of a kd-tree over the targets); returns the order and the group ranges.
-fn spatial_groups(targets: &[f64], dim: usize) -> Result<(Vec<usize>, Vec<(usize, usize)>)> {
+/// Orders the targets along a Z-order (Morton) curve over their first few coordinates, so
+/// that consecutive groups of [`LANES`] are close in space; returns the order and the group
+/// ranges. A sort of 64-bit keys: much cheaper than a tree, and good enough for grouping.
+fn spatial_groups(targets: &[f64], dim: usize) -> (Vec<usize>, Vec<(usize, usize)>) {
     let m = targets.len() / dim;
-    if m <= LANES {
-        return Ok(((0..m).collect(), vec![(0, m)]));
-    }
-    let tree = KdTree::build(targets, dim, LANES)?;
-    let mut groups = Vec::with_capacity(2 * m / LANES + 1);
-    tree.for_each_leaf_within_radius(&targets[..dim], f64::INFINITY, |s, e, _| {
-        // a leaf of duplicates can exceed the leaf size: split it
-        let mut a = s;
-        while a < e {
-            let b = (a + LANES).min(e);
-            groups.push((a, b));
-            a = b;
+    let used = dim.min(6);
+    let bits = (63 / used).min(20) as u32;
+    let mut lo = vec![f64::INFINITY; used];
+    let mut hi = vec![f64::NEG_INFINITY; used];
+    for y in targets.chunks_exact(dim) {
+        for k in 0..used {
+            lo[k] = lo[k].min(y[k]);
+            hi[k] = hi[k].max(y[k]);
         }
-    });
-    groups.sort_unstable();
-    Ok((tree.permutation().to_vec(), groups))
+    }
+    let cells = ((1u64 << bits) - 1) as f64;
+    let scale: Vec<f64> = (0..used)
+        .map(|k| {
+            if hi[k] > lo[k] {
+                cells / (hi[k] - lo[k])
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut keyed: Vec<(u64, u32)> = targets
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(i, y)| {
+            let mut key = 0u64;
+            for b in (0..bits).rev() {
+                for k in 0..used {
+                    let q = ((y[k] - lo[k]) * scale[k]) as u64;
+                    key = (key << 1) | ((q >> b) & 1);
+                }
+            }
+            (key, i as u32)
+        })
+        .collect();
+    keyed.par_sort_unstable();
+    let order: Vec<usize> = keyed.iter().map(|&(_, i)| i as usize).collect();
+    let groups = (0..m)
+        .step_by(LANES)
+        .map(|s| (s, (s + LANES).min(m)))
+        .collect();
+    (order, groups)
 }
 
 /// Largest number of expansion terms per cluster we accept (memory and time guard).
@@ -133,8 +159,12 @@ pub fn choose_parameters_uniform(
 }
 
 /// Algorithm 1 with the real farthest-point radii: grows the clustering one centre at a
-/// time (the first k centres never move) and keeps the K of least cost. `None` when no
-/// K up to the limit reaches epsilon within [`MAX_TRUNCATION`] terms.
+/// time (the first k centres never move) and keeps the K of least cost, trying at most
+/// `max_k` clusters besides the usual limit. `None` when no K up to the limit reaches
+/// epsilon within [`MAX_TRUNCATION`] terms.
+///
+/// # Errors
+/// Invalid sources (see [`FarthestPoint::new`]) and [`FgtError::Cancelled`].
 #[allow(clippy::too_many_arguments)]
 pub fn choose_parameters(
     sources: &[f64],
@@ -144,10 +174,30 @@ pub fn choose_parameters(
     h: f64,
     epsilon: f64,
     cutoff: f64,
+    max_k: usize,
     cancel: &AtomicBool,
 ) -> Result<Option<IfgtParameters>> {
+    Ok(choose_clustering(
+        sources, dim, n_targets, range, h, epsilon, cutoff, max_k, cancel,
+    )?
+    .map(|(p, _, _)| p))
+}
+
+/// [`choose_parameters`], also returning the clustering at the chosen K and its seeds.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn choose_clustering(
+    sources: &[f64],
+    dim: usize,
+    n_targets: usize,
+    range: f64,
+    h: f64,
+    epsilon: f64,
+    cutoff: f64,
+    max_k: usize,
+    cancel: &AtomicBool,
+) -> Result<Option<(IfgtParameters, Clustering, Vec<usize>)>> {
     let n = sources.len() / dim;
-    let k_lim = max_clusters(n, dim, range, h);
+    let k_lim = max_clusters(n, dim, range, h).min(max_k.max(1));
     let mut fp = FarthestPoint::new(sources, dim, 0)?;
     let mut best: Option<IfgtParameters> = None;
     for k in 1..=k_lim {
@@ -157,9 +207,13 @@ pub fn choose_parameters(
         if cancel.load(Ordering::Relaxed) {
             return Err(FgtError::Cancelled);
         }
-        // Once the search over K centres alone costs more than the best plan, stop.
+        // Once the search over K centres alone costs more than the best plan, stop; and
+        // since the cost in K falls and then rises, stop as well once K is well past the
+        // best K found (twice it, and 16 more) -- the clustering steps are the planning cost.
         if let Some(b) = best {
-            if n_targets as f64 * dim as f64 * k as f64 > b.cost {
+            if n_targets as f64 * dim as f64 * k as f64 > b.cost
+                || (k >= 2 * b.n_clusters && k >= b.n_clusters + 16)
+            {
                 break;
             }
         }
@@ -181,7 +235,29 @@ pub fn choose_parameters(
             });
         }
     }
-    Ok(best)
+    Ok(best.map(|b| {
+        let clustering = fp.clustering_of_first(b.n_clusters);
+        let seeds = fp.seed_indices()[..b.n_clusters].to_vec();
+        (b, clustering, seeds)
+    }))
+}
+
+/// Largest source radius a in [0, max_radius] for which `p` terms meet epsilon
+/// (bisection; the truncation number does not decrease as the radius grows).
+fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon: f64) -> f64 {
+    if truncation_number(max_radius, reach, h, epsilon, p).is_some() {
+        return max_radius;
+    }
+    let (mut lo, mut hi) = (0.0, max_radius);
+    for _ in 0..32 {
+        let mid = 0.5 * (lo + hi);
+        if truncation_number(mid, reach, h, epsilon, p).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A built IFGT: clusters, truncation, and everything that does not depend on the weights.
@@ -211,25 +287,27 @@ impl IfgtPlan {
     /// each cluster on the better of its seed and its mean with the radius *recomputed*
     /// about that centre (the public code keeps stale radii), update p_max from the actual
     /// radius, and pick each source's truncation.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         sources: &[f64],
         dim: usize,
         h: f64,
         epsilon: f64,
-        n_clusters: usize,
+        clustering: Clustering,
+        seeds: &[usize],
         cutoff: f64,
         use_tree: bool,
     ) -> Result<Self> {
         let n = sources.len() / dim;
-        let mut fp = FarthestPoint::new(sources, dim, 0)?;
-        fp.grow_to(n_clusters.clamp(1, n));
-        let clustering = fp.clustering();
         let k = clustering.n_clusters();
         let (offsets, members) = clustering.members();
         // Choose per cluster the centre (seed or mean) with the smaller radius.
-        let mut centers = clustering.centers.clone();
-        let mut radii = clustering.radii.clone();
-        for (c, &seed) in fp.seed_indices().iter().enumerate().take(k) {
+        let Clustering {
+            mut centers,
+            mut radii,
+            ..
+        } = clustering;
+        for (c, &seed) in seeds.iter().enumerate().take(k) {
             let seed_pt = &sources[seed * dim..(seed + 1) * dim];
             let r_seed = members[offsets[c]..offsets[c + 1]]
                 .iter()
@@ -263,16 +341,21 @@ impl IfgtPlan {
         }
         let monomials = Monomials::new(dim, truncation - 1);
         // Per-source truncation p_i: smallest p meeting the bound for this source's radius.
+        // The bound grows with the radius, so per cluster we find, by bisection, the largest
+        // radius each p covers and then place every source with a few comparisons.
         let mut source_terms = vec![0u32; n];
         for c in 0..k {
             let reach = cutoff + radii[c];
+            let limits: Vec<f64> = (1..truncation)
+                .map(|p| largest_radius_within(p, radii[c], reach, h, epsilon))
+                .collect();
             let center = &centers[c * dim..(c + 1) * dim];
             for (slot, &i) in source_terms[offsets[c]..offsets[c + 1]]
                 .iter_mut()
                 .zip(&members[offsets[c]..offsets[c + 1]])
             {
                 let a = squared_distance(&sources[i * dim..(i + 1) * dim], center).sqrt();
-                let p = truncation_number(a, reach, h, epsilon, truncation).unwrap_or(truncation);
+                let p = 1 + limits.iter().take_while(|&&limit| a > limit).count();
                 *slot = monomials.prefix_len(p - 1) as u32;
             }
         }
@@ -308,6 +391,14 @@ impl IfgtPlan {
 
     pub fn n_terms(&self) -> usize {
         self.monomials.len()
+    }
+
+    /// The same plan with a kd-tree over the cluster centres.
+    pub fn with_center_tree(mut self) -> Result<Self> {
+        if self.center_tree.is_none() {
+            self.center_tree = Some(KdTree::build(&self.centers, self.dim, 8)?);
+        }
+        Ok(self)
     }
 
     pub fn has_tree(&self) -> bool {
@@ -384,7 +475,7 @@ impl IfgtPlan {
     ) -> Result<()> {
         let dim = self.dim;
         let m = targets.len() / dim;
-        let (order, groups) = spatial_groups(targets, dim)?;
+        let (order, groups) = spatial_groups(targets, dim);
         // results in group order, scattered back at the end
         let mut sorted = vec![0.0; m * n_weights];
         const GROUPS_PER_TASK: usize = 16;
@@ -410,7 +501,14 @@ impl IfgtPlan {
                 let mut scratch = GroupScratch::new(self.monomials.len(), dim);
                 for &(s, e) in groups.iter() {
                     let res = &mut res[(s - first) * n_weights..(e - first) * n_weights];
-                    self.evaluate_group(targets, &order[s..e], coeffs, n_weights, res, &mut scratch);
+                    self.evaluate_group(
+                        targets,
+                        &order[s..e],
+                        coeffs,
+                        n_weights,
+                        res,
+                        &mut scratch,
+                    );
                 }
                 Ok(())
             })?;

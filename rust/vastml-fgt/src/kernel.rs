@@ -106,7 +106,11 @@ impl SoaPoints {
 
 /// Weight columns stored column by column (`data[w * stride + i]`, stride as for
 /// [`SoaPoints`], padding zero), optionally permuted.
-pub(crate) fn weight_columns(weights: &[f64], n_weights: usize, perm: Option<&[usize]>) -> Vec<f64> {
+pub(crate) fn weight_columns(
+    weights: &[f64],
+    n_weights: usize,
+    perm: Option<&[usize]>,
+) -> Vec<f64> {
     let n = weights.len() / n_weights;
     let stride = padded(n);
     let mut data = vec![0.0; stride * n_weights];
@@ -187,9 +191,7 @@ fn dispatch<const FMA: bool>(
         (true, true) => kernel::<FMA, true, true>(y, y_norm, sources, weights, start, end, out),
         (true, false) => kernel::<FMA, true, false>(y, y_norm, sources, weights, start, end, out),
         (false, true) => kernel::<FMA, false, true>(y, y_norm, sources, weights, start, end, out),
-        (false, false) => {
-            kernel::<FMA, false, false>(y, y_norm, sources, weights, start, end, out)
-        }
+        (false, false) => kernel::<FMA, false, false>(y, y_norm, sources, weights, start, end, out),
     }
 }
 
@@ -277,7 +279,15 @@ fn reduce(a: &[f64; CHUNK]) -> f64 {
 mod tests {
     use super::*;
 
-    fn naive(pts: &[f64], w: &[f64], dim: usize, y: &[f64], h: f64, a: usize, b: usize) -> [f64; 2] {
+    fn naive(
+        pts: &[f64],
+        w: &[f64],
+        dim: usize,
+        y: &[f64],
+        h: f64,
+        a: usize,
+        b: usize,
+    ) -> [f64; 2] {
         let mut out = [0.0; 2];
         for i in a..b {
             let d2: f64 = (0..dim).map(|k| (y[k] - pts[i * dim + k]).powi(2)).sum();
@@ -292,7 +302,9 @@ mod tests {
     fn accumulate_matches_naive_sum_in_every_form() {
         let dim = 3;
         let n = 1000;
-        let pts: Vec<f64> = (0..n * dim).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
+        let pts: Vec<f64> = (0..n * dim)
+            .map(|i| ((i * 7919) % 1000) as f64 / 1000.0)
+            .collect();
         let w: Vec<f64> = (0..n * 2).map(|i| ((i * 31) % 17) as f64 - 8.0).collect();
         let wc = weight_columns(&w, 2, None);
         let y = [0.3, 0.6, 0.1];
@@ -301,7 +313,11 @@ mod tests {
         let qsum: f64 = w[10..1994].iter().map(|v| v.abs()).sum();
         // (epsilon, expected form): expanded + low degree, expanded + high degree,
         // difference form (tiny epsilon makes the expansion unsafe)
-        for (eps, expanded, low) in [(1e-6, true, true), (1e-10, true, false), (1e-19, false, false)] {
+        for (eps, expanded, low) in [
+            (1e-6, true, true),
+            (1e-10, true, false),
+            (1e-19, false, false),
+        ] {
             let soa = SoaPoints::new(&pts, dim, None, h, eps);
             assert_eq!((soa.expanded, soa.low_degree), (expanded, low));
             let mut buf = [0.0; 3];
@@ -309,7 +325,10 @@ mod tests {
             let mut out = [0.0; 2];
             accumulate(&buf, yn, &soa, &wc, 5, 997, &mut out);
             for c in 0..2 {
-                assert!((out[c] - exact[c]).abs() <= eps.max(1e-14) * qsum, "{eps}: {out:?} vs {exact:?}");
+                assert!(
+                    (out[c] - exact[c]).abs() <= eps.max(1e-14) * qsum,
+                    "{eps}: {out:?} vs {exact:?}"
+                );
             }
             // masked tails: every split of the range gives the same sum
             let mut parts = [0.0; 2];

@@ -56,8 +56,8 @@ pub use bounds::{
 };
 pub use error::{FgtError, Result};
 pub use exp::exp_nonpositive;
-pub use kernel::simd_level;
 pub use ifgt::{IfgtParameters, choose_parameters, choose_parameters_uniform, max_clusters};
+pub use kernel::simd_level;
 
 use direct::{DirectPlan, TreePlan};
 use error::invalid;
@@ -111,7 +111,10 @@ impl FromStr for Method {
             "ifgt-tree" | "figtree" => Ok(Method::IfgtTree),
             other => Err(invalid(
                 "method",
-                format!("unknown method {other:?}; expected one of {:?}", Method::NAMES),
+                format!(
+                    "unknown method {other:?}; expected one of {:?}",
+                    Method::NAMES
+                ),
             )),
         }
     }
@@ -193,8 +196,8 @@ fn check_scalars(bandwidth: f64, epsilon: f64) -> Result<()> {
     Ok(())
 }
 
-/// Side of the bounding box's longest edge and its diagonal, over several point sets.
-fn extent(sets: &[&[f64]], dim: usize) -> (f64, f64) {
+/// Longest edge of the bounding box, its diagonal, and every side, over several point sets.
+fn extent(sets: &[&[f64]], dim: usize) -> (f64, f64, Vec<f64>) {
     let mut lo = vec![f64::INFINITY; dim];
     let mut hi = vec![f64::NEG_INFINITY; dim];
     for set in sets {
@@ -208,7 +211,7 @@ fn extent(sets: &[&[f64]], dim: usize) -> (f64, f64) {
     let sides: Vec<f64> = lo.iter().zip(&hi).map(|(a, b)| b - a).collect();
     let longest = sides.iter().copied().fold(0.0, f64::max);
     let diag = sides.iter().map(|s| s * s).sum::<f64>().sqrt();
-    (longest, diag)
+    (longest, diag, sides)
 }
 
 impl GaussTransform {
@@ -264,7 +267,7 @@ impl GaussTransform {
         let h = bandwidth;
         let m = targets.map_or(n, |t| t.len() / dim);
         let w = n_weights.max(1);
-        let (range, diag) = match targets {
+        let (range, diag, sides) = match targets {
             Some(t) => extent(&[sources, t], dim),
             None => extent(&[sources], dim),
         };
@@ -275,28 +278,41 @@ impl GaussTransform {
         let sample = plan::sample_rows(targets.unwrap_or(sources), dim, 128);
         let mut estimates = Vec::new();
 
-        let build_ifgt = |with_tree: bool, cancel: &AtomicBool| -> Result<Option<IfgtPlan>> {
-            let params =
-                choose_parameters(sources, dim, m, range, h, epsilon, ifgt_cutoff, cancel)?;
-            match params {
-                Some(p) => Ok(Some(IfgtPlan::new(
+        let build_ifgt =
+            |with_tree: bool, k_budget: usize, cancel: &AtomicBool| -> Result<Option<IfgtPlan>> {
+                let chosen = ifgt::choose_clustering(
                     sources,
                     dim,
+                    m,
+                    range,
                     h,
                     epsilon,
-                    p.n_clusters,
                     ifgt_cutoff,
-                    with_tree,
-                )?)),
-                None => Ok(None),
-            }
-        };
+                    k_budget,
+                    cancel,
+                )?;
+                match chosen {
+                    Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
+                        sources,
+                        dim,
+                        h,
+                        epsilon,
+                        clustering,
+                        &seeds,
+                        ifgt_cutoff,
+                        with_tree,
+                    )?)),
+                    None => Ok(None),
+                }
+            };
 
         let engine = match method {
             Method::Direct => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
-            Method::DirectTree => Engine::Tree(TreePlan::new(sources, dim, h, epsilon, tree_radius)?),
+            Method::DirectTree => {
+                Engine::Tree(TreePlan::new(sources, dim, h, epsilon, tree_radius)?)
+            }
             Method::Ifgt | Method::IfgtTree => {
-                match build_ifgt(method == Method::IfgtTree, cancel)? {
+                match build_ifgt(method == Method::IfgtTree, usize::MAX, cancel)? {
                     Some(p) => Engine::Ifgt(p),
                     None => {
                         return Err(invalid(
@@ -311,30 +327,48 @@ impl GaussTransform {
                 }
             }
             Method::Auto => {
+                // Data-free estimates first; a method is refined on the data (tree built and
+                // sampled, or sources clustered) only if its rough cost is within 3x of the
+                // cheapest rough cost, so a clearly losing method costs nothing to rule out.
                 let direct = plan::direct_cost(n, m, dim, w);
                 estimates.push((Method::Direct, direct));
-                let mut best = (direct, Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)));
-                // Direct + tree, when the cut-off excludes part of the data.
-                if tree_radius < diag && n >= 64 {
-                    let tree = TreePlan::new(sources, dim, h, epsilon, tree_radius)?;
-                    let (pts, leaves) = tree.mean_sources_in_reach(&sample);
-                    let cost = plan::tree_cost(n, m, dim, w, pts, leaves);
-                    estimates.push((Method::DirectTree, cost));
-                    if cost < best.0 {
-                        best = (cost, Engine::Tree(tree));
+                let tree_rough = (tree_radius < diag && n >= 64)
+                    .then(|| plan::tree_cost_uniform(n, m, w, tree_radius, &sides));
+                let ifgt_rough =
+                    choose_parameters_uniform(n, m, dim, range, h, epsilon, ifgt_cutoff).map(|u| {
+                        let terms = monomials::n_terms(dim, u.truncation - 1);
+                        let reach = (((ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
+                            .min(u.n_clusters as f64);
+                        plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
+                    });
+                let rough_best = [Some(direct), tree_rough, ifgt_rough]
+                    .into_iter()
+                    .flatten()
+                    .fold(f64::INFINITY, f64::min);
+                let mut best: (f64, Option<Engine>) = (direct, None);
+                if let Some(rough) = tree_rough {
+                    // the uniform model overestimates the tree by up to ~5x
+                    if rough < 5.0 * rough_best {
+                        let tree = TreePlan::new(sources, dim, h, epsilon, tree_radius)?;
+                        let (pts, runs) = tree.mean_sources_in_reach(&sample);
+                        let cost = plan::tree_cost(n, m, dim, w, pts, runs);
+                        estimates.push((Method::DirectTree, cost));
+                        if cost < best.0 {
+                            best = (cost, Some(Engine::Tree(tree)));
+                        }
+                    } else {
+                        estimates.push((Method::DirectTree, rough));
                     }
                 }
-                // IFGT: a cheap uniform-model estimate first, clustering only if promising.
-                if let Some(u) =
-                    choose_parameters_uniform(n, m, dim, range, h, epsilon, ifgt_cutoff)
-                {
-                    let terms = monomials::n_terms(dim, u.truncation - 1);
-                    let reach = (((ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
-                        .min(u.n_clusters as f64);
-                    let rough =
-                        plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false);
-                    if rough < 3.0 * best.0 {
-                        if let Some(p) = build_ifgt(false, cancel)? {
+                if let Some(rough) = ifgt_rough {
+                    // the IFGT model is within ~1.4x; clustering is only worth trying when
+                    // it may beat the best refined alternative, and never grows past the
+                    // number of clusters whose clustering alone would cost more than that.
+                    if rough < 1.5 * best.0 {
+                        let k_budget = (best.0
+                            / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+                            .max(1.0) as usize;
+                        if let Some(p) = build_ifgt(false, k_budget, cancel)? {
                             let reach = p.mean_clusters_in_reach(&sample);
                             let terms = p.n_terms() as f64;
                             let k = p.n_clusters();
@@ -344,26 +378,21 @@ impl GaussTransform {
                             estimates.push((Method::IfgtTree, treed));
                             if flat.min(treed) < best.0 {
                                 let plan = if treed < flat {
-                                    IfgtPlan::new(
-                                        sources,
-                                        dim,
-                                        h,
-                                        epsilon,
-                                        k,
-                                        ifgt_cutoff,
-                                        true,
-                                    )?
+                                    p.with_center_tree()?
                                 } else {
                                     p
                                 };
-                                best = (flat.min(treed), Engine::Ifgt(plan));
+                                best = (flat.min(treed), Some(Engine::Ifgt(plan)));
                             }
                         }
                     } else {
                         estimates.push((Method::Ifgt, rough));
                     }
                 }
-                best.1
+                match best.1 {
+                    Some(engine) => engine,
+                    None => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
+                }
             }
         };
         let info = match &engine {

@@ -196,8 +196,16 @@ mod tests {
         ];
         for (d, direct, efficient) in rows {
             for (i, &n) in ns.iter().enumerate() {
-                assert_eq!(multiplications_direct(d, n), direct[i], "direct d={d} n={n}");
-                assert_eq!(multiplications_graded(d, n), efficient[i], "graded d={d} n={n}");
+                assert_eq!(
+                    multiplications_direct(d, n),
+                    direct[i],
+                    "direct d={d} n={n}"
+                );
+                assert_eq!(
+                    multiplications_graded(d, n),
+                    efficient[i],
+                    "graded d={d} n={n}"
+                );
             }
         }
     }
@@ -228,7 +236,10 @@ mod tests {
                     assert!(seen.insert(e.clone()), "duplicate {e:?}");
                 }
                 for g in 0..=deg {
-                    let count = ex.iter().filter(|e| e.iter().sum::<u32>() as usize <= g).count();
+                    let count = ex
+                        .iter()
+                        .filter(|e| e.iter().sum::<u32>() as usize <= g)
+                        .count();
                     assert_eq!(count, m.prefix_len(g));
                 }
             }
@@ -238,7 +249,11 @@ mod tests {
     #[test]
     fn lanes_agree_with_single_evaluation() {
         let m = Monomials::new(3, 6);
-        let u = [[0.1, -0.5, 0.7, 1.2], [0.3, 0.0, -1.1, 0.4], [2.0, 0.5, 0.25, -0.3]];
+        let u = [
+            [0.1, -0.5, 0.7, 1.2],
+            [0.3, 0.0, -1.1, 0.4],
+            [2.0, 0.5, 0.25, -0.3],
+        ];
         let mut lanes = vec![[0.0; 4]; m.len()];
         m.evaluate_lanes(&u, &mut lanes);
         let mut single = vec![0.0; m.len()];

@@ -9,11 +9,17 @@
 /// Constants of the cost model, nanoseconds on one core.
 pub(crate) mod ns {
     /// One (target, source) pair of the vectorised direct kernel, per dimension.
-    pub const PAIR_PER_DIM: f64 = 0.12;
+    pub const PAIR_PER_DIM: f64 = 0.25;
     /// One (target, source) pair, fixed part (the exponential and the weighted sum).
-    pub const PAIR: f64 = 0.45;
-    /// One leaf visited by a tree query (traversal and call overhead).
-    pub const LEAF: f64 = 25.0;
+    pub const PAIR: f64 = 1.3;
+    /// A pair in the tree method costs this many direct pairs (one target at a time, no
+    /// blocking of sources in L1, masked chunk ends).
+    pub const TREE_PAIR_FACTOR: f64 = 2.5;
+    /// One run of contiguous leaves visited by a tree query (traversal and call overhead),
+    /// fixed part and per dimension.
+    pub const LEAF: f64 = 40.0;
+    /// Per dimension part of a leaf run.
+    pub const LEAF_PER_DIM: f64 = 20.0;
     /// One monomial term (one multiply plus one multiply-add per weight column).
     pub const TERM: f64 = 0.9;
     /// One cluster in reach of a target (distance, exponential, loop overhead), per dimension.
@@ -41,9 +47,46 @@ pub(crate) fn tree_cost(
     sources_in_reach: f64,
     leaves_in_reach: f64,
 ) -> f64 {
-    let per_pair = ns::PAIR + ns::PAIR_PER_DIM * dim as f64 + 0.15 * (w as f64 - 1.0);
+    let per_pair =
+        ns::TREE_PAIR_FACTOR * (ns::PAIR + ns::PAIR_PER_DIM * dim as f64 + 0.15 * (w as f64 - 1.0));
+    let per_run = ns::LEAF + ns::LEAF_PER_DIM * dim as f64;
     let build = ns::TREE_BUILD * n as f64 * (n as f64).log2().max(1.0);
-    build + m as f64 * (leaves_in_reach * ns::LEAF + sources_in_reach * per_pair)
+    build + m as f64 * (leaves_in_reach * per_run + sources_in_reach * per_pair)
+}
+
+/// Data-free estimate of the tree method for points spread uniformly over a box with the
+/// given sides: the share of sources within `radius` is the ball's volume over the box's.
+pub(crate) fn tree_cost_uniform(n: usize, m: usize, w: usize, radius: f64, sides: &[f64]) -> f64 {
+    let dim = sides.len();
+    let d = dim as f64;
+    // volume of the unit d-ball over that of its bounding cube [-1, 1]^d
+    let ball_to_cube =
+        std::f64::consts::PI.powf(d / 2.0) / gamma_half_plus_one(dim) / 2f64.powi(dim as i32);
+    let mut frac = ball_to_cube;
+    for &s in sides {
+        frac *= if s > 0.0 {
+            (2.0 * radius / s).min(1.0)
+        } else {
+            1.0
+        };
+    }
+    let pts = n as f64 * frac.min(1.0);
+    tree_cost(n, m, dim, w, pts, (pts / 16.0).max(1.0))
+}
+
+/// Gamma(d/2 + 1).
+fn gamma_half_plus_one(dim: usize) -> f64 {
+    let mut g = if dim % 2 == 0 {
+        1.0
+    } else {
+        std::f64::consts::PI.sqrt() / 2.0
+    };
+    let mut x = if dim % 2 == 0 { 1.0 } else { 1.5 };
+    while x <= dim as f64 / 2.0 + 1e-9 {
+        g *= x;
+        x += 1.0;
+    }
+    g
 }
 
 /// Cost in ns of the IFGT given K, the number of terms and the mean clusters in reach.
@@ -68,7 +111,8 @@ pub(crate) fn ifgt_cost(
         k * d * 0.6
     };
     let per_target = search
-        + clusters_in_reach * (ns::CLUSTER + ns::CLUSTER_PER_DIM * d + terms * ns::TERM * (1.0 + w as f64) * 0.5);
+        + clusters_in_reach
+            * (ns::CLUSTER + ns::CLUSTER_PER_DIM * d + terms * ns::TERM * (1.0 + w as f64) * 0.5);
     clustering + coefficients + m as f64 * per_target
 }
 
@@ -80,6 +124,10 @@ pub(crate) fn sample_rows(points: &[f64], dim: usize, max: usize) -> Vec<f64> {
     }
     let stride = m / max;
     (0..max)
-        .flat_map(|i| points[i * stride * dim..(i * stride + 1) * dim].iter().copied())
+        .flat_map(|i| {
+            points[i * stride * dim..(i * stride + 1) * dim]
+                .iter()
+                .copied()
+        })
         .collect()
 }

@@ -9,7 +9,9 @@ use rand_pcg::Pcg64;
 use vastml_fgt::{FgtError, GaussTransform, Method, direct_reference, gauss_transform};
 
 fn uniform(rng: &mut Pcg64, n: usize, dim: usize, lo: f64, hi: f64) -> Vec<f64> {
-    (0..n * dim).map(|_| lo + (hi - lo) * rng.random::<f64>()).collect()
+    (0..n * dim)
+        .map(|_| lo + (hi - lo) * rng.random::<f64>())
+        .collect()
 }
 
 /// Mixture of 10 tight Gaussians in the unit cube ("clumpy" data of the thesis).
@@ -137,7 +139,12 @@ fn linear_in_the_weights_for_a_fixed_plan() {
     let q1 = uniform(&mut rng, 900, 1, -1.0, 1.0);
     let q2 = uniform(&mut rng, 900, 1, -1.0, 1.0);
     let cancel = AtomicBool::new(false);
-    for method in [Method::Direct, Method::DirectTree, Method::Ifgt, Method::IfgtTree] {
+    for method in [
+        Method::Direct,
+        Method::DirectTree,
+        Method::Ifgt,
+        Method::IfgtTree,
+    ] {
         let gt = GaussTransform::new(&x, 3, 0.3, 1e-6, method).unwrap();
         let combo: Vec<f64> = q1.iter().zip(&q2).map(|(a, b)| 2.0 * a - 0.5 * b).collect();
         let g1 = gt.evaluate(&y, &q1, 1, &cancel).unwrap();
@@ -161,8 +168,8 @@ fn translation_invariance_within_epsilon() {
     let qsum: f64 = q.iter().sum();
     for method in METHODS {
         let a = gauss_transform(&x, &y, 2, &q, 1, 0.2, 1e-6, method, &cancel).unwrap();
-        let b = gauss_transform(&shift(&x), &shift(&y), 2, &q, 1, 0.2, 1e-6, method, &cancel)
-            .unwrap();
+        let b =
+            gauss_transform(&shift(&x), &shift(&y), 2, &q, 1, 0.2, 1e-6, method, &cancel).unwrap();
         for j in 0..100 {
             assert!((a[j] - b[j]).abs() <= 2e-6 * qsum, "{method}");
         }
@@ -185,7 +192,11 @@ fn deterministic_and_independent_of_thread_count() {
                 .install(|| gauss_transform(&x, &y, 3, &q, 1, 0.25, 1e-6, method, &cancel).unwrap())
         };
         let one = run(1);
-        assert_eq!(one, run(2), "{method}: results differ between 1 and 2 threads");
+        assert_eq!(
+            one,
+            run(2),
+            "{method}: results differ between 1 and 2 threads"
+        );
         assert_eq!(one, run(2), "{method}: results differ between runs");
     }
 }
@@ -198,17 +209,65 @@ fn bad_input_is_rejected_before_work() {
     let call = |x: &[f64], y: &[f64], q: &[f64], h: f64, eps: f64| {
         gauss_transform(x, y, 2, q, 1, h, eps, Method::Auto, &cancel)
     };
-    assert!(matches!(call(&x, &x, &q, 0.0, 1e-6), Err(FgtError::InvalidParameter { name: "bandwidth", .. })));
-    assert!(matches!(call(&x, &x, &q, -1.0, 1e-6), Err(FgtError::InvalidParameter { name: "bandwidth", .. })));
-    assert!(matches!(call(&x, &x, &q, f64::NAN, 1e-6), Err(FgtError::InvalidParameter { name: "bandwidth", .. })));
-    assert!(matches!(call(&x, &x, &q, 1.0, 0.0), Err(FgtError::InvalidParameter { name: "epsilon", .. })));
-    assert!(matches!(call(&x, &x, &q, 1.0, 1.0), Err(FgtError::InvalidParameter { name: "epsilon", .. })));
-    assert!(matches!(call(&[], &x, &[], 1.0, 1e-6), Err(FgtError::Empty { name: "sources" })));
-    assert!(matches!(call(&x, &[], &q, 1.0, 1e-6), Err(FgtError::Empty { name: "targets" })));
-    assert!(matches!(call(&x, &[1.0, 2.0, 3.0], &q, 1.0, 1e-6), Err(FgtError::ShapeMismatch(_))));
-    assert!(matches!(call(&x, &x, &[1.0], 1.0, 1e-6), Err(FgtError::ShapeMismatch(_))));
-    assert!(matches!(call(&[0.0, f64::NAN, 1.0, 1.0], &x, &q, 1.0, 1e-6), Err(FgtError::NonFinite { name: "sources" })));
-    assert!(matches!(call(&x, &x, &[1.0, f64::INFINITY], 1.0, 1e-6), Err(FgtError::NonFinite { name: "weights" })));
+    assert!(matches!(
+        call(&x, &x, &q, 0.0, 1e-6),
+        Err(FgtError::InvalidParameter {
+            name: "bandwidth",
+            ..
+        })
+    ));
+    assert!(matches!(
+        call(&x, &x, &q, -1.0, 1e-6),
+        Err(FgtError::InvalidParameter {
+            name: "bandwidth",
+            ..
+        })
+    ));
+    assert!(matches!(
+        call(&x, &x, &q, f64::NAN, 1e-6),
+        Err(FgtError::InvalidParameter {
+            name: "bandwidth",
+            ..
+        })
+    ));
+    assert!(matches!(
+        call(&x, &x, &q, 1.0, 0.0),
+        Err(FgtError::InvalidParameter {
+            name: "epsilon",
+            ..
+        })
+    ));
+    assert!(matches!(
+        call(&x, &x, &q, 1.0, 1.0),
+        Err(FgtError::InvalidParameter {
+            name: "epsilon",
+            ..
+        })
+    ));
+    assert!(matches!(
+        call(&[], &x, &[], 1.0, 1e-6),
+        Err(FgtError::Empty { name: "sources" })
+    ));
+    assert!(matches!(
+        call(&x, &[], &q, 1.0, 1e-6),
+        Err(FgtError::Empty { name: "targets" })
+    ));
+    assert!(matches!(
+        call(&x, &[1.0, 2.0, 3.0], &q, 1.0, 1e-6),
+        Err(FgtError::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        call(&x, &x, &[1.0], 1.0, 1e-6),
+        Err(FgtError::ShapeMismatch(_))
+    ));
+    assert!(matches!(
+        call(&[0.0, f64::NAN, 1.0, 1.0], &x, &q, 1.0, 1e-6),
+        Err(FgtError::NonFinite { name: "sources" })
+    ));
+    assert!(matches!(
+        call(&x, &x, &[1.0, f64::INFINITY], 1.0, 1e-6),
+        Err(FgtError::NonFinite { name: "weights" })
+    ));
     assert!("nonsense".parse::<Method>().is_err());
 }
 
@@ -216,7 +275,17 @@ fn bad_input_is_rejected_before_work() {
 fn cancel_flag_stops_the_work() {
     let x = vec![0.5; 2000];
     let cancel = AtomicBool::new(true);
-    let r = gauss_transform(&x, &x, 1, &vec![1.0; 2000], 1, 0.1, 1e-6, Method::Direct, &cancel);
+    let r = gauss_transform(
+        &x,
+        &x,
+        1,
+        &vec![1.0; 2000],
+        1,
+        0.1,
+        1e-6,
+        Method::Direct,
+        &cancel,
+    );
     assert!(matches!(r, Err(FgtError::Cancelled)));
 }
 
@@ -250,5 +319,26 @@ proptest! {
         let y = uniform(&mut rng, m, dim, -0.2, 1.2);
         let q = uniform(&mut rng, n, 1, -1.0, 1.0);
         check_all(&x, &y, &q, 1, dim, 10f64.powf(log_h), 10f64.powf(log_eps));
+    }
+}
+
+/// The explicit IFGT methods must run (not refuse) in the regimes they are made for, so the
+/// contract checks above really exercise them.
+#[test]
+fn ifgt_runs_in_its_regimes() {
+    let mut rng = Pcg64::seed_from_u64(17);
+    let cancel = AtomicBool::new(false);
+    for &(dim, h) in &[(1usize, 0.05f64), (2, 0.2), (3, 0.5), (5, 1.0), (8, 2.0)] {
+        let x = uniform(&mut rng, 1500, dim, 0.0, 1.0);
+        let y = uniform(&mut rng, 200, dim, 0.0, 1.0);
+        let q = uniform(&mut rng, 1500, 1, -1.0, 1.0);
+        let exact = direct_reference(&x, &y, dim, &q, 1, h);
+        for method in [Method::Ifgt, Method::IfgtTree] {
+            let gt = GaussTransform::plan(&x, dim, h, 1e-6, method, Some(&y), 1, &cancel)
+                .unwrap_or_else(|e| panic!("{method} d={dim} h={h} refused: {e}"));
+            assert!(gt.info().n_clusters >= 1 && gt.info().truncation >= 1);
+            let g = gt.evaluate(&y, &q, 1, &cancel).unwrap();
+            assert!(scaled_error(&g, &exact, &q, 1) <= 1e-6, "{method} d={dim} h={h}");
+        }
     }
 }

@@ -19,9 +19,9 @@ fn effective_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::errors::VastmlError;
-    #[pymodule_export]
     use super::effective_n_jobs;
+    #[pymodule_export]
+    use super::errors::VastmlError;
     #[pymodule_export]
     use super::fgt::{PyGaussTransform, gauss_transform};
 

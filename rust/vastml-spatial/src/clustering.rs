@@ -1,5 +1,7 @@
 //! The result type of k-center clustering.
 
+use rayon::prelude::*;
+
 /// Result of k-center clustering: centres, per-point labels and per-cluster radii.
 ///
 /// Produced by [`FarthestPoint::clustering`](crate::FarthestPoint::clustering) and
@@ -20,6 +22,50 @@ pub struct Clustering {
 }
 
 impl Clustering {
+    /// Centres (means of the members) and radii (largest member distance to the mean) of a
+    /// labelling of `points` (row-major, `dim` columns) into `k` clusters; every label must
+    /// be below `k`, and every cluster non-empty for its radius to mean anything.
+    pub fn from_labels(points: &[f64], dim: usize, labels: Vec<usize>, k: usize) -> Clustering {
+        let (offsets, members) = members_csr(&labels, k);
+        let per_cluster: Vec<(Vec<f64>, f64)> = (0..k)
+            .into_par_iter()
+            .map(|j| {
+                let ids = &members[offsets[j]..offsets[j + 1]];
+                let mut mean = vec![0.0; dim];
+                for &i in ids {
+                    for (m, &x) in mean.iter_mut().zip(&points[i * dim..(i + 1) * dim]) {
+                        *m += x;
+                    }
+                }
+                let count = ids.len().max(1) as f64;
+                for m in &mut mean {
+                    *m /= count;
+                }
+                let r2 = ids.iter().fold(0.0f64, |acc, &i| {
+                    acc.max(crate::squared_distance(
+                        &points[i * dim..(i + 1) * dim],
+                        &mean,
+                    ))
+                });
+                (mean, r2.sqrt())
+            })
+            .collect();
+        let mut centers = Vec::with_capacity(k * dim);
+        let mut radii = Vec::with_capacity(k);
+        for (mean, r) in per_cluster {
+            centers.extend_from_slice(&mean);
+            radii.push(r);
+        }
+        let counts = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+        Clustering {
+            dim,
+            centers,
+            labels,
+            radii,
+            counts,
+        }
+    }
+
     /// Number of clusters `k`.
     pub fn n_clusters(&self) -> usize {
         self.radii.len()

@@ -22,7 +22,7 @@
 
 use rayon::prelude::*;
 
-use crate::clustering::{Clustering, members_csr};
+use crate::clustering::Clustering;
 use crate::distance::sq_dist_fixed;
 use crate::validate::validate_points;
 use crate::{Result, SpatialError};
@@ -480,47 +480,43 @@ impl<'a> FarthestPoint<'a> {
     /// Means are accumulated over members in ascending index order, so the result is
     /// deterministic. Clusters are processed in parallel with rayon.
     pub fn clustering(&self) -> Clustering {
+        Clustering::from_labels(self.points, self.dim, self.labels.clone(), self.seeds.len())
+    }
+
+    /// The clustering by the first `k` seeds only (what growing a fresh instance to `k`
+    /// centres would give, by the progressive property), without re-growing: every point
+    /// goes to its nearest of those seeds (the earlier seed on ties), then centres and radii
+    /// are recomputed as in [`FarthestPoint::clustering`]. `k` is clamped to 1..=n_centers().
+    pub fn clustering_of_first(&self, k: usize) -> Clustering {
+        let k = k.clamp(1, self.seeds.len());
+        if k == self.seeds.len() {
+            return self.clustering();
+        }
         let dim = self.dim;
-        let k = self.seeds.len();
-        let (offsets, members) = members_csr(&self.labels, k);
         let points = self.points;
-        let per_cluster: Vec<(Vec<f64>, f64)> = (0..k)
-            .into_par_iter()
-            .map(|j| {
-                let ids = &members[offsets[j]..offsets[j + 1]];
-                let mut mean = vec![0.0; dim];
-                for &i in ids {
-                    for (m, &x) in mean.iter_mut().zip(&points[i * dim..(i + 1) * dim]) {
-                        *m += x;
-                    }
-                }
-                let count = ids.len() as f64;
-                for m in &mut mean {
-                    *m /= count;
-                }
-                let r2 = ids.iter().fold(0.0f64, |acc, &i| {
-                    acc.max(crate::squared_distance(
-                        &points[i * dim..(i + 1) * dim],
-                        &mean,
-                    ))
-                });
-                (mean, r2.sqrt())
-            })
+        let seeds: Vec<&[f64]> = self.seeds[..k]
+            .iter()
+            .map(|&s| &points[s * dim..(s + 1) * dim])
             .collect();
-        let mut centers = Vec::with_capacity(k * dim);
-        let mut radii = Vec::with_capacity(k);
-        for (mean, r) in per_cluster {
-            centers.extend_from_slice(&mean);
-            radii.push(r);
-        }
-        let counts = offsets.windows(2).map(|w| w[1] - w[0]).collect();
-        Clustering {
-            dim,
-            centers,
-            labels: self.labels.clone(),
-            radii,
-            counts,
-        }
+        let mut labels = vec![0usize; points.len() / dim];
+        labels
+            .par_chunks_mut(4096)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                for (o, label) in chunk.iter_mut().enumerate() {
+                    let i = c * 4096 + o;
+                    let p = &points[i * dim..(i + 1) * dim];
+                    let mut best = (f64::INFINITY, 0usize);
+                    for (j, seed) in seeds.iter().enumerate() {
+                        let d2 = crate::squared_distance(p, seed);
+                        if d2 < best.0 {
+                            best = (d2, j);
+                        }
+                    }
+                    *label = best.1;
+                }
+            });
+        Clustering::from_labels(points, dim, labels, k)
     }
 
     /// Test hook: amount of work above which updates go parallel (also sets the chunk size).
