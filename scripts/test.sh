@@ -15,6 +15,10 @@ python -m pip install --quiet --upgrade pip
 echo "== building vastml (release) and installing test dependencies"
 python -m pip install --quiet -e ".[test]"
 
+echo "== cargo fmt --check, clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
 echo "== cargo test (pure-Rust crates)"
 cargo test --workspace --exclude vastml-py --locked
 

@@ -7,8 +7,9 @@
 //! with no branch and no integer conversion, so a loop over it becomes SIMD code.
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+/// ln 2 split in two (fdlibm): the high part has 32 trailing zero bits, so k * LN2_HI is exact.
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 /// 1.5 * 2^52: adding it rounds to an integer kept in the low mantissa bits.
 const SHIFTER: f64 = 6_755_399_441_055_744.0;
 /// Below this, e^x is under the smallest normal double; we return 0 there.

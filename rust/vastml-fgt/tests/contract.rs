@@ -338,7 +338,10 @@ fn ifgt_runs_in_its_regimes() {
                 .unwrap_or_else(|e| panic!("{method} d={dim} h={h} refused: {e}"));
             assert!(gt.info().n_clusters >= 1 && gt.info().truncation >= 1);
             let g = gt.evaluate(&y, &q, 1, &cancel).unwrap();
-            assert!(scaled_error(&g, &exact, &q, 1) <= 1e-6, "{method} d={dim} h={h}");
+            assert!(
+                scaled_error(&g, &exact, &q, 1) <= 1e-6,
+                "{method} d={dim} h={h}"
+            );
         }
     }
 }

@@ -22,7 +22,10 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::errors::{ToPyErr, VastmlError};
 
-static POOLS: Mutex<Option<HashMap<(u32, usize), Arc<ThreadPool>>>> = Mutex::new(None);
+/// Pools by (process id, thread count).
+type PoolCache = HashMap<(u32, usize), Arc<ThreadPool>>;
+
+static POOLS: Mutex<Option<PoolCache>> = Mutex::new(None);
 
 /// How often the main thread looks for Ctrl-C while the work runs.
 const POLL: Duration = Duration::from_millis(50);

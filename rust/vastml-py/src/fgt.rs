@@ -46,7 +46,7 @@ pub fn gauss_transform<'py>(
     let (tgt, tdim) = rows(&targets, "targets")?;
     let (w, n_weights) = rows(&weights, "weights")?;
     check_dims(dim, tdim, "targets")?;
-    let m = if tdim == 0 { 0 } else { tgt.len() / tdim };
+    let m = tgt.len().checked_div(tdim).unwrap_or(0);
     let out = enter(py, n_jobs, |cancel| {
         vastml_fgt::gauss_transform(
             src, tgt, dim, w, n_weights, bandwidth, epsilon, method, cancel,
@@ -101,7 +101,7 @@ impl PyGaussTransform {
         let (tgt, tdim) = rows(&targets, "targets")?;
         let (w, n_weights) = rows(&weights, "weights")?;
         check_dims(self.inner.dim(), tdim, "targets")?;
-        let m = if tdim == 0 { 0 } else { tgt.len() / tdim };
+        let m = tgt.len().checked_div(tdim).unwrap_or(0);
         let out = enter(py, n_jobs, |cancel| {
             self.inner.evaluate(tgt, w, n_weights, cancel)
         })?;
