@@ -33,6 +33,15 @@ pub fn multiplications_graded(dim: usize, degree: usize) -> f64 {
     n_terms(dim, degree) - 1.0
 }
 
+/// Cost constant d p^(d+1) (2n+1)^d (sqrt(2) r h)^(-d/2)-style of the original
+/// Greengard-Strain FGT translations for n = 2 neighbour boxes and N_side = 3 (section 2.9):
+/// d p^(d+1) 5^d 3^(d/2), as in Table 2.2 of the thesis -- kept to compare term counts with
+/// the IFGT's C(p - 1 + d, d).
+pub fn fgt_translation_constant(dim: usize, p: usize) -> f64 {
+    let d = dim as f64;
+    d * (p as f64).powi(dim as i32 + 1) * 5f64.powi(dim as i32) * 3f64.powf(d / 2.0)
+}
+
 /// The graded monomials of degree <= `max_degree` in `dim` variables, with the IFGT
 /// constants 2^|alpha| / alpha! in the same order.
 #[derive(Clone, Debug)]
@@ -218,6 +227,25 @@ mod tests {
             ex.push(e);
         }
         ex
+    }
+
+    #[test]
+    fn table_2_2_term_counts_and_fgt_constants() {
+        // (d, FGT p, FGT constant, IFGT p, IFGT #terms) from Table 2.2
+        let rows = [
+            (1usize, 9usize, 7.014806e2, 9usize, 9.0),
+            (2, 10, 1.500000e5, 15, 120.0),
+            (3, 10, 1.948557e7, 16, 816.0),
+            (4, 11, 3.623648e9, 17, 4845.0),
+            (5, 11, 4.314985e11, 20, 42504.0),
+            (6, 12, 9.069926e13, 20, 177100.0),
+            (7, 14, 3.774303e16, 22, 1184040.0),
+        ];
+        for (d, p_fgt, constant, p_ifgt, terms) in rows {
+            let c = fgt_translation_constant(d, p_fgt);
+            assert!((c - constant).abs() <= 5e-7 * constant, "d={d}: {c:e} vs {constant:e}");
+            assert_eq!(n_terms(d, p_ifgt - 1), terms, "d={d}");
+        }
     }
 
     #[test]

@@ -345,3 +345,35 @@ fn ifgt_runs_in_its_regimes() {
         }
     }
 }
+
+/// Spec oracle 5: Algorithm 1 returns p <= 100 and K <= K_lim, and a looser epsilon never
+/// makes the chosen plan's estimated cost grow (the cost at every K falls with epsilon).
+#[test]
+fn parameter_choice_properties() {
+    use vastml_fgt::{MAX_TRUNCATION, choose_parameters, cutoff_radius, max_clusters, monomials};
+    let mut rng = Pcg64::seed_from_u64(23);
+    let cancel = AtomicBool::new(false);
+    for &(dim, h) in &[(1usize, 0.05f64), (2, 0.2), (3, 0.4), (4, 1.0)] {
+        let x = uniform(&mut rng, 2000, dim, 0.0, 1.0);
+        let mut last_cost = f64::INFINITY;
+        for k in 2..=10 {
+            let eps = 10f64.powi(-(12 - k));
+            let r = cutoff_radius(h, eps, None);
+            let p = choose_parameters(&x, dim, 2000, 1.0, h, eps, r, usize::MAX, &cancel)
+                .unwrap()
+                .expect("reachable");
+            assert!(p.truncation <= MAX_TRUNCATION);
+            assert!(p.n_clusters <= max_clusters(2000, dim, 1.0, h));
+            let uniform = vastml_fgt::choose_parameters_uniform(2000, 2000, dim, 1.0, h, eps, r).unwrap();
+            assert!(uniform.truncation <= MAX_TRUNCATION);
+            assert!(monomials::n_terms(dim, p.truncation - 1) >= 1.0);
+            // eps grows with k: the plan's cost never grows with it
+            assert!(
+                p.cost <= last_cost * (1.0 + 1e-12),
+                "d={dim} h={h} eps={eps:e}: cost {} after {last_cost}",
+                p.cost
+            );
+            last_cost = p.cost;
+        }
+    }
+}
