@@ -39,16 +39,27 @@ pub fn truncation_number(a: f64, cutoff: f64, h: f64, epsilon: f64, cap: usize) 
     }
     let log_eps = epsilon.ln();
     let h2 = h * h;
-    let mut log_fact = 0.0;
-    for p in 1..=cap {
-        log_fact += (p as f64).ln();
+    let log_fact = log_factorials();
+    for p in 1..=cap.min(MAX_TRUNCATION) {
         let b = worst_target_distance(a, p, h).min(cutoff);
-        let log_delta = p as f64 * (2.0 * a * b / h2).ln() - log_fact - (a - b) * (a - b) / h2;
+        let log_delta = p as f64 * (2.0 * a * b / h2).ln() - log_fact[p] - (a - b) * (a - b) / h2;
         if log_delta <= log_eps {
             return Some(p);
         }
     }
     None
+}
+
+/// ln(p!) for p = 0..=MAX_TRUNCATION, computed once.
+fn log_factorials() -> &'static [f64; MAX_TRUNCATION + 1] {
+    static TABLE: std::sync::OnceLock<[f64; MAX_TRUNCATION + 1]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0.0; MAX_TRUNCATION + 1];
+        for p in 1..=MAX_TRUNCATION {
+            t[p] = t[p - 1] + (p as f64).ln();
+        }
+        t
+    })
 }
 
 /// The cut-off distance h sqrt(ln(1/epsilon)) beyond which a single Gaussian term is

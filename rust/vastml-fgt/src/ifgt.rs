@@ -68,23 +68,54 @@ fn spatial_groups(targets: &[f64], dim: usize) -> (Vec<usize>, Vec<(usize, usize
         .chunks_exact(dim)
         .enumerate()
         .map(|(i, y)| {
-            let mut key = 0u64;
-            for b in (0..bits).rev() {
-                for k in 0..used {
-                    let q = ((y[k] - lo[k]) * scale[k]) as u64;
-                    key = (key << 1) | ((q >> b) & 1);
-                }
+            let mut cell = [0u64; 6];
+            for k in 0..used {
+                cell[k] = ((y[k] - lo[k]) * scale[k]) as u64;
             }
+            let key = if used == 1 {
+                cell[0]
+            } else {
+                let mut key = 0u64;
+                for b in (0..bits).rev() {
+                    for c in &cell[..used] {
+                        key = (key << 1) | ((c >> b) & 1);
+                    }
+                }
+                key
+            };
             (key, i as u32)
         })
         .collect();
-    keyed.par_sort_unstable();
+    radix_sort(&mut keyed, bits * used as u32);
     let order: Vec<usize> = keyed.iter().map(|&(_, i)| i as usize).collect();
     let groups = (0..m)
         .step_by(LANES)
         .map(|s| (s, (s + LANES).min(m)))
         .collect();
     (order, groups)
+}
+
+/// Sorts (key, index) pairs by key (stable), where keys fit in `key_bits` bits: an LSD
+/// radix sort with 8-bit digits, linear in the number of pairs.
+fn radix_sort(items: &mut Vec<(u64, u32)>, key_bits: u32) {
+    let mut buf = vec![(0u64, 0u32); items.len()];
+    let mut shift = 0;
+    while shift < key_bits {
+        let mut counts = [0usize; 257];
+        for &(k, _) in items.iter() {
+            counts[((k >> shift) & 0xff) as usize + 1] += 1;
+        }
+        for i in 0..256 {
+            counts[i + 1] += counts[i];
+        }
+        for &item in items.iter() {
+            let digit = ((item.0 >> shift) & 0xff) as usize;
+            buf[counts[digit]] = item;
+            counts[digit] += 1;
+        }
+        std::mem::swap(items, &mut buf);
+        shift += 8;
+    }
 }
 
 /// Largest number of expansion terms per cluster we accept (memory and time guard).
@@ -209,10 +240,10 @@ pub(crate) fn choose_clustering(
         }
         // Once the search over K centres alone costs more than the best plan, stop; and
         // since the cost in K falls and then rises, stop as well once K is well past the
-        // best K found (twice it, and 16 more) -- the clustering steps are the planning cost.
+        // best K found (twice it, and 8 more) -- the clustering steps are the planning cost.
         if let Some(b) = best {
             if n_targets as f64 * dim as f64 * k as f64 > b.cost
-                || (k >= 2 * b.n_clusters && k >= b.n_clusters + 16)
+                || (k >= 2 * b.n_clusters && k >= b.n_clusters + 8)
             {
                 break;
             }
@@ -249,7 +280,7 @@ fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon:
         return max_radius;
     }
     let (mut lo, mut hi) = (0.0, max_radius);
-    for _ in 0..32 {
+    for _ in 0..24 {
         let mid = 0.5 * (lo + hi);
         if truncation_number(mid, reach, h, epsilon, p).is_some() {
             lo = mid;
@@ -632,18 +663,14 @@ impl IfgtPlan {
                     }
                     scratch.u[k] = u;
                 }
+                // all lanes computed, then masked: branch-free, so it vectorises
+                let reach = self.reach_sq[c];
                 let mut g = [0.0f64; LANES];
-                let mut any = false;
                 for l in 0..LANES {
-                    let inside = d2[l] <= self.reach_sq[c] && l < lanes;
-                    g[l] = if inside {
-                        exp_nonpositive_with::<FMA, false>(d2[l] * neg_inv_h2)
-                    } else {
-                        0.0
-                    };
-                    any |= inside;
+                    let e = exp_nonpositive_with::<FMA, false>(d2[l] * neg_inv_h2);
+                    g[l] = if d2[l] <= reach && l < lanes { e } else { 0.0 };
                 }
-                if !any {
+                if g.iter().all(|&v| v == 0.0) {
                     continue;
                 }
                 self.monomials.evaluate_lanes(&scratch.u, &mut scratch.mono);
@@ -685,5 +712,36 @@ impl IfgtPlan {
             }
         }
         count as f64 / m as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radix_sort_matches_a_comparison_sort() {
+        let mut state = 7u64;
+        let mut items: Vec<(u64, u32)> = (0..5000u32)
+            .map(|i| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((state >> 30) & ((1 << 34) - 1), i)
+            })
+            .collect();
+        let mut expect = items.clone();
+        expect.sort(); // stable on (key, index) = stable on key, since indices ascend
+        radix_sort(&mut items, 34);
+        assert_eq!(items, expect);
+    }
+
+    #[test]
+    fn spatial_groups_cover_every_target_once_in_groups_of_lanes() {
+        let targets: Vec<f64> = (0..1003 * 3).map(|i| ((i * 7919) % 997) as f64).collect();
+        let (order, groups) = spatial_groups(&targets, 3);
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..1003).collect::<Vec<_>>());
+        assert!(groups.iter().all(|&(s, e)| e > s && e - s <= LANES));
+        assert_eq!(groups.last().map(|g| g.1), Some(1003));
     }
 }

@@ -243,7 +243,10 @@ mod tests {
         ];
         for (d, p_fgt, constant, p_ifgt, terms) in rows {
             let c = fgt_translation_constant(d, p_fgt);
-            assert!((c - constant).abs() <= 5e-7 * constant, "d={d}: {c:e} vs {constant:e}");
+            assert!(
+                (c - constant).abs() <= 5e-7 * constant,
+                "d={d}: {c:e} vs {constant:e}"
+            );
             assert_eq!(n_terms(d, p_ifgt - 1), terms, "d={d}");
         }
     }

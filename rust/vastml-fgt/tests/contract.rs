@@ -364,7 +364,8 @@ fn parameter_choice_properties() {
                 .expect("reachable");
             assert!(p.truncation <= MAX_TRUNCATION);
             assert!(p.n_clusters <= max_clusters(2000, dim, 1.0, h));
-            let uniform = vastml_fgt::choose_parameters_uniform(2000, 2000, dim, 1.0, h, eps, r).unwrap();
+            let uniform =
+                vastml_fgt::choose_parameters_uniform(2000, 2000, dim, 1.0, h, eps, r).unwrap();
             assert!(uniform.truncation <= MAX_TRUNCATION);
             assert!(monomials::n_terms(dim, p.truncation - 1) >= 1.0);
             // eps grows with k: the plan's cost never grows with it
