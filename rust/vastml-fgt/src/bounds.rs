@@ -40,9 +40,14 @@ pub fn truncation_number(a: f64, cutoff: f64, h: f64, epsilon: f64, cap: usize) 
     let log_eps = epsilon.ln();
     let h2 = h * h;
     let log_fact = log_factorials();
-    for p in 1..=cap.min(MAX_TRUNCATION) {
+    for (p, lf) in log_fact
+        .iter()
+        .enumerate()
+        .take(cap.min(MAX_TRUNCATION) + 1)
+        .skip(1)
+    {
         let b = worst_target_distance(a, p, h).min(cutoff);
-        let log_delta = p as f64 * (2.0 * a * b / h2).ln() - log_fact[p] - (a - b) * (a - b) / h2;
+        let log_delta = p as f64 * (2.0 * a * b / h2).ln() - lf - (a - b) * (a - b) / h2;
         if log_delta <= log_eps {
             return Some(p);
         }
