@@ -214,6 +214,48 @@ pub fn choose_parameters(
     .map(|(p, _, _)| p))
 }
 
+/// On a line (d = 1) the farthest-point clustering is replaced by K equal intervals over the
+/// sources' range (as in chapter 3 of the thesis): the same guarantee, since the bound uses
+/// the actual radii, for O(N) work instead of growing K clusters one by one. K comes from
+/// Algorithm 1 on the uniform model; empty intervals are dropped. Returns `None` when the
+/// uniform model finds no K that reaches epsilon.
+pub(crate) fn interval_clustering(
+    sources: &[f64],
+    n_targets: usize,
+    h: f64,
+    epsilon: f64,
+    cutoff: f64,
+) -> Option<(IfgtParameters, Clustering, Vec<usize>)> {
+    let n = sources.len();
+    let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let range = (hi - lo).max(h * 1e-3);
+    let params = choose_parameters_uniform(n, n_targets, 1, range, h, epsilon, cutoff)?;
+    let k = params.n_clusters.max(1);
+    let width = range / k as f64;
+    let raw: Vec<usize> = sources
+        .iter()
+        .map(|&x| (((x - lo) / width) as usize).min(k - 1))
+        .collect();
+    // renumber the non-empty intervals 0..k'
+    let mut used = vec![usize::MAX; k];
+    let mut next = 0;
+    for &r in &raw {
+        if used[r] == usize::MAX {
+            used[r] = 0;
+        }
+    }
+    for u in used.iter_mut() {
+        if *u == 0 {
+            *u = next;
+            next += 1;
+        }
+    }
+    let labels = raw.iter().map(|&r| used[r]).collect();
+    let clustering = Clustering::from_labels(sources, 1, labels, next);
+    Some((params, clustering, Vec::new()))
+}
+
 /// [`choose_parameters`], also returning the clustering at the chosen K and its seeds.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn choose_clustering(
@@ -332,7 +374,8 @@ impl IfgtPlan {
         let n = sources.len() / dim;
         let k = clustering.n_clusters();
         let (offsets, members) = clustering.members();
-        // Choose per cluster the centre (seed or mean) with the smaller radius.
+        // Choose per cluster the centre (seed or mean) with the smaller radius (without
+        // seeds, the means).
         let Clustering {
             mut centers,
             mut radii,

@@ -280,17 +280,21 @@ impl GaussTransform {
 
         let build_ifgt =
             |with_tree: bool, k_budget: usize, cancel: &AtomicBool| -> Result<Option<IfgtPlan>> {
-                let chosen = ifgt::choose_clustering(
-                    sources,
-                    dim,
-                    m,
-                    range,
-                    h,
-                    epsilon,
-                    ifgt_cutoff,
-                    k_budget,
-                    cancel,
-                )?;
+                let chosen = if dim == 1 {
+                    ifgt::interval_clustering(sources, m, h, epsilon, ifgt_cutoff)
+                } else {
+                    ifgt::choose_clustering(
+                        sources,
+                        dim,
+                        m,
+                        range,
+                        h,
+                        epsilon,
+                        ifgt_cutoff,
+                        k_budget,
+                        cancel,
+                    )?
+                };
                 match chosen {
                     Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
                         sources,
