@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use vastml_spatial::{Clustering, FarthestPoint, KdTree, squared_distance};
 
-use crate::bounds::{MAX_TRUNCATION, truncation_number};
+use crate::bounds::{MAX_TRUNCATION, truncation_number, worst_target_distance};
 use crate::error::{FgtError, Result, invalid};
 use crate::exp::{exp_nonpositive, exp_nonpositive_with, fmadd};
 use crate::monomials::{Monomials, n_terms};
@@ -333,6 +333,31 @@ fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon:
     lo
 }
 
+/// Largest target distance b in [0, reach] up to which `p` terms meet epsilon against every
+/// source within `radius` of the centre.
+///
+/// The bound is symmetric in the source and target distances, so the worst source for a
+/// target at b is at min(b*(b, p), radius), and as a function of b the bound rises up to
+/// b*(radius, p) and falls after it (the Gaussian wins). So either p terms suffice at that
+/// peak, and then for every b <= reach, or they fail on an interval starting below the peak,
+/// whose start is found by bisection on the rising side.
+fn target_limit(p: usize, radius: f64, reach: f64, h: f64, epsilon: f64) -> f64 {
+    let peak = worst_target_distance(radius, p, h).min(reach);
+    if truncation_number(peak, radius, h, epsilon, p).is_some() {
+        return reach;
+    }
+    let (mut lo, mut hi) = (0.0, peak);
+    for _ in 0..24 {
+        let mid = 0.5 * (lo + hi);
+        if truncation_number(mid, radius, h, epsilon, p).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// A built IFGT: clusters, truncation, and everything that does not depend on the weights.
 #[derive(Debug)]
 pub(crate) struct IfgtPlan {
@@ -349,6 +374,10 @@ pub(crate) struct IfgtPlan {
     members: Vec<usize>,
     /// Per-source number of terms kept (prefix length of the graded order), in `members` order.
     source_terms: Vec<u32>,
+    /// Target-side truncation (Morariu et al. 2008): per cluster, `target_limits[c][p - 1]` is
+    /// the largest target distance from the centre at which `p` terms meet epsilon for every
+    /// source of the cluster; nearer targets use fewer terms.
+    target_limits: Vec<Vec<f64>>,
     monomials: Monomials,
     truncation: usize,
     cutoff: f64,
@@ -433,6 +462,14 @@ impl IfgtPlan {
                 *slot = monomials.prefix_len(p - 1) as u32;
             }
         }
+        let target_limits = radii
+            .iter()
+            .map(|&r| {
+                (1..truncation)
+                    .map(|p| target_limit(p, r, cutoff + r, h, epsilon))
+                    .collect()
+            })
+            .collect();
         let reach_sq = radii.iter().map(|r| (cutoff + r) * (cutoff + r)).collect();
         let center_tree = if use_tree {
             Some(KdTree::build(&centers, dim, 8)?)
@@ -448,6 +485,7 @@ impl IfgtPlan {
             offsets,
             members,
             source_terms,
+            target_limits,
             monomials,
             truncation,
             cutoff,
@@ -716,12 +754,24 @@ impl IfgtPlan {
                 if g.iter().all(|&v| v == 0.0) {
                     continue;
                 }
-                self.monomials.evaluate_lanes(&scratch.u, &mut scratch.mono);
+                // terms needed by the farthest target of the group still in reach
+                let b2 = d2[..lanes]
+                    .iter()
+                    .filter(|&&v| v <= reach)
+                    .fold(0.0f64, |m, &v| m.max(v));
+                let b = b2.sqrt();
+                let p = 1 + self.target_limits[c]
+                    .iter()
+                    .take_while(|&&lim| b > lim)
+                    .count();
+                let used = self.monomials.prefix_len(p - 1);
+                self.monomials
+                    .evaluate_lanes(&scratch.u, &mut scratch.mono[..used]);
                 let base = c * n_weights * terms;
                 for (w, a) in acc.iter_mut().enumerate().take(nw) {
-                    let cf = &coeffs[base + (w0 + w) * terms..base + (w0 + w + 1) * terms];
+                    let cf = &coeffs[base + (w0 + w) * terms..base + (w0 + w) * terms + used];
                     let mut s = [0.0f64; LANES];
-                    for (coef, mono) in cf.iter().zip(&scratch.mono[..terms]) {
+                    for (coef, mono) in cf.iter().zip(&scratch.mono[..used]) {
                         for l in 0..LANES {
                             s[l] = fmadd::<FMA>(*coef, mono[l], s[l]);
                         }
@@ -761,6 +811,36 @@ impl IfgtPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Within the target limit, p terms meet epsilon for every source and target distance
+    /// (brute force on a grid), and just past it they do not for some source.
+    #[test]
+    fn target_limit_is_safe_and_tight() {
+        let eps = 1e-6;
+        for &(h, radius, reach) in &[(0.1, 0.05, 0.42), (0.5, 0.3, 2.0), (0.2, 0.15, 0.7)] {
+            for p in 1..14 {
+                let limit = target_limit(p, radius, reach, h, eps);
+                assert!((0.0..=reach).contains(&limit));
+                for i in 0..=60 {
+                    let b = limit * i as f64 / 60.0;
+                    for j in 0..=60 {
+                        let a = radius * j as f64 / 60.0;
+                        let e = crate::bounds::log_truncation_error(p, a, b, h);
+                        assert!(e <= eps.ln() + 1e-9, "h={h} p={p} a={a} b={b}: {e}");
+                    }
+                }
+                if limit < reach {
+                    let b = limit + 1e-3 * reach;
+                    let worst = (0..=2000)
+                        .map(|j| {
+                            crate::bounds::log_truncation_error(p, radius * j as f64 / 2000.0, b, h)
+                        })
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    assert!(worst > eps.ln(), "limit not tight: h={h} p={p}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn radix_sort_matches_a_comparison_sort() {

@@ -365,10 +365,10 @@ impl GaussTransform {
                     }
                 }
                 if let Some(rough) = ifgt_rough {
-                    // the IFGT model is within ~1.4x; clustering is only worth trying when
+                    // the IFGT model is within ~1.2x; clustering is only worth trying when
                     // it may beat the best refined alternative, and never grows past the
                     // number of clusters whose clustering alone would cost more than that.
-                    if rough < 1.5 * best.0 {
+                    if rough < 1.2 * best.0 {
                         let k_budget = (best.0
                             / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
                             .max(1.0) as usize;

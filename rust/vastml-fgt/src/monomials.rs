@@ -151,13 +151,17 @@ impl Monomials {
 }
 
 impl Monomials {
-    /// [`Monomials::evaluate`] for `L` points at once (`u[k][lane]`), writing all terms
-    /// into `out[t][lane]`; the loop over lanes vectorises.
+    /// [`Monomials::evaluate`] for `L` points at once (`u[k][lane]`), writing the first
+    /// `out.len()` terms (a prefix of the graded order) into `out[t][lane]`; the loop over
+    /// lanes vectorises.
     #[inline(always)]
     pub fn evaluate_lanes<const L: usize>(&self, u: &[[f64; L]], out: &mut [[f64; L]]) {
-        debug_assert!(out.len() >= self.len());
+        debug_assert!(out.len() <= self.len());
+        if out.is_empty() {
+            return;
+        }
         out[0] = [1.0; L];
-        for t in 1..self.var.len() {
+        for t in 1..out.len() {
             let a = u[self.var[t] as usize];
             let b = out[self.parent[t] as usize];
             let mut r = [0.0; L];
