@@ -34,7 +34,10 @@ pub(crate) fn exp_nonpositive_with<const FMA: bool, const LOW: bool>(x: f64) -> 
     let t = fmadd::<FMA>(x, LOG2E, SHIFTER);
     let k = t - SHIFTER;
     let r = fmadd::<FMA>(k, -LN2_HI, x);
-    let r = fmadd::<FMA>(k, -LN2_LO, r);
+    // The low part of ln 2 matters below 1e-9 relative accuracy only: k ln2_lo < 1e-7 for
+    // k < 700, and the terms where it is that large are below e^-20, so the absolute error
+    // stays under 1e-10 -- the degree-7 path skips it.
+    let r = if LOW { r } else { fmadd::<FMA>(k, -LN2_LO, r) };
     let r2 = r * r;
     let r4 = r2 * r2;
     let p = if LOW {
@@ -104,10 +107,17 @@ mod tests {
             let a = exp_nonpositive_with::<true, false>(x);
             let b = exp_nonpositive(x);
             let low = exp_nonpositive_with::<false, true>(x);
+            // degree 7 without ln2_lo: 7.5e-9 relative plus at most 1e-10 absolute
             assert!(
-                (low - b).abs() <= 7.5e-9 * b.abs(),
+                (low - b).abs() <= 7.5e-9 * b.abs() + 1e-10,
                 "{x}: degree 7 {low} vs {b}"
             );
+            if x > -20.0 {
+                assert!(
+                    (low - b).abs() <= 1.2e-8 * b.abs(),
+                    "{x}: degree 7 {low} vs {b}"
+                );
+            }
             assert!((a - b).abs() <= 4e-16 * b.abs(), "{x}: {a} vs {b}");
         }
     }
