@@ -379,11 +379,9 @@ impl KdTree {
         radius: f64,
         mut visit: F,
     ) {
-        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
-        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+        let Some(r2) = self.query_radius_sq(query, radius) else {
             return;
-        }
-        let r2 = radius * radius;
+        };
         match self.dim {
             1 => self.radius_impl::<1, F>(query, r2, &mut visit),
             2 => self.radius_impl::<2, F>(query, r2, &mut visit),
@@ -417,11 +415,9 @@ impl KdTree {
     /// Subtrees whose box lies entirely inside the ball are counted without distance
     /// evaluations. A mismatched query length, NaN or negative radius counts nothing.
     pub fn count_within_radius(&self, query: &[f64], radius: f64) -> usize {
-        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
-        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+        let Some(r2) = self.query_radius_sq(query, radius) else {
             return 0;
-        }
-        let r2 = radius * radius;
+        };
         match self.dim {
             1 => self.count_impl::<1>(query, r2),
             2 => self.count_impl::<2>(query, r2),
@@ -483,17 +479,24 @@ impl KdTree {
         radius: f64,
         mut visit: F,
     ) {
-        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
-        if query.len() != self.dim || radius.is_nan() || radius < 0.0 {
+        let Some(r2) = self.query_radius_sq(query, radius) else {
             return;
-        }
-        let r2 = radius * radius;
+        };
         match self.dim {
             1 => self.leaf_impl::<1, F>(query, r2, &mut visit),
             2 => self.leaf_impl::<2, F>(query, r2, &mut visit),
             3 => self.leaf_impl::<3, F>(query, r2, &mut visit),
             _ => self.leaf_impl::<0, F>(query, r2, &mut visit),
         }
+    }
+
+    /// The squared radius of an unchecked query, or `None` when it must visit nothing
+    /// (query length other than `dim`, which also trips a `debug_assert!`; NaN or negative
+    /// radius).
+    #[inline]
+    fn query_radius_sq(&self, query: &[f64], radius: f64) -> Option<f64> {
+        debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
+        (query.len() == self.dim && radius >= 0.0).then(|| radius * radius)
     }
 
     /// Bounding box of node `ni` as `(lo, hi)`.
