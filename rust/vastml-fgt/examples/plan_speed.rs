@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use vastml_fgt::{GaussTransform, Method, choose_parameters, cutoff_radius};
+use vastml_fgt::{GaussTransform, IfgtProblem, Method, choose_parameters, cutoff_radius};
 
 fn main() {
     let cancel = AtomicBool::new(false);
@@ -28,8 +28,21 @@ fn main() {
         );
         let r = cutoff_radius(h, 1e-6, None);
         let t = Instant::now();
-        let p =
-            choose_parameters(&x, dim, n, 1.0, h, 1e-6, r, usize::MAX, &cancel).expect("choose");
+        let p = choose_parameters(
+            &x,
+            &IfgtProblem {
+                n_sources: n,
+                n_targets: n,
+                dim,
+                range: 1.0,
+                bandwidth: h,
+                epsilon: 1e-6,
+                cutoff: r,
+                max_clusters: usize::MAX,
+            },
+            &cancel,
+        )
+        .expect("choose");
         let t_choose = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let gt = GaussTransform::new(&x, dim, h, 1e-6, Method::Ifgt).expect("plan");

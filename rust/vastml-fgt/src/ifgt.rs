@@ -154,64 +154,84 @@ pub fn ifgt_cost(n: usize, m: usize, dim: usize, k: usize, rx: f64, cutoff: f64,
     n as f64 * terms + m as f64 * (dim as f64 * k as f64 + reach * terms)
 }
 
+/// What Algorithm 1 plans for: the sizes, the bandwidth h, the accuracy epsilon, the
+/// cut-off r and the largest K worth trying (besides the usual limit [`max_clusters`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IfgtProblem {
+    /// Number of sources N.
+    pub n_sources: usize,
+    /// Number of targets M.
+    pub n_targets: usize,
+    /// Dimension d.
+    pub dim: usize,
+    /// Longest side of the data's bounding box.
+    pub range: f64,
+    /// Bandwidth h.
+    pub bandwidth: f64,
+    /// Accuracy epsilon.
+    pub epsilon: f64,
+    /// Cut-off r (see [`cutoff_radius`](crate::cutoff_radius)).
+    pub cutoff: f64,
+    /// Try at most this many clusters (`usize::MAX` for no limit beyond the usual one).
+    pub max_clusters: usize,
+}
+
+impl IfgtProblem {
+    fn k_limit(&self) -> usize {
+        max_clusters(self.n_sources, self.dim, self.range, self.bandwidth)
+            .min(self.max_clusters.max(1))
+    }
+
+    /// The plan with K clusters of largest radius r_x, if it reaches epsilon within
+    /// [`MAX_TRUNCATION`] and [`MAX_TERMS`].
+    fn candidate(&self, k: usize, rx: f64) -> Option<IfgtParameters> {
+        let (h, eps, r, dim) = (self.bandwidth, self.epsilon, self.cutoff, self.dim);
+        let p = truncation_number(rx, r + rx, h, eps, MAX_TRUNCATION)?;
+        if n_terms(dim, p - 1) > MAX_TERMS {
+            return None;
+        }
+        Some(IfgtParameters {
+            n_clusters: k,
+            truncation: p,
+            cutoff: r,
+            max_radius: rx,
+            cost: ifgt_cost(self.n_sources, self.n_targets, dim, k, rx, r, p),
+        })
+    }
+}
+
+/// Keeps the cheaper of `best` and `candidate`.
+fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParameters>) {
+    if let Some(c) = candidate {
+        if best.is_none_or(|b| c.cost < b.cost) {
+            *best = Some(c);
+        }
+    }
+}
+
 /// Algorithm 1 on the uniform-data model (no clustering): r_x ~ range * K^(-1/d).
 /// Cheap; used to decide whether clustering is worth trying. `None` when no K reaches epsilon.
-pub fn choose_parameters_uniform(
-    n: usize,
-    m: usize,
-    dim: usize,
-    range: f64,
-    h: f64,
-    epsilon: f64,
-    cutoff: f64,
-) -> Option<IfgtParameters> {
-    let k_lim = max_clusters(n, dim, range, h);
-    let mut best: Option<IfgtParameters> = None;
-    for k in 1..=k_lim {
-        let rx = range * (k as f64).powf(-1.0 / dim as f64);
-        let Some(p) = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION) else {
-            continue;
-        };
-        if n_terms(dim, p - 1) > MAX_TERMS {
-            continue;
-        }
-        let cost = ifgt_cost(n, m, dim, k, rx, cutoff, p);
-        if best.is_none_or(|b| cost < b.cost) {
-            best = Some(IfgtParameters {
-                n_clusters: k,
-                truncation: p,
-                cutoff,
-                max_radius: rx,
-                cost,
-            });
-        }
+pub fn choose_parameters_uniform(problem: &IfgtProblem) -> Option<IfgtParameters> {
+    let mut best = None;
+    for k in 1..=problem.k_limit() {
+        let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
+        keep_cheaper(&mut best, problem.candidate(k, rx));
     }
     best
 }
 
 /// Algorithm 1 with the real farthest-point radii: grows the clustering one centre at a
-/// time (the first k centres never move) and keeps the K of least cost, trying at most
-/// `max_k` clusters besides the usual limit. `None` when no K up to the limit reaches
-/// epsilon within [`MAX_TRUNCATION`] terms.
+/// time (the first k centres never move) and keeps the K of least cost. `None` when no K up
+/// to the limit reaches epsilon within [`MAX_TRUNCATION`] terms.
 ///
 /// # Errors
 /// Invalid sources (see [`FarthestPoint::new`]) and [`FgtError::Cancelled`].
-#[allow(clippy::too_many_arguments)]
 pub fn choose_parameters(
     sources: &[f64],
-    dim: usize,
-    n_targets: usize,
-    range: f64,
-    h: f64,
-    epsilon: f64,
-    cutoff: f64,
-    max_k: usize,
+    problem: &IfgtProblem,
     cancel: &AtomicBool,
 ) -> Result<Option<IfgtParameters>> {
-    Ok(choose_clustering(
-        sources, dim, n_targets, range, h, epsilon, cutoff, max_k, cancel,
-    )?
-    .map(|(p, _, _)| p))
+    Ok(choose_clustering(sources, problem, cancel)?.map(|(p, _, _)| p))
 }
 
 /// On a line (d = 1) the farthest-point clustering is replaced by K equal intervals over the
@@ -221,16 +241,12 @@ pub fn choose_parameters(
 /// uniform model finds no K that reaches epsilon.
 pub(crate) fn interval_clustering(
     sources: &[f64],
-    n_targets: usize,
-    h: f64,
-    epsilon: f64,
-    cutoff: f64,
+    problem: &IfgtProblem,
 ) -> Option<(IfgtParameters, Clustering, Vec<usize>)> {
-    let n = sources.len();
     let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let range = (hi - lo).max(h * 1e-3);
-    let params = choose_parameters_uniform(n, n_targets, 1, range, h, epsilon, cutoff)?;
+    let range = (hi - lo).max(problem.bandwidth * 1e-3);
+    let params = choose_parameters_uniform(&IfgtProblem { range, ..*problem })?;
     let k = params.n_clusters.max(1);
     let width = range / k as f64;
     let raw: Vec<usize> = sources
@@ -257,23 +273,15 @@ pub(crate) fn interval_clustering(
 }
 
 /// [`choose_parameters`], also returning the clustering at the chosen K and its seeds.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn choose_clustering(
     sources: &[f64],
-    dim: usize,
-    n_targets: usize,
-    range: f64,
-    h: f64,
-    epsilon: f64,
-    cutoff: f64,
-    max_k: usize,
+    problem: &IfgtProblem,
     cancel: &AtomicBool,
 ) -> Result<Option<(IfgtParameters, Clustering, Vec<usize>)>> {
-    let n = sources.len() / dim;
-    let k_lim = max_clusters(n, dim, range, h).min(max_k.max(1));
+    let dim = problem.dim;
     let mut fp = FarthestPoint::new(sources, dim, 0)?;
     let mut best: Option<IfgtParameters> = None;
-    for k in 1..=k_lim {
+    for k in 1..=problem.k_limit() {
         if k > 1 && !fp.add_center() {
             break;
         }
@@ -284,29 +292,13 @@ pub(crate) fn choose_clustering(
         // since the cost in K falls and then rises, stop as well once K is well past the
         // best K found (twice it, and 8 more) -- the clustering steps are the planning cost.
         if let Some(b) = best {
-            if n_targets as f64 * dim as f64 * k as f64 > b.cost
+            if problem.n_targets as f64 * dim as f64 * k as f64 > b.cost
                 || (k >= 2 * b.n_clusters && k >= b.n_clusters + 8)
             {
                 break;
             }
         }
-        let rx = fp.max_radius();
-        let Some(p) = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION) else {
-            continue;
-        };
-        if n_terms(dim, p - 1) > MAX_TERMS {
-            continue;
-        }
-        let cost = ifgt_cost(n, n_targets, dim, k, rx, cutoff, p);
-        if best.is_none_or(|b| cost < b.cost) {
-            best = Some(IfgtParameters {
-                n_clusters: k,
-                truncation: p,
-                cutoff,
-                max_radius: rx,
-                cost,
-            });
-        }
+        keep_cheaper(&mut best, problem.candidate(k, fp.max_radius()));
     }
     Ok(best.map(|b| {
         let clustering = fp.clustering_of_first(b.n_clusters);

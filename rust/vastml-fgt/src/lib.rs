@@ -56,7 +56,9 @@ pub use bounds::{
 };
 pub use error::{FgtError, Result};
 pub use exp::exp_nonpositive;
-pub use ifgt::{IfgtParameters, choose_parameters, choose_parameters_uniform, max_clusters};
+pub use ifgt::{
+    IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
+};
 pub use kernel::simd_level;
 
 use direct::{DirectPlan, TreePlan};
@@ -277,23 +279,27 @@ impl GaussTransform {
         let range = range.max(h * 1e-3);
         let sample = plan::sample_rows(targets.unwrap_or(sources), dim, 128);
         let mut estimates = Vec::new();
+        let problem = IfgtProblem {
+            n_sources: n,
+            n_targets: m,
+            dim,
+            range,
+            bandwidth: h,
+            epsilon,
+            cutoff: ifgt_cutoff,
+            max_clusters: usize::MAX,
+        };
 
         let build_ifgt =
             |with_tree: bool, k_budget: usize, cancel: &AtomicBool| -> Result<Option<IfgtPlan>> {
+                let problem = IfgtProblem {
+                    max_clusters: k_budget,
+                    ..problem
+                };
                 let chosen = if dim == 1 {
-                    ifgt::interval_clustering(sources, m, h, epsilon, ifgt_cutoff)
+                    ifgt::interval_clustering(sources, &problem)
                 } else {
-                    ifgt::choose_clustering(
-                        sources,
-                        dim,
-                        m,
-                        range,
-                        h,
-                        epsilon,
-                        ifgt_cutoff,
-                        k_budget,
-                        cancel,
-                    )?
+                    ifgt::choose_clustering(sources, &problem, cancel)?
                 };
                 match chosen {
                     Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
@@ -338,13 +344,12 @@ impl GaussTransform {
                 estimates.push((Method::Direct, direct));
                 let tree_rough = (tree_radius < diag && n >= 64)
                     .then(|| plan::tree_cost_uniform(n, m, w, tree_radius, &sides));
-                let ifgt_rough =
-                    choose_parameters_uniform(n, m, dim, range, h, epsilon, ifgt_cutoff).map(|u| {
-                        let terms = monomials::n_terms(dim, u.truncation - 1);
-                        let reach = (((ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
-                            .min(u.n_clusters as f64);
-                        plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
-                    });
+                let ifgt_rough = choose_parameters_uniform(&problem).map(|u| {
+                    let terms = monomials::n_terms(dim, u.truncation - 1);
+                    let reach = (((ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
+                        .min(u.n_clusters as f64);
+                    plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
+                });
                 let rough_best = [Some(direct), tree_rough, ifgt_rough]
                     .into_iter()
                     .flatten()

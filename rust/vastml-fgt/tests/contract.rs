@@ -359,13 +359,22 @@ fn parameter_choice_properties() {
         for k in 2..=10 {
             let eps = 10f64.powi(-(12 - k));
             let r = cutoff_radius(h, eps, None);
-            let p = choose_parameters(&x, dim, 2000, 1.0, h, eps, r, usize::MAX, &cancel)
+            let problem = vastml_fgt::IfgtProblem {
+                n_sources: 2000,
+                n_targets: 2000,
+                dim,
+                range: 1.0,
+                bandwidth: h,
+                epsilon: eps,
+                cutoff: r,
+                max_clusters: usize::MAX,
+            };
+            let p = choose_parameters(&x, &problem, &cancel)
                 .unwrap()
                 .expect("reachable");
             assert!(p.truncation <= MAX_TRUNCATION);
             assert!(p.n_clusters <= max_clusters(2000, dim, 1.0, h));
-            let uniform =
-                vastml_fgt::choose_parameters_uniform(2000, 2000, dim, 1.0, h, eps, r).unwrap();
+            let uniform = vastml_fgt::choose_parameters_uniform(&problem).expect("reachable");
             assert!(uniform.truncation <= MAX_TRUNCATION);
             assert!(monomials::n_terms(dim, p.truncation - 1) >= 1.0);
             // eps grows with k: the plan's cost never grows with it

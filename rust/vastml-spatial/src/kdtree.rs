@@ -496,7 +496,7 @@ impl KdTree {
     #[inline]
     fn query_radius_sq(&self, query: &[f64], radius: f64) -> Option<f64> {
         debug_assert_eq!(query.len(), self.dim, "query length must equal dim");
-        (query.len() == self.dim && radius >= 0.0).then(|| radius * radius)
+        (query.len() == self.dim && radius >= 0.0).then_some(radius * radius)
     }
 
     /// Bounding box of node `ni` as `(lo, hi)`.
