@@ -40,9 +40,12 @@
 
 mod bounds;
 mod direct;
+mod erfc;
 mod error;
 mod exp;
+mod hermite;
 mod ifgt;
+mod intervals;
 mod kernel;
 pub mod monomials;
 mod plan;
@@ -54,8 +57,13 @@ use std::sync::atomic::AtomicBool;
 pub use bounds::{
     MAX_TRUNCATION, cutoff_radius, log_truncation_error, truncation_number, worst_target_distance,
 };
+pub use erfc::{ErfcParameters, erfc, erfc_inverse, erfc_parameters, erfc_sum};
 pub use error::{FgtError, Result};
 pub use exp::exp_nonpositive;
+pub use hermite::{
+    HermiteParameters, MAX_ORDER, SumMethod, hermite, hermite_coefficients, hermite_gauss_sum,
+    hermite_parameters,
+};
 pub use ifgt::{
     IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
 };

@@ -20,3 +20,9 @@ pub fn rows<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &str) -> PyResult<(&'a [
         .map_err(|e| PyTypeError::new_err(format!("`{name}`: {e}")))?;
     Ok((s, cols))
 }
+
+/// A contiguous float64 1-D array as a slice.
+pub fn vector<'a>(a: &'a numpy::PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
+    a.as_slice()
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous float64 array")))
+}
