@@ -1,0 +1,188 @@
+"""Projection pursuit with the entropy index on fast kernel density sums."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from scipy.optimize import minimize
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from vastml._validation import choice, n_jobs_arg, open_unit_float
+from vastml.kernels._bandwidth import sheather_jones
+from vastml.kernels._sums import SUM_METHODS, hermite_gauss_sum
+
+SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+def entropy_index(z, bandwidth, epsilon=1e-6, method="auto", n_jobs=None):
+    r"""The entropy index :math:`\hat I = \frac1N \sum_i \log \hat p(z_i)` of 1-D data ``z``.
+
+    :math:`\hat p` is the Gaussian kernel density estimate of ``z`` with the given bandwidth.
+    Among unit-variance densities the normal minimises :math:`\int p \log p`, so for
+    sphered data a larger index means farther from normal.
+    """
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    h = float(bandwidth)
+    g0 = hermite_gauss_sum(z, z, 0, h, math.sqrt(2) * h, None, epsilon, method, n_jobs)
+    p = np.maximum(g0, 1e-300) / (z.size * h * SQRT_2PI)
+    return float(np.mean(np.log(p)))
+
+
+def _index_and_gradient(X, a, h, epsilon, method, n_jobs):
+    """Entropy index of the projection X @ a and its exact gradient in a (h held fixed)."""
+    z = np.ascontiguousarray(X @ a)
+    n = z.size
+    h2 = math.sqrt(2) * h
+    g0 = hermite_gauss_sum(z, z, 0, h, h2, None, epsilon, method, n_jobs)
+    p = np.maximum(g0, 1e-300) / (n * h * SQRT_2PI)
+    w = 1.0 / p
+    c1 = -1.0 / (n * h * h * SQRT_2PI)
+    dp = c1 * hermite_gauss_sum(z, z, 1, h, h2, None, epsilon, method, n_jobs)
+    s = c1 * hermite_gauss_sum(z, z, 1, h, h2, w, epsilon, method, n_jobs)
+    index = float(np.mean(np.log(p)))
+    grad = X.T @ (w * dp + s) / n
+    return index, grad
+
+
+class ProjectionPursuit(TransformerMixin, BaseEstimator):
+    r"""Find the most non-Gaussian directions of data with the entropy index (Raykar §6.8).
+
+    The data are centred and sphered; each direction :math:`a` (unit length, orthogonal to
+    the ones found before) maximises :math:`\hat I(a) = \frac1N\sum_i\log\hat p(a^\top x_i)`,
+    where :math:`\hat p` is a Gaussian KDE of the projection with the Sheather-Jones bandwidth.
+    The index, the bandwidth and the exact gradient each take O(N) fast Hermite x Gaussian
+    sums, so an evaluation is linear in N. L-BFGS runs from ``n_init`` random starts with the
+    bandwidth fixed, which is then re-selected at the optimum and the search repeated once.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+    n_init : int, default=10
+        Random starting directions per component.
+    epsilon : float, default=1e-6
+        Accuracy of the sums.
+    method : {"auto", "direct", "fast"}, default="auto"
+    max_iter : int, default=100
+        L-BFGS iterations per start.
+    random_state : int, RandomState or None, default=None
+    n_jobs : int, default=None
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Directions in the original feature space: ``transform(X) = (X - mean_) @ components_.T``
+        (unit variance projections).
+    directions_ : ndarray of shape (n_components, n_features)
+        The same directions in sphered coordinates (orthonormal).
+    index_ : ndarray of shape (n_components,)
+        Entropy index reached by each direction.
+    bandwidth_ : ndarray of shape (n_components,)
+        Bandwidth used for each direction.
+    mean_ : ndarray of shape (n_features,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import ProjectionPursuit
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3))
+    >>> X[:, 2] = np.where(rng.random(2000) < 0.5, -2, 2) + 0.3 * rng.normal(size=2000)
+    >>> pp = ProjectionPursuit(random_state=0).fit(X)
+    >>> bool(abs(pp.components_[0] / np.linalg.norm(pp.components_[0]))[2] > 0.99)
+    True
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        n_init=10,
+        epsilon=1e-6,
+        method="auto",
+        max_iter=100,
+        random_state=None,
+        n_jobs=None,
+    ):
+        self.n_components = n_components
+        self.n_init = n_init
+        self.epsilon = epsilon
+        self.method = method
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _search(self, Z, start, basis, eps, method, n_jobs):
+        """Maximise the index over unit vectors orthogonal to ``basis``, from ``start``."""
+        d = Z.shape[1]
+        proj = np.eye(d) - basis.T @ basis if basis.size else np.eye(d)
+
+        def unit(v):
+            u = proj @ v
+            return u / np.linalg.norm(u)
+
+        a = unit(start)
+        h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
+        best = None
+        for _ in range(2):
+
+            def fun(v, h=h):
+                u = proj @ v
+                norm = np.linalg.norm(u)
+                a = u / norm
+                idx, g = _index_and_gradient(Z, a, h, eps, method, n_jobs)
+                # d a / d v = proj (I - a a^T) / |proj v|, symmetric.
+                gv = proj @ (g - a * (a @ g)) / norm
+                return -idx, -gv
+
+            res = minimize(fun, a, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
+            a = unit(res.x)
+            best = (a, -float(res.fun), h)
+            h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
+        return best
+
+    def fit(self, X, y=None):
+        """Find ``n_components`` directions."""
+        eps = open_unit_float(self.epsilon, "epsilon")
+        method = choice(self.method, "method", SUM_METHODS)
+        n_jobs = n_jobs_arg(self.n_jobs)
+        for name in ("n_components", "n_init", "max_iter"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"`{name}` must be a positive integer, got {v!r}")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        d = X.shape[1]
+        if self.n_components > d:
+            raise ValueError(f"`n_components` = {self.n_components} exceeds n_features = {d}")
+        self.mean_ = X.mean(axis=0)
+        cov = np.cov(X - self.mean_, rowvar=False).reshape(d, d)
+        vals, vecs = np.linalg.eigh(cov)
+        if vals.min() <= 1e-12 * max(vals.max(), 1e-300):
+            raise ValueError("`X` has (nearly) collinear features: sphering needs a full-rank covariance")
+        self._whiten = vecs / np.sqrt(vals)  # Z = (X - mean) @ whiten has identity covariance
+        Z = np.ascontiguousarray((X - self.mean_) @ self._whiten)
+        rng = check_random_state(self.random_state)
+        found, indices, bandwidths = [], [], []
+        for _ in range(int(self.n_components)):
+            basis = np.array(found).reshape(-1, d)
+            best = None
+            for _ in range(int(self.n_init)):
+                a, idx, h = self._search(Z, rng.standard_normal(d), basis, eps, method, n_jobs)
+                if best is None or idx > best[1]:
+                    best = (a, idx, h)
+            found.append(best[0])
+            indices.append(best[1])
+            bandwidths.append(best[2])
+        self.directions_ = np.array(found)
+        self.components_ = (self._whiten @ self.directions_.T).T
+        self.index_ = np.array(indices)
+        self.bandwidth_ = np.array(bandwidths)
+        return self
+
+    def transform(self, X):
+        """Project ``X`` on the directions found (unit-variance coordinates)."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.mean_) @ self.components_.T

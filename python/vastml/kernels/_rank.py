@@ -1,0 +1,251 @@
+"""Learning to rank by maximising the generalised Wilcoxon-Mann-Whitney statistic (RankNCG)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from scipy.special import erfc
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from vastml._validation import choice, n_jobs_arg, open_unit_float
+from vastml.kernels._sums import SUM_METHODS, erfc_sum
+
+#: Scale of the probit match of the logistic: sigma(t) ~ 1 - erfc(C t) / 2 (thesis eq. 8.11).
+PROBIT = math.sqrt(3.0) / (math.pi * math.sqrt(2.0))
+GRAPHS = ("full", "chain")
+
+
+def preference_edges(n_classes: int, graph: str):
+    """Edges (i, j), i < j, meaning every sample of class j is preferred to every one of class i."""
+    choice(graph, "graph", GRAPHS)
+    if graph == "chain":
+        return [(i, i + 1) for i in range(n_classes - 1)]
+    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+
+
+def wmw_score(scores, y, graph="full"):
+    """The generalised Wilcoxon-Mann-Whitney statistic of ``scores`` for ordinal labels ``y``.
+
+    The fraction of pairs (x_k of class i, x_l of class j) over the edges of the preference
+    graph (higher label preferred) with ``scores[l] > scores[k]``, strictly: ties count as
+    wrong. O(m log m).
+
+    Examples
+    --------
+    >>> wmw_score([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1])
+    0.75
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    y = np.asarray(y).ravel()
+    if s.shape != y.shape:
+        raise ValueError(f"`scores` and `y` must have the same length, got {s.shape[0]} and {y.shape[0]}")
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError("`y` must hold at least two distinct labels")
+    groups = [np.sort(s[y == c]) for c in classes]
+    correct = total = 0
+    for i, j in preference_edges(len(classes), graph):
+        correct += int(np.searchsorted(groups[i], groups[j], side="left").sum())
+        total += groups[i].size * groups[j].size
+    return correct / total
+
+
+class RankNCG(BaseEstimator):
+    r"""Linear ranking function maximising a bound on the generalised WMW statistic.
+
+    Learns :math:`f(x) = w^\top x` maximising the penalised pairwise log-likelihood
+    :math:`-\frac{\lambda}{2}\lVert w\rVert^2 + \sum_{\text{pairs}} \log\sigma(w^\top(x_l - x_k))`
+    (a lower bound on the WMW statistic) by Polak-Ribière nonlinear conjugate gradients with a
+    secant line search. The gradient's O(M^2) pair sums become O(M) fast erfc sums through the
+    probit match :math:`\sigma(t) \approx 1 - \operatorname{erfc}(\sqrt3\, t / (\pi\sqrt2))/2`
+    (Raykar's thesis, chapter 8).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        The regulariser :math:`\lambda`.
+    graph : {"full", "chain"}, default="full"
+        Preference graph over the ordered labels: all pairs of labels, or neighbours only.
+    epsilon : float, default=1e-6
+        Accuracy of the erfc sums.
+    method : {"auto", "direct", "fast"}, default="auto"
+        How the erfc sums are computed (``direct``: exact O(M^2)).
+    tol : float, default=1e-4
+        Stop when the gradient norm falls below ``tol`` times the first one.
+    max_iter : int, default=200
+    random_state : int, RandomState or None, default=None
+        Random initial direction.
+    n_jobs : int, default=None
+    callback : callable, default=None
+        ``callback(iteration, gradient_norm)``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    classes_ : ndarray
+        Labels in increasing order of preference.
+    n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import RankNCG
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 5))
+    >>> y = np.digitize(X @ [1.0, -2.0, 0.5, 0.0, 0.0], [-1.0, 1.0])
+    >>> rank = RankNCG(alpha=1e-3, random_state=0).fit(X, y)
+    >>> bool(rank.score(X, y) > 0.95)
+    True
+    """
+
+    def __init__(
+        self,
+        alpha=1.0,
+        graph="full",
+        epsilon=1e-6,
+        method="auto",
+        tol=1e-4,
+        max_iter=200,
+        random_state=None,
+        n_jobs=None,
+        callback=None,
+    ):
+        self.alpha = alpha
+        self.graph = graph
+        self.epsilon = epsilon
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.callback = callback
+
+    # -- the gradient ------------------------------------------------------------------
+    def _setup(self, X, y):
+        self.classes_ = np.unique(y)
+        if self.classes_.size < 2:
+            raise ValueError("`y` must hold at least two distinct labels to rank")
+        self._groups = [X[y == c] for c in self.classes_]
+        self._edges = preference_edges(len(self._groups), self.graph)
+        means = [g.mean(axis=0) for g in self._groups]
+        sizes = [g.shape[0] for g in self._groups]
+        self._a1 = sum(sizes[i] * sizes[j] * (means[i] - means[j]) for i, j in self._edges)
+        self._pairs = sum(sizes[i] * sizes[j] for i, j in self._edges)
+        # better[i]: classes preferred to i; worse[j]: classes j is preferred to.
+        self._better = [[j for (a, j) in self._edges if a == i] for i in range(len(self._groups))]
+        self._worse = [[a for (a, j) in self._edges if j == i] for i in range(len(self._groups))]
+
+    def _gradient(self, w, eps, method, n_jobs):
+        """Gradient of the probit-matched penalised log-likelihood (thesis eqs. 8.13-8.17)."""
+        z = [PROBIT * (g @ w) for g in self._groups]
+        g = -float(self.alpha) * w - self._a1
+        for i, grp in enumerate(self._groups):
+            if self._better[i]:
+                # A2: sum over k in i of x_k sum_{l in better} erfc(z_k - z_l)
+                src = np.concatenate([z[j] for j in self._better[i]])
+                e = erfc_sum(src, z[i], None, eps, method, n_jobs)
+                g = g + 0.5 * (grp.T @ e)
+            if self._worse[i]:
+                # A3: sum over l in i of x_l sum_{k in worse} erfc(z_k - z_l)
+                src = -np.concatenate([z[k] for k in self._worse[i]])
+                e = erfc_sum(src, -z[i], None, eps, method, n_jobs)
+                g = g - 0.5 * (grp.T @ e)
+        return g
+
+    def _objective(self, w):
+        """The probit-matched objective the gradient belongs to (O(M^2); for tests)."""
+        total = -0.5 * float(self.alpha) * float(w @ w)
+        for i, j in self._edges:
+            t = (self._groups[j] @ w)[None, :] - (self._groups[i] @ w)[:, None]
+            total += np.sum(0.5 * t * erfc(PROBIT * t) - np.exp(-((PROBIT * t) ** 2)) / (2 * PROBIT * math.sqrt(math.pi)))
+        return total
+
+    def fit(self, X, y):
+        """Learn ``coef_`` from samples ``X`` with ordinal labels ``y`` (larger = preferred)."""
+        if not (isinstance(self.alpha, numbers.Real) and self.alpha >= 0):
+            raise ValueError(f"`alpha` must be a non-negative number, got {self.alpha!r}")
+        eps = open_unit_float(self.epsilon, "epsilon")
+        method = choice(self.method, "method", SUM_METHODS)
+        choice(self.graph, "graph", GRAPHS)
+        open_unit_float(self.tol, "tol")
+        n_jobs = n_jobs_arg(self.n_jobs)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
+            raise ValueError(f"`max_iter` must be a positive integer, got {self.max_iter!r}")
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        self._setup(X, y)
+        rng = check_random_state(self.random_state)
+        w = rng.standard_normal(X.shape[1]) * 1e-3
+
+        def grad(v):
+            return self._gradient(v, eps, method, n_jobs)
+
+        g = grad(w)
+        g0 = float(np.linalg.norm(g)) or 1.0
+        d = g.copy()
+        step = 1.0 / g0
+        it = 0
+        for it in range(1, int(self.max_iter) + 1):
+            w, g_new, step = _secant_search(grad, w, d, g, step)
+            gn = float(np.linalg.norm(g_new))
+            if self.callback is not None:
+                self.callback(it, gn)
+            if gn <= self.tol * g0:
+                g = g_new
+                break
+            beta = max(0.0, float(g_new @ (g_new - g)) / float(g @ g))
+            d = g_new + beta * d
+            if float(d @ g_new) <= 0:  # not an ascent direction: restart
+                d = g_new.copy()
+            g = g_new
+        self.coef_ = w
+        self.n_iter_ = it
+        return self
+
+    def decision_function(self, X):
+        """Ranking scores ``X @ coef_`` (larger = preferred)."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_
+
+    def score(self, X, y):
+        """Generalised WMW statistic of the scores on ``X`` against ``y``."""
+        return wmw_score(self.decision_function(X), y, self.graph)
+
+
+def _secant_search(grad, w, d, g, step, max_steps=12):
+    """Line search along the ascent direction d: regula falsi on phi'(a) = grad(w + a d) . d.
+
+    Brackets the zero of the directional derivative by doubling the trial step, then takes
+    secant steps inside the bracket until |phi'| falls below a tenth of |phi'(0)|. Returns
+    the new point, its gradient and the step taken (the next search's first trial).
+    """
+    slope0 = float(g @ d)
+    lo, s_lo = 0.0, slope0
+    a = step
+    g_a = grad(w + a * d)
+    s = float(g_a @ d)
+    for _ in range(40):
+        if s <= 0:
+            break
+        lo, s_lo = a, s
+        a *= 2.0
+        g_a = grad(w + a * d)
+        s = float(g_a @ d)
+    else:
+        return w + a * d, g_a, a
+    hi, s_hi = a, s
+    for _ in range(max_steps):
+        if abs(s) <= 0.1 * abs(slope0) or s_hi == s_lo:
+            break
+        a = hi - s_hi * (hi - lo) / (s_hi - s_lo)
+        g_a = grad(w + a * d)
+        s = float(g_a @ d)
+        if s > 0:
+            lo, s_lo = a, s
+        else:
+            hi, s_hi = a, s
+    return w + a * d, g_a, a
