@@ -20,6 +20,25 @@ def gauss_transform(
     method: str = "auto",
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def hermite_gauss_sum(
+    sources: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    targets: npt.NDArray[np.float64],
+    order: int,
+    h1: float,
+    h2: float,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def erfc_sum(
+    sources: npt.NDArray[np.float64],
+    weights: npt.NDArray[np.float64],
+    targets: npt.NDArray[np.float64],
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
 
 class GaussTransform:
     def __init__(

@@ -1,12 +1,18 @@
 """Generators of the synthetic data sets used in tests, benches and demos."""
 
-from vastml.datasets._densities import MARRON_WAND_NAMES, make_marron_wand, marron_wand_pdf
+from vastml.datasets._densities import (
+    MARRON_WAND_NAMES,
+    make_marron_wand,
+    make_robot_arm,
+    marron_wand_pdf,
+)
 from vastml.datasets._synthetic import make_gaussian_mixture, make_uniform
 
 __all__ = [
     "MARRON_WAND_NAMES",
     "make_gaussian_mixture",
     "make_marron_wand",
+    "make_robot_arm",
     "make_uniform",
     "marron_wand_pdf",
 ]

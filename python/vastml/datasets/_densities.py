@@ -93,3 +93,28 @@ def marron_wand_pdf(number, x):
     w, m, s = (np.asarray(v, dtype=np.float64) for v in _components(number))
     x = np.asarray(x, dtype=np.float64)[..., None]
     return np.sum(w * np.exp(-0.5 * ((x - m) / s) ** 2) / (np.sqrt(2 * np.pi) * s), axis=-1)
+
+
+def make_robot_arm(n_samples=10000, noise_variance=0.1, random_state=None):
+    """MacKay's robot-arm regression data (Raykar's thesis, §7.7).
+
+    ``x1 ~ U[-1.932, -0.453]``, ``x2 ~ U[0.534, 3.142]``,
+    ``y = 2 cos(x1) + 1.3 cos(x1 + x2) + noise`` with the given noise variance.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> X, y = make_robot_arm(5, random_state=0)
+    >>> X.shape, y.shape
+    ((5, 2), (5,))
+    """
+    rng = check_random_state(random_state)
+    n = int(n_samples)
+    x1 = rng.uniform(-1.932, -0.453, n)
+    x2 = rng.uniform(0.534, 3.142, n)
+    y = 2.0 * np.cos(x1) + 1.3 * np.cos(x1 + x2) + np.sqrt(noise_variance) * rng.standard_normal(n)
+    return np.column_stack([x1, x2]), y

@@ -1,0 +1,104 @@
+"""Bandwidth selection: fast Sheather-Jones against the exact O(N^2) path, rules of thumb."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from vastml.datasets import make_marron_wand, marron_wand_pdf
+from vastml.kernels import (
+    density_derivative,
+    density_functional,
+    normal_reference_functional,
+    rule_of_thumb,
+    scott_bandwidth,
+    sheather_jones,
+    silverman_bandwidth,
+)
+
+
+@pytest.mark.parametrize("number", range(1, 16))
+def test_fast_sheather_jones_equals_exact_on_marron_wand(number):
+    x = make_marron_wand(number, 2000, random_state=number)
+    fast = sheather_jones(x, epsilon=1e-3, method="fast")
+    exact = sheather_jones(x, method="direct")
+    assert abs(fast - exact) / exact <= 1e-4
+
+
+@pytest.mark.parametrize("number", range(1, 16))
+def test_marron_wand_densities_are_normalised_and_sampled(number):
+    total, _ = quad(lambda t: marron_wand_pdf(number, t), -8, 8, limit=400, points=[0.0])
+    assert abs(total - 1) < 1e-6
+    x = make_marron_wand(number, 20000, random_state=0)
+    # The sample's histogram follows the density.
+    hist, edges = np.histogram(x, bins=40, range=(-3, 3))
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    expected = marron_wand_pdf(number, centres) * 20000 * (edges[1] - edges[0])
+    assert np.abs(hist - expected).max() < 6 * np.sqrt(expected.max()) + 30
+
+
+def test_sarcos_rule_of_thumb_column():
+    # Table 5.1 of the thesis: N = 44,484, common sigma = 0.198555.
+    table = [0.024730, 0.033357, 0.041688, 0.049527, 0.056808, 0.063527, 0.069711, 0.075400, 0.080637, 0.085465]
+    for d, h in enumerate(table, start=1):
+        assert float(rule_of_thumb(44484, d, 0.198555)) == pytest.approx(h, rel=5e-5)
+
+
+def test_normal_sample_bandwidth_and_functionals():
+    x = np.random.default_rng(0).normal(size=20000)
+    h, details = sheather_jones(x, return_details=True)
+    assert abs(h - (4 / (3 * 20000)) ** 0.2) / h < 0.1
+    # At the bias-cancelling pilot bandwidths the functionals approach their true values.
+    phi4, phi6 = details["phi4_g1"], details["phi6_g2"]
+    assert phi4 == pytest.approx(density_functional(x, 4, details["g1"], method="direct"), rel=1e-3)
+    assert phi4 == pytest.approx(3 / (8 * math.sqrt(math.pi)), rel=0.15)
+    assert phi6 == pytest.approx(-15 / (16 * math.sqrt(math.pi)), rel=0.25)
+
+
+@pytest.mark.parametrize("order", [0, 2, 4, 6, 8])
+def test_normal_reference_functional_matches_integration(order):
+    sigma = 0.7
+
+    def pdf(t):
+        return math.exp(-t * t / (2 * sigma * sigma)) / (sigma * math.sqrt(2 * math.pi))
+
+    def deriv(t):
+        # p^(r)(t) = (-1)^r He_r(t/sigma) p(t) / sigma^r
+        from scipy.special import eval_hermitenorm
+
+        return (-1) ** order * eval_hermitenorm(order, t / sigma) * pdf(t) / sigma**order
+
+    val, _ = quad(lambda t: deriv(t) * pdf(t), -12, 12)
+    assert normal_reference_functional(order, sigma) == pytest.approx(val, rel=1e-8)
+
+
+def test_density_derivative_matches_finite_differences():
+    x = np.random.default_rng(3).normal(size=3000)
+    at = np.linspace(-2, 2, 9)
+    h, delta = 0.25, 1e-4
+    for r in range(4):
+        up = density_derivative(x, at + delta, r, h, epsilon=1e-12)
+        down = density_derivative(x, at - delta, r, h, epsilon=1e-12)
+        fd = (up - down) / (2 * delta)
+        np.testing.assert_allclose(density_derivative(x, at, r + 1, h, epsilon=1e-12), fd, atol=1e-5 * 4**r)
+
+
+def test_rules_of_thumb_per_feature():
+    X = np.random.default_rng(0).normal(size=(5000, 2)) * [1.0, 3.0]
+    s, v = scott_bandwidth(X), silverman_bandwidth(X)
+    assert s[1] / s[0] == pytest.approx(X[:, 1].std(ddof=1) / X[:, 0].std(ddof=1))
+    assert v[0] == pytest.approx((4 / 4) ** (1 / 6) * 5000 ** (-1 / 6) * X[:, 0].std(ddof=1))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="zero variance"):
+        sheather_jones(np.ones(10))
+    with pytest.raises(ValueError, match="at least 3"):
+        sheather_jones([1.0, 2.0])
+    with pytest.raises(ValueError, match="data"):
+        sheather_jones([1.0, np.nan, 2.0, 3.0])
+    with pytest.raises(ValueError, match="method"):
+        sheather_jones(np.arange(10.0), method="slow")
+    with pytest.raises(ValueError, match="even"):
+        normal_reference_functional(3, 1.0)

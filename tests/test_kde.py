@@ -1,0 +1,106 @@
+"""KernelDensity against the exact Gaussian KDE, scikit-learn and SciPy."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy.stats import gaussian_kde
+from sklearn.neighbors import KernelDensity as SkKDE
+from sklearn.utils.estimator_checks import check_estimator
+
+from vastml.kernels import KernelDensity, sheather_jones
+
+
+def exact_log_density(X, Y, sigma, w=None):
+    w = np.full(len(X), 1 / len(X)) if w is None else w / w.sum()
+    d2 = (((Y[:, None, :] - X[None, :, :]) / sigma) ** 2).sum(-1)
+    dens = np.exp(-0.5 * d2) @ w / np.prod(np.sqrt(2 * np.pi) * sigma)
+    return np.log(dens)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("method", ["auto", "direct", "ifgt", "direct-tree"])
+def test_score_samples_equals_exact_density(d, method):
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(1500, d))
+    Y = rng.normal(size=(200, d))
+    sigma = np.full(d, 0.4)
+    kde = KernelDensity(bandwidth=0.4, epsilon=1e-8, method=method).fit(X)
+    got = np.exp(kde.score_samples(Y))
+    want = np.exp(exact_log_density(X, Y, sigma))
+    assert np.abs(got - want).max() <= 1e-8 / np.prod(np.sqrt(2 * np.pi) * sigma)
+
+
+def test_matches_scikit_learn_and_scipy():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 2))
+    Y = rng.normal(size=(100, 2))
+    ours = KernelDensity(bandwidth=0.3, epsilon=1e-10).fit(X).score_samples(Y)
+    sk = SkKDE(bandwidth=0.3, rtol=1e-10).fit(X).score_samples(Y)
+    np.testing.assert_allclose(ours, sk, rtol=1e-6)
+    # scipy's gaussian_kde in 1-D: its factor times the data's std is the kernel's std.
+    x = X[:, 0]
+    kd = gaussian_kde(x, bw_method=0.2 / x.std(ddof=1))
+    ours1 = KernelDensity(bandwidth=0.2, epsilon=1e-10).fit(x[:, None]).score_samples(Y[:, :1])
+    np.testing.assert_allclose(ours1, kd.logpdf(Y[:, 0]), rtol=1e-6)
+
+
+def test_selectors_and_weights():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 2)) * [1.0, 2.0]
+    kde = KernelDensity(bandwidth="sheather-jones").fit(X)
+    assert kde.bandwidth_[0] == pytest.approx(sheather_jones(X[:, 0]))
+    assert kde.bandwidth_[1] > kde.bandwidth_[0]
+    for name in ("scott", "silverman"):
+        assert KernelDensity(bandwidth=name).fit(X).bandwidth_.shape == (2,)
+    w = rng.random(4000)
+    got = KernelDensity(bandwidth=0.5, epsilon=1e-10).fit(X, sample_weight=w).score_samples(X[:20])
+    np.testing.assert_allclose(got, exact_log_density(X, X[:20], np.full(2, 0.5), w), rtol=1e-8)
+
+
+def test_density_integrates_to_one_and_samples():
+    X = np.random.default_rng(2).normal(size=(2000, 1))
+    kde = KernelDensity(bandwidth=0.2).fit(X)
+    grid = np.linspace(-7, 7, 4001)[:, None]
+    total = np.trapezoid(np.exp(kde.score_samples(grid)), grid[:, 0])
+    assert total == pytest.approx(1.0, abs=1e-5)
+    s = kde.sample(20000, random_state=0)
+    assert s.shape == (20000, 1)
+    assert s.std() == pytest.approx(math.sqrt(X.var() + 0.04), rel=0.03)
+    assert kde.score(X[:10]) == pytest.approx(kde.score_samples(X[:10]).sum())
+
+
+def test_pickle_round_trip():
+    X = np.random.default_rng(3).normal(size=(500, 2))
+    kde = KernelDensity(bandwidth=0.3).fit(X)
+    again = pickle.loads(pickle.dumps(kde))
+    np.testing.assert_array_equal(again.score_samples(X[:5]), kde.score_samples(X[:5]))
+
+
+def test_scikit_learn_estimator_checks():
+    check_estimator(KernelDensity())
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"bandwidth": 0.0}, "bandwidth"),
+        ({"bandwidth": -1.0}, "bandwidth"),
+        ({"bandwidth": "rule"}, "bandwidth"),
+        ({"bandwidth": [1.0, 2.0, 3.0]}, "bandwidth"),
+        ({"epsilon": 2.0}, "epsilon"),
+        ({"method": "fft"}, "method"),
+    ],
+)
+def test_bad_parameters(params, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        KernelDensity(**params).fit(np.random.default_rng(0).normal(size=(20, 2)))
+
+
+def test_bad_data():
+    with pytest.raises(ValueError):
+        KernelDensity().fit([[np.nan, 1.0]])
+    kde = KernelDensity().fit(np.zeros((5, 2)) + np.arange(5)[:, None])
+    with pytest.raises(ValueError, match="features"):
+        kde.score_samples(np.zeros((3, 3)))
