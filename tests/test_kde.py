@@ -32,6 +32,19 @@ def test_score_samples_equals_exact_density(d, method):
     assert np.abs(got - want).max() <= 1e-8 / np.prod(np.sqrt(2 * np.pi) * sigma)
 
 
+def test_rtol_certifies_relative_accuracy_in_the_tails():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2000, 3))
+    Y = rng.normal(size=(300, 3)) * 2.0  # many far-tail targets
+    want = np.exp(exact_log_density(X, Y, np.full(3, 0.1)))
+    keep = want > 1e-250  # the numpy oracle itself underflows beyond
+    Y, want = Y[keep], want[keep]
+    loose = np.exp(KernelDensity(bandwidth=0.1, epsilon=1e-6).fit(X).score_samples(Y))
+    assert np.max(np.abs(loose - want) / want) > 1e-3  # the absolute contract alone is not enough
+    tight = np.exp(KernelDensity(bandwidth=0.1, epsilon=1e-6, rtol=1e-6).fit(X).score_samples(Y))
+    assert np.max(np.abs(tight - want) / want) <= 1e-6
+
+
 def test_matches_scikit_learn_and_scipy():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 2))

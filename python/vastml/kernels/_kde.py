@@ -12,7 +12,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._validation import choice, n_jobs_arg, open_unit_float
 from vastml.kernels._bandwidth import SELECTORS
-from vastml.kernels._gauss import METHODS, GaussTransform
+from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
+
+
+SQRT2 = math.sqrt(2.0)
+#: Kernel evaluations below which uncertified targets are summed exactly in one pass.
+DIRECT_BUDGET = 5e8
 
 
 class KernelDensity(BaseEstimator):
@@ -37,6 +42,11 @@ class KernelDensity(BaseEstimator):
         Accuracy of the Gauss transform, relative to the total weight.
     method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree"}, default="auto"
         How the Gauss transform is evaluated (see :func:`vastml.kernels.gauss_transform`).
+    rtol : float, default=None
+        Also guarantee a relative accuracy: densities the epsilon-exact pass cannot certify to
+        within ``rtol`` relative error (low-density targets, where the absolute error
+        dominates) are recomputed by the exact sum. Costs little when few targets are in the
+        far tails; ``None`` keeps only the absolute guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
 
@@ -56,10 +66,11 @@ class KernelDensity(BaseEstimator):
     True
     """
 
-    def __init__(self, bandwidth=1.0, epsilon=1e-6, method="auto", n_jobs=None):
+    def __init__(self, bandwidth=1.0, epsilon=1e-6, method="auto", rtol=None, n_jobs=None):
         self.bandwidth = bandwidth
         self.epsilon = epsilon
         self.method = method
+        self.rtol = rtol
         self.n_jobs = n_jobs
 
     def _resolve_bandwidth(self, X):
@@ -98,6 +109,8 @@ class KernelDensity(BaseEstimator):
         """
         open_unit_float(self.epsilon, "epsilon")
         choice(self.method, "method", METHODS)
+        if self.rtol is not None:
+            open_unit_float(self.rtol, "rtol")
         n_jobs_arg(self.n_jobs)
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
         self.bandwidth_ = self._resolve_bandwidth(X)
@@ -129,9 +142,42 @@ class KernelDensity(BaseEstimator):
         """
         check_is_fitted(self, "bandwidth_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        g = self._transform(np.ascontiguousarray(X / self.bandwidth_), self._weights)
+        Xs = np.ascontiguousarray(X / self.bandwidth_)
+        g = self._transform(Xs, self._weights)
+        if self.rtol is not None:
+            g = self._refine(Xs, g)
         with np.errstate(divide="ignore"):
             return np.log(np.maximum(g, 0.0)) - self._norm
+
+    def _refine(self, Xs, g):
+        """Recompute the densities not certified to ``rtol`` with tighter transforms.
+
+        After a pass with accuracy e, |g - exact| <= e (the weights sum to 1), so g is
+        certified when e <= rtol (g - e). Uncertified targets are grouped by the accuracy they
+        need (a power of 10) and recomputed; targets with g below e need an unknown accuracy and
+        are retried with e 1e-6 times smaller, down to the exact sum.
+        """
+        rtol = float(self.rtol)
+        n = self._scaled.shape[0]
+        eps = np.full(len(g), float(self.epsilon))
+
+        def uncertified(i):
+            return ~((g[i] - eps[i] > 0) & (eps[i] <= rtol * (g[i] - eps[i]))) & (eps[i] > 0)
+
+        idx = np.flatnonzero(uncertified(slice(None)))
+        while idx.size:
+            if idx.size * n <= DIRECT_BUDGET:  # few left: the exact sum is cheapest
+                g[idx] = gauss_transform(self._scaled, Xs[idx], self._weights, SQRT2, 1e-14, "direct", self.n_jobs)
+                break
+            need = np.where(g[idx] > 2 * eps[idx], rtol * (g[idx] - eps[idx]) / (1 + rtol), eps[idx] * 1e-6)
+            band = np.floor(np.log10(np.maximum(need, 1e-300)))
+            for b in np.unique(band):
+                sel = idx[band == b]
+                e = max(10.0**b, 1e-300)
+                g[sel] = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, "direct-tree", self.n_jobs)
+                eps[sel] = e
+            idx = idx[uncertified(idx)]
+        return g
 
     def score(self, X, y=None):
         """Total log-likelihood of ``X`` under the estimate."""

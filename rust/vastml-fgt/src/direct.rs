@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use vastml_spatial::KdTree;
 
 use crate::error::{FgtError, Result};
+use crate::ifgt::morton_order;
 use crate::kernel::{BLOCK, SoaPoints, accumulate, weight_columns};
 
 /// Targets handled by one parallel task.
@@ -112,7 +113,12 @@ impl TreePlan {
     ) -> Result<()> {
         let dim = self.sources.dim;
         let wcols = weight_columns(weights, n_weights, Some(self.tree.permutation()));
-        out.par_chunks_mut(TARGET_CHUNK * n_weights)
+        // Targets in Morton order: consecutive targets reach the same leaves, which then stay
+        // in cache (in input order each target pulls its own part of the tree from memory).
+        let order = morton_order(targets, dim);
+        let mut sorted = vec![0.0; out.len()];
+        sorted
+            .par_chunks_mut(TARGET_CHUNK * n_weights)
             .enumerate()
             .try_for_each(|(chunk, out_chunk)| {
                 if cancel.load(Ordering::Relaxed) {
@@ -121,7 +127,8 @@ impl TreePlan {
                 let first = chunk * TARGET_CHUNK;
                 let mut prepared = vec![0.0; dim];
                 for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                    let y = &targets[(first + t) * dim..(first + t + 1) * dim];
+                    let j = order[first + t];
+                    let y = &targets[j * dim..(j + 1) * dim];
                     let norm = self.sources.prepare_target(y, &mut prepared);
                     // Leaves next to each other in tree order are summed as one range.
                     let mut run: Option<(usize, usize)> = None;
@@ -141,7 +148,11 @@ impl TreePlan {
                     }
                 }
                 Ok(())
-            })
+            })?;
+        for (&j, v) in order.iter().zip(sorted.chunks_exact(n_weights)) {
+            out[j * n_weights..(j + 1) * n_weights].copy_from_slice(v);
+        }
+        Ok(())
     }
 
     /// Mean number of sources in the leaves reached from the given sample of targets, and

@@ -41,9 +41,21 @@ impl GroupScratch {
 
 /// Orders the targets along a Z-order (Morton) curve over their first few coordinates, so
 /// that consecutive groups of [`LANES`] are close in space; returns the order and the group
-/// ranges. A sort of 64-bit keys: much cheaper than a tree, and good enough for grouping.
+/// ranges.
 fn spatial_groups(targets: &[f64], dim: usize) -> (Vec<usize>, Vec<(usize, usize)>) {
-    let m = targets.len() / dim;
+    let order = morton_order(targets, dim);
+    let m = order.len();
+    let groups = (0..m)
+        .step_by(LANES)
+        .map(|s| (s, (s + LANES).min(m)))
+        .collect();
+    (order, groups)
+}
+
+/// The targets' indices along a Z-order (Morton) curve over their first few coordinates:
+/// neighbours in the order are close in space. A sort of 64-bit keys: much cheaper than a
+/// tree, and good enough for grouping and cache locality.
+pub(crate) fn morton_order(targets: &[f64], dim: usize) -> Vec<usize> {
     let used = dim.min(6);
     let bits = (63 / used).min(20) as u32;
     let mut lo = vec![f64::INFINITY; used];
@@ -87,12 +99,7 @@ fn spatial_groups(targets: &[f64], dim: usize) -> (Vec<usize>, Vec<(usize, usize
         })
         .collect();
     radix_sort(&mut keyed, bits * used as u32);
-    let order: Vec<usize> = keyed.iter().map(|&(_, i)| i as usize).collect();
-    let groups = (0..m)
-        .step_by(LANES)
-        .map(|s| (s, (s + LANES).min(m)))
-        .collect();
-    (order, groups)
+    keyed.iter().map(|&(_, i)| i as usize).collect()
 }
 
 /// Sorts (key, index) pairs by key (stable), where keys fit in `key_bits` bits: an LSD
