@@ -17,6 +17,7 @@ def test_demo_quick(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "auto chose" in out.stdout and "measured error" in out.stdout
+    assert "Sheather-Jones" in out.stdout and "integrated squared error" in out.stdout
     assert png.exists() and png.stat().st_size > 10_000
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
