@@ -51,7 +51,7 @@ def test_normal_sample_bandwidth_and_functionals():
     assert abs(h - (4 / (3 * 20000)) ** 0.2) / h < 0.1
     # At the bias-cancelling pilot bandwidths the functionals approach their true values.
     phi4, phi6 = details["phi4_g1"], details["phi6_g2"]
-    assert phi4 == pytest.approx(density_functional(x, 4, details["g1"], method="direct"), rel=1e-3)
+    assert phi4 == pytest.approx(density_functional(x, 4, details["g1"], epsilon=1e-10), rel=1e-3)
     assert phi4 == pytest.approx(3 / (8 * math.sqrt(math.pi)), rel=0.15)
     assert phi6 == pytest.approx(-15 / (16 * math.sqrt(math.pi)), rel=0.25)
 

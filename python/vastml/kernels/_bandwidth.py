@@ -186,7 +186,9 @@ def sheather_jones(data, epsilon=1e-3, method="auto", n_jobs=None, return_detail
             return -h  # the estimate failed at this pilot: treat as "h too large"
         return h - (1.0 / (2.0 * SQRT_PI * phi4 * n)) ** 0.2
 
-    lo, hi = 1e-3 * sigma, 5.0 * sigma
+    # Bracket around the normal-reference bandwidth (the root is rarely far below it).
+    h_normal = (4.0 / (3.0 * n)) ** 0.2 * sigma
+    lo, hi = h_normal / 20.0, 2.0 * h_normal
     f_lo, f_hi = equation(lo), equation(hi)
     for _ in range(40):
         if f_lo < 0 < f_hi:
@@ -199,7 +201,7 @@ def sheather_jones(data, epsilon=1e-3, method="auto", n_jobs=None, return_detail
             f_hi = equation(hi)
     else:
         raise ValueError("could not bracket the Sheather-Jones equation's root")
-    h = brentq(equation, lo, hi, xtol=1e-12 * sigma, rtol=1e-10)
+    h = brentq(equation, lo, hi, xtol=1e-12 * sigma, rtol=1e-9)
     if return_details:
         return h, {"g1": g1, "g2": g2, "phi4_g1": phi4_g1, "phi6_g2": phi6_g2, "sigma": sigma}
     return h
