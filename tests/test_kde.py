@@ -72,6 +72,22 @@ def test_selectors_and_weights():
     np.testing.assert_allclose(got, exact_log_density(X, X[:20], np.full(2, 0.5), w), rtol=1e-8)
 
 
+def test_full_covariance_bandwidth():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(800, 2))
+    Y = rng.normal(size=(50, 2))
+    H = np.array([[0.09, 0.05], [0.05, 0.16]])
+    got = KernelDensity(bandwidth=H, epsilon=1e-10).fit(X).score_samples(Y)
+    diff = Y[:, None, :] - X[None, :, :]
+    quad = np.einsum("ijk,kl,ijl->ij", diff, np.linalg.inv(H), diff)
+    want = np.log(np.exp(-0.5 * quad).mean(1) / (2 * np.pi * np.sqrt(np.linalg.det(H))))
+    np.testing.assert_allclose(got, want, rtol=1e-8)
+    s = KernelDensity(bandwidth=H).fit(np.zeros((1, 2))).sample(20000, random_state=0)
+    np.testing.assert_allclose(np.cov(s.T), H, atol=0.01)
+    with pytest.raises(ValueError, match="positive definite"):
+        KernelDensity(bandwidth=np.array([[1.0, 2.0], [2.0, 1.0]])).fit(X)
+
+
 def test_density_integrates_to_one_and_samples():
     X = np.random.default_rng(2).normal(size=(2000, 1))
     kde = KernelDensity(bandwidth=0.2).fit(X)

@@ -33,9 +33,10 @@ class KernelDensity(BaseEstimator):
 
     Parameters
     ----------
-    bandwidth : float, array-like of shape (n_features,), or {"scott", "silverman", "sheather-jones"}, default=1.0
+    bandwidth : float, array-like of shape (n_features,) or (n_features, n_features), or {"scott", "silverman", "sheather-jones"}, default=1.0
         Standard deviation :math:`\sigma` of the Gaussian kernel (one per feature, or one for
-        all). The names select per-feature bandwidths from the data: Scott's and Silverman's
+        all), or its full covariance matrix :math:`H` (kernel :math:`\exp(-\frac12 u^\top H^{-1} u)`,
+        computed on the points mapped by :math:`L^{-1}`, :math:`H = LL^\top`). The names select per-feature bandwidths from the data: Scott's and Silverman's
         rules (normal reference, scaled by each feature's standard deviation) or the
         Sheather-Jones plug-in (solve-the-equation, computed with fast density-derivative sums).
     epsilon : float, default=1e-6
@@ -52,8 +53,8 @@ class KernelDensity(BaseEstimator):
 
     Attributes
     ----------
-    bandwidth_ : ndarray of shape (n_features,)
-        The per-feature standard deviations used.
+    bandwidth_ : ndarray of shape (n_features,) or (n_features, n_features)
+        The per-feature standard deviations (or the covariance matrix) used.
     n_features_in_ : int
 
     Examples
@@ -87,8 +88,19 @@ class KernelDensity(BaseEstimator):
             bw = np.full(d, float(bw))
         else:
             bw = np.asarray(bw, dtype=np.float64)
+            if bw.shape == (d, d) and d > 1:
+                if not (np.all(np.isfinite(bw)) and np.allclose(bw, bw.T)):
+                    raise ValueError("a matrix `bandwidth` must be a finite symmetric covariance matrix")
+                try:
+                    np.linalg.cholesky(bw)
+                except np.linalg.LinAlgError:
+                    raise ValueError("a matrix `bandwidth` must be positive definite") from None
+                return bw
             if bw.shape != (d,):
-                raise ValueError(f"`bandwidth` must be a number or have shape ({d},), got {bw.shape}")
+                raise ValueError(
+                    f"`bandwidth` must be a number, have shape ({d},) (per feature) or ({d}, {d}) "
+                    f"(a covariance matrix), got {bw.shape}"
+                )
         if not (np.all(np.isfinite(bw)) and np.all(bw > 0)):
             raise ValueError(f"`bandwidth` must be positive and finite, got {self.bandwidth!r}")
         return bw
@@ -125,8 +137,18 @@ class KernelDensity(BaseEstimator):
                 raise ValueError("`sample_weight` must be finite, non-negative and not all zero")
             w = w / w.sum()
         self._weights = np.ascontiguousarray(w)
-        self._scaled = np.ascontiguousarray(X / self.bandwidth_)
-        self._norm = float(np.sum(np.log(math.sqrt(2.0 * math.pi) * self.bandwidth_)))
+        # Whitening map: per-feature scaling, or L^-1 for a covariance H = L L^T (spec §7), so
+        # the kernel becomes exp(-|z - z_i|^2 / 2) on the mapped points.
+        if self.bandwidth_.ndim == 2:
+            self._factor = np.linalg.cholesky(self.bandwidth_)
+            self._whiten = np.linalg.inv(self._factor).T
+            log_det = float(np.sum(np.log(np.diag(self._factor))))
+        else:
+            self._factor = None
+            self._whiten = None
+            log_det = float(np.sum(np.log(self.bandwidth_)))
+        self._scaled = self._map(X)
+        self._norm = log_det + 0.5 * X.shape[1] * math.log(2.0 * math.pi)
         self._transform = GaussTransform(
             self._scaled, math.sqrt(2.0), self.epsilon, self.method, self.n_jobs
         )
@@ -142,12 +164,17 @@ class KernelDensity(BaseEstimator):
         """
         check_is_fitted(self, "bandwidth_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        Xs = np.ascontiguousarray(X / self.bandwidth_)
+        Xs = self._map(X)
         g = self._transform(Xs, self._weights)
         if self.rtol is not None:
             g = self._refine(Xs, g)
         with np.errstate(divide="ignore"):
             return np.log(np.maximum(g, 0.0)) - self._norm
+
+    def _map(self, X):
+        if self._whiten is not None:
+            return np.ascontiguousarray(X @ self._whiten)
+        return np.ascontiguousarray(X / self.bandwidth_)
 
     def _refine(self, Xs, g):
         """Recompute the densities not certified to ``rtol`` with tighter transforms.
@@ -195,4 +222,7 @@ class KernelDensity(BaseEstimator):
             raise ValueError(f"`n_samples` must be a positive integer, got {n_samples!r}")
         rng = check_random_state(random_state)
         idx = rng.choice(self._X.shape[0], size=int(n_samples), p=self._weights)
-        return self._X[idx] + rng.standard_normal((int(n_samples), self._X.shape[1])) * self.bandwidth_
+        noise = rng.standard_normal((int(n_samples), self._X.shape[1]))
+        if self._factor is not None:
+            return self._X[idx] + noise @ self._factor.T
+        return self._X[idx] + noise * self.bandwidth_
