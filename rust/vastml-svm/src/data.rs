@@ -1,0 +1,219 @@
+//! Example storage: dense row-major matrices and CSR sparse matrices, read in place.
+//!
+//! Sparse input is never densified: every learner touches a row only through [`Row`], whose
+//! operations cost O(nnz) for sparse rows.
+
+use crate::error::{SvmError, invalid, shape};
+
+/// A borrowed set of examples (rows), dense or CSR.
+#[derive(Debug, Clone, Copy)]
+pub enum Examples<'a> {
+    /// Row-major `n x dim` values.
+    Dense {
+        /// The values, `n * dim` of them.
+        values: &'a [f64],
+        /// Number of columns.
+        dim: usize,
+    },
+    /// Compressed sparse rows (scipy's CSR layout, 64-bit indices).
+    Csr {
+        /// Row pointers, `n + 1` of them, starting at 0 and non-decreasing.
+        indptr: &'a [i64],
+        /// Column of each stored value, in `0..dim`.
+        indices: &'a [i64],
+        /// The stored values.
+        data: &'a [f64],
+        /// Number of columns.
+        dim: usize,
+    },
+}
+
+/// One example.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    /// All `dim` values.
+    Dense(&'a [f64]),
+    /// Column indices and values of the non-zeros.
+    Sparse(&'a [i64], &'a [f64]),
+}
+
+impl<'a> Examples<'a> {
+    /// Dense examples: `values` row-major with `dim` columns.
+    ///
+    /// # Errors
+    /// [`SvmError::InvalidParameter`] if `dim == 0`, [`SvmError::ShapeMismatch`] if the length is
+    /// not a multiple of `dim`, [`SvmError::Empty`] without rows, [`SvmError::NonFinite`] on NaN/inf.
+    pub fn dense(values: &'a [f64], dim: usize) -> Result<Self, SvmError> {
+        if dim == 0 {
+            return Err(invalid("dim", "must be at least 1"));
+        }
+        if values.len() % dim != 0 {
+            return Err(shape(
+                "X",
+                format!("{} values are not a multiple of dim = {dim}", values.len()),
+            ));
+        }
+        if values.is_empty() {
+            return Err(SvmError::Empty { name: "X" });
+        }
+        if !values.iter().all(|v| v.is_finite()) {
+            return Err(SvmError::NonFinite { name: "X" });
+        }
+        Ok(Examples::Dense { values, dim })
+    }
+
+    /// CSR examples with `dim` columns.
+    ///
+    /// # Errors
+    /// [`SvmError::ShapeMismatch`] unless `indptr` starts at 0, is non-decreasing and ends at
+    /// `indices.len() == data.len()`, and every index lies in `0..dim`; [`SvmError::Empty`]
+    /// without rows; [`SvmError::NonFinite`] on NaN/inf values.
+    pub fn csr(
+        indptr: &'a [i64],
+        indices: &'a [i64],
+        data: &'a [f64],
+        dim: usize,
+    ) -> Result<Self, SvmError> {
+        if dim == 0 {
+            return Err(invalid("dim", "must be at least 1"));
+        }
+        if indptr.len() < 2 {
+            return Err(SvmError::Empty { name: "X" });
+        }
+        if indptr[0] != 0 || indptr.windows(2).any(|w| w[1] < w[0]) {
+            return Err(shape("indptr", "must start at 0 and be non-decreasing"));
+        }
+        let nnz = indptr[indptr.len() - 1];
+        if nnz < 0 || nnz as usize != indices.len() || indices.len() != data.len() {
+            return Err(shape(
+                "indices",
+                format!(
+                    "indptr ends at {nnz} but there are {} indices and {} values",
+                    indices.len(),
+                    data.len()
+                ),
+            ));
+        }
+        if indices.iter().any(|&j| j < 0 || j as usize >= dim) {
+            return Err(shape(
+                "indices",
+                format!("column indices must lie in 0..{dim}"),
+            ));
+        }
+        if !data.iter().all(|v| v.is_finite()) {
+            return Err(SvmError::NonFinite { name: "X" });
+        }
+        Ok(Examples::Csr {
+            indptr,
+            indices,
+            data,
+            dim,
+        })
+    }
+
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        match self {
+            Examples::Dense { values, dim } => values.len() / dim,
+            Examples::Csr { indptr, .. } => indptr.len() - 1,
+        }
+    }
+
+    /// Whether there are no examples (never true for a validated set).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of columns.
+    pub fn dim(&self) -> usize {
+        match self {
+            Examples::Dense { dim, .. } | Examples::Csr { dim, .. } => *dim,
+        }
+    }
+
+    /// Example `i` (panics if `i >= len()`; callers index within range).
+    pub fn row(&self, i: usize) -> Row<'a> {
+        match *self {
+            Examples::Dense { values, dim } => Row::Dense(&values[i * dim..(i + 1) * dim]),
+            Examples::Csr {
+                indptr,
+                indices,
+                data,
+                ..
+            } => {
+                let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
+                Row::Sparse(&indices[a..b], &data[a..b])
+            }
+        }
+    }
+}
+
+impl Row<'_> {
+    /// `x . w[..dim]`.
+    #[inline]
+    pub fn dot(&self, w: &[f64]) -> f64 {
+        match *self {
+            Row::Dense(x) => x.iter().zip(w).map(|(a, b)| a * b).sum(),
+            Row::Sparse(idx, val) => idx.iter().zip(val).map(|(&j, v)| v * w[j as usize]).sum(),
+        }
+    }
+
+    /// `w[..dim] += a x`.
+    #[inline]
+    pub fn axpy(&self, a: f64, w: &mut [f64]) {
+        match *self {
+            Row::Dense(x) => w.iter_mut().zip(x).for_each(|(wi, xi)| *wi += a * xi),
+            Row::Sparse(idx, val) => idx
+                .iter()
+                .zip(val)
+                .for_each(|(&j, v)| w[j as usize] += a * v),
+        }
+    }
+
+    /// `||x||^2`.
+    #[inline]
+    pub fn sq_norm(&self) -> f64 {
+        match *self {
+            Row::Dense(x) => x.iter().map(|v| v * v).sum(),
+            Row::Sparse(_, val) => val.iter().map(|v| v * v).sum(),
+        }
+    }
+
+    /// Writes the row into a dense buffer of length `dim` (zeros elsewhere).
+    pub fn to_dense(&self, out: &mut [f64]) {
+        out.iter_mut().for_each(|v| *v = 0.0);
+        self.axpy(1.0, out);
+    }
+}
+
+/// Checks class labels: one per example, each below `n_classes` (which must be >= 2).
+pub(crate) fn check_labels(labels: &[usize], n: usize, n_classes: usize) -> Result<(), SvmError> {
+    if n_classes < 2 {
+        return Err(invalid("n_classes", "needs at least 2 classes"));
+    }
+    if labels.len() != n {
+        return Err(shape(
+            "y",
+            format!("{} labels for {n} examples", labels.len()),
+        ));
+    }
+    if let Some(&l) = labels.iter().find(|&&l| l >= n_classes) {
+        return Err(shape(
+            "y",
+            format!("label {l} is not below n_classes = {n_classes}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a positive finite float parameter.
+pub(crate) fn check_positive(v: f64, name: &'static str) -> Result<(), SvmError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(
+            name,
+            format!("must be a positive finite number, got {v}"),
+        ))
+    }
+}
