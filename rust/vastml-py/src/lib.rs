@@ -5,6 +5,7 @@ mod arrays;
 mod door;
 mod errors;
 mod fgt;
+mod svm;
 
 use pyo3::prelude::*;
 
@@ -24,6 +25,8 @@ mod _core {
     use super::errors::VastmlError;
     #[pymodule_export]
     use super::fgt::{PyGaussTransform, gauss_transform};
+    #[pymodule_export]
+    use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

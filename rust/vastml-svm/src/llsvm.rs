@@ -132,6 +132,40 @@ impl Nystrom {
         })
     }
 
+    /// A map from landmarks `(B, dim)` and a mapping matrix `(rank, B)` computed before.
+    ///
+    /// # Errors
+    /// Parameter, shape and non-finite errors.
+    pub fn from_parts(
+        kernel: Kernel,
+        landmarks: &[f64],
+        dim: usize,
+        map: &[f64],
+    ) -> Result<Self, SvmError> {
+        kernel.validate()?;
+        let b = Examples::dense(landmarks, dim)?.len();
+        if map.len() % b != 0 {
+            return Err(shape(
+                "map",
+                format!("{} values are not rank x {b}", map.len()),
+            ));
+        }
+        if !map.iter().all(|v| v.is_finite()) {
+            return Err(SvmError::NonFinite { name: "map" });
+        }
+        Ok(Nystrom {
+            kernel,
+            dim,
+            land_sq: landmarks
+                .chunks_exact(dim)
+                .map(|z| z.iter().map(|a| a * a).sum())
+                .collect(),
+            landmarks: landmarks.to_vec(),
+            rank: map.len() / b,
+            map: map.to_vec(),
+        })
+    }
+
     /// Number of features of the map (the numerical rank of `K_BB`).
     pub fn rank(&self) -> usize {
         self.rank
