@@ -205,13 +205,20 @@ class AROWClassifier(BudgetedClassifier):
         check_is_fitted(self)
         return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
 
-    def predict_proba(self, X):
-        r"""Probabilities from the Gaussian over weights: :math:`P(+1) = \Phi(\mu^\top x / \sqrt{x^\top\Sigma x})`.
+    def margin_probability(self, X):
+        r"""Probability, under the Gaussian over weights, that the margin is positive (eq. 6.2).
 
-        For more than two classes the one-vs-rest probabilities are normalised to sum to 1.
+        :math:`P(w^\top x > 0) = \Phi(\mu^\top x / \sqrt{x^\top\Sigma x})` for every model.
+        It is a confidence, not a calibrated class probability (two rows with the same
+        ``decision_function`` can differ in variance), so it is not offered as
+        ``predict_proba``.
+
+        Returns
+        -------
+        p : ndarray of shape (n_samples, n_models)
+            One column per model: a single column (for ``classes_[1]``) with two classes.
         """
         X = self._predict_data(X)
-        d = self.n_features_in_
         m = self._margins(X)
         Xb = sp.hstack([sp.csr_matrix(X), np.full((X.shape[0], 1), float(self.bias))]).tocsr()
         var = np.empty_like(m)
@@ -219,10 +226,5 @@ class AROWClassifier(BudgetedClassifier):
             if self.covariance_.ndim == 2:
                 var[:, k] = np.asarray(Xb.multiply(Xb) @ self.covariance_[k]).ravel()
             else:
-                var[:, k] = np.asarray((Xb @ self.covariance_[k]).multiply(Xb).sum(axis=1)).ravel()
-        del d
-        p = ndtr(m / np.sqrt(np.maximum(var, 1e-300)))
-        if len(self.classes_) == 2:
-            return np.column_stack([1 - p[:, 0], p[:, 0]])
-        p = np.maximum(p, 1e-12)
-        return p / p.sum(axis=1, keepdims=True)
+                var[:, k] = np.asarray(Xb.multiply(np.asarray(Xb @ self.covariance_[k])).sum(axis=1)).ravel()
+        return ndtr(m / np.sqrt(np.maximum(var, 1e-300)))

@@ -6,13 +6,14 @@
 //! with step `eta_t = 1 / (lambda t)` (4.12, 4.14), from `W = 0`.
 //!
 //! Conventions chosen where the thesis and BudgetedSVM differ (spec section 3.4):
-//! - With `max_weights_per_class >= 2` every class also owns a *reserved zero weight* scoring 0,
-//!   for the true class and for the wrong classes (the thesis's rule, not BudgetedSVM's, which
-//!   only grows the true class). When the zero weight wins and the loss is positive it becomes
-//!   a new weight (`+eta x` for the true class, `-eta x` for the top wrong class), unless the
-//!   class already has `max_weights_per_class` weights, in which case that half of the update is
-//!   skipped. Ties go to the zero weight of the true class and to the first class otherwise.
-//!   Prediction uses the same model, so `g(i, x) >= 0` in this mode.
+//! - While a class has fewer than `max_weights_per_class` weights it also owns a *reserved
+//!   zero weight* scoring 0, for the true class and for the wrong classes (the thesis's rule;
+//!   BudgetedSVM only grows the true class). When the zero weight wins and the loss is positive
+//!   it becomes a new weight (`+eta x` for the true class, `-eta x` for the top wrong class).
+//!   At the cap the class has no zero weight: its best stored weight is assigned and updated
+//!   (BudgetedSVM would skip the update, which stalls learning on examples unlike every
+//!   stored weight). Ties go to the zero weight, and to the lowest class index. Prediction
+//!   uses the same model: `g(i, x) = max(0, max_j w_ij . x)` while class i has room.
 //! - With `max_weights_per_class == 1` every class has exactly one weight, always assigned and
 //!   always updated: this is multi-class (Crammer-Singer) Pegasos, exactly.
 //! - The bias is an extra constant feature of value `bias` (0 disables it), regularised like
@@ -322,39 +323,21 @@ impl Amm {
         );
     }
 
-    /// Best true-class weight (the reserved zero weight wins ties) from `self.scores`.
-    fn best_of_class(&self, class: usize) -> Best {
-        let mut best = if self.fixed() {
-            Best {
-                score: f64::NEG_INFINITY,
-                class,
-                slot: None,
-            }
+    /// Score of the reserved zero weight of a class: 0 while the class has room for another
+    /// weight, minus infinity at the cap (then only its stored weights compete).
+    fn floor(&self, class: usize) -> f64 {
+        if self.count[class] < self.params.max_weights_per_class {
+            0.0
         } else {
-            Best {
-                score: 0.0,
-                class,
-                slot: None,
-            }
-        };
-        for (j, (&c, &s)) in self.class_of.iter().zip(&self.scores).enumerate() {
-            let s = s * self.scale;
-            if c == class && (s > best.score || (best.slot.is_none() && self.fixed())) {
-                best = Best {
-                    score: s,
-                    class,
-                    slot: Some(j),
-                };
-            }
+            f64::NEG_INFINITY
         }
-        best
     }
 
-    /// Best weight over the classes other than `y` (zero weights score 0 in growing mode).
-    fn best_wrong(&self, y: usize) -> Best {
+    /// Best weight of each class from `self.scores` (the zero weight wins ties).
+    fn best_per_class(&self) -> Vec<Best> {
         let mut per_class: Vec<Best> = (0..self.n_classes)
             .map(|c| Best {
-                score: if self.fixed() { f64::NEG_INFINITY } else { 0.0 },
+                score: self.floor(c),
                 class: c,
                 slot: None,
             })
@@ -362,7 +345,7 @@ impl Amm {
         for (j, (&c, &s)) in self.class_of.iter().zip(&self.scores).enumerate() {
             let s = s * self.scale;
             let b = &mut per_class[c];
-            if s > b.score || (self.fixed() && b.slot.is_none()) {
+            if s > b.score || (b.slot.is_none() && b.score == f64::NEG_INFINITY) {
                 *b = Best {
                     score: s,
                     class: c,
@@ -370,18 +353,24 @@ impl Amm {
                 };
             }
         }
-        let mut best: Option<Best> = None;
-        for b in per_class.into_iter().filter(|b| b.class != y) {
-            if best.is_none_or(|cur| b.score > cur.score) {
-                best = Some(b);
+        per_class
+    }
+
+    /// Best weight over the classes other than `y` (the first class wins ties).
+    fn best_wrong(per_class: &[Best], y: usize) -> Best {
+        let mut best = per_class[(y + 1) % per_class.len()];
+        for b in per_class.iter().filter(|b| b.class != y) {
+            if b.score > best.score {
+                best = *b;
             }
         }
-        // n_classes >= 2, so there is always a wrong class.
-        best.unwrap_or(Best {
-            score: 0.0,
-            class: (y + 1) % self.n_classes,
-            slot: None,
-        })
+        // Ties go to the lowest class index.
+        per_class
+            .iter()
+            .filter(|b| b.class != y && b.score == best.score)
+            .copied()
+            .next()
+            .unwrap_or(best)
     }
 
     fn slot_of_id(&self, id: u64) -> Option<usize> {
@@ -403,7 +392,8 @@ impl Amm {
         let t = self.t as f64;
         let eta = 1.0 / (self.params.lambda * t);
         self.dots(x);
-        let mut plus = self.best_of_class(y);
+        let per_class = self.best_per_class();
+        let mut plus = per_class[y];
         if let Some(a) = assigned {
             if !self.fixed() {
                 match a.and_then(|id| self.slot_of_id(id)) {
@@ -425,7 +415,7 @@ impl Amm {
                 }
             }
         }
-        let minus = self.best_wrong(y);
+        let minus = Self::best_wrong(&per_class, y);
         let loss = (1.0 + minus.score - plus.score).max(0.0);
         // Shrink every weight by (1 - 1/t); at t = 1 that zeroes the model.
         if self.t == 1 {
@@ -589,7 +579,7 @@ impl Amm {
         let mut z = Vec::with_capacity(n);
         for (i, &y) in labels.iter().enumerate() {
             self.dots(data.row(i));
-            let b = self.best_of_class(y);
+            let b = self.best_per_class()[y];
             z.push(b.slot.map(|j| self.ids[j]));
         }
         let changed = if old.len() == n {
@@ -626,10 +616,10 @@ impl Amm {
         let mut out = vec![0.0; data.len() * c];
         let w = self.width();
         let d = self.dim;
-        let floor = if self.fixed() { f64::NEG_INFINITY } else { 0.0 };
+        let floors: Vec<f64> = (0..c).map(|k| self.floor(k)).collect();
         out.par_chunks_mut(c).enumerate().for_each(|(i, o)| {
             let x = data.row(i);
-            o.iter_mut().for_each(|v| *v = floor);
+            o.copy_from_slice(&floors);
             for (vj, &cls) in self.v.chunks_exact(w).zip(&self.class_of) {
                 let s = self.scale * (x.dot(&vj[..d]) + self.params.bias * vj[d]);
                 if s > o[cls] {

@@ -15,31 +15,36 @@ struct Naive {
 }
 
 impl Naive {
-    fn fixed(&self) -> bool {
-        self.cap == 1
-    }
     fn score(&self, w: &[f64], x: &[f64]) -> f64 {
         x.iter().zip(w).map(|(a, b)| a * b).sum::<f64>() + self.bias * w[x.len()]
     }
     fn step(&mut self, x: &[f64], y: usize, n_classes: usize) {
         self.t += 1;
         let eta = 1.0 / (self.lambda * self.t as f64);
-        let floor = if self.fixed() { f64::NEG_INFINITY } else { 0.0 };
-        // true class: zero weight first, strict improvements
-        let (mut sp, mut jp) = (floor, None);
+        let count =
+            |w: &Vec<(usize, Vec<f64>)>, c: usize| w.iter().filter(|(k, _)| *k == c).count();
+        let floor = |c: usize| {
+            if count(&self.w, c) < self.cap {
+                0.0
+            } else {
+                f64::NEG_INFINITY
+            }
+        };
+        // true class: zero weight (while there is room) first, strict improvements
+        let (mut sp, mut jp) = (floor(y), None);
         for (j, (c, w)) in self.w.iter().enumerate() {
             let s = self.score(w, x);
-            if *c == y && (s > sp || (self.fixed() && jp.is_none())) {
+            if *c == y && (s > sp || jp.is_none() && sp == f64::NEG_INFINITY) {
                 sp = s;
                 jp = Some(j);
             }
         }
         let (mut sm, mut im, mut jm) = (f64::NEG_INFINITY, usize::MAX, None);
         for c in (0..n_classes).filter(|&c| c != y) {
-            let (mut best, mut bj) = (floor, None);
+            let (mut best, mut bj) = (floor(c), None);
             for (j, (cc, w)) in self.w.iter().enumerate() {
                 let s = self.score(w, x);
-                if *cc == c && (s > best || (self.fixed() && bj.is_none())) {
+                if *cc == c && (s > best || bj.is_none() && best == f64::NEG_INFINITY) {
                     best = s;
                     bj = Some(j);
                 }
