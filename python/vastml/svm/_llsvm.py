@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from vastml import _core
 from vastml._validation import choice
-from vastml.svm._base import BudgetedClassifier, check_float, check_int
+from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
 from vastml.svm._bsgd import KERNELS, kernel_gamma
 
 LANDMARKS = ("kmeans", "random")
@@ -129,12 +129,13 @@ class LLSVMClassifier(BudgetedClassifier):
         rng = np.random.default_rng(seed)
         rows = rng.choice(n, size=min(n, int(self.landmark_sample)), replace=False)
         sample = X[np.sort(rows)]
-        sample = np.ascontiguousarray(sample.toarray() if sp.issparse(sample) else sample, dtype=np.float64)
         b = min(int(self.n_landmarks), sample.shape[0])
         if self.landmarks == "random":
-            return sample[rng.choice(sample.shape[0], size=b, replace=False)]
+            picked = sample[rng.choice(sample.shape[0], size=b, replace=False)]
+            return np.ascontiguousarray(picked.toarray() if sp.issparse(picked) else picked, dtype=np.float64)
+        # k-means reads CSR directly (distances at O(nnz)); only the centres are dense.
         centers, _, _, _ = _core.kmeans(
-            sample, b, max_iter=int(self.kmeans_iter), seed=int(seed), n_jobs=self._n_jobs()
+            core_examples(sample), b, max_iter=int(self.kmeans_iter), seed=int(seed), n_jobs=self._n_jobs()
         )
         return centers
 
@@ -145,8 +146,6 @@ class LLSVMClassifier(BudgetedClassifier):
         -------
         self
         """
-        from vastml.svm._base import core_examples
-
         self._check_params()
         X, y = self._fit_data(X, y, reset=True)
         self._set_classes(y)

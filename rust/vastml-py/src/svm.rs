@@ -602,16 +602,17 @@ pub fn llsvm_decision<'py>(
     matrix(py, out, k)
 }
 
-/// kmeans(points, k, max_iter=100, tol=0.0, seed=0, n_jobs=None)
+/// kmeans(x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None)
 /// --
 ///
-/// Seeded k-means (k-means++ then Lloyd). Returns (centers, labels, inertia, n_iter).
+/// Seeded k-means (k-means++ then Lloyd) on dense rows or a CSR tuple (not densified).
+/// Returns (centers, labels, inertia, n_iter).
 #[pyfunction]
-#[pyo3(signature = (points, k, max_iter=100, tol=0.0, seed=0, n_jobs=None))]
+#[pyo3(signature = (x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None))]
 #[allow(clippy::type_complexity)]
 pub fn kmeans<'py>(
     py: Python<'py>,
-    points: PyReadonlyArray2<'py, f64>,
+    x: &Bound<'py, PyAny>,
     k: usize,
     max_iter: usize,
     tol: f64,
@@ -623,10 +624,47 @@ pub fn kmeans<'py>(
     f64,
     usize,
 )> {
-    let (p, d) = rows(&points, "points")?;
-    let km = enter(py, n_jobs, |_| {
-        vastml_spatial::kmeans(p, d, k, max_iter, tol, seed)
-    })?;
+    let px = PyX::new(x)?;
+    let (km, d) = match &px {
+        PyX::Dense(a) => {
+            let (p, d) = rows(a, "x")?;
+            (
+                enter(py, n_jobs, |_| {
+                    vastml_spatial::kmeans(p, d, k, max_iter, tol, seed)
+                })?,
+                d,
+            )
+        }
+        PyX::Csr(p, i, v, d) => {
+            let to_usize = |s: &[i64], name: &str| -> PyResult<Vec<usize>> {
+                s.iter()
+                    .map(|&t| {
+                        usize::try_from(t)
+                            .map_err(|_| PyValueError::new_err(format!("`{name}` must be >= 0")))
+                    })
+                    .collect()
+            };
+            let ip = to_usize(slice1(p, "indptr")?, "indptr")?;
+            let ix = to_usize(slice1(i, "indices")?, "indices")?;
+            let vals = slice1(v, "data")?;
+            let d = *d;
+            let km = enter(py, n_jobs, |_| {
+                vastml_spatial::kmeans_csr(
+                    vastml_spatial::CsrPoints {
+                        indptr: &ip,
+                        indices: &ix,
+                        data: vals,
+                        dim: d,
+                    },
+                    k,
+                    max_iter,
+                    tol,
+                    seed,
+                )
+            })?;
+            (km, d)
+        }
+    };
     let labels: Vec<i64> = km.labels.iter().map(|&l| l as i64).collect();
     Ok((
         matrix(py, km.centers, d)?,

@@ -54,7 +54,7 @@ pub use distance::squared_distance;
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
-pub use kmeans::{KMeans, kmeans, kmeans_plus_plus};
+pub use kmeans::{CsrPoints, KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
 
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, SpatialError>;

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
-use vastml_spatial::{kmeans, kmeans_plus_plus, squared_distance};
+use vastml_spatial::{CsrPoints, kmeans, kmeans_csr, kmeans_plus_plus, squared_distance};
 
 fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
     let mut rng = Pcg64::seed_from_u64(seed);
@@ -82,4 +82,73 @@ fn errors() {
     // k = n with duplicate points still gives n centres.
     let dup = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0];
     assert_eq!(kmeans(&dup, 2, 3, 10, 0.0, 0).unwrap().centers.len(), 6);
+}
+
+#[test]
+fn csr_equals_dense() {
+    // Half the entries zero; the CSR path must give the dense path's clustering.
+    let mut pts = points(300, 5, 9);
+    for (i, v) in pts.iter_mut().enumerate() {
+        if (i * 7919) % 2 == 0 {
+            *v = 0.0;
+        }
+    }
+    let (mut indptr, mut idx, mut val) = (vec![0usize], vec![], vec![]);
+    for row in pts.chunks(5) {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                idx.push(j);
+                val.push(v);
+            }
+        }
+        indptr.push(idx.len());
+    }
+    let a = kmeans(&pts, 5, 6, 50, 0.0, 4).unwrap();
+    let b = kmeans_csr(
+        CsrPoints {
+            indptr: &indptr,
+            indices: &idx,
+            data: &val,
+            dim: 5,
+        },
+        6,
+        50,
+        0.0,
+        4,
+    )
+    .unwrap();
+    assert_eq!(a.labels, b.labels);
+    for (x, y) in a.centers.iter().zip(&b.centers) {
+        assert!((x - y).abs() < 1e-12);
+    }
+    assert!(
+        kmeans_csr(
+            CsrPoints {
+                indptr: &[0, 1],
+                indices: &[7],
+                data: &[1.0],
+                dim: 5
+            },
+            1,
+            10,
+            0.0,
+            0
+        )
+        .is_err()
+    );
+    assert!(
+        kmeans_csr(
+            CsrPoints {
+                indptr: &[0, 2],
+                indices: &[0],
+                data: &[1.0],
+                dim: 5
+            },
+            1,
+            10,
+            0.0,
+            0
+        )
+        .is_err()
+    );
 }

@@ -41,7 +41,9 @@ const GOLDEN_TOL: f64 = 1e-4;
 
 /// Maximises `a_m k^{(1-h)^2} + a_n k^{h^2}` over `[lo, hi]` by golden-section search.
 pub fn golden_section(a_m: f64, a_n: f64, k_mn: f64, lo: f64, hi: f64) -> f64 {
-    let f = |h: f64| a_m * k_mn.powf((1.0 - h) * (1.0 - h)) + a_n * k_mn.powf(h * h);
+    // k^e = exp(e ln k): one logarithm, then two exponentials per evaluation.
+    let ln_k = k_mn.ln();
+    let f = |h: f64| a_m * ((1.0 - h) * (1.0 - h) * ln_k).exp() + a_n * (h * h * ln_k).exp();
     let g = (5f64.sqrt() - 1.0) / 2.0;
     let (mut a, mut b) = (lo, hi);
     let mut c = b - g * (b - a);
