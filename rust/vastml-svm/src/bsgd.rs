@@ -446,20 +446,31 @@ impl Bsgd {
         }
         let (d, c) = (self.dim, self.n_classes);
         let k = self.params.kernel;
-        let mut out = vec![0.0; data.len() * c];
-        out.par_chunks_mut(c).enumerate().for_each(|(i, o)| {
-            let x = data.row(i);
-            let xx = x.sq_norm();
-            for ((z, &zz), a) in self
-                .sv
-                .chunks_exact(d)
-                .zip(&self.sv_sq)
-                .zip(self.alpha.chunks_exact(c))
-            {
-                let kv = k.eval(x.dot(z), xx, zz) * self.scale;
-                o.iter_mut().zip(a).for_each(|(v, ai)| *v += kv * ai);
+        let nsv = self.n_support();
+        // SVs transposed, so x . z_j for all j is one pass over the non-zeros of x.
+        let mut st = vec![0.0; d * nsv];
+        for (j, z) in self.sv.chunks_exact(d).enumerate() {
+            for (f, &v) in z.iter().enumerate() {
+                st[f * nsv + j] = v;
             }
-        });
+        }
+        let mut out = vec![0.0; data.len() * c];
+        out.par_chunks_mut(c).enumerate().for_each_init(
+            || vec![0.0; nsv],
+            |dots, (i, o)| {
+                let x = data.row(i);
+                let xx = x.sq_norm();
+                dots.iter_mut().for_each(|v| *v = 0.0);
+                if nsv > 0 {
+                    x.dots_transposed(&st, dots);
+                }
+                for ((&dj, &zz), a) in dots.iter().zip(&self.sv_sq).zip(self.alpha.chunks_exact(c))
+                {
+                    let kv = k.eval(dj, xx, zz) * self.scale;
+                    o.iter_mut().zip(a).for_each(|(v, ai)| *v += kv * ai);
+                }
+            },
+        );
         Ok(out)
     }
 }

@@ -153,8 +153,32 @@ impl Row<'_> {
     #[inline]
     pub fn dot(&self, w: &[f64]) -> f64 {
         match *self {
-            Row::Dense(x) => x.iter().zip(w).map(|(a, b)| a * b).sum(),
+            Row::Dense(x) => dot(x, &w[..x.len()]),
             Row::Sparse(idx, val) => idx.iter().zip(val).map(|(&j, v)| v * w[j as usize]).sum(),
+        }
+    }
+
+    /// `out[c] += a * (x . t[.., c])` for a column-major `t` of `out.len()` columns per
+    /// feature (`t[j * k + c]`): every non-zero adds one contiguous k-vector.
+    #[inline]
+    pub fn dots_transposed(&self, t: &[f64], out: &mut [f64]) {
+        let k = out.len();
+        match *self {
+            Row::Dense(x) => {
+                for (&v, col) in x.iter().zip(t.chunks_exact(k)) {
+                    if v != 0.0 {
+                        out.iter_mut().zip(col).for_each(|(o, c)| *o += v * c);
+                    }
+                }
+            }
+            Row::Sparse(idx, val) => {
+                for (&j, &v) in idx.iter().zip(val) {
+                    let j = j as usize;
+                    out.iter_mut()
+                        .zip(&t[j * k..(j + 1) * k])
+                        .for_each(|(o, c)| *o += v * c);
+                }
+            }
         }
     }
 
@@ -184,6 +208,22 @@ impl Row<'_> {
         out.iter_mut().for_each(|v| *v = 0.0);
         self.axpy(1.0, out);
     }
+}
+
+/// Dot product of two dense slices with four accumulators (vectorises; the single-chain
+/// `iter().sum()` is bound by the latency of floating-point addition).
+#[inline]
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
 /// Checks class labels: one per example, each below `n_classes` (which must be >= 2).

@@ -15,7 +15,7 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::amm::permutation;
-use crate::data::{Examples, check_positive};
+use crate::data::{Examples, check_positive, dot};
 use crate::error::{SvmError, shape};
 use crate::kernel::Kernel;
 
@@ -269,7 +269,7 @@ pub fn dual_cd(
             }
             let xi = &features[i * dim..(i + 1) * dim];
             let yi = targets[i];
-            let g = yi * xi.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() - 1.0;
+            let g = yi * dot(xi, &w) - 1.0;
             let pg = if alpha[i] == 0.0 {
                 g.min(0.0)
             } else if alpha[i] == c {
