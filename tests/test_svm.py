@@ -222,3 +222,34 @@ def test_invalid_inputs():
         clf.predict(np.ones((2, 4)))
     with pytest.raises(ValueError, match="labels not in"):
         AMMClassifier().partial_fit(np.eye(3), [0, 1, 5], classes=[0, 1, 2])
+
+
+def test_budgetedsvm_model_file_round_trip(tmp_path, rng):
+    from vastml.svm import load_budgetedsvm, save_budgetedsvm
+
+    X = rng.normal(size=(400, 4)) * (rng.uniform(size=(400, 4)) < 0.7)
+    y2 = np.where(X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0, "yes", "no")
+    y3 = np.array([3, 7, 11])[np.argmax(X[:, :3], axis=1)]
+    cases = [
+        (PegasosClassifier(alpha=1e-3, random_state=0), y3),
+        (AMMClassifier(alpha=1e-3, random_state=0), y3),
+        (AMMClassifier(alpha=1e-3, online=True, random_state=0), y2),
+        (BSGDClassifier(alpha=1e-3, budget=20, gamma=0.7, random_state=0), y3),
+        (LLSVMClassifier(alpha=0.01, n_landmarks=15, gamma=0.7, random_state=0), y2),
+    ]
+    for k, (est, y) in enumerate(cases):
+        est.fit(X, y)
+        path = tmp_path / f"m{k}.txt"
+        save_budgetedsvm(est, path)
+        text = path.read_text()
+        assert text.startswith("ALGORITHM: ") and "\nMODEL:\n" in text
+        back = load_budgetedsvm(path)
+        assert type(back) is type(est)
+        np.testing.assert_array_equal(back.classes_, est.classes_)
+        np.testing.assert_array_equal(back.predict(X), est.predict(X))
+        np.testing.assert_allclose(back.decision_function(X), est.decision_function(X), rtol=1e-9, atol=1e-9)
+    with pytest.raises(TypeError):
+        save_budgetedsvm(AROWClassifier().fit(X, y2), tmp_path / "arow.txt")
+    (tmp_path / "bad.txt").write_text("ALGORITHM: 9\nDIMENSION: 4\nLABELS: 0 1\nMODEL:\n")
+    with pytest.raises(ValueError, match="ALGORITHM"):
+        load_budgetedsvm(tmp_path / "bad.txt")
