@@ -23,8 +23,8 @@ def test_train_predict(tmp_path, opts, capsys):
     X = rng.uniform(-1, 1, size=(600, 3))
     y = np.where((X[:, :2] ** 2).sum(1) < 0.5, 1, -1)
     train, test = tmp_path / "train.txt", tmp_path / "test.txt"
-    dump_svmlight_file(X[:400], y[:400], train)
-    dump_svmlight_file(X[400:], y[400:], test)
+    dump_svmlight_file(X[:400], y[:400], str(train))
+    dump_svmlight_file(X[400:], y[400:], str(test))
     model, out = tmp_path / "model.txt", tmp_path / "pred.txt"
     assert main(["svm", "train", *opts, "-r", "0", str(train), str(model)]) == 0
     assert main(["svm", "predict", "-o", "1", str(test), str(model), str(out)]) == 0
@@ -40,6 +40,6 @@ def test_train_predict(tmp_path, opts, capsys):
 
 def test_bad_algorithm(tmp_path):
     train = tmp_path / "t.txt"
-    dump_svmlight_file(np.eye(3), [0, 1, 0], train)
+    dump_svmlight_file(np.eye(3), [0, 1, 0], str(train))
     with pytest.raises(SystemExit):
         main(["svm", "train", "-A", "7", str(train), str(tmp_path / "m.txt")])
