@@ -576,28 +576,23 @@ pub fn llsvm_decision<'py>(
     let (mm, _) = rows(&map_matrix, "map_matrix")?;
     let (w, rank) = rows(&coef, "coef")?;
     let k = w.len().checked_div(rank).unwrap_or(0);
-    let out = enter(py, n_jobs, |_| {
-        let ny = Nystrom::from_parts(kern, lm, ld, mm)?;
-        if ny.rank() != rank {
-            return Err(SvmError::ShapeMismatch {
-                name: "coef",
-                reason: "columns differ from the map's rank".into(),
-            });
+    let b = ld_b(lm.len(), ld);
+    if b == 0 || mm.len() != rank * b {
+        return Err(PyValueError::new_err(
+            "`map_matrix` must have shape (coef.shape[1], n_landmarks)",
+        ));
+    }
+    // score = coef . (M g(x)) = (coef M) g(x): fold the map into the coefficients once.
+    let mut folded = vec![0.0; k * b];
+    for (j, row) in folded.chunks_exact_mut(b).enumerate() {
+        for (r, &c) in w[j * rank..(j + 1) * rank].iter().enumerate() {
+            row.iter_mut()
+                .zip(&mm[r * b..(r + 1) * b])
+                .for_each(|(o, m)| *o += c * m);
         }
-        let f = ny.transform(&ex)?;
-        let mut out = vec![0.0; ex.len() * k];
-        out.par_chunks_mut(k.max(1))
-            .zip(f.par_chunks(rank.max(1)))
-            .for_each(|(o, fi)| {
-                for (j, oj) in o.iter_mut().enumerate() {
-                    *oj = w[j * rank..(j + 1) * rank]
-                        .iter()
-                        .zip(fi)
-                        .map(|(a, b)| a * b)
-                        .sum();
-                }
-            });
-        Ok(out)
+    }
+    let out = enter(py, n_jobs, |_| {
+        Nystrom::from_parts(kern, lm, ld, &folded)?.transform(&ex)
     })?;
     matrix(py, out, k)
 }

@@ -28,7 +28,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::data::{Examples, Row, check_labels, check_positive};
+use crate::data::{Examples, Gathered, Row, check_labels, check_positive};
 use crate::error::{SvmError, invalid, shape};
 
 /// How often (in examples) long loops look at the cancel flag.
@@ -548,6 +548,11 @@ impl Amm {
         let mut rng = Pcg64::seed_from_u64(seed);
         let order = permutation(n, shuffle, &mut rng);
         let use_z = batch && self.z.len() == n;
+        let gathered = if shuffle {
+            Gathered::new(data, &order)
+        } else {
+            None
+        };
         let mut stats = EpochStats::default();
         let mut loss_sum = 0.0;
         for (k, &i) in order.iter().enumerate() {
@@ -555,7 +560,11 @@ impl Amm {
                 return Err(SvmError::Cancelled);
             }
             let assigned = if use_z { Some(self.z[i]) } else { None };
-            let (loss, id) = self.step(data.row(i), labels[i], assigned, &mut rng, &mut stats);
+            let x = match &gathered {
+                Some(g) => g.view().row(k),
+                None => data.row(i),
+            };
+            let (loss, id) = self.step(x, labels[i], assigned, &mut rng, &mut stats);
             if use_z && id.is_some() {
                 // A new weight (from the zero weight, or a GAMM clone) now carries the example.
                 self.z[i] = id;

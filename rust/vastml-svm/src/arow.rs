@@ -17,7 +17,7 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::amm::{CANCEL_EVERY, permutation};
-use crate::data::{Examples, Row, check_positive};
+use crate::data::{Examples, Gathered, Row, check_positive};
 use crate::error::{SvmError, invalid, shape};
 
 /// When AROW updates.
@@ -274,6 +274,22 @@ pub fn arow_one_vs_rest(
     }
     let mut rng = Pcg64::seed_from_u64(seed);
     let order = permutation(data.len(), shuffle, &mut rng);
+    // One gathered copy in the shuffled order, shared by all models (streams, no cache miss
+    // per row); then every model walks it in sequence.
+    let gathered = if shuffle {
+        Gathered::new(data, &order)
+    } else {
+        None
+    };
+    let (data, labels, order): (Examples<'_>, Vec<usize>, Vec<usize>) = match &gathered {
+        Some(g) => (
+            g.view(),
+            order.iter().map(|&i| labels[i]).collect(),
+            (0..order.len()).collect(),
+        ),
+        None => (*data, labels.to_vec(), order),
+    };
+    let (data, labels) = (&data, &labels);
     models
         .par_iter_mut()
         .zip(classes.par_iter())

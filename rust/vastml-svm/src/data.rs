@@ -210,6 +210,94 @@ impl Row<'_> {
     }
 }
 
+/// Examples gathered into a new order, so an epoch reads them sequentially.
+///
+/// Random row access costs a cache miss per row; gathering once per epoch and then streaming
+/// is about twice as fast for the cheap linear steps. Used only up to [`GATHER_LIMIT`] bytes,
+/// since it holds a second copy of the data during the epoch.
+pub(crate) struct Gathered {
+    dense: Vec<f64>,
+    indptr: Vec<i64>,
+    indices: Vec<i64>,
+    data: Vec<f64>,
+    dim: usize,
+    sparse: bool,
+}
+
+/// Largest data set (bytes) an epoch gathers into its shuffled order.
+pub(crate) const GATHER_LIMIT: usize = 512 << 20;
+
+impl Gathered {
+    /// `Some(copy in order)` when the data are small enough, else `None`.
+    pub(crate) fn new(ex: &Examples<'_>, order: &[usize]) -> Option<Self> {
+        let dim = ex.dim();
+        match *ex {
+            Examples::Dense { values, .. } => {
+                if values.len() * 8 > GATHER_LIMIT {
+                    return None;
+                }
+                let mut dense = Vec::with_capacity(values.len());
+                for &i in order {
+                    dense.extend_from_slice(&values[i * dim..(i + 1) * dim]);
+                }
+                Some(Gathered {
+                    dense,
+                    indptr: Vec::new(),
+                    indices: Vec::new(),
+                    data: Vec::new(),
+                    dim,
+                    sparse: false,
+                })
+            }
+            Examples::Csr {
+                indptr,
+                indices,
+                data,
+                ..
+            } => {
+                if data.len() * 16 > GATHER_LIMIT {
+                    return None;
+                }
+                let mut ip = Vec::with_capacity(indptr.len());
+                let mut ix = Vec::with_capacity(indices.len());
+                let mut dv = Vec::with_capacity(data.len());
+                ip.push(0i64);
+                for &i in order {
+                    let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
+                    ix.extend_from_slice(&indices[a..b]);
+                    dv.extend_from_slice(&data[a..b]);
+                    ip.push(ix.len() as i64);
+                }
+                Some(Gathered {
+                    dense: Vec::new(),
+                    indptr: ip,
+                    indices: ix,
+                    data: dv,
+                    dim,
+                    sparse: true,
+                })
+            }
+        }
+    }
+
+    /// The gathered examples (row k is example `order[k]`).
+    pub(crate) fn view(&self) -> Examples<'_> {
+        if self.sparse {
+            Examples::Csr {
+                indptr: &self.indptr,
+                indices: &self.indices,
+                data: &self.data,
+                dim: self.dim,
+            }
+        } else {
+            Examples::Dense {
+                values: &self.dense,
+                dim: self.dim,
+            }
+        }
+    }
+}
+
 /// Dot product of two dense slices with four accumulators (vectorises; the single-chain
 /// `iter().sum()` is bound by the latency of floating-point addition).
 #[inline]

@@ -14,7 +14,6 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::permutation;
 use crate::data::{Examples, check_positive, dot};
 use crate::error::{SvmError, shape};
 use crate::kernel::Kernel;
@@ -256,39 +255,68 @@ pub fn dual_cd(
     let mut w = vec![0.0; dim];
     let mut rng = Pcg64::seed_from_u64(seed);
     let mut iters = 0;
-    for _ in 0..max_iter {
+    // Shrinking (Hsieh et al. 2008, as in LIBLINEAR): variables stuck at a bound with a
+    // gradient pointing outside the box leave the active set until the end check.
+    let mut active: Vec<usize> = (0..n).filter(|&i| q[i] > 0.0).collect();
+    let n_usable = active.len();
+    let (mut pg_max_old, mut pg_min_old) = (f64::INFINITY, f64::NEG_INFINITY);
+    while iters < max_iter {
         if cancel.load(Ordering::Relaxed) {
             return Err(SvmError::Cancelled);
         }
         iters += 1;
-        let order = permutation(n, true, &mut rng);
-        let (mut pgmax, mut pgmin) = (f64::NEG_INFINITY, f64::INFINITY);
-        for &i in &order {
-            if q[i] <= 0.0 {
-                continue;
-            }
+        for k in (1..active.len()).rev() {
+            let j = rand::RngExt::random_range(&mut rng, 0..=k);
+            active.swap(k, j);
+        }
+        let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
+        let mut s = 0;
+        while s < active.len() {
+            let i = active[s];
             let xi = &features[i * dim..(i + 1) * dim];
             let yi = targets[i];
             let g = yi * dot(xi, &w) - 1.0;
             let pg = if alpha[i] == 0.0 {
+                if g > pg_max_old {
+                    active.swap_remove(s);
+                    continue;
+                }
                 g.min(0.0)
             } else if alpha[i] == c {
+                if g < pg_min_old {
+                    active.swap_remove(s);
+                    continue;
+                }
                 g.max(0.0)
             } else {
                 g
             };
-            pgmax = pgmax.max(pg);
-            pgmin = pgmin.min(pg);
+            pg_max = pg_max.max(pg);
+            pg_min = pg_min.min(pg);
             if pg.abs() > 1e-12 {
                 let old = alpha[i];
                 alpha[i] = (old - g / q[i]).clamp(0.0, c);
                 let delta = (alpha[i] - old) * yi;
                 w.iter_mut().zip(xi).for_each(|(wk, xk)| *wk += delta * xk);
             }
+            s += 1;
         }
-        if pgmax - pgmin <= tol {
-            break;
+        if pg_max - pg_min <= tol {
+            if active.len() == n_usable {
+                break;
+            }
+            // Converged on the shrunk problem: check every variable once more.
+            active = (0..n).filter(|&i| q[i] > 0.0).collect();
+            pg_max_old = f64::INFINITY;
+            pg_min_old = f64::NEG_INFINITY;
+            continue;
         }
+        pg_max_old = if pg_max > 0.0 { pg_max } else { f64::INFINITY };
+        pg_min_old = if pg_min < 0.0 {
+            pg_min
+        } else {
+            f64::NEG_INFINITY
+        };
     }
     Ok((w, iters))
 }
