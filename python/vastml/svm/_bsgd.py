@@ -9,7 +9,7 @@ from vastml._validation import choice
 from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
 
 KERNELS = ("rbf", "exponential", "poly", "linear", "sigmoid")
-MAINTENANCE = ("merge", "remove", "remove-random")
+MAINTENANCE = ("merge", "remove", "remove-random", "project")
 
 
 def kernel_gamma(gamma, n_features):
@@ -26,8 +26,10 @@ class BSGDClassifier(BudgetedClassifier):
     :math:`g(i, x) = \sum_j \alpha_{ij} k(x, z_j)`, prediction :math:`\arg\max_i g(i, x)`. Each
     step is a kernelised multi-class Pegasos step (:math:`\eta = 1/(\lambda t)`); when a new
     support vector exceeds the budget, two are merged (``maintenance="merge"``, Gaussian kernel:
-    the merge point is found by golden-section search) or one is removed (``"remove"``: the one
-    with the smallest :math:`\lVert\alpha_j\rVert^2 k(z_j, z_j)`; ``"remove-random"``).
+    the merge point is found by golden-section search), one is removed (``"remove"``: the one
+    with the smallest :math:`\lVert\alpha_j\rVert^2 k(z_j, z_j)`; ``"remove-random"``), or the
+    smallest is removed and its contribution projected onto the span of the others
+    (``"project"``, any kernel, :math:`O(B^3)` per maintenance step).
 
     Kernels use scikit-learn's widths: ``rbf`` is :math:`\exp(-\gamma\lVert x-y\rVert^2)`.
     BudgetedSVM's ``-g g`` is ``gamma = g / 2`` here.
@@ -38,7 +40,7 @@ class BSGDClassifier(BudgetedClassifier):
         Regularisation :math:`\lambda > 0` (``-L``).
     budget : int, default=100
         Maximum number of support vectors :math:`B` (``-B``); kept exactly.
-    maintenance : {"merge", "remove", "remove-random"}, default="merge"
+    maintenance : {"merge", "remove", "remove-random", "project"}, default="merge"
     kernel : {"rbf", "exponential", "poly", "linear", "sigmoid"}, default="rbf"
     gamma : float or None, default=None
         Kernel width; None means ``1 / (2 n_features)``. Slope of the sigmoid kernel.

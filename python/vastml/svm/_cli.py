@@ -16,7 +16,7 @@ Option letters follow budgetedsvm-train:
   -L lambda (0.0001)  -b bias (1.0)  -k pruning period (10000)  -c pruning c (10)
   -C GAMM clone probability (0)  -K kernel 0 rbf, 1 exponential, 2 poly, 3 linear, 4 sigmoid (0)
   -g kernel width g of exp(-g/2 ||x-y||^2) (1/D)  -d degree / slope (2)  -i intercept (1)
-  -m BSGD 0 removal / 1 merging; LLSVM 0 random / 1 k-means landmarks (1)
+  -m BSGD 0 removal / 1 merging / 2 projection (ours); LLSVM 0 random / 1 k-means landmarks (1)
   -D dimension (inferred)  -r 1 shuffle / 0 not (1)  -v verbose (0)  -s -z -w -S accepted, ignored
 """
 
@@ -57,7 +57,7 @@ def _estimator(a, dim):
         )
     if a.A == 4:
         return BSGDClassifier(
-            alpha=a.L, budget=a.B, maintenance="merge" if a.m == 1 else "remove", kernel=kernel,
+            alpha=a.L, budget=a.B, maintenance={0: "remove", 1: "merge", 2: "project"}.get(a.m, "merge"), kernel=kernel,
             gamma=gamma, degree=int(a.d), coef0=a.i, n_epochs=a.e, shuffle=shuffle, random_state=rs, verbose=a.v,
         )
     raise SystemExit(f"-A {a.A}: unknown algorithm (0-4)")

@@ -263,7 +263,7 @@ impl PyAmm {
 ///           support_vectors=None, alphas=None, steps=0)
 /// --
 ///
-/// A BSGD model under training; maintenance is 'merge', 'remove' or 'remove-random'.
+/// A BSGD model under training; maintenance is 'merge', 'remove', 'remove-random' or 'project'.
 #[pyclass(name = "BsgdModel", module = "vastml._core")]
 pub struct PyBsgd {
     inner: Bsgd,
@@ -294,9 +294,10 @@ impl PyBsgd {
             "merge" => Maintenance::Merge,
             "remove" => Maintenance::RemoveSmallest,
             "remove-random" => Maintenance::RemoveRandom,
+            "project" => Maintenance::Project,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "`maintenance` must be 'merge', 'remove' or 'remove-random', got {other:?}"
+                    "`maintenance` must be 'merge', 'remove', 'remove-random' or 'project', got {other:?}"
                 )));
             }
         };

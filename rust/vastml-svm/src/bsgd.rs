@@ -21,7 +21,7 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::amm::{CANCEL_EVERY, EpochStats, permutation};
-use crate::data::{Examples, Row, check_labels, check_positive};
+use crate::data::{Examples, Row, check_labels, check_positive, dot};
 use crate::error::{SvmError, invalid, shape};
 use crate::kernel::Kernel;
 
@@ -34,6 +34,10 @@ pub enum Maintenance {
     RemoveRandom,
     /// Merge two SVs (Gaussian kernel only).
     Merge,
+    /// Remove the SV with the smallest `||alpha_j||` and project its contribution onto the
+    /// span of the others: `alpha_R += K_RR^{-1} k_Rp alpha_p` (any kernel; keeps the
+    /// `B x B` kernel matrix of the SVs, O(B^3) per maintenance step).
+    Project,
 }
 
 /// Golden-section search tolerance on `h`.
@@ -145,6 +149,8 @@ pub struct Bsgd {
     t: u64,
     kx: Vec<f64>,
     n_merged: usize,
+    /// Projection only: kernel matrix of the SVs, row-major with stride `budget + 1`.
+    gram: Vec<f64>,
 }
 
 impl Bsgd {
@@ -210,7 +216,9 @@ impl Bsgd {
             t,
             kx: Vec::new(),
             n_merged: 0,
-        })
+            gram: Vec::new(),
+        }
+        .with_gram())
     }
 
     /// Number of support vectors.
@@ -241,6 +249,83 @@ impl Bsgd {
     /// Merges done so far by this object.
     pub fn n_merged(&self) -> usize {
         self.n_merged
+    }
+
+    fn stride(&self) -> usize {
+        self.params.budget + 1
+    }
+
+    /// Builds the SV kernel matrix when the maintenance is projection.
+    fn with_gram(mut self) -> Self {
+        if self.params.maintenance == Maintenance::Project {
+            let (st, d, n) = (self.stride(), self.dim, self.n_support());
+            self.gram = vec![0.0; st * st];
+            for i in 0..n {
+                for j in 0..n {
+                    let (zi, zj) = (&self.sv[i * d..(i + 1) * d], &self.sv[j * d..(j + 1) * d]);
+                    self.gram[i * st + j] =
+                        self.params
+                            .kernel
+                            .eval(dot(zi, zj), self.sv_sq[i], self.sv_sq[j]);
+                }
+            }
+        }
+        self
+    }
+
+    /// Removes SV `p` and adds its projection onto the span of the others to their alphas.
+    fn project_out(&mut self, p: usize) {
+        let (st, c, n) = (self.stride(), self.n_classes, self.n_support());
+        let rest: Vec<usize> = (0..n).filter(|&j| j != p).collect();
+        let m = rest.len();
+        if m > 0 {
+            // Cholesky of K_RR (+ a tiny ridge for numerical safety), then solve K_RR d = k_Rp.
+            let trace: f64 = rest.iter().map(|&j| self.gram[j * st + j]).sum();
+            let ridge = 1e-10 * trace / m as f64;
+            let mut l = vec![0.0; m * m];
+            let mut ok = true;
+            for a in 0..m {
+                for b in 0..=a {
+                    let mut v = self.gram[rest[a] * st + rest[b]];
+                    if a == b {
+                        v += ridge;
+                    }
+                    for t in 0..b {
+                        v -= l[a * m + t] * l[b * m + t];
+                    }
+                    if a == b {
+                        if v <= 0.0 {
+                            ok = false;
+                            break;
+                        }
+                        l[a * m + a] = v.sqrt();
+                    } else {
+                        l[a * m + b] = v / l[b * m + b];
+                    }
+                }
+                if !ok {
+                    break;
+                }
+            }
+            if ok {
+                let mut y: Vec<f64> = rest.iter().map(|&j| self.gram[j * st + p]).collect();
+                for a in 0..m {
+                    let s: f64 = (0..a).map(|t| l[a * m + t] * y[t]).sum();
+                    y[a] = (y[a] - s) / l[a * m + a];
+                }
+                for a in (0..m).rev() {
+                    let s: f64 = (a + 1..m).map(|t| l[t * m + a] * y[t]).sum();
+                    y[a] = (y[a] - s) / l[a * m + a];
+                }
+                let ap: Vec<f64> = self.alpha[p * c..(p + 1) * c].to_vec();
+                for (&j, &dj) in rest.iter().zip(&y) {
+                    for (cls, a) in ap.iter().enumerate() {
+                        self.alpha[j * c + cls] += dj * a;
+                    }
+                }
+            }
+        }
+        self.remove(p);
     }
 
     fn kernel_row(&mut self, x: Row<'_>) {
@@ -299,6 +384,15 @@ impl Bsgd {
                     self.sv.resize(start + d, 0.0);
                     x.axpy(1.0, &mut self.sv[start..]);
                     self.sv_sq.push(xx);
+                    if self.params.maintenance == Maintenance::Project {
+                        let (st, m) = (self.stride(), self.n_support() - 1);
+                        let kxx = self.params.kernel.eval(xx, xx, xx);
+                        for (j, &kj) in self.kx.iter().enumerate() {
+                            self.gram[m * st + j] = kj;
+                            self.gram[j * st + m] = kj;
+                        }
+                        self.gram[m * st + m] = kxx;
+                    }
                     let s = self.alpha.len();
                     self.alpha.resize(s + c, 0.0);
                     self.alpha[s + y] = a;
@@ -324,6 +418,16 @@ impl Bsgd {
             self.sv.copy_within(last * d..(last + 1) * d, j * d);
             self.alpha.copy_within(last * c..(last + 1) * c, j * c);
             self.sv_sq[j] = self.sv_sq[last];
+            if !self.gram.is_empty() {
+                let st = self.stride();
+                for t in 0..=last {
+                    self.gram[j * st + t] = self.gram[last * st + t];
+                }
+                for t in 0..=last {
+                    self.gram[t * st + j] = self.gram[t * st + last];
+                }
+                self.gram[j * st + j] = self.gram[last * st + last];
+            }
         }
         self.sv.truncate(last * d);
         self.alpha.truncate(last * c);
@@ -357,6 +461,12 @@ impl Bsgd {
                 self.remove(j);
             }
             Maintenance::Merge => self.merge_smallest(),
+            Maintenance::Project => {
+                let p = (0..n)
+                    .min_by(|&a, &b| self.alpha_sq(a).total_cmp(&self.alpha_sq(b)))
+                    .unwrap_or(0);
+                self.project_out(p);
+            }
         }
     }
 

@@ -393,3 +393,76 @@ fn dual_cd_satisfies_kkt_and_separates() {
         .is_err()
     );
 }
+
+#[test]
+fn projection_is_exact_when_the_span_is_kept() {
+    // Linear kernel in 2-D: any removed SV lies in the span of two remaining independent
+    // ones, so projecting it out leaves the decision function unchanged.
+    let sv = [1.0, 0.0, 0.0, 1.0, 0.7, 0.4];
+    let alpha = [0.5, -0.5, -0.2, 0.2, 0.01, -0.01];
+    let params = |maintenance| BsgdParams {
+        lambda: 0.1,
+        budget: 3,
+        kernel: Kernel::Linear,
+        maintenance,
+    };
+    let m = Bsgd::from_parts(params(Maintenance::Project), 2, 2, &sv, &alpha, 10).unwrap();
+    let q = [0.3, -0.8, 1.5, 0.2, -0.4, -0.9];
+    let qs = Examples::dense(&q, 2).unwrap();
+    let before = m.decision(&qs).unwrap();
+    // One more SV triggers maintenance: compare with the same step on a model with a huge
+    // budget (no maintenance): the projected model must give the same scores.
+    let x = [0.2, 0.9];
+    let mut proj = m.clone();
+    let mut free = Bsgd::from_parts(
+        BsgdParams {
+            lambda: 0.1,
+            budget: 100,
+            kernel: Kernel::Linear,
+            maintenance: Maintenance::Project,
+        },
+        2,
+        2,
+        &sv,
+        &alpha,
+        10,
+    )
+    .unwrap();
+    let cancel = AtomicBool::new(false);
+    let ex = Examples::dense(&x, 2).unwrap();
+    proj.epoch(&ex, &[0], false, 0, &cancel).unwrap();
+    free.epoch(&ex, &[0], false, 0, &cancel).unwrap();
+    assert_eq!(proj.n_support(), 3);
+    assert_eq!(free.n_support(), 4);
+    let (a, b) = (proj.decision(&qs).unwrap(), free.decision(&qs).unwrap());
+    for (u, v) in a.iter().zip(&b) {
+        assert!((u - v).abs() < 1e-8, "{u} vs {v}");
+    }
+    assert_ne!(before, a);
+    // Removal instead loses the contribution.
+    let mut rem =
+        Bsgd::from_parts(params(Maintenance::RemoveSmallest), 2, 2, &sv, &alpha, 10).unwrap();
+    rem.epoch(&ex, &[0], false, 0, &cancel).unwrap();
+    let r = rem.decision(&qs).unwrap();
+    assert!(r.iter().zip(&b).any(|(u, v)| (u - v).abs() > 1e-4));
+}
+
+#[test]
+fn projection_keeps_budget_on_xor() {
+    let (x, y) = blobs(1500, 7);
+    let ex = Examples::dense(&x, 2).unwrap();
+    let params = BsgdParams {
+        lambda: 1e-3,
+        budget: 25,
+        kernel: Kernel::Gaussian { gamma: 2.0 },
+        maintenance: Maintenance::Project,
+    };
+    let mut m = Bsgd::new(params, 2, 2).unwrap();
+    for e in 0..2 {
+        m.epoch(&ex, &y, true, e, &AtomicBool::new(false)).unwrap();
+        assert!(m.n_support() <= 25);
+    }
+    let pred = argmax_rows(&m.decision(&ex).unwrap(), 2);
+    let err = pred.iter().zip(&y).filter(|(a, b)| a != b).count() as f64 / 1500.0;
+    assert!(err < 0.1, "projection error {err}");
+}
