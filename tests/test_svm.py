@@ -253,3 +253,21 @@ def test_budgetedsvm_model_file_round_trip(tmp_path, rng):
     (tmp_path / "bad.txt").write_text("ALGORITHM: 9\nDIMENSION: 4\nLABELS: 0 1\nMODEL:\n")
     with pytest.raises(ValueError, match="ALGORITHM"):
         load_budgetedsvm(tmp_path / "bad.txt")
+
+
+def test_kmedoids_landmarks_are_medoids(rng):
+    from vastml.svm._llsvm import kmedoids
+
+    X = np.vstack([c + 0.3 * rng.normal(size=(40, 2)) for c in ([0, 0], [4, 0], [0, 4])])
+    y = (np.arange(120) // 40 == 1).astype(int)
+    clf = LLSVMClassifier(n_landmarks=3, landmarks="kmedoids", gamma=0.5, random_state=0).fit(X, y)
+    # every landmark is a data row, and (brute force) the best medoid of its cluster
+    d = ((X[:, None, :] - clf.landmarks_[None]) ** 2).sum(-1)
+    lab = d.argmin(1)
+    for c, m in enumerate(clf.landmarks_):
+        members = X[lab == c]
+        assert any(np.array_equal(m, r) for r in members)
+        cost = ((members[:, None, :] - members[None]) ** 2).sum(-1).sum(1)
+        assert ((members - m) ** 2).sum() == pytest.approx(cost.min())
+    Xs = sp.csr_matrix(X)
+    np.testing.assert_allclose(kmedoids(Xs, lab, 3, 5), kmedoids(X, lab, 3, 5))

@@ -16,7 +16,7 @@ Option letters follow budgetedsvm-train:
   -L lambda (0.0001)  -b bias (1.0)  -k pruning period (10000)  -c pruning c (10)
   -C GAMM clone probability (0)  -K kernel 0 rbf, 1 exponential, 2 poly, 3 linear, 4 sigmoid (0)
   -g kernel width g of exp(-g/2 ||x-y||^2) (1/D)  -d degree / slope (2)  -i intercept (1)
-  -m BSGD 0 removal / 1 merging / 2 projection (ours); LLSVM 0 random / 1 k-means landmarks (1)
+  -m BSGD 0 removal / 1 merging / 2 projection (ours); LLSVM 0 random / 1 k-means / 2 k-medoids landmarks (1)
   -D dimension (inferred)  -r 1 shuffle / 0 not (1)  -v verbose (0)  -s -z -w -S accepted, ignored
 """
 
@@ -52,7 +52,7 @@ def _estimator(a, dim):
         )
     if a.A == 3:
         return LLSVMClassifier(
-            alpha=a.L, n_landmarks=a.B, landmarks="kmeans" if a.m == 1 else "random", kernel=kernel,
+            alpha=a.L, n_landmarks=a.B, landmarks={0: "random", 1: "kmeans", 2: "kmedoids"}.get(a.m, "kmeans"), kernel=kernel,
             gamma=gamma, degree=int(a.d), coef0=a.i, random_state=rs, verbose=a.v,
         )
     if a.A == 4:

@@ -10,7 +10,7 @@ from vastml._validation import choice
 from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
 from vastml.svm._bsgd import KERNELS, kernel_gamma
 
-LANDMARKS = ("kmeans", "random")
+LANDMARKS = ("kmeans", "kmedoids", "random")
 
 
 class LLSVMClassifier(BudgetedClassifier):
@@ -32,8 +32,10 @@ class LLSVMClassifier(BudgetedClassifier):
         Regularisation :math:`\lambda` (``-L``); the dual box is :math:`C = 1/\lambda`.
     n_landmarks : int, default=100
         :math:`B` (``-B``); capped at the number of training rows.
-    landmarks : {"kmeans", "random"}, default="kmeans"
-        How landmarks are chosen (``-m 1`` / ``-m 0``).
+    landmarks : {"kmeans", "kmedoids", "random"}, default="kmeans"
+        How landmarks are chosen (``-m 1`` / ``-m 2`` / ``-m 0``). k-medoids starts from the
+        k-means clustering and alternates assignment with the medoid update (the member with
+        the smallest summed distance to its cluster), so landmarks are data rows.
     kernel, gamma, degree, coef0
         As in :class:`~vastml.svm.BSGDClassifier`.
     max_iter : int, default=30
@@ -134,9 +136,11 @@ class LLSVMClassifier(BudgetedClassifier):
             picked = sample[rng.choice(sample.shape[0], size=b, replace=False)]
             return np.ascontiguousarray(picked.toarray() if sp.issparse(picked) else picked, dtype=np.float64)
         # k-means reads CSR directly (distances at O(nnz)); only the centres are dense.
-        centers, _, _, _ = _core.kmeans(
+        centers, labels, _, _ = _core.kmeans(
             core_examples(sample), b, max_iter=int(self.kmeans_iter), seed=int(seed), n_jobs=self._n_jobs()
         )
+        if self.landmarks == "kmedoids":
+            return kmedoids(sample, labels, b, int(self.kmeans_iter))
         return centers
 
     def fit(self, X, y):
@@ -172,3 +176,40 @@ class LLSVMClassifier(BudgetedClassifier):
         if len(self.classes_) == 2:
             return np.column_stack([-s[:, 0] / 2, s[:, 0] / 2])
         return s
+
+
+def _sq_dists(A, B):
+    """Squared Euclidean distances between the rows of A and B (dense or sparse)."""
+    aa = np.asarray(A.multiply(A).sum(1)).ravel() if sp.issparse(A) else (A * A).sum(1)
+    bb = np.asarray(B.multiply(B).sum(1)).ravel() if sp.issparse(B) else (B * B).sum(1)
+    ab = A @ B.T
+    ab = ab.toarray() if sp.issparse(ab) else np.asarray(ab)
+    return np.maximum(aa[:, None] + bb[None, :] - 2 * ab, 0.0)
+
+
+def kmedoids(X, labels, k, max_iter):
+    """Alternating k-medoids from an initial labelling: medoid = the member with the smallest
+    summed squared distance to the other members of its cluster; then re-assign to the
+    nearest medoid. Returns the medoids as dense rows of X, shape (k, n_features).
+
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [0.1], [0.3], [10.0], [10.2]])
+    >>> kmedoids(X, np.array([0, 0, 0, 1, 1]), 2, 5).ravel().tolist()
+    [0.1, 10.0]
+    """
+    labels = np.asarray(labels).copy()
+    medoids = np.zeros(k, dtype=np.int64)
+    for _ in range(max(1, max_iter)):
+        for c in range(k):
+            members = np.flatnonzero(labels == c)
+            if members.size == 0:
+                medoids[c] = medoids[c - 1] if c else 0
+                continue
+            d = _sq_dists(X[members], X[members]).sum(1)
+            medoids[c] = members[int(np.argmin(d))]
+        new = np.argmin(_sq_dists(X, X[medoids]), axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    M = X[medoids]
+    return np.ascontiguousarray(M.toarray() if sp.issparse(M) else M, dtype=np.float64)
