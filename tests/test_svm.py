@@ -271,3 +271,14 @@ def test_kmedoids_landmarks_are_medoids(rng):
         assert ((members - m) ** 2).sum() == pytest.approx(cost.min())
     Xs = sp.csr_matrix(X)
     np.testing.assert_allclose(kmedoids(Xs, lab, 3, 5), kmedoids(X, lab, 3, 5))
+
+
+def test_verbose_reports_each_epoch(rng, capsys):
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = AMMClassifier(n_epochs=3, verbose=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert [f"epoch {e}/3" in err for e in (1, 2, 3)] == [True] * 3
+    assert clf.n_iter_ == 3
+    AMMClassifier(n_epochs=2, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
