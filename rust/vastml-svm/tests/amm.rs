@@ -348,7 +348,7 @@ fn gamm_with_zero_probability_is_amm_and_clones_are_bounded() {
 }
 
 #[test]
-fn batch_amm_reassigns_and_decreases_objective_loosely() {
+fn batch_amm_reassignment_counts_changes() {
     let (dense, _, _, _, y) = data(400, 3, 2, 6);
     let ex = Examples::dense(&dense, 3).unwrap();
     let cancel = AtomicBool::new(false);
@@ -447,5 +447,33 @@ proptest! {
         for c in 0..n_classes { prop_assert!(cls.iter().filter(|&&k| k == c).count() <= cap); }
         let norm: f64 = got.iter().map(|v| v * v).sum::<f64>().sqrt();
         prop_assert!(norm <= 2.0 / lambda * (1.0 + 1e-9) + 1e-9, "norm {} > 2/lambda", norm);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Theorem 3's invariant with pruning: ||W^(t)|| <= (2 + c) / lambda when ||x|| <= 1, and
+    /// the per-class cap holds.
+    #[test]
+    fn norm_bound_with_pruning(seed in 0u64..1000, c in 0.0f64..20.0, every in 3u64..50, lambda in 0.01f64..1.0) {
+        let d = 3;
+        let (mut dense, _, _, _, y) = data(200, d, 3, seed);
+        for row in dense.chunks_mut(d) {
+            let nrm: f64 = row.iter().map(|v| v * v).sum::<f64>().sqrt();
+            if nrm > 1.0 { row.iter_mut().for_each(|v| *v /= nrm); }
+        }
+        let mut p = params(lambda, 6);
+        p.bias = 0.0;
+        p.prune_every = every;
+        p.prune_c = c;
+        let mut m = Amm::new(p, d, 3).unwrap();
+        let ex = Examples::dense(&dense, d).unwrap();
+        for e in 0..2 {
+            m.epoch(&ex, &y, true, e, false, &AtomicBool::new(false)).unwrap();
+            let norm: f64 = m.weights().iter().map(|v| v * v).sum::<f64>().sqrt();
+            prop_assert!(norm <= (2.0 + c) / lambda * (1.0 + 1e-9), "{} > {}", norm, (2.0 + c) / lambda);
+            for cl in 0..3 { prop_assert!(m.weight_classes().iter().filter(|&&k| k == cl).count() <= 6); }
+        }
     }
 }
