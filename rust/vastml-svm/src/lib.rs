@@ -43,4 +43,4 @@ pub use bsgd::{Bsgd, BsgdParams, Maintenance, Merge, golden_section, merge_pair}
 pub use data::{Examples, Row};
 pub use error::SvmError;
 pub use kernel::Kernel;
-pub use llsvm::{DcdOptions, Nystrom, dual_cd, symmetric_eigen};
+pub use llsvm::{DcdOptions, Nystrom, dual_cd, dual_cd_full, symmetric_eigen};

@@ -225,7 +225,7 @@ pub struct DcdOptions {
 /// Dual coordinate descent for the L2-regularised hinge-loss linear SVM without bias.
 ///
 /// `features` row-major `(n, dim)`, `targets` +1/-1. Returns `w` and the
-/// number of outer iterations.
+/// number of outer iterations; [`dual_cd_full`] also returns the dual variables.
 ///
 /// # Errors
 /// Shape errors, a non-positive `c`, [`SvmError::Cancelled`].
@@ -236,6 +236,20 @@ pub fn dual_cd(
     options: DcdOptions,
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, usize), SvmError> {
+    dual_cd_full(features, dim, targets, options, cancel).map(|(w, _, it)| (w, it))
+}
+
+/// [`dual_cd`] returning `(w, alpha, n_iter)`, with `w = sum_i alpha_i y_i x_i`.
+///
+/// # Errors
+/// As [`dual_cd`].
+pub fn dual_cd_full(
+    features: &[f64],
+    dim: usize,
+    targets: &[f64],
+    options: DcdOptions,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
     let DcdOptions {
         c,
         max_iter,
@@ -318,5 +332,5 @@ pub fn dual_cd(
             f64::NEG_INFINITY
         };
     }
-    Ok((w, iters))
+    Ok((w, alpha, iters))
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use proptest::prelude::*;
 use vastml_svm::{
     Arow, Bsgd, BsgdParams, DcdOptions, Examples, Kernel, Maintenance, Nystrom, UpdateOn,
-    argmax_rows, dual_cd, golden_section, merge_pair, symmetric_eigen,
+    argmax_rows, dual_cd, dual_cd_full, golden_section, merge_pair, symmetric_eigen,
 };
 
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
@@ -344,39 +344,54 @@ fn nystrom_reproduces_kernel_on_landmarks() {
 
 #[test]
 fn dual_cd_satisfies_kkt_and_separates() {
-    // A separable problem: DCD must reach zero training error and near-KKT conditions.
+    // KKT conditions of the hinge-loss SVM checked from the returned dual variables:
+    // w = sum a_i y_i x_i; a_i = 0 => y w.x >= 1; a_i = C => y w.x <= 1; else y w.x = 1.
     let mut r = lcg(5);
     let n = 200;
     let x: Vec<f64> = (0..n * 3).map(|_| 2.0 * r() - 1.0).collect();
     let y: Vec<f64> = x
         .chunks(3)
         .map(|v| {
-            if v[0] - v[1] + 0.2 * v[2] > 0.0 {
+            if v[0] - v[1] + 0.2 * v[2] + 0.3 * (r() - 0.5) > 0.0 {
                 1.0
             } else {
                 -1.0
             }
         })
         .collect();
-    let (w, _) = dual_cd(
-        &x,
-        3,
-        &y,
-        DcdOptions {
-            c: 100.0,
-            max_iter: 1000,
-            tol: 1e-6,
-            seed: 0,
-        },
-        &AtomicBool::new(false),
-    )
-    .unwrap();
-    let errors = x
-        .chunks(3)
-        .zip(&y)
-        .filter(|(v, t)| **t * v.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() <= 0.0)
-        .count();
-    assert!(errors <= 2, "{errors} errors");
+    let c = 2.0;
+    let opts = DcdOptions {
+        c,
+        max_iter: 5000,
+        tol: 1e-9,
+        seed: 0,
+    };
+    let (w, alpha, _) = dual_cd_full(&x, 3, &y, opts, &AtomicBool::new(false)).unwrap();
+    for k in 0..3 {
+        let s: f64 = (0..n).map(|i| alpha[i] * y[i] * x[i * 3 + k]).sum();
+        assert!((s - w[k]).abs() < 1e-9);
+    }
+    let (mut at_zero, mut at_c, mut free) = (0, 0, 0);
+    for i in 0..n {
+        let m = y[i] * (0..3).map(|k| w[k] * x[i * 3 + k]).sum::<f64>();
+        assert!((0.0..=c).contains(&alpha[i]));
+        if alpha[i] == 0.0 {
+            assert!(m >= 1.0 - 1e-6, "a = 0 but margin {m}");
+            at_zero += 1;
+        } else if alpha[i] == c {
+            assert!(m <= 1.0 + 1e-6, "a = C but margin {m}");
+            at_c += 1;
+        } else {
+            assert!((m - 1.0).abs() < 1e-6, "free a but margin {m}");
+            free += 1;
+        }
+    }
+    assert!(
+        at_zero > 0 && at_c > 0 && free > 0,
+        "{at_zero} {at_c} {free}"
+    );
+    let (w2, _) = dual_cd(&x, 3, &y, opts, &AtomicBool::new(false)).unwrap();
+    assert_eq!(w, w2);
     assert!(
         dual_cd(
             &x,
