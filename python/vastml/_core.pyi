@@ -62,3 +62,109 @@ class GaussTransform:
     @property
     def dim(self) -> int: ...
     def info(self) -> dict[str, Any]: ...
+
+# -- vastml.svm ------------------------------------------------------------------------------
+# X is a C-contiguous float64 2-D array or a CSR tuple (indptr int64, indices int64,
+# data float64, n_features).
+_Examples = npt.NDArray[np.float64] | tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], int]
+
+class AmmModel:
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int,
+        lambda_: float,
+        max_weights_per_class: int,
+        prune_every: int,
+        prune_c: float,
+        bias: float,
+        clone_probability: float = 0.0,
+        clone_decay: float = 0.99,
+        weights: npt.NDArray[np.float64] | None = None,
+        weight_class: npt.NDArray[np.int64] | None = None,
+        steps: int = 0,
+    ) -> None: ...
+    def epoch(
+        self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0, batch: bool = False
+    ) -> dict[str, Any]: ...
+    def reassign(self, x: _Examples, y: npt.NDArray[np.int64]) -> int: ...
+    def clear_assignments(self) -> None: ...
+    def decision_function(self, x: _Examples, n_jobs: int | None = None) -> npt.NDArray[np.float64]: ...
+    @property
+    def weights(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def weight_class(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def clone_probability(self) -> float: ...
+    def set_clone_probability(self, p: float) -> None: ...
+
+class BsgdModel:
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int,
+        lambda_: float,
+        budget: int,
+        maintenance: str,
+        kernel: str,
+        gamma: float,
+        degree: int = 2,
+        coef: float = 1.0,
+        support_vectors: npt.NDArray[np.float64] | None = None,
+        alphas: npt.NDArray[np.float64] | None = None,
+        steps: int = 0,
+    ) -> None: ...
+    def epoch(self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0) -> dict[str, Any]: ...
+    def decision_function(self, x: _Examples, n_jobs: int | None = None) -> npt.NDArray[np.float64]: ...
+    @property
+    def support_vectors(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def alphas(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def steps(self) -> int: ...
+
+def arow_fit(
+    x: _Examples,
+    y: npt.NDArray[np.int64],
+    classes: npt.NDArray[np.int64],
+    means: npt.NDArray[np.float64],
+    covariances: npt.NDArray[np.float64],
+    r: float,
+    bias: float,
+    diagonal: bool,
+    update_on: str,
+    shuffle: bool,
+    seed: int,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int]]: ...
+def llsvm_fit(
+    x: _Examples,
+    y: npt.NDArray[np.int64],
+    classes: npt.NDArray[np.int64],
+    landmarks: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef: float,
+    c: float,
+    max_iter: int,
+    tol: float,
+    seed: int,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int]]: ...
+def llsvm_decision(
+    x: _Examples,
+    landmarks: npt.NDArray[np.float64],
+    map_matrix: npt.NDArray[np.float64],
+    coef: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def kmeans(
+    x: _Examples, k: int, max_iter: int = 100, tol: float = 0.0, seed: int = 0, n_jobs: int | None = None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], float, int]: ...

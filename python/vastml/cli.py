@@ -76,6 +76,9 @@ def _demo(args) -> int:
         print(f"   {d:>2} {hh:>5}  " + "".join(cells))
 
     claw = _demo_bandwidth(args)
+    from vastml.svm._cli import demo_section
+
+    demo_section(args)
 
     out = args.out
     try:
@@ -149,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="vastml-demo.png", help="PNG to write (needs matplotlib)")
     d.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     d.set_defaults(func=_demo)
+    from vastml.svm._cli import add_svm_parser
+
+    add_svm_parser(sub)
     return p
 
 

@@ -1,5 +1,6 @@
 """Generators of the synthetic data sets used in tests, benches and demos."""
 
+from vastml.datasets._checkerboard import make_checkerboard
 from vastml.datasets._densities import (
     MARRON_WAND_NAMES,
     make_marron_wand,
@@ -10,6 +11,7 @@ from vastml.datasets._synthetic import make_gaussian_mixture, make_uniform
 
 __all__ = [
     "MARRON_WAND_NAMES",
+    "make_checkerboard",
     "make_gaussian_mixture",
     "make_marron_wand",
     "make_robot_arm",

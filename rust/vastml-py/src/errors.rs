@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::{PyErr, create_exception};
 use vastml_fgt::FgtError;
 use vastml_spatial::SpatialError;
+use vastml_svm::SvmError;
 
 create_exception!(
     vastml,
@@ -50,6 +51,20 @@ impl ToPyErr for FgtError {
             | FgtError::Empty { .. } => PyValueError::new_err(self.to_string()),
             FgtError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
             FgtError::Spatial(e) => e.to_pyerr(),
+        }
+    }
+}
+
+impl ToPyErr for SvmError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            SvmError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            SvmError::InvalidParameter { .. }
+            | SvmError::ShapeMismatch { .. }
+            | SvmError::NonFinite { .. }
+            | SvmError::Empty { .. } => PyValueError::new_err(self.to_string()),
+            #[allow(unreachable_patterns)]
+            other => VastmlError::new_err(other.to_string()),
         }
     }
 }

@@ -6,6 +6,7 @@ mod door;
 mod errors;
 mod fgt;
 mod sums;
+mod svm;
 
 use pyo3::prelude::*;
 
@@ -27,6 +28,8 @@ mod _core {
     use super::fgt::{PyGaussTransform, gauss_transform};
     #[pymodule_export]
     use super::sums::{erfc_sum, hermite_gauss_sum};
+    #[pymodule_export]
+    use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

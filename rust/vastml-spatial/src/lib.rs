@@ -8,6 +8,7 @@
 //!   time, with a triangle-inequality prune and rayon-parallel updates, and
 //!   [`farthest_point_clustering`] for the one-shot version. The final [`Clustering`] moves each
 //!   centre to its cluster mean and recomputes the radii about the means.
+//! - [`kmeans`]: seeded k-means (k-means++ seeding, Lloyd iterations), e.g. for LLSVM landmarks.
 //!
 //! Points are always row-major `&[f64]` slices of length `n * dim` together with `dim`. Bad input
 //! is reported as a [`SpatialError`], never by panicking.
@@ -45,6 +46,7 @@ mod distance;
 mod error;
 mod kcenter;
 mod kdtree;
+mod kmeans;
 mod validate;
 
 pub use clustering::Clustering;
@@ -52,6 +54,7 @@ pub use distance::squared_distance;
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
+pub use kmeans::{CsrPoints, KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
 
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, SpatialError>;

@@ -1,0 +1,259 @@
+"""AMM, online AMM, GAMM and multi-class Pegasos over the Rust trainer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vastml import _core
+from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+
+
+class AMMClassifier(BudgetedClassifier):
+    r"""Adaptive multi-hyperplane machine: a budgeted non-linear classifier trained by SGD.
+
+    Every class owns up to ``max_weights_per_class`` weight vectors; the score of class i is
+    :math:`g(i, x) = \max_j w_{ij}^\top x` and the prediction :math:`\arg\max_i g(i, x)`
+    (Wang, Djuric, Crammer & Vucetic, KDD 2011; Djuric's thesis ch. 4). Training is SGD with
+    step :math:`1/(\lambda t)` on the convex sub-problem with fixed assignments: batch AMM
+    (``online=False``) runs one online pass and then re-assigns every example to its
+    best-scoring true-class weight before each further epoch; online AMM
+    (``online=True``) assigns at every step. Small weights are pruned every ``prune_every``
+    steps (removed set's norm at most :math:`c / ((t-1)\lambda)`). With ``clone_probability > 0``
+    this is GAMM: on a positive loss the assigned weight is cloned with that probability (which
+    then decays by ``clone_decay``), letting the model grow where one hyperplane is not enough.
+
+    Each class also owns a reserved zero weight that scores 0 (the thesis's convention), so
+    class scores are never negative in this model; it turns into a new weight when it wins.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        Regularisation :math:`\lambda > 0` (BudgetedSVM's ``-L``).
+    n_epochs : int, default=5
+        Passes over the data (``-e``).
+    online : bool, default=False
+        Online AMM (``-A 2``) instead of batch AMM (``-A 1``).
+    max_weights_per_class : int, default=50
+        Budget of weights per class, :math:`B_{lim}` (``-B``). 1 gives multi-class Pegasos.
+    prune_every : int, default=10000
+        Pruning period :math:`k` (``-k``); 0 disables pruning.
+    prune_c : float, default=10.0
+        Pruning aggressiveness :math:`c \ge 0` (``-c``).
+    bias : float, default=1.0
+        Value of the constant bias feature (``-b``); 0 for no bias term.
+    clone_probability : float, default=0.0
+        GAMM's cloning probability :math:`p` (the thesis uses 0.2); 0 is plain AMM.
+    clone_decay : float, default=0.99
+        GAMM's decay :math:`\beta` of the cloning probability after each clone.
+    shuffle : bool, default=True
+        Shuffle the examples every epoch.
+    random_state : int, RandomState or None, default=None
+        Seeds the shuffles and the cloning draws.
+    verbose : bool, default=False
+        Print one line per epoch (loss, updates, pruned and cloned weights, time).
+    n_jobs : int or None, default=None
+        Threads for prediction (training SGD is sequential).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    weights_ : ndarray of shape (n_weights, n_features + 1)
+        Every weight vector, bias weight last.
+    weight_class_ : ndarray of shape (n_weights,)
+        Index into ``classes_`` of every weight.
+    n_weights_ : int
+        Number of weights (the model size; reserved zero weights not counted).
+    n_iter_ : int
+        Epochs run by the last ``fit`` (``partial_fit`` adds one each).
+    t_ : int
+        SGD steps taken.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.svm import AMMClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 2))
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, "same", "diff")   # XOR: not linear
+    >>> clf = AMMClassifier(alpha=1e-3, n_epochs=10, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9), clf.n_weights_ > 2
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha=1e-4,
+        n_epochs=5,
+        online=False,
+        max_weights_per_class=50,
+        prune_every=10000,
+        prune_c=10.0,
+        bias=1.0,
+        clone_probability=0.0,
+        clone_decay=0.99,
+        shuffle=True,
+        random_state=None,
+        verbose=False,
+        n_jobs=None,
+    ):
+        self.alpha = alpha
+        self.n_epochs = n_epochs
+        self.online = online
+        self.max_weights_per_class = max_weights_per_class
+        self.prune_every = prune_every
+        self.prune_c = prune_c
+        self.bias = bias
+        self.clone_probability = clone_probability
+        self.clone_decay = clone_decay
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    # parameters of the Rust model, checked
+    def _amm_args(self):
+        return dict(
+            lambda_=check_float(self.alpha, "alpha", low=0, low_open=True),
+            max_weights_per_class=check_int(self.max_weights_per_class, "max_weights_per_class", 1),
+            prune_every=check_int(self.prune_every, "prune_every", 0),
+            prune_c=check_float(self.prune_c, "prune_c", low=0),
+            bias=check_float(self.bias, "bias"),
+            clone_probability=check_float(self.clone_probability, "clone_probability", low=0, high=1),
+            clone_decay=check_float(self.clone_decay, "clone_decay", low=0, high=1),
+        )
+
+    def _check_params(self):
+        self._amm_args()
+        check_int(self.n_epochs, "n_epochs", 1)
+        self._n_jobs()
+
+    def _is_online(self):
+        return bool(self.online)
+
+    def _new_model(self, n_features, n_classes):
+        return _core.AmmModel(n_features, n_classes, **self._amm_args())
+
+    def _run_epoch(self, model, Xc, y, epoch, seed):
+        batch = not self._is_online() and epoch > 0
+        if batch:
+            model.reassign(Xc, y)
+        stats = model.epoch(Xc, y, shuffle=bool(self.shuffle), seed=seed, batch=batch)
+        stats["n_weights"] = len(model.weight_class)
+        return stats
+
+    def _store(self, model):
+        self.weights_ = model.weights
+        self.weight_class_ = model.weight_class
+        self.n_weights_ = int(self.weight_class_.shape[0])
+        self.t_ = int(model.steps)
+        self.clone_probability_ = float(model.clone_probability)
+
+    def _model(self):
+        args = self._amm_args()
+        m = _core.AmmModel(
+            self.n_features_in_,
+            len(self.classes_),
+            **args,
+            weights=np.ascontiguousarray(self.weights_, dtype=np.float64),
+            weight_class=np.ascontiguousarray(self.weight_class_, dtype=np.int64),
+            steps=int(self.t_),
+        )
+        m.set_clone_probability(self.clone_probability_)
+        return m
+
+    def _decision_matrix(self, Xc):
+        return self._model().decision_function(Xc, n_jobs=self._n_jobs())
+
+    def partial_fit(self, X, y, classes=None):
+        """One online pass over ``X`` (assignments by argmax), continuing the model.
+
+        ``classes`` (all labels that will ever appear) is required on the first call.
+        """
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ValueError("`classes` must be passed on the first call to partial_fit")
+        X, y = self._fit_data(X, y, reset=first)
+        if first:
+            self._set_classes(y, classes)
+            model = self._new_model(X.shape[1], len(self.classes_))
+            self.n_iter_ = 0
+        else:
+            model = self._model()
+        codes = self._encode(y)
+        seed = self._seeds(1)[0] if first else int(np.random.default_rng(self.t_).integers(2**62))
+        model.epoch(core_examples(X), codes, shuffle=bool(self.shuffle), seed=seed, batch=False)
+        self.n_iter_ += 1
+        self._store(model)
+        return self
+
+
+class PegasosClassifier(AMMClassifier):
+    r"""Multi-class (Crammer-Singer) linear SVM trained by Pegasos SGD.
+
+    One weight per class, :math:`\arg\max_i w_i^\top x`, step :math:`1/(\lambda t)`; the
+    shortcut BudgetedSVM offers as ``-A 0``. Exactly :class:`AMMClassifier` with
+    ``max_weights_per_class=1``.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        Regularisation :math:`\lambda > 0`.
+    n_epochs : int, default=5
+    bias : float, default=1.0
+        Constant bias feature (regularised like the weights); 0 for none.
+    shuffle, random_state, verbose, n_jobs
+        As in :class:`AMMClassifier`.
+
+    Attributes
+    ----------
+    classes_, weights_, weight_class_, n_weights_, n_iter_, t_, n_features_in_
+        As in :class:`AMMClassifier`; ``weights_`` has one row per class.
+    coef_ : ndarray of shape (n_classes, n_features)
+    intercept_ : ndarray of shape (n_classes,)
+        The bias weight times ``bias``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.svm import PegasosClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3))
+    >>> y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    >>> clf = PegasosClassifier(alpha=1e-3, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.9), clf.coef_.shape
+    (True, (3, 3))
+    """
+
+    def __init__(
+        self, *, alpha=1e-4, n_epochs=5, bias=1.0, shuffle=True, random_state=None, verbose=False, n_jobs=None
+    ):
+        self.alpha = alpha
+        self.n_epochs = n_epochs
+        self.bias = bias
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def _amm_args(self):
+        return dict(
+            lambda_=check_float(self.alpha, "alpha", low=0, low_open=True),
+            max_weights_per_class=1,
+            prune_every=0,
+            prune_c=0.0,
+            bias=check_float(self.bias, "bias"),
+            clone_probability=0.0,
+            clone_decay=0.99,
+        )
+
+    def _is_online(self):
+        return True
+
+    def _store(self, model):
+        super()._store(model)
+        order = np.argsort(self.weight_class_, kind="stable")
+        self.coef_ = self.weights_[order, :-1]
+        self.intercept_ = self.weights_[order, -1] * float(self.bias)

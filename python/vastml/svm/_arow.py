@@ -1,0 +1,230 @@
+"""AROW (adaptive regularisation of weight vectors), binary and one-vs-rest."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import ndtr
+
+from vastml import _core
+from vastml._validation import choice
+from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+
+
+class AROWClassifier(BudgetedClassifier):
+    r"""AROW: online learning of a Gaussian over weight vectors (Crammer, Kulesza & Dredze
+    2009; Djuric's thesis ch. 6).
+
+    From :math:`\mu = 0, \Sigma = I`, each example :math:`(x, y)`, :math:`y = \pm 1`, with margin
+    :math:`m = y\mu^\top x < 1` updates :math:`\beta = 1/(x^\top\Sigma x + r)`,
+    :math:`\alpha = \beta(1 - m)`, :math:`\mu \mathrel{+}= \alpha y \Sigma x`,
+    :math:`\Sigma \mathrel{-}= \beta \Sigma x x^\top \Sigma`. ``covariance="diagonal"`` keeps only
+    the diagonal of that update, :math:`s_j \mathrel{-}= \beta s_j^2 x_j^2`, for high-dimensional
+    sparse data. Binary directly; one-vs-rest (in parallel, ``n_jobs``) for more classes.
+
+    The model is accessible and constructible as arrays (``mean_``, ``covariance_``; see
+    :meth:`from_model`), e.g. for a MapReduce combination of models trained on shards.
+
+    Parameters
+    ----------
+    r : float, default=1.0
+        :math:`r = 1/(2\lambda_1) > 0`; larger means smaller steps.
+    covariance : {"full", "diagonal"}, default="full"
+    update_on : {"margin", "mistake"}, default="margin"
+        Update when the margin is below 1 (the AROW paper), or only on mistakes.
+    bias : float, default=1.0
+        Constant bias feature appended to every example (0: none). It is the last
+        coordinate of ``mean_`` and ``covariance_``.
+    n_epochs : int, default=1
+    shuffle, random_state, verbose, n_jobs
+        As in :class:`~vastml.svm.AMMClassifier`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    mean_ : ndarray of shape (n_models, n_features + 1)
+        :math:`\mu` of every model: one row for two classes (positive = ``classes_[1]``),
+        else one per class (one-vs-rest).
+    covariance_ : ndarray of shape (n_models, n_features + 1, n_features + 1) or (n_models, n_features + 1)
+        :math:`\Sigma` of every model (its diagonal when ``covariance="diagonal"``).
+    n_updates_ : ndarray of shape (n_models,)
+        Updates made by the last fit / partial_fit.
+    n_iter_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.svm import AROWClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1000, 5))
+    >>> y = np.where(X @ np.arange(1, 6) + 0.1 * rng.normal(size=1000) > 0, "pos", "neg")
+    >>> clf = AROWClassifier(random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.95), clf.mean_.shape, clf.covariance_.shape
+    (True, (1, 6), (1, 6, 6))
+    """
+
+    def __init__(
+        self,
+        *,
+        r=1.0,
+        covariance="full",
+        update_on="margin",
+        bias=1.0,
+        n_epochs=1,
+        shuffle=True,
+        random_state=None,
+        verbose=False,
+        n_jobs=None,
+    ):
+        self.r = r
+        self.covariance = covariance
+        self.update_on = update_on
+        self.bias = bias
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def _check_params(self):
+        check_float(self.r, "r", low=0, low_open=True)
+        choice(self.covariance, "covariance", ("full", "diagonal"))
+        choice(self.update_on, "update_on", ("margin", "mistake"))
+        check_float(self.bias, "bias")
+        check_int(self.n_epochs, "n_epochs", 1)
+        self._n_jobs()
+
+    @classmethod
+    def from_model(cls, mean, covariance, classes, **params):
+        """An AROW classifier from model arrays (e.g. combined from shard models).
+
+        ``mean`` has shape (n_models, n_features + 1) and ``covariance`` (n_models, d + 1, d + 1)
+        or (n_models, d + 1) for ``covariance="diagonal"`` (inferred); ``classes`` the labels.
+        Other keyword arguments are estimator parameters.
+        """
+        mean = np.atleast_2d(np.asarray(mean, dtype=np.float64))
+        cov = np.asarray(covariance, dtype=np.float64)
+        classes = np.asarray(classes)
+        n_models = 1 if len(classes) == 2 else len(classes)
+        if len(classes) < 2 or mean.shape[0] != n_models:
+            raise ValueError(f"`mean` must have {n_models} rows for {len(classes)} classes, got {mean.shape[0]}")
+        w = mean.shape[1]
+        if cov.shape == (n_models, w):
+            params.setdefault("covariance", "diagonal")
+        elif cov.shape == (n_models, w, w):
+            params.setdefault("covariance", "full")
+        else:
+            raise ValueError(f"`covariance` must have shape ({n_models}, {w}, {w}) or ({n_models}, {w}), got {cov.shape}")
+        if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
+            raise ValueError("`mean` and `covariance` must be finite")
+        est = cls(**params)
+        est._check_params()
+        est.classes_ = np.unique(classes)
+        est.mean_ = np.ascontiguousarray(mean)
+        est.covariance_ = np.ascontiguousarray(cov)
+        est.n_features_in_ = w - 1
+        est.n_iter_ = 0
+        est.n_updates_ = np.zeros(n_models, dtype=np.int64)
+        return est
+
+    def _models(self):
+        return np.array([1], dtype=np.int64) if len(self.classes_) == 2 else np.arange(len(self.classes_), dtype=np.int64)
+
+    def _fresh(self, d):
+        k = len(self._models())
+        mean = np.zeros((k, d + 1))
+        if self.covariance == "diagonal":
+            cov = np.ones((k, d + 1))
+        else:
+            cov = np.repeat(np.eye(d + 1)[None], k, axis=0)
+        return mean, cov
+
+    def _passes(self, X, codes, n_epochs, seeds):
+        Xc = core_examples(X)
+        total = np.zeros(len(self._models()), dtype=np.int64)
+        for e in range(n_epochs):
+            self.mean_, self.covariance_, upd = _core.arow_fit(
+                Xc, codes, self._models(), np.ascontiguousarray(self.mean_),
+                np.ascontiguousarray(self.covariance_), float(self.r), float(self.bias),
+                self.covariance == "diagonal", self.update_on, bool(self.shuffle), seeds[e],
+                n_jobs=self._n_jobs(),
+            )
+            total += np.asarray(upd)
+            if self.verbose:
+                print(f"[AROWClassifier] epoch {e + 1}/{n_epochs}: updates {list(upd)}")
+        self.n_updates_ = total
+
+    def fit(self, X, y):
+        """Train from scratch (``n_epochs`` passes).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = self._fit_data(X, y, reset=True)
+        self._set_classes(y)
+        codes = self._encode(y)
+        self.mean_, self.covariance_ = self._fresh(X.shape[1])
+        self._passes(X, codes, int(self.n_epochs), self._seeds(int(self.n_epochs)))
+        self.n_iter_ = int(self.n_epochs)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """One more pass over ``X``; ``classes`` is required on the first call."""
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ValueError("`classes` must be passed on the first call to partial_fit")
+        X, y = self._fit_data(X, y, reset=first)
+        if first:
+            self._set_classes(y, classes)
+            self.mean_, self.covariance_ = self._fresh(X.shape[1])
+            self.n_iter_ = 0
+        codes = self._encode(y)
+        seed = int(np.random.default_rng(int(self.n_iter_) + int(codes.sum())).integers(2**62))
+        self._passes(X, codes, 1, [seed])
+        self.n_iter_ += 1
+        return self
+
+    def _margins(self, X):
+        d = self.n_features_in_
+        W = self.mean_[:, :d]
+        s = X @ W.T
+        return np.asarray(s) + float(self.bias) * self.mean_[:, d]
+
+    def _decision_matrix(self, X):
+        s = self._margins(X)
+        if len(self.classes_) == 2:
+            return np.column_stack([-s[:, 0] / 2, s[:, 0] / 2])
+        return s
+
+    def _predict_data(self, X):
+        from sklearn.utils.validation import check_is_fitted, validate_data
+
+        check_is_fitted(self)
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+
+    def margin_probability(self, X):
+        r"""Probability, under the Gaussian over weights, that the margin is positive (eq. 6.2).
+
+        :math:`P(w^\top x > 0) = \Phi(\mu^\top x / \sqrt{x^\top\Sigma x})` for every model.
+        It is a confidence, not a calibrated class probability (two rows with the same
+        ``decision_function`` can differ in variance), so it is not offered as
+        ``predict_proba``.
+
+        Returns
+        -------
+        p : ndarray of shape (n_samples, n_models)
+            One column per model: a single column (for ``classes_[1]``) with two classes.
+        """
+        X = self._predict_data(X)
+        m = self._margins(X)
+        Xb = sp.hstack([sp.csr_matrix(X), np.full((X.shape[0], 1), float(self.bias))]).tocsr()
+        var = np.empty_like(m)
+        for k in range(m.shape[1]):
+            if self.covariance_.ndim == 2:
+                var[:, k] = np.asarray(Xb.multiply(Xb) @ self.covariance_[k]).ravel()
+            else:
+                var[:, k] = np.asarray(Xb.multiply(np.asarray(Xb @ self.covariance_[k])).sum(axis=1)).ravel()
+        return ndtr(m / np.sqrt(np.maximum(var, 1e-300)))

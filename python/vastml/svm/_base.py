@@ -1,0 +1,173 @@
+"""Shared machinery of the budgeted classifiers: input conversion, labels, epochs, prediction."""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from vastml._validation import n_jobs_arg
+
+_SEED_MAX = 2**63 - 1
+
+
+def core_examples(X):
+    """The form the Rust core reads: a C-contiguous float64 array or a CSR tuple.
+
+    Sparse input stays sparse: CSR with sorted, de-duplicated int64 indices (no densifying).
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return (
+            np.ascontiguousarray(X.indptr, dtype=np.int64),
+            np.ascontiguousarray(X.indices, dtype=np.int64),
+            np.ascontiguousarray(X.data, dtype=np.float64),
+            int(X.shape[1]),
+        )
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def check_int(v, name, low, *, allow_none=False):
+    """An int >= low (not a bool)."""
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {v!r}")
+    if v < low:
+        raise ValueError(f"`{name}` must be >= {low}, got {v}")
+    return int(v)
+
+
+def check_float(v, name, *, low=None, high=None, low_open=False, allow_none=False):
+    """A finite float within [low, high] (or (low, high] when low_open)."""
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"`{name}` must be a number, got {v!r}")
+    v = float(v)
+    bad = not np.isfinite(v)
+    if low is not None:
+        bad |= v <= low if low_open else v < low
+    if high is not None:
+        bad |= v > high
+    if bad:
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        br = "(" if low_open else "["
+        raise ValueError(f"`{name}` must be a finite number in {br}{lo}, {hi}], got {v}")
+    return v
+
+
+class BudgetedClassifier(ClassifierMixin, BaseEstimator):
+    """Base class: label encoding, validation, seeding, decision_function and predict.
+
+    Subclasses implement ``_check_params()``, ``_new_model(n_features, n_classes)``,
+    ``_run_epoch(model, Xc, y, epoch, seed)``, ``_store(model)`` and ``_decision_matrix(Xc)``
+    (scores of shape (n, n_classes)).
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- input -----------------------------------------------------------------------------
+    def _fit_data(self, X, y, reset):
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, reset=reset, order="C"
+        )
+        check_classification_targets(y)
+        return X, y
+
+    def _set_classes(self, y, classes=None):
+        labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+        if labels.shape[0] < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes; got 1 class"
+                f" ({labels[0]!r})"
+            )
+        self.classes_ = labels
+
+    def _encode(self, y):
+        codes = np.searchsorted(self.classes_, y)
+        codes = np.clip(codes, 0, len(self.classes_) - 1)
+        if not np.all(self.classes_[codes] == y):
+            unknown = np.setdiff1d(np.unique(y), self.classes_)
+            raise ValueError(f"`y` has labels not in `classes`: {unknown[:5]!r}")
+        return codes.astype(np.int64)
+
+    def _seeds(self, n):
+        rng = check_random_state(self.random_state)
+        return [int(s) for s in rng.randint(0, _SEED_MAX, size=n, dtype=np.int64)]
+
+    def _log(self, epoch, n_epochs, stats, t0):
+        if self.verbose:
+            extra = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())
+            print(
+                f"[{type(self).__name__}] epoch {epoch}/{n_epochs}: {extra}, {time.perf_counter() - t0:.2f} s",
+                file=sys.stderr,
+            )
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Train from scratch on ``X`` (dense or scipy.sparse, rows = examples) and labels ``y``.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = self._fit_data(X, y, reset=True)
+        self._set_classes(y)
+        codes = self._encode(y)
+        Xc = core_examples(X)
+        model = self._new_model(X.shape[1], len(self.classes_))
+        n_epochs = self._n_epochs()
+        seeds = self._seeds(n_epochs)
+        t0 = time.perf_counter()
+        for e in range(n_epochs):
+            stats = self._run_epoch(model, Xc, codes, e, seeds[e])
+            self._log(e + 1, n_epochs, stats, t0)
+        self.n_iter_ = n_epochs
+        self._store(model)
+        return self
+
+    def _n_epochs(self):
+        return self.n_epochs
+
+    # -- prediction ------------------------------------------------------------------------
+    def _predict_data(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False, order="C")
+        return core_examples(X)
+
+    def decision_function(self, X):
+        """Class scores.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes (positive favours
+            ``classes_[1]``), else (n_samples, n_classes) with the score of every class.
+        """
+        s = self._decision_matrix(self._predict_data(X))
+        if s.shape[1] == 2:
+            return s[:, 1] - s[:, 0]
+        return s
+
+    def predict(self, X):
+        """The class with the largest score for every row of ``X``."""
+        s = self._decision_matrix(self._predict_data(X))
+        return self.classes_[np.argmax(s, axis=1)]
+
+    def _n_jobs(self):
+        return n_jobs_arg(self.n_jobs)

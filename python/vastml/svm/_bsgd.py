@@ -1,0 +1,175 @@
+"""BSGD: budgeted kernel SVM by SGD, over the Rust trainer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vastml import _core
+from vastml._validation import choice
+from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+
+KERNELS = ("rbf", "exponential", "poly", "linear", "sigmoid")
+MAINTENANCE = ("merge", "remove", "remove-random", "project")
+
+
+def kernel_gamma(gamma, n_features):
+    """``gamma`` or its default 1/(2 n_features) (BudgetedSVM's 1/D in its exp(-g/2 d^2))."""
+    if gamma is None:
+        return 1.0 / (2.0 * n_features)
+    return check_float(gamma, "gamma", low=0, low_open=True)
+
+
+class BSGDClassifier(BudgetedClassifier):
+    r"""Budgeted stochastic gradient descent: a multi-class kernel SVM with at most ``budget``
+    support vectors (Wang, Crammer & Vucetic 2012; Djuric's thesis ch. 5).
+
+    :math:`g(i, x) = \sum_j \alpha_{ij} k(x, z_j)`, prediction :math:`\arg\max_i g(i, x)`. Each
+    step is a kernelised multi-class Pegasos step (:math:`\eta = 1/(\lambda t)`); when a new
+    support vector exceeds the budget, two are merged (``maintenance="merge"``, Gaussian kernel:
+    the merge point is found by golden-section search), one is removed (``"remove"``: the one
+    with the smallest :math:`\lVert\alpha_j\rVert^2 k(z_j, z_j)`; ``"remove-random"``), or the
+    smallest is removed and its contribution projected onto the span of the others
+    (``"project"``, any kernel, :math:`O(B^3)` per maintenance step).
+
+    Kernels use scikit-learn's widths: ``rbf`` is :math:`\exp(-\gamma\lVert x-y\rVert^2)`.
+    BudgetedSVM's ``-g g`` is ``gamma = g / 2`` here.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        Regularisation :math:`\lambda > 0` (``-L``).
+    budget : int, default=100
+        Maximum number of support vectors :math:`B` (``-B``); kept exactly.
+    maintenance : {"merge", "remove", "remove-random", "project"}, default="merge"
+    kernel : {"rbf", "exponential", "poly", "linear", "sigmoid"}, default="rbf"
+    gamma : float or None, default=None
+        Kernel width; None means ``1 / (2 n_features)``. Slope of the sigmoid kernel.
+    degree : int, default=2
+        Polynomial degree.
+    coef0 : float, default=1.0
+        Offset of the polynomial and sigmoid kernels.
+    n_epochs : int, default=5
+    shuffle, random_state, verbose, n_jobs
+        As in :class:`~vastml.svm.AMMClassifier`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    support_vectors_ : ndarray of shape (n_support, n_features)
+    dual_coef_ : ndarray of shape (n_support, n_classes)
+        :math:`\alpha_{ij}`.
+    n_weights_ : int
+        Number of support vectors (the model size).
+    n_iter_, t_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.svm import BSGDClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 2))
+    >>> y = (X ** 2).sum(1) < 0.5                          # a disc: not linear
+    >>> clf = BSGDClassifier(alpha=1e-4, budget=30, gamma=2.0, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.95), clf.support_vectors_.shape[0] <= 30
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha=1e-4,
+        budget=100,
+        maintenance="merge",
+        kernel="rbf",
+        gamma=None,
+        degree=2,
+        coef0=1.0,
+        n_epochs=5,
+        shuffle=True,
+        random_state=None,
+        verbose=False,
+        n_jobs=None,
+    ):
+        self.alpha = alpha
+        self.budget = budget
+        self.maintenance = maintenance
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def _check_params(self):
+        check_float(self.alpha, "alpha", low=0, low_open=True)
+        check_int(self.budget, "budget", 1)
+        choice(self.maintenance, "maintenance", MAINTENANCE)
+        choice(self.kernel, "kernel", KERNELS)
+        if self.maintenance == "merge" and self.kernel != "rbf":
+            raise ValueError("`maintenance='merge'` needs `kernel='rbf'`")
+        check_float(self.gamma, "gamma", low=0, low_open=True, allow_none=True)
+        check_int(self.degree, "degree", 1)
+        check_float(self.coef0, "coef0")
+        check_int(self.n_epochs, "n_epochs", 1)
+        self._n_jobs()
+
+    def _args(self, n_features):
+        return dict(
+            lambda_=float(self.alpha),
+            budget=int(self.budget),
+            maintenance=self.maintenance,
+            kernel=self.kernel,
+            gamma=kernel_gamma(self.gamma, n_features),
+            degree=int(self.degree),
+            coef=float(self.coef0),
+        )
+
+    def _new_model(self, n_features, n_classes):
+        return _core.BsgdModel(n_features, n_classes, **self._args(n_features))
+
+    def _run_epoch(self, model, Xc, y, epoch, seed):
+        stats = model.epoch(Xc, y, shuffle=bool(self.shuffle), seed=seed)
+        stats["n_merged_or_removed"] = stats.pop("n_pruned")
+        stats.pop("n_cloned")
+        return stats
+
+    def _store(self, model):
+        self.support_vectors_ = model.support_vectors
+        self.dual_coef_ = model.alphas
+        self.n_weights_ = int(self.support_vectors_.shape[0])
+        self.t_ = int(model.steps)
+
+    def _model(self):
+        return _core.BsgdModel(
+            self.n_features_in_,
+            len(self.classes_),
+            **self._args(self.n_features_in_),
+            support_vectors=np.ascontiguousarray(self.support_vectors_, dtype=np.float64),
+            alphas=np.ascontiguousarray(self.dual_coef_, dtype=np.float64),
+            steps=int(self.t_),
+        )
+
+    def _decision_matrix(self, Xc):
+        return self._model().decision_function(Xc, n_jobs=self._n_jobs())
+
+    def partial_fit(self, X, y, classes=None):
+        """One more SGD pass over ``X``; ``classes`` is required on the first call."""
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ValueError("`classes` must be passed on the first call to partial_fit")
+        X, y = self._fit_data(X, y, reset=first)
+        if first:
+            self._set_classes(y, classes)
+            model = self._new_model(X.shape[1], len(self.classes_))
+            self.n_iter_ = 0
+        else:
+            model = self._model()
+        seed = int(np.random.default_rng(getattr(self, "t_", 0)).integers(2**62))
+        model.epoch(core_examples(X), self._encode(y), shuffle=bool(self.shuffle), seed=seed)
+        self.n_iter_ += 1
+        self._store(model)
+        return self

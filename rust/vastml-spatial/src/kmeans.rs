@@ -1,0 +1,420 @@
+//! k-means: k-means++ seeding (Arthur & Vassilvitskii 2007) and Lloyd iterations, seeded.
+//!
+//! Assignment steps run in parallel (rayon); results are identical for any thread count (the
+//! centre sums are accumulated in point order). An empty cluster is re-seeded with the point
+//! farthest from its centre.
+
+use rayon::prelude::*;
+
+use crate::distance::squared_distance;
+use crate::validate::validate_points;
+use crate::{Result, SpatialError};
+
+/// The result of [`kmeans`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct KMeans {
+    /// Centres, row-major `(k, dim)`.
+    pub centers: Vec<f64>,
+    /// Cluster of every point.
+    pub labels: Vec<usize>,
+    /// Sum of squared distances of the points to their centres.
+    pub inertia: f64,
+    /// Lloyd iterations run.
+    pub n_iter: usize,
+}
+
+/// SplitMix64: a small seeded generator (enough for seeding; no dependency).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Rows the k-means loops can read: dense or CSR.
+trait Rows: Sync {
+    fn n(&self) -> usize;
+    fn dim(&self) -> usize;
+    fn dot(&self, i: usize, c: &[f64]) -> f64;
+    fn sq_norm(&self, i: usize) -> f64;
+    fn add_to(&self, i: usize, out: &mut [f64]);
+    /// `out[c] = x_i . centre_c` for all centres, from the centres transposed
+    /// (`centers_t[j * k + c]`): every non-zero adds a contiguous k-vector (vectorises).
+    fn dots_all(&self, i: usize, centers_t: &[f64], out: &mut [f64]);
+}
+
+struct DenseRows<'a> {
+    points: &'a [f64],
+    dim: usize,
+}
+
+impl Rows for DenseRows<'_> {
+    fn n(&self) -> usize {
+        self.points.len() / self.dim
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn dot(&self, i: usize, c: &[f64]) -> f64 {
+        dot(&self.points[i * self.dim..(i + 1) * self.dim], c)
+    }
+    fn sq_norm(&self, i: usize) -> f64 {
+        let p = &self.points[i * self.dim..(i + 1) * self.dim];
+        dot(p, p)
+    }
+    fn add_to(&self, i: usize, out: &mut [f64]) {
+        let p = &self.points[i * self.dim..(i + 1) * self.dim];
+        out.iter_mut().zip(p).for_each(|(o, v)| *o += v);
+    }
+    fn dots_all(&self, i: usize, centers_t: &[f64], out: &mut [f64]) {
+        let k = out.len();
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let p = &self.points[i * self.dim..(i + 1) * self.dim];
+        for (&v, col) in p.iter().zip(centers_t.chunks_exact(k)) {
+            if v != 0.0 {
+                out.iter_mut().zip(col).for_each(|(o, c)| *o += v * c);
+            }
+        }
+    }
+}
+
+struct CsrRows<'a> {
+    indptr: &'a [usize],
+    indices: &'a [usize],
+    data: &'a [f64],
+    dim: usize,
+}
+
+impl Rows for CsrRows<'_> {
+    fn n(&self) -> usize {
+        self.indptr.len() - 1
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn dot(&self, i: usize, c: &[f64]) -> f64 {
+        let r = self.indptr[i]..self.indptr[i + 1];
+        self.indices[r.clone()]
+            .iter()
+            .zip(&self.data[r])
+            .map(|(&j, v)| v * c[j])
+            .sum()
+    }
+    fn sq_norm(&self, i: usize) -> f64 {
+        self.data[self.indptr[i]..self.indptr[i + 1]]
+            .iter()
+            .map(|v| v * v)
+            .sum()
+    }
+    fn add_to(&self, i: usize, out: &mut [f64]) {
+        let r = self.indptr[i]..self.indptr[i + 1];
+        for (&j, v) in self.indices[r.clone()].iter().zip(&self.data[r]) {
+            out[j] += v;
+        }
+    }
+    fn dots_all(&self, i: usize, centers_t: &[f64], out: &mut [f64]) {
+        let k = out.len();
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let r = self.indptr[i]..self.indptr[i + 1];
+        for (&j, &v) in self.indices[r.clone()].iter().zip(&self.data[r]) {
+            let col = &centers_t[j * k..(j + 1) * k];
+            out.iter_mut().zip(col).for_each(|(o, c)| *o += v * c);
+        }
+    }
+}
+
+/// Dot product with four accumulators (vectorises).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    acc[0] + acc[1] + acc[2] + acc[3] + tail
+}
+
+/// `||x_i - c||^2` from norms and a dot product (clamped at 0 against rounding).
+fn dist2<R: Rows>(rows: &R, i: usize, xx: f64, c: &[f64], cc: f64) -> f64 {
+    (xx + cc - 2.0 * rows.dot(i, c)).max(0.0)
+}
+
+/// Nearest centre of every point (parallel), from the transposed centres.
+fn assign_all<R: Rows>(rows: &R, norms: &[f64], centers: &[f64], k: usize) -> Vec<(usize, f64)> {
+    let dim = rows.dim();
+    let mut ct = vec![0.0; dim * k];
+    for (c, z) in centers.chunks_exact(dim).enumerate() {
+        for (j, &v) in z.iter().enumerate() {
+            ct[j * k + c] = v;
+        }
+    }
+    let cn: Vec<f64> = centers.chunks_exact(dim).map(|z| dot(z, z)).collect();
+    (0..rows.n())
+        .into_par_iter()
+        .map_init(
+            || vec![0.0; k],
+            |buf, i| {
+                rows.dots_all(i, &ct, buf);
+                let mut best = (0, f64::INFINITY);
+                for (c, (&d, &cc)) in buf.iter().zip(&cn).enumerate() {
+                    let d2 = (norms[i] + cc - 2.0 * d).max(0.0);
+                    if d2 < best.1 {
+                        best = (c, d2);
+                    }
+                }
+                best
+            },
+        )
+        .collect()
+}
+
+fn row_dense<R: Rows>(rows: &R, i: usize) -> Vec<f64> {
+    let mut v = vec![0.0; rows.dim()];
+    rows.add_to(i, &mut v);
+    v
+}
+
+fn check_k(k: usize, n: usize) -> Result<()> {
+    if k == 0 || k > n {
+        return Err(SpatialError::InvalidParameter {
+            name: "k",
+            reason: format!("must lie in 1..={n} (the number of points), got {k}"),
+        });
+    }
+    Ok(())
+}
+
+fn plus_plus<R: Rows>(rows: &R, norms: &[f64], k: usize, seed: u64) -> Vec<f64> {
+    let n = rows.n();
+    let mut rng = SplitMix(seed);
+    let first = ((rng.next_f64() * n as f64) as usize).min(n - 1);
+    let mut centers = row_dense(rows, first);
+    let c0 = norms[first];
+    let mut d2: Vec<f64> = (0..n)
+        .into_par_iter()
+        .map(|i| dist2(rows, i, norms[i], &centers, c0))
+        .collect();
+    while centers.len() < k * rows.dim() {
+        let total: f64 = d2.iter().sum();
+        let pick = if total > 0.0 {
+            let mut target = rng.next_f64() * total;
+            let mut idx = n - 1;
+            for (i, &d) in d2.iter().enumerate() {
+                if target < d {
+                    idx = i;
+                    break;
+                }
+                target -= d;
+            }
+            idx
+        } else {
+            // All points coincide with chosen centres: any point will do.
+            ((rng.next_f64() * n as f64) as usize).min(n - 1)
+        };
+        let c = row_dense(rows, pick);
+        let cc = norms[pick];
+        d2.par_iter_mut()
+            .enumerate()
+            .for_each(|(i, d)| *d = d.min(dist2(rows, i, norms[i], &c, cc)));
+        centers.extend(c);
+    }
+    centers
+}
+
+fn lloyd<R: Rows>(rows: &R, k: usize, max_iter: usize, tol: f64, seed: u64) -> KMeans {
+    let (n, dim) = (rows.n(), rows.dim());
+    let norms: Vec<f64> = (0..n).into_par_iter().map(|i| rows.sq_norm(i)).collect();
+    let mut centers = plus_plus(rows, &norms, k, seed);
+    let mut labels = vec![usize::MAX; n];
+    let mut n_iter = 0;
+    for _ in 0..max_iter {
+        n_iter += 1;
+        let assign = assign_all(rows, &norms, &centers, k);
+        let changed = assign
+            .iter()
+            .zip(&labels)
+            .filter(|((a, _), b)| a != *b)
+            .count();
+        labels
+            .iter_mut()
+            .zip(&assign)
+            .for_each(|(l, (a, _))| *l = *a);
+        let mut sums = vec![0.0; k * dim];
+        let mut counts = vec![0usize; k];
+        for (i, &l) in labels.iter().enumerate() {
+            counts[l] += 1;
+            rows.add_to(i, &mut sums[l * dim..(l + 1) * dim]);
+        }
+        let mut moved = 0.0;
+        let mut taken = vec![false; n];
+        for j in 0..k {
+            let new: Vec<f64> = if counts[j] > 0 {
+                sums[j * dim..(j + 1) * dim]
+                    .iter()
+                    .map(|s| s / counts[j] as f64)
+                    .collect()
+            } else {
+                // Empty cluster: the point farthest from its centre, not used yet.
+                let far = (0..n)
+                    .filter(|&i| !taken[i])
+                    .max_by(|&a, &b| assign[a].1.total_cmp(&assign[b].1))
+                    .unwrap_or(0);
+                taken[far] = true;
+                row_dense(rows, far)
+            };
+            moved += squared_distance(&new, &centers[j * dim..(j + 1) * dim]);
+            centers[j * dim..(j + 1) * dim].copy_from_slice(&new);
+        }
+        if changed == 0 || moved <= tol {
+            break;
+        }
+    }
+    let (labels, dists): (Vec<usize>, Vec<f64>) =
+        assign_all(rows, &norms, &centers, k).into_iter().unzip();
+    KMeans {
+        centers,
+        labels,
+        inertia: dists.iter().sum(),
+        n_iter,
+    }
+}
+
+fn check_iter(max_iter: usize, tol: f64) -> Result<()> {
+    if max_iter == 0 {
+        return Err(SpatialError::InvalidParameter {
+            name: "max_iter",
+            reason: "must be at least 1".to_string(),
+        });
+    }
+    if tol.is_nan() || tol < 0.0 {
+        return Err(SpatialError::InvalidParameter {
+            name: "tol",
+            reason: format!("must be >= 0, got {tol}"),
+        });
+    }
+    Ok(())
+}
+
+/// k-means++ seeding: the first centre uniformly, each next one with probability proportional
+/// to the squared distance to the nearest chosen centre. Returns `(k, dim)` centres.
+///
+/// # Errors
+/// As [`kmeans`].
+pub fn kmeans_plus_plus(points: &[f64], dim: usize, k: usize, seed: u64) -> Result<Vec<f64>> {
+    let n = validate_points(points, dim)?;
+    check_k(k, n)?;
+    let rows = DenseRows { points, dim };
+    let norms: Vec<f64> = (0..n).map(|i| rows.sq_norm(i)).collect();
+    Ok(plus_plus(&rows, &norms, k, seed))
+}
+
+/// k-means with k-means++ seeding and at most `max_iter` Lloyd iterations; stops early when
+/// no label changes or the centres move less than `tol` (squared, summed).
+///
+/// # Errors
+/// [`SpatialError`] for bad points, `k` outside `1..=n`, or `max_iter == 0`.
+///
+/// # Example
+/// ```
+/// let pts = [0.0, 0.1, 0.2, 10.0, 10.1, 10.2];
+/// let km = vastml_spatial::kmeans(&pts, 1, 2, 100, 0.0, 7)?;
+/// assert_eq!(km.labels[0], km.labels[2]);
+/// assert_ne!(km.labels[0], km.labels[3]);
+/// # Ok::<(), vastml_spatial::SpatialError>(())
+/// ```
+pub fn kmeans(
+    points: &[f64],
+    dim: usize,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+) -> Result<KMeans> {
+    check_iter(max_iter, tol)?;
+    let n = validate_points(points, dim)?;
+    check_k(k, n)?;
+    Ok(lloyd(&DenseRows { points, dim }, k, max_iter, tol, seed))
+}
+
+/// Points as compressed sparse rows.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPoints<'a> {
+    /// Row pointers, `n + 1` of them, from 0, non-decreasing.
+    pub indptr: &'a [usize],
+    /// Column of every stored value.
+    pub indices: &'a [usize],
+    /// The stored values.
+    pub data: &'a [f64],
+    /// Number of columns.
+    pub dim: usize,
+}
+
+/// [`kmeans`] on CSR rows, never
+/// densified: distances use `||x||^2 + ||c||^2 - 2 x.c` at O(nnz) per point and centre.
+/// Centres are dense, row-major `(k, dim)`.
+///
+/// # Errors
+/// As [`kmeans`], plus [`SpatialError::ShapeMismatch`] for an inconsistent CSR structure.
+pub fn kmeans_csr(
+    points: CsrPoints<'_>,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+) -> Result<KMeans> {
+    let CsrPoints {
+        indptr,
+        indices,
+        data,
+        dim,
+    } = points;
+    check_iter(max_iter, tol)?;
+    if dim == 0 {
+        return Err(SpatialError::InvalidParameter {
+            name: "dim",
+            reason: "must be at least 1".to_string(),
+        });
+    }
+    if indptr.len() < 2 {
+        return Err(SpatialError::Empty { name: "points" });
+    }
+    let nnz = indptr[indptr.len() - 1];
+    if indptr[0] != 0
+        || indptr.windows(2).any(|w| w[1] < w[0])
+        || nnz != indices.len()
+        || nnz != data.len()
+    {
+        return Err(SpatialError::ShapeMismatch {
+            name: "indptr",
+            expected: format!("0 .. non-decreasing .. {}", indices.len()),
+            actual: nnz,
+        });
+    }
+    if let Some(&j) = indices.iter().find(|&&j| j >= dim) {
+        return Err(SpatialError::ShapeMismatch {
+            name: "indices",
+            expected: format!("column indices below {dim}"),
+            actual: j,
+        });
+    }
+    if !data.iter().all(|v| v.is_finite()) {
+        return Err(SpatialError::NonFinite { name: "data" });
+    }
+    let rows = CsrRows {
+        indptr,
+        indices,
+        data,
+        dim,
+    };
+    check_k(k, rows.n())?;
+    Ok(lloyd(&rows, k, max_iter, tol, seed))
+}
