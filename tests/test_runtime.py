@@ -51,10 +51,11 @@ def test_ctrl_c_interrupts_a_long_transform():
     time.sleep(1.0)
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=240)  # generous: CI machines can be heavily loaded
     assert out.startswith("interrupted"), out
-    # the work stops within a fraction of a second (a 200k x 200k direct sum takes minutes)
-    assert time.perf_counter() - t0 < 10
+    # the work stops within a fraction of a second on a quiet machine (the full 200k x 200k
+    # direct sum takes minutes); the bound leaves room for a loaded one
+    assert time.perf_counter() - t0 < 20
 
 
 def test_fork_child_can_use_the_pools():
