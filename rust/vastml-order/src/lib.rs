@@ -21,6 +21,8 @@ mod arrangement;
 mod error;
 mod kernel;
 mod matrix;
+mod moves;
+mod rectangles;
 mod synthetic;
 mod view;
 
@@ -28,4 +30,6 @@ pub use arrangement::{Arrangement, Objective, Segment};
 pub use error::OrderError;
 pub use kernel::{Kernel, KernelKind};
 pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
+pub use moves::{Move, MoveConfig, MoveKind, random_move};
+pub use rectangles::{Rect, Tolerance, max_rectangle};
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};
