@@ -18,12 +18,15 @@
 #![warn(missing_docs)]
 
 mod arrangement;
+pub mod bnb;
 mod error;
 mod kernel;
 mod matrix;
 mod moves;
 mod rectangles;
+mod search;
 mod synthetic;
+pub mod tsp;
 mod view;
 
 pub use arrangement::{Arrangement, Objective, Segment};
@@ -32,4 +35,5 @@ pub use kernel::{Kernel, KernelKind};
 pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
 pub use moves::{Move, MoveConfig, MoveKind, random_move};
 pub use rectangles::{Rect, Tolerance, max_rectangle};
+pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search};
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};

@@ -187,6 +187,25 @@ impl Matrix {
             }
         }
     }
+    /// Bits of original row `r` in `layer` (original column order).
+    pub fn row_bits(&self, layer: usize, r: usize) -> &[u64] {
+        let base = (layer * self.n_rows + r) * self.row_words;
+        &self.bits[base..base + self.row_words]
+    }
+    /// The transposed matrix.
+    pub fn transposed(&self) -> Self {
+        let mut t = Self::empty(self.n_cols, self.n_rows, self.n_layers);
+        for l in 0..self.n_layers {
+            for r in 0..self.n_rows {
+                for c in 0..self.n_cols {
+                    if self.get(l, r, c) {
+                        t.set(l, c, r);
+                    }
+                }
+            }
+        }
+        t
+    }
     /// Memory held by the bits, in bytes.
     pub fn nbytes(&self) -> usize {
         self.bits.len() * 8
