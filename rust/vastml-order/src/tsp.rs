@@ -208,3 +208,35 @@ mod tests {
         assert!(path_length(&t, &dist, n) <= path_length(&g, &dist, n));
     }
 }
+
+/// TSP initial order of an arrangement (spec §9.9, §10.1): each axis in `axes` ordered by
+/// greedy + 2-opt over the Hamming distances, then reversed if that lowers the error
+/// (ZerosAndOnes padding is orientation dependent).
+///
+/// # Errors
+/// As [`greedy_path`].
+pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<(), OrderError> {
+    let which: &[usize] = match axes {
+        crate::Axes::Rows => &[0],
+        crate::Axes::Cols => &[1],
+        crate::Axes::Both => &[0, 1],
+    };
+    for &axis in which {
+        let n = arr.len(axis);
+        let dist = hamming_distances(arr.matrix(), axis);
+        let path = tsp_path(&dist, n)?;
+        arr.set_order(axis, &path)?;
+    }
+    for &axis in which {
+        let n = arr.len(axis);
+        if n < 2 {
+            continue;
+        }
+        let rev = crate::Move::Reverse(0, n - 1).segments();
+        let d = arr.delta(axis, &rev);
+        if d < 0 {
+            arr.commit(axis, &rev, d);
+        }
+    }
+    Ok(())
+}
