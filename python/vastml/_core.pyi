@@ -43,3 +43,62 @@ class GaussTransform:
     @property
     def dim(self) -> int: ...
     def info(self) -> dict[str, Any]: ...
+
+# vastml-order (matrix reordering); codes are uint32, n_colours 0 means binary.
+def convolution_error(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    padding: str,
+    error: str,
+    row_order: list[int] | None = None,
+    col_order: list[int] | None = None,
+    n_jobs: int | None = None,
+) -> float: ...
+def convomap_fit(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    padding: str,
+    error: str,
+    row_order: list[int] | None,
+    col_order: list[int] | None,
+    init: str,
+    method: str,
+    moves: list[str],
+    max_iter: int,
+    segment_length: int,
+    reaction: float,
+    stop_threshold: float | None,
+    accept_ties: bool,
+    axes_name: str,
+    swap_radius: int,
+    max_block: int,
+    tolerance: tuple[int, int, int, float],
+    schedule: list[int],
+    n_blocks: int,
+    seed: int,
+    n_jobs: int | None = None,
+) -> tuple[list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]]]: ...
+def tsp_order(
+    codes: npt.NDArray[np.uint32], n_colours: int, axis: int, n_jobs: int | None = None
+) -> list[int]: ...
+def branch_and_bound_order(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    col_order: list[int] | None,
+    bound: str,
+    initial: list[int] | None,
+    n_jobs: int | None = None,
+) -> tuple[list[int], float, int]: ...
+def planted_matrix(
+    pattern: str, size: int = 300, noise: float = 0.0, seed: int = 545173132
+) -> npt.NDArray[np.uint8]: ...
+def planted_categorical(size: int = 300, seed: int = 545173132) -> npt.NDArray[np.uint32]: ...

@@ -348,7 +348,7 @@ impl Arrangement {
                 }
                 continue;
             }
-            if b - a + 1 <= 2 * h + 1 {
+            if b - a < 2 * h + 1 {
                 for q in a - h..=b + h {
                     push(q, &mut self.stamp);
                 }

@@ -121,6 +121,9 @@ pub fn block_ordering(
     arr.set_order(axis, &order)
 }
 
+/// (axis, first position, new order of the block) of one split job.
+type JobResult = (usize, usize, Vec<usize>);
+
 /// N-SplitSearch: every block of `n_splits` consecutive positions of each axis gets its own
 /// local search from the same snapshot, in parallel; all results are applied together.
 ///
@@ -153,7 +156,7 @@ pub fn split_search(
         }
     }
     let snapshot: &Arrangement = arr;
-    let results: Vec<Result<(usize, usize, Vec<usize>), OrderError>> = jobs
+    let results: Vec<Result<JobResult, OrderError>> = jobs
         .par_iter()
         .map(|&(axis, lo, hi, b)| {
             let mut local = snapshot.clone();

@@ -94,6 +94,7 @@ fn boundary(
 
 /// Alg. 2: along row `r` from column `c` in one direction, the distinct row spans
 /// (farthest column for each span), starting with column `c` itself.
+#[allow(clippy::too_many_arguments)]
 fn limits(
     cell: &impl Fn(usize, usize) -> bool,
     lo: usize,

@@ -177,38 +177,6 @@ pub fn tsp_path(dist: &[u32], n: usize) -> Result<Vec<usize>, OrderError> {
     Ok(p)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn path_is_permutation_and_two_opt_helps() {
-        let n = 40;
-        let mut s = 12345u64;
-        let pts: Vec<(i64, i64)> = (0..n)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (((s >> 33) % 100) as i64, ((s >> 13) % 100) as i64)
-            })
-            .collect();
-        let dist: Vec<u32> = (0..n * n)
-            .map(|k| {
-                let (a, b) = (pts[k / n], pts[k % n]);
-                ((a.0 - b.0).abs() + (a.1 - b.1).abs()) as u32
-            })
-            .collect();
-        let g = greedy_path(&dist, n).unwrap();
-        let mut sorted = g.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..n).collect::<Vec<_>>());
-        let mut t = g.clone();
-        two_opt(&mut t, &dist, n, 3);
-        assert!(path_length(&t, &dist, n) <= path_length(&g, &dist, n));
-    }
-}
-
 /// TSP initial order of an arrangement (spec §9.9, §10.1): each axis in `axes` ordered by
 /// greedy + 2-opt over the Hamming distances, then reversed if that lowers the error
 /// (ZerosAndOnes padding is orientation dependent).
@@ -239,4 +207,36 @@ pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_is_permutation_and_two_opt_helps() {
+        let n = 40;
+        let mut s = 12345u64;
+        let pts: Vec<(i64, i64)> = (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (((s >> 33) % 100) as i64, ((s >> 13) % 100) as i64)
+            })
+            .collect();
+        let dist: Vec<u32> = (0..n * n)
+            .map(|k| {
+                let (a, b) = (pts[k / n], pts[k % n]);
+                ((a.0 - b.0).abs() + (a.1 - b.1).abs()) as u32
+            })
+            .collect();
+        let g = greedy_path(&dist, n).unwrap();
+        let mut sorted = g.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+        let mut t = g.clone();
+        two_opt(&mut t, &dist, n, 3);
+        assert!(path_length(&t, &dist, n) <= path_length(&g, &dist, n));
+    }
 }

@@ -7,6 +7,7 @@
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::{PyErr, create_exception};
 use vastml_fgt::FgtError;
+use vastml_order::OrderError;
 use vastml_spatial::SpatialError;
 
 create_exception!(
@@ -50,6 +51,17 @@ impl ToPyErr for FgtError {
             | FgtError::Empty { .. } => PyValueError::new_err(self.to_string()),
             FgtError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
             FgtError::Spatial(e) => e.to_pyerr(),
+        }
+    }
+}
+
+impl ToPyErr for OrderError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            OrderError::InvalidParameter { .. } | OrderError::ShapeMismatch(_) => {
+                PyValueError::new_err(self.to_string())
+            }
+            OrderError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
         }
     }
 }

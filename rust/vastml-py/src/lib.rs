@@ -5,6 +5,7 @@ mod arrays;
 mod door;
 mod errors;
 mod fgt;
+mod order;
 
 use pyo3::prelude::*;
 
@@ -24,6 +25,11 @@ mod _core {
     use super::errors::VastmlError;
     #[pymodule_export]
     use super::fgt::{PyGaussTransform, gauss_transform};
+    #[pymodule_export]
+    use super::order::{
+        branch_and_bound_order, convolution_error, convomap_fit, planted_categorical,
+        planted_matrix, tsp_order,
+    };
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
