@@ -102,3 +102,13 @@ def planted_matrix(
     pattern: str, size: int = 300, noise: float = 0.0, seed: int = 545173132
 ) -> npt.NDArray[np.uint8]: ...
 def planted_categorical(size: int = 300, seed: int = 545173132) -> npt.NDArray[np.uint32]: ...
+def time_moves(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    padding: str,
+    n_moves: int = 200,
+    seed: int = 0,
+    n_jobs: int | None = None,
+) -> tuple[list[tuple[str, float]], float]: ...

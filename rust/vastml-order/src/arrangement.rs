@@ -392,10 +392,13 @@ impl Arrangement {
             }
             match self.objective.kind {
                 ErrorKind::Abs => {
+                    // A reversed row meets its old neighbour at -d where it now has +d; the
+                    // kernel is row-symmetric, so pair offset d with old offset -d.
+                    let sign = if mirrored { -1 } else { 1 };
                     for d in -h..=h {
-                        let (sn, so) = (newf(d), oldf(d));
+                        let (sn, so) = (newf(d), oldf(sign * d));
                         if sn != so {
-                            delta += self.contrib(axis, ent, so, d) as i128
+                            delta += self.contrib(axis, ent, so, sign * d) as i128
                                 - self.contrib(axis, ent, sn, d) as i128;
                         }
                     }

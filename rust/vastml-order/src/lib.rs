@@ -37,5 +37,5 @@ pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
 pub use moves::{Move, MoveConfig, MoveKind, random_move};
 pub use pls::{PlsParams, PlsReport, Step, block_ordering, pls, split_search};
 pub use rectangles::{Rect, Tolerance, max_rectangle};
-pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search};
+pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search, time_moves};
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};

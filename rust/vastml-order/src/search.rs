@@ -228,3 +228,36 @@ pub fn local_search(
     report.weights = weights.probabilities();
     Ok(report)
 }
+
+/// Mean seconds of one incremental evaluation ([`Arrangement::delta`]) of random moves of
+/// each kind on the rows, and of one full recomputation of the error, for benchmarks.
+pub fn time_moves(
+    arr: &mut Arrangement,
+    kinds: &[MoveKind],
+    n_moves: usize,
+    seed: u64,
+) -> (Vec<(MoveKind, f64)>, f64) {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let cfg = MoveConfig::default();
+    let m = arr.len(0);
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let moves: Vec<_> = (0..n_moves)
+            .filter_map(|_| random_move(arr, 0, kind, 0, m, &cfg, &mut rng))
+            .map(|mv| mv.segments())
+            .collect();
+        let t = std::time::Instant::now();
+        let mut sink = 0i128;
+        for segs in &moves {
+            sink = sink.wrapping_add(arr.delta(0, segs));
+        }
+        std::hint::black_box(sink);
+        out.push((kind, t.elapsed().as_secs_f64() / moves.len().max(1) as f64));
+    }
+    let reps = 3;
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(arr.full_raw(0));
+    }
+    (out, t.elapsed().as_secs_f64() / f64::from(reps))
+}

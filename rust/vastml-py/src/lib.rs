@@ -28,7 +28,7 @@ mod _core {
     #[pymodule_export]
     use super::order::{
         branch_and_bound_order, convolution_error, convomap_fit, planted_categorical,
-        planted_matrix, tsp_order,
+        planted_matrix, time_moves, tsp_order,
     };
 
     #[pymodule_init]

@@ -340,3 +340,36 @@ pub fn planted_categorical<'py>(
         .map_err(|e| PyValueError::new_err(e.to_string()))
         .map(|a| a.into_pyarray(py))
 }
+
+/// time_moves(codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None)
+/// --
+///
+/// Benchmark hook: mean seconds of one incremental move evaluation per move kind, and of one
+/// full error recomputation (on the pool of n_jobs threads).
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn time_moves(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    kernel: &str,
+    kernel_size: (usize, usize),
+    padding: &str,
+    n_moves: usize,
+    seed: u64,
+    n_jobs: Option<isize>,
+) -> PyResult<(Vec<(String, f64)>, f64)> {
+    let m = matrix(&codes, n_colours)?;
+    let obj = objective(kernel, kernel_size, None, padding, "abs")?;
+    enter(py, n_jobs, |_c: &AtomicBool| {
+        let mut arr = Arrangement::new(m, obj, None, None)?;
+        let (per, full) = vastml_order::time_moves(&mut arr, &MoveKind::ALL, n_moves, seed);
+        Ok::<_, OrderError>((
+            per.into_iter()
+                .map(|(k, s)| (k.name().to_string(), s))
+                .collect(),
+            full,
+        ))
+    })
+}
