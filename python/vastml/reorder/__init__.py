@@ -27,6 +27,7 @@ from vastml.reorder._io import (
     load_genes,
     load_mammals,
     load_matrix,
+    load_mushrooms,
     load_news,
     save_matrix,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "load_genes",
     "load_mammals",
     "load_matrix",
+    "load_mushrooms",
     "load_news",
     "nested_order",
     "planted_categorical",

@@ -181,3 +181,14 @@ def load_news(name="news_3cl_1", root=None) -> tuple[np.ndarray, np.ndarray]:
     keep_c = C.std(axis=0) > 0
     labels = d["y"].ravel().astype(np.int64)[keep_r] if "y" in d else None
     return C[keep_r][:, keep_c], labels
+
+
+def load_mushrooms(root=None) -> tuple[np.ndarray, np.ndarray]:
+    """Mushrooms binary 8124 x 111 (LIBSVM one-hot file, zero-variance columns dropped) and
+    the edible / poisonous labels."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(_data_dir(root) / "Mushrooms" / "mushrooms.txt"))
+    X = np.asarray(X.todense()).astype(np.int64)
+    keep = X.std(axis=0) > 0
+    return X[:, keep], y.astype(np.int64)

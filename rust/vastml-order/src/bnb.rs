@@ -116,6 +116,9 @@ pub struct BnbResult {
     pub nodes: u64,
 }
 
+/// Entries of the per-subtree dominance memo (about 40 bytes each).
+const MEMO_CAPACITY: usize = 2_000_000;
+
 struct Search<'a> {
     pc: &'a PairCosts,
     bound: Bound,
@@ -128,6 +131,9 @@ struct Search<'a> {
 }
 
 struct Local {
+    /// Cheapest cost seen for (placed set, last rows): a prefix that is not cheaper than one
+    /// already explored with the same set and the same tail has the same completions.
+    memo: std::collections::HashMap<(u64, u64), u64>,
     prefix: Vec<usize>,
     used: u64,
     best_cost: u64,
@@ -142,11 +148,19 @@ impl Search<'_> {
         let k = loc.prefix.len();
         let h = self.pc.cost.len();
         let mut lb = 0;
+        // Distance 1 under the slow bound: the rest of the path runs from the last placed row
+        // through every unplaced row, so it costs at least their minimum spanning tree.
+        let first_dist = if self.bound == Bound::Slow && k >= 1 {
+            lb += self.mst(loc);
+            1
+        } else {
+            0
+        };
         for u in 0..n {
             if loc.used >> u & 1 == 1 {
                 continue;
             }
-            for i in 0..h.min(k) {
+            for i in first_dist..h.min(k) {
                 lb += match self.bound {
                     Bound::Fast => self.cheapest[i][u],
                     Bound::Slow => {
@@ -165,6 +179,33 @@ impl Search<'_> {
             }
         }
         lb
+    }
+
+    /// Prim's minimum spanning tree over the unplaced rows and the last placed row (distance-1 costs).
+    fn mst(&self, loc: &Local) -> u64 {
+        let n = self.pc.n;
+        let c = &self.pc.cost[0];
+        let last = loc.prefix[loc.prefix.len() - 1];
+        let mut nodes: Vec<usize> = (0..n).filter(|&u| loc.used >> u & 1 == 0).collect();
+        if nodes.is_empty() {
+            return 0;
+        }
+        let mut best: Vec<u64> = nodes.iter().map(|&u| c[last * n + u]).collect();
+        let mut total = 0;
+        while !nodes.is_empty() {
+            let (j, _) = best
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, &b)| b)
+                .unwrap_or((0, &0));
+            total += best[j];
+            let v = nodes.swap_remove(j);
+            best.swap_remove(j);
+            for (b, &u) in best.iter_mut().zip(&nodes) {
+                *b = (*b).min(c[v * n + u]);
+            }
+        }
+        total
     }
 
     fn dfs(&self, loc: &mut Local, cost: u64) {
@@ -191,10 +232,24 @@ impl Search<'_> {
         if remaining_max.is_none_or(|u| u < first) {
             return;
         }
+        let h = self.pc.cost.len();
+        if h <= 10 && k >= h {
+            let tail = loc.prefix[k - h..]
+                .iter()
+                .fold(0u64, |acc, &r| (acc << 6) | r as u64);
+            match loc.memo.get_mut(&(loc.used, tail)) {
+                Some(c) if *c <= cost => return,
+                Some(c) => *c = cost,
+                None => {
+                    if loc.memo.len() < MEMO_CAPACITY {
+                        loc.memo.insert((loc.used, tail), cost);
+                    }
+                }
+            }
+        }
         if cost + self.lower_bound(loc) >= self.best.load(Ordering::Relaxed).min(loc.best_cost) {
             return;
         }
-        let h = self.pc.cost.len();
         let mut children: Vec<(u64, usize)> = (0..n)
             .filter(|&u| loc.used >> u & 1 == 0)
             .filter(|&u| k + 1 < n || u > first)
@@ -272,6 +327,18 @@ pub fn branch_and_bound(
                 .collect()
         })
         .collect();
+    let mut init = init;
+    if initial.is_none() {
+        let dist: Vec<u32> = costs.cost[0]
+            .iter()
+            .map(|&c| u32::try_from(c).unwrap_or(u32::MAX).min((1 << 24) - 1))
+            .collect();
+        if let Ok(path) = crate::tsp::tsp_path(&dist, n)
+            && costs.order_cost(&path) < costs.order_cost(&init)
+        {
+            init = path;
+        }
+    }
     let init_cost = costs.order_cost(&init);
     let best = AtomicU64::new(init_cost);
     let search = Search {
@@ -287,6 +354,7 @@ pub fn branch_and_bound(
     let cancelled = AtomicBool::new(false);
     (0..n - 1).into_par_iter().for_each(|first| {
         let mut loc = Local {
+            memo: std::collections::HashMap::new(),
             prefix: vec![first],
             used: 1 << first,
             best_cost: u64::MAX,
