@@ -17,6 +17,7 @@ from vastml.reorder import (
     branch_and_bound_order,
     compress,
     convolution_error,
+    gradient_order,
     heatmap_order,
     knn_accuracy,
     load_football,
@@ -271,3 +272,26 @@ def test_compress_and_accuracy():
 def test_bad_input_names_the_problem(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def gradient_value(D, order, weighted):
+    v = 0.0
+    f = (lambda x: x) if weighted else np.sign
+    for i, k, j in itertools.combinations(order, 3):
+        v += f(D[i, j] - D[i, k]) + f(D[i, j] - D[k, j])
+    return v
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gradient_order_equals_brute_force(seed, weighted):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 8))
+    X = rng.random((n, 3))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    order, value = gradient_order(D, weighted=weighted)
+    best = max(gradient_value(D, p, weighted) for p in itertools.permutations(range(n)))
+    assert value == pytest.approx(best, abs=1e-9)
+    assert gradient_value(D, order, weighted) == pytest.approx(value, abs=1e-9)
+    with pytest.raises(ValueError, match="symmetric"):
+        gradient_order(D + np.triu(np.ones_like(D), 1))

@@ -112,3 +112,6 @@ def time_moves(
     seed: int = 0,
     n_jobs: int | None = None,
 ) -> tuple[list[tuple[str, float]], float]: ...
+def gradient_order(
+    dissimilarities: npt.NDArray[np.float64], weighted: bool = False, n_jobs: int | None = None
+) -> tuple[list[int], float, int]: ...

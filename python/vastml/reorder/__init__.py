@@ -32,7 +32,7 @@ from vastml.reorder._io import (
     save_matrix,
 )
 from vastml.reorder._objective import convolution_error
-from vastml.reorder._orders import branch_and_bound_order, tsp_order
+from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
 from vastml.reorder._plot import plot_matrix, save_png
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "branch_and_bound_order",
     "compress",
     "convolution_error",
+    "gradient_order",
     "heatmap_order",
     "knn_accuracy",
     "load_football",

@@ -20,6 +20,7 @@
 mod arrangement;
 pub mod bnb;
 mod error;
+pub mod gradient;
 mod kernel;
 mod matrix;
 mod moves;

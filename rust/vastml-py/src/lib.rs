@@ -27,8 +27,8 @@ mod _core {
     use super::fgt::{PyGaussTransform, gauss_transform};
     #[pymodule_export]
     use super::order::{
-        branch_and_bound_order, convolution_error, convomap_fit, planted_categorical,
-        planted_matrix, time_moves, tsp_order,
+        branch_and_bound_order, convolution_error, convomap_fit, gradient_order,
+        planted_categorical, planted_matrix, time_moves, tsp_order,
     };
 
     #[pymodule_init]

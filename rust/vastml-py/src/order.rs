@@ -373,3 +373,32 @@ pub fn time_moves(
         ))
     })
 }
+
+/// gradient_order(dissimilarities, weighted=False, n_jobs=None) -> (order, value, nodes)
+/// --
+///
+/// Branch and bound maximising the anti-Robinson within-row-and-column gradient.
+#[pyfunction]
+#[pyo3(signature = (dissimilarities, weighted=false, n_jobs=None))]
+pub fn gradient_order(
+    py: Python<'_>,
+    dissimilarities: PyReadonlyArray2<'_, f64>,
+    weighted: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<(Vec<usize>, f64, u64)> {
+    let (d, n) = crate::arrays::rows(&dissimilarities, "dissimilarities")?;
+    if d.len() != n * n {
+        return Err(PyValueError::new_err(
+            "`dissimilarities` must be a square matrix",
+        ));
+    }
+    let kind = if weighted {
+        vastml_order::gradient::Gradient::Weighted
+    } else {
+        vastml_order::gradient::Gradient::Unweighted
+    };
+    enter(py, n_jobs, |cancel: &AtomicBool| {
+        vastml_order::gradient::gradient_order(d, n, kind, cancel)
+            .map(|r| (r.order, r.value, r.nodes))
+    })
+}
