@@ -4,6 +4,8 @@ The compiled core lives in :mod:`vastml._core`; the public API is in the sub-pac
 
 - :mod:`vastml.kernels` -- the epsilon-exact fast Gauss transform (:func:`~vastml.kernels.gauss_transform`,
   :class:`~vastml.kernels.GaussTransform`).
+- :mod:`vastml.reorder` -- matrix reordering for heatmaps (:class:`~vastml.reorder.ConvoMap`,
+  :func:`~vastml.reorder.branch_and_bound_order`, baselines, compression, plots).
 - :mod:`vastml.datasets` -- generators of the synthetic data used in tests, benches and demos.
 
 Errors: bad parameters and inputs raise :class:`ValueError` (or :class:`TypeError`) naming the

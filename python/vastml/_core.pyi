@@ -168,3 +168,74 @@ def llsvm_decision(
 def kmeans(
     x: _Examples, k: int, max_iter: int = 100, tol: float = 0.0, seed: int = 0, n_jobs: int | None = None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], float, int]: ...
+# vastml-order (matrix reordering); codes are uint32, n_colours 0 means binary.
+def convolution_error(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    padding: str,
+    error: str,
+    row_order: list[int] | None = None,
+    col_order: list[int] | None = None,
+    n_jobs: int | None = None,
+) -> float: ...
+def convomap_fit(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    padding: str,
+    error: str,
+    row_order: list[int] | None,
+    col_order: list[int] | None,
+    init: str,
+    method: str,
+    moves: list[str],
+    max_iter: int,
+    segment_length: int,
+    reaction: float,
+    stop_threshold: float | None,
+    accept_ties: bool,
+    axes_name: str,
+    swap_radius: int,
+    max_block: int,
+    tolerance: tuple[int, int, int, float],
+    schedule: list[int],
+    n_blocks: int,
+    seed: int,
+    n_jobs: int | None = None,
+) -> tuple[list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]]]: ...
+def tsp_order(
+    codes: npt.NDArray[np.uint32], n_colours: int, axis: int, n_jobs: int | None = None
+) -> list[int]: ...
+def branch_and_bound_order(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    kernel_weights: npt.NDArray[np.float64] | None,
+    col_order: list[int] | None,
+    bound: str,
+    initial: list[int] | None,
+    n_jobs: int | None = None,
+) -> tuple[list[int], float, int]: ...
+def planted_matrix(
+    pattern: str, size: int = 300, noise: float = 0.0, seed: int = 545173132
+) -> npt.NDArray[np.uint8]: ...
+def planted_categorical(size: int = 300, seed: int = 545173132) -> npt.NDArray[np.uint32]: ...
+def time_moves(
+    codes: npt.NDArray[np.uint32],
+    n_colours: int,
+    kernel: str,
+    kernel_size: tuple[int, int],
+    padding: str,
+    n_moves: int = 200,
+    seed: int = 0,
+    n_jobs: int | None = None,
+) -> tuple[list[tuple[str, float]], float]: ...
+def gradient_order(
+    dissimilarities: npt.NDArray[np.float64], weighted: bool = False, n_jobs: int | None = None
+) -> tuple[list[int], float, int]: ...

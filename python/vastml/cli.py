@@ -137,6 +137,13 @@ def _demo_bandwidth(args):
     return grid1, true, curves
 
 
+def _demo_all(args) -> int:
+    from vastml.reorder._cli import demo as reorder_demo
+
+    rc = _demo(args)
+    return rc or reorder_demo(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vastml import __version__
 
@@ -151,10 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--out", default="vastml-demo.png", help="PNG to write (needs matplotlib)")
     d.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
-    d.set_defaults(func=_demo)
+    d.set_defaults(func=_demo_all)
     from vastml.svm._cli import add_svm_parser
 
     add_svm_parser(sub)
+    from vastml.reorder._cli import add_parser as add_reorder_parser
+
+    add_reorder_parser(sub)
     return p
 
 

@@ -7,6 +7,7 @@
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::{PyErr, create_exception};
 use vastml_fgt::FgtError;
+use vastml_order::OrderError;
 use vastml_spatial::SpatialError;
 use vastml_svm::SvmError;
 
@@ -65,6 +66,17 @@ impl ToPyErr for SvmError {
             | SvmError::Empty { .. } => PyValueError::new_err(self.to_string()),
             #[allow(unreachable_patterns)]
             other => VastmlError::new_err(other.to_string()),
+        }
+    }
+}
+
+impl ToPyErr for OrderError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            OrderError::InvalidParameter { .. } | OrderError::ShapeMismatch(_) => {
+                PyValueError::new_err(self.to_string())
+            }
+            OrderError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
         }
     }
 }

@@ -5,6 +5,7 @@ mod arrays;
 mod door;
 mod errors;
 mod fgt;
+mod order;
 mod sums;
 mod svm;
 
@@ -26,6 +27,11 @@ mod _core {
     use super::errors::VastmlError;
     #[pymodule_export]
     use super::fgt::{PyGaussTransform, gauss_transform};
+    #[pymodule_export]
+    use super::order::{
+        branch_and_bound_order, convolution_error, convomap_fit, gradient_order,
+        planted_categorical, planted_matrix, time_moves, tsp_order,
+    };
     #[pymodule_export]
     use super::sums::{erfc_sum, hermite_gauss_sum};
     #[pymodule_export]

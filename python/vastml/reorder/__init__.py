@@ -1,0 +1,61 @@
+"""Matrix reordering for faithful heatmaps.
+
+- :class:`ConvoMap` -- reorder rows and columns of a binary or categorical matrix so that a
+  heatmap, even shrunk, shows its structure (local search over exact incremental moves, TSP
+  initial order, parallel pipeline P-LS).
+- :func:`convolution_error` -- the ConvoMap objective.
+- :func:`branch_and_bound_order` -- exact row order by branch and bound.
+- :func:`tsp_order` -- greedy + 2-opt TSP order.
+- Baselines: :func:`nested_order`, :func:`barycentric_order`, :func:`spectral_order`,
+  :func:`heatmap_order`.
+- :func:`compress`, :func:`plot_matrix`, :func:`save_png`, :func:`knn_accuracy`,
+  :func:`load_matrix`, :func:`save_matrix`, data loaders and the thesis's planted matrices.
+"""
+
+from vastml._core import planted_categorical, planted_matrix
+from vastml.reorder._baselines import (
+    barycentric_order,
+    heatmap_order,
+    nested_order,
+    spectral_order,
+)
+from vastml.reorder._compress import compress
+from vastml.reorder._convomap import ConvoMap
+from vastml.reorder._evaluate import knn_accuracy
+from vastml.reorder._io import (
+    load_football,
+    load_genes,
+    load_mammals,
+    load_matrix,
+    load_mushrooms,
+    load_news,
+    save_matrix,
+)
+from vastml.reorder._objective import convolution_error
+from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
+from vastml.reorder._plot import plot_matrix, save_png
+
+__all__ = [
+    "ConvoMap",
+    "barycentric_order",
+    "branch_and_bound_order",
+    "compress",
+    "convolution_error",
+    "gradient_order",
+    "heatmap_order",
+    "knn_accuracy",
+    "load_football",
+    "load_genes",
+    "load_mammals",
+    "load_matrix",
+    "load_mushrooms",
+    "load_news",
+    "nested_order",
+    "planted_categorical",
+    "planted_matrix",
+    "plot_matrix",
+    "save_matrix",
+    "save_png",
+    "spectral_order",
+    "tsp_order",
+]

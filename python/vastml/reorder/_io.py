@@ -1,0 +1,194 @@
+"""Reading and writing matrices (CSV, NPY, the reference implementation's ``.backup`` text
+format) and loaders of the thesis's real data sets."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+def _read_backup(path) -> tuple[np.ndarray, list[str], list[str]]:
+    """A ``.backup`` file: description line; "rows cols n_layers dont_change_colours"; the
+    row map; the column map; column labels; row labels ("|%|" stands for a space); then for
+    each layer, one line per row listing its set columns, and a separator line. Cells set in
+    layer k hold k (or 1 for a single layer); the maps are applied (shown order)."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    try:
+        m, n, layers, _ = (int(x) for x in lines[1].split())
+        row_map = [int(x) for x in lines[2].split()]
+        col_map = [int(x) for x in lines[3].split()]
+        col_labels = [s.replace("|%|", " ") for s in lines[4].rstrip().split(" ")]
+        row_labels = [s.replace("|%|", " ") for s in lines[5].rstrip().split(" ")]
+        data = np.zeros((m, n), dtype=np.int64)
+        i = 6
+        for layer in range(layers):
+            for r in range(m):
+                for c in lines[i].split():
+                    data[r, int(c)] = layer if layers > 1 else 1
+                i += 1
+            i += 1
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"{path}: not a valid .backup file ({exc})") from None
+    if sorted(row_map) != list(range(m)) or sorted(col_map) != list(range(n)):
+        raise ValueError(f"{path}: the row or column map is not a permutation")
+    data = data[row_map][:, col_map]
+    return data, [row_labels[i] for i in row_map] if len(row_labels) == m else row_labels, (
+        [col_labels[i] for i in col_map] if len(col_labels) == n else col_labels
+    )
+
+
+def _write_backup(path, matrix, description="vastml") -> None:
+    a = np.asarray(matrix)
+    values = np.unique(a)
+    binary = set(values.tolist()) <= {0, 1}
+    layers = [1] if binary else list(values)
+    m, n = a.shape
+    out = [description, f"{m} {n} {len(layers) if not binary else 1} 0"]
+    out.append(" ".join(str(i) for i in range(m)))
+    out.append(" ".join(str(i) for i in range(n)))
+    out.append(" ".join(f"c{i}" for i in range(n)))
+    out.append(" ".join(f"r{i}" for i in range(m)))
+    for v in layers:
+        for r in range(m):
+            out.append(" ".join(str(c) for c in np.flatnonzero(a[r] == v)))
+        out.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def load_matrix(path) -> np.ndarray:
+    """Read a matrix from ``.npy``, ``.csv`` / ``.txt`` (comma, tab or space separated numbers)
+    or ``.backup``. Raises ValueError naming the file for an unknown or malformed format."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{path}: no such file")
+    ext = p.suffix.lower()
+    if ext == ".npy":
+        try:
+            return np.load(p, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{path}: not a valid .npy file ({exc})") from None
+    if ext == ".backup":
+        return _read_backup(p)[0]
+    if ext in (".csv", ".txt", ".tsv"):
+        text = p.read_text()
+        first = text.lstrip().split("\n", 1)[0]
+        delim = "," if "," in first else ("\t" if "\t" in first else None)
+        try:
+            a = np.loadtxt(p, delimiter=delim, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(f"{path}: not a matrix of numbers ({exc})") from None
+        if np.all(a == np.round(a)):
+            a = a.astype(np.int64)
+        return a
+    raise ValueError(f"{path}: unknown format {ext!r}; expected .npy, .csv, .txt or .backup")
+
+
+def save_matrix(path, matrix) -> None:
+    """Write ``matrix`` as ``.npy``, ``.csv`` or ``.backup`` (chosen by the extension)."""
+    ext = Path(path).suffix.lower()
+    a = np.asarray(matrix)
+    if ext == ".npy":
+        np.save(path, a)
+    elif ext in (".csv", ".txt"):
+        fmt = "%d" if a.dtype.kind in "iub" else "%.10g"
+        np.savetxt(path, a, delimiter=",", fmt=fmt)
+    elif ext == ".backup":
+        _write_backup(path, a)
+    else:
+        raise ValueError(f"{path}: unknown format {ext!r}; expected .npy, .csv or .backup")
+
+
+def _data_dir(root):
+    if root is not None:
+        return Path(root)
+    env = os.environ.get("VASTML_SHARED_DATA")
+    base = Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared" / "data"
+    return base / "convomap"
+
+
+def load_football(root=None) -> tuple[np.ndarray, np.ndarray]:
+    """Football 115 x 115 adjacency from ``Football/football.paj`` (edge ``i j`` sets A[i,j],
+    A[j,i] and A[i,i], as the reference code does) and the 12 conference labels."""
+    d = _data_dir(root) / "Football"
+    lines = (d / "football.paj").read_text().split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith("*Edges"))
+    n = int(lines[0].split()[1])
+    A = np.zeros((n, n), dtype=np.int64)
+    for line in lines[start + 1 :]:
+        t = line.split()
+        if len(t) >= 2:
+            a, b = int(t[0]) - 1, int(t[1]) - 1
+            A[a, b] = A[b, a] = A[a, a] = 1
+    labels = np.loadtxt(d / "labels.txt", dtype=np.int64)
+    return A, labels
+
+
+def load_mammals(root=None) -> np.ndarray:
+    """Mammals 2221 x 124 (locations x species; the 69 climate columns dropped)."""
+    return np.loadtxt(_data_dir(root) / "Mammals" / "mammals.txt", delimiter=",")[:, 69:].astype(
+        np.int64
+    )
+
+
+def load_genes(root=None) -> np.ndarray:
+    """Gene expression 2112 x 363 (binarised)."""
+    path = _data_dir(root) / "Genes" / "tkde_binarized_data.txt"
+    n_cols = len(path.open().readline().split("\t"))
+    return np.loadtxt(path, skiprows=1, delimiter="\t", usecols=range(1, n_cols + 1)).astype(
+        np.int64
+    )
+
+
+def _read_octave_text(path) -> dict:
+    out = {}
+    lines = Path(path).read_text().split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("# name:"):
+            name = lines[i].split(":", 1)[1].strip()
+            meta = {}
+            i += 1
+            while i < len(lines) and lines[i].startswith("#"):
+                k, v = lines[i][2:].split(":", 1)
+                meta[k.strip()] = v.strip()
+                i += 1
+            if meta.get("type") == "matrix":
+                r, c = int(meta["rows"]), int(meta["columns"])
+                out[name] = np.array(
+                    [[float(x) for x in lines[i + j].split()] for j in range(r)]
+                ).reshape(r, c)
+                i += r
+        else:
+            i += 1
+    return out
+
+
+def load_news(name="news_3cl_1", root=None) -> tuple[np.ndarray, np.ndarray]:
+    """A 20-Newsgroups similarity matrix as 4 colours (commonAttributes) and the labels.
+
+    S = A·Aᵀ / max, binned at 0.05, 0.1, 0.25; rows and columns whose colours are all equal
+    are dropped (news_3cl_1: 589 x 589)."""
+    d = _read_octave_text(_data_dir(root) / "DocumentGraphs" / f"{name}.mat")
+    A = d["A"]
+    S = A @ A.T
+    S = S / S.max()
+    C = np.digitize(S, [0.05, 0.1, 0.25])
+    keep_r = C.std(axis=1) > 0
+    keep_c = C.std(axis=0) > 0
+    labels = d["y"].ravel().astype(np.int64)[keep_r] if "y" in d else None
+    return C[keep_r][:, keep_c], labels
+
+
+def load_mushrooms(root=None) -> tuple[np.ndarray, np.ndarray]:
+    """Mushrooms binary 8124 x 111 (LIBSVM one-hot file, zero-variance columns dropped) and
+    the edible / poisonous labels."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(_data_dir(root) / "Mushrooms" / "mushrooms.txt"))
+    X = np.asarray(X.todense()).astype(np.int64)
+    keep = X.std(axis=0) > 0
+    return X[:, keep], y.astype(np.int64)

@@ -1,0 +1,473 @@
+//! A matrix shown through a row order and a column order, its exact error, and the
+//! incremental evaluation of row-block permutations (spec §7-§8).
+//!
+//! The data never move: `order(axis)[p]` is the original index at displayed position `p`.
+//! A move on an axis is a list of [`Segment`]s; [`Arrangement::delta`] evaluates it
+//! *before* anything changes (so a rejected move costs no undo), and
+//! [`Arrangement::commit`] applies it. Errors are kept as exact integers (kernel weights are
+//! integers), so the running error always equals a full recomputation.
+
+use rayon::prelude::*;
+
+use crate::error::{OrderError, invalid};
+use crate::kernel::Kernel;
+use crate::matrix::{ErrorKind, Matrix, Padding};
+use crate::view::{Src, View, dot_shift};
+
+/// New displayed positions `dst..dst+len` take the rows found at `src..src+len` before the
+/// move (in reverse when `mirrored`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// First destination position.
+    pub dst: usize,
+    /// First source position.
+    pub src: usize,
+    /// Length.
+    pub len: usize,
+    /// Whether the block is reversed.
+    pub mirrored: bool,
+}
+
+impl Segment {
+    fn source_of(&self, p: usize) -> Option<usize> {
+        if p >= self.dst && p < self.dst + self.len {
+            let off = p - self.dst;
+            Some(if self.mirrored {
+                self.src + self.len - 1 - off
+            } else {
+                self.src + off
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// The objective: kernel, padding and error kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Objective {
+    /// Kernel (rows x cols as displayed).
+    pub kernel: Kernel,
+    /// Padding outside the matrix.
+    pub padding: Padding,
+    /// Absolute or squared per-cell error.
+    pub kind: ErrorKind,
+}
+
+/// A matrix with a row order and a column order, and its error.
+#[derive(Debug, Clone)]
+pub struct Arrangement {
+    matrix: Matrix,
+    objective: Objective,
+    kernels: [Kernel; 2],
+    maps: [Vec<u32>; 2],
+    views: [View; 2],
+    total: i128,
+    stamp: Vec<u32>,
+    generation: u32,
+    scratch_bits: Vec<bool>,
+}
+
+fn check_order(order: &[usize], n: usize, name: &'static str) -> Result<Vec<u32>, OrderError> {
+    if order.len() != n {
+        return Err(invalid(
+            name,
+            format!("has {} entries, expected {n}", order.len()),
+        ));
+    }
+    let mut seen = vec![false; n];
+    for &i in order {
+        if i >= n || seen[i] {
+            return Err(invalid(name, "is not a permutation"));
+        }
+        seen[i] = true;
+    }
+    Ok(order.iter().map(|&i| i as u32).collect())
+}
+
+impl Arrangement {
+    /// Shows `matrix` in `row_order` x `col_order` (identity when `None`).
+    ///
+    /// # Errors
+    /// Orders that are not permutations of the right length.
+    pub fn new(
+        matrix: Matrix,
+        objective: Objective,
+        row_order: Option<&[usize]>,
+        col_order: Option<&[usize]>,
+    ) -> Result<Self, OrderError> {
+        let (m, n) = (matrix.n_rows(), matrix.n_cols());
+        let rows: Vec<usize> = row_order.map_or_else(|| (0..m).collect(), <[usize]>::to_vec);
+        let cols: Vec<usize> = col_order.map_or_else(|| (0..n).collect(), <[usize]>::to_vec);
+        let maps = [
+            check_order(&rows, m, "row_order")?,
+            check_order(&cols, n, "col_order")?,
+        ];
+        let kernels = [objective.kernel.clone(), objective.kernel.transposed()];
+        let views = [
+            View::build(
+                &matrix,
+                0,
+                &maps[1],
+                kernels[0].cols() / 2,
+                objective.padding,
+            ),
+            View::build(
+                &matrix,
+                1,
+                &maps[0],
+                kernels[1].cols() / 2,
+                objective.padding,
+            ),
+        ];
+        let mut a = Self {
+            stamp: vec![0; m.max(n)],
+            generation: 0,
+            scratch_bits: Vec::new(),
+            matrix,
+            objective,
+            kernels,
+            maps,
+            views,
+            total: 0,
+        };
+        a.total = a.full_raw(0);
+        Ok(a)
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+    /// The objective.
+    pub fn objective(&self) -> &Objective {
+        &self.objective
+    }
+    /// Number of displayed positions on `axis` (0 rows, 1 columns).
+    pub fn len(&self, axis: usize) -> usize {
+        self.maps[axis].len()
+    }
+    /// Whether the matrix is empty (never: construction rejects it).
+    pub fn is_empty(&self) -> bool {
+        self.maps[0].is_empty()
+    }
+    /// Original index at each displayed position of `axis`.
+    pub fn order(&self, axis: usize) -> Vec<usize> {
+        self.maps[axis].iter().map(|&i| i as usize).collect()
+    }
+    /// Kernel rows (the reach along `axis` is `kernel_rows(axis) / 2`).
+    pub fn kernel_rows(&self, axis: usize) -> usize {
+        self.kernels[axis].rows()
+    }
+
+    fn scale(&self) -> f64 {
+        let s = self.objective.kernel.sum() as f64;
+        match self.objective.kind {
+            ErrorKind::Abs => s,
+            ErrorKind::Quadratic => s * s,
+        }
+    }
+    /// The current error (exact integer total divided by the kernel normaliser).
+    pub fn error(&self) -> f64 {
+        self.total as f64 / self.scale()
+    }
+    /// The current error as an exact integer in units of 1/ΣK (abs) or 1/(ΣK)² (quadratic).
+    pub fn raw_error(&self) -> i128 {
+        self.total
+    }
+    /// Converts a raw error difference to the error scale.
+    pub fn to_error(&self, raw: i128) -> f64 {
+        raw as f64 / self.scale()
+    }
+    /// Whether (pos, other) is set in `layer`, with pos on `axis` and other on the other axis.
+    #[inline]
+    pub fn cell(&self, axis: usize, layer: usize, pos: usize, other: usize) -> bool {
+        self.views[axis].cell(layer, self.maps[axis][pos] as usize, other)
+    }
+
+    #[inline]
+    fn fetch(&self, axis: usize, at: impl Fn(usize) -> u32, q: isize) -> Src {
+        let m = self.maps[axis].len() as isize;
+        if q >= 0 && q < m {
+            return Src::Real(at(q as usize));
+        }
+        match self.objective.padding {
+            Padding::ZerosAndOnes | Padding::Zero => {
+                if q < 0 {
+                    Src::Top
+                } else {
+                    Src::Bottom
+                }
+            }
+            Padding::Extension => Src::Real(at(q.clamp(0, m - 1) as usize)),
+            Padding::Cyclic => Src::Real(at(q.rem_euclid(m) as usize)),
+        }
+    }
+
+    /// Σ_dc K[d][dc] · popcount(x & shift(src, dc)) over layers: the weighted count of
+    /// set neighbours of the row `ent` in the neighbour row at offset `d`.
+    #[inline]
+    fn contrib(&self, axis: usize, ent: u32, src: Src, d: isize) -> u128 {
+        let k = &self.kernels[axis];
+        let view = &self.views[axis];
+        let kr = (d + k.rows() as isize / 2) as usize;
+        let pad = view.pad as isize;
+        let mut acc = 0u128;
+        for l in 0..view.n_layers {
+            let x = view.real_of(l, ent as usize);
+            let y = view.src_bits(l, src);
+            for kc in 0..k.cols() {
+                let wgt = k.raw(kr, kc);
+                if wgt != 0 {
+                    acc += u128::from(wgt) * u128::from(dot_shift(x, y, kc as isize - pad));
+                }
+            }
+        }
+        acc
+    }
+
+    /// Weighted overlap of original rows (`axis` 0) or columns `a` and `b` when `b` is displayed
+    /// `d` positions after `a`: Σ_dc K[d][dc] · |a ∩ shift(b, dc)|, summed over layers (the
+    /// other axis in its current order, padding bits of `b` included).
+    pub fn pair_similarity(&self, axis: usize, a: usize, b: usize, d: isize) -> u128 {
+        self.contrib(axis, a as u32, Src::Real(b as u32), d)
+    }
+
+    fn ones(&self, axis: usize, ent: u32) -> u128 {
+        let v = &self.views[axis];
+        (0..v.n_layers)
+            .map(|l| u128::from(v.ones[l * v.n_ent + ent as usize]))
+            .sum()
+    }
+
+    /// Raw error of the row `ent` with neighbour sources given by `src(d)`.
+    fn row_raw(&self, axis: usize, ent: u32, src: impl Fn(isize) -> Src) -> i128 {
+        let k = &self.kernels[axis];
+        let h = (k.rows() / 2) as isize;
+        let s = u128::from(k.sum());
+        match self.objective.kind {
+            ErrorKind::Abs => {
+                let mut c = 0u128;
+                for d in -h..=h {
+                    c += self.contrib(axis, ent, src(d), d);
+                }
+                (self.ones(axis, ent) * s) as i128 - c as i128
+            }
+            ErrorKind::Quadratic => {
+                let view = &self.views[axis];
+                let pad = view.pad;
+                let mut total = 0i128;
+                for l in 0..view.n_layers {
+                    let x = view.real_of(l, ent as usize);
+                    let srcs: Vec<&[u64]> = (-h..=h).map(|d| view.src_bits(l, src(d))).collect();
+                    for (wi, &xw) in x.iter().enumerate() {
+                        let mut bits = xw;
+                        while bits != 0 {
+                            let i = wi * 64 + bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            let mut conv = 0u128;
+                            for (kr, y) in srcs.iter().enumerate() {
+                                for kc in 0..k.cols() {
+                                    let j = i + kc - pad;
+                                    if (y[j / 64] >> (j % 64)) & 1 == 1 {
+                                        conv += u128::from(k.raw(kr, kc));
+                                    }
+                                }
+                            }
+                            let diff = s as i128 - conv as i128;
+                            total += diff * diff;
+                        }
+                    }
+                }
+                total
+            }
+        }
+    }
+
+    /// Raw error of the row displayed at `p` on `axis` (ones-only, summed over layers).
+    pub fn row_raw_error(&self, axis: usize, p: usize) -> i128 {
+        let map = &self.maps[axis];
+        self.row_raw(axis, map[p], |d| {
+            self.fetch(axis, |q| map[q], p as isize + d)
+        })
+    }
+
+    /// Error of the row displayed at `p` on `axis`.
+    pub fn row_error(&self, axis: usize, p: usize) -> f64 {
+        self.row_raw_error(axis, p) as f64 / self.scale()
+    }
+
+    /// Full recomputation of the raw error through `axis` (both axes give the same value).
+    pub fn full_raw(&self, axis: usize) -> i128 {
+        (0..self.len(axis))
+            .into_par_iter()
+            .map(|p| self.row_raw_error(axis, p))
+            .sum()
+    }
+
+    /// Full recomputation of the error.
+    pub fn full_error(&self) -> f64 {
+        self.full_raw(0) as f64 / self.scale()
+    }
+
+    fn next_generation(&mut self) -> u32 {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
+        self.generation
+    }
+
+    /// Positions whose error may change under `segs`, deduplicated.
+    fn candidates(&mut self, axis: usize, segs: &[Segment]) -> Vec<usize> {
+        let m = self.len(axis) as isize;
+        let h = (self.kernels[axis].rows() / 2) as isize;
+        let cyclic = self.objective.padding == Padding::Cyclic;
+        let g = self.next_generation();
+        let mut out = Vec::new();
+        let mut push = |q: isize, stamp: &mut [u32]| {
+            let q = if cyclic {
+                q.rem_euclid(m)
+            } else if q < 0 || q >= m {
+                return;
+            } else {
+                q
+            };
+            let q = q as usize;
+            if stamp[q] != g {
+                stamp[q] = g;
+                out.push(q);
+            }
+        };
+        for s in segs {
+            let (a, b) = (s.dst as isize, (s.dst + s.len) as isize - 1);
+            if cyclic && b - a + 1 + 2 * h >= m {
+                for q in 0..m {
+                    push(q, &mut self.stamp);
+                }
+                continue;
+            }
+            if b - a < 2 * h + 1 {
+                for q in a - h..=b + h {
+                    push(q, &mut self.stamp);
+                }
+            } else {
+                for q in (a - h..a + h).chain(b - h + 1..=b + h) {
+                    push(q, &mut self.stamp);
+                }
+            }
+        }
+        out
+    }
+
+    /// Exact raw error change of applying `segs` on `axis`, evaluated without changing anything.
+    ///
+    /// The segments must describe a permutation of the positions they cover.
+    pub fn delta(&mut self, axis: usize, segs: &[Segment]) -> i128 {
+        if segs.is_empty() {
+            return 0;
+        }
+        let cands = self.candidates(axis, segs);
+        let map = &self.maps[axis];
+        let h = (self.kernels[axis].rows() / 2) as isize;
+        let source = |p: usize| -> (usize, bool) {
+            for s in segs {
+                if let Some(q) = s.source_of(p) {
+                    return (q, s.mirrored);
+                }
+            }
+            (p, false)
+        };
+        let new_at = |q: usize| map[source(q).0];
+        let old_at = |q: usize| map[q];
+        let mut delta = 0i128;
+        for &p in &cands {
+            let (p_old, mirrored) = source(p);
+            let ent = map[p_old];
+            let newf = |d: isize| self.fetch(axis, new_at, p as isize + d);
+            let oldf = |d: isize| self.fetch(axis, old_at, p_old as isize + d);
+            if mirrored && (-h..=h).all(|d| newf(d) == oldf(-d)) {
+                continue;
+            }
+            match self.objective.kind {
+                ErrorKind::Abs => {
+                    // A reversed row meets its old neighbour at -d where it now has +d; the
+                    // kernel is row-symmetric, so pair offset d with old offset -d.
+                    let sign = if mirrored { -1 } else { 1 };
+                    for d in -h..=h {
+                        let (sn, so) = (newf(d), oldf(sign * d));
+                        if sn != so {
+                            delta += self.contrib(axis, ent, so, sign * d) as i128
+                                - self.contrib(axis, ent, sn, d) as i128;
+                        }
+                    }
+                }
+                ErrorKind::Quadratic => {
+                    if (-h..=h).any(|d| newf(d) != oldf(d)) {
+                        delta += self.row_raw(axis, ent, newf) - self.row_raw(axis, ent, oldf);
+                    }
+                }
+            }
+        }
+        delta
+    }
+
+    /// Applies `segs` on `axis`; `delta` must be the value [`Arrangement::delta`] returned.
+    pub fn commit(&mut self, axis: usize, segs: &[Segment], delta: i128) {
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for s in segs {
+            for i in 0..s.len {
+                let dst = s.dst + i;
+                if let Some(src) = s.source_of(dst) {
+                    pairs.push((dst, src));
+                }
+            }
+        }
+        let old: Vec<u32> = pairs.iter().map(|&(_, s)| self.maps[axis][s]).collect();
+        for (&(d, _), &v) in pairs.iter().zip(old.iter()) {
+            self.maps[axis][d] = v;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch_bits);
+        self.views[1 - axis].permute_positions(&pairs, &mut scratch);
+        self.scratch_bits = scratch;
+        self.total += delta;
+    }
+
+    /// Replaces the order of `axis` (recomputes the error from scratch).
+    ///
+    /// # Errors
+    /// An order that is not a permutation.
+    pub fn set_order(&mut self, axis: usize, order: &[usize]) -> Result<(), OrderError> {
+        let name = if axis == 0 { "row_order" } else { "col_order" };
+        self.maps[axis] = check_order(order, self.len(axis), name)?;
+        let other = 1 - axis;
+        self.views[other] = View::build(
+            &self.matrix,
+            other,
+            &self.maps[axis],
+            self.kernels[other].cols() / 2,
+            self.objective.padding,
+        );
+        self.total = self.full_raw(0);
+        Ok(())
+    }
+
+    /// Swaps colours `a` and `b` in original column `col` (a relabelling of that attribute)
+    /// and returns the raw error change. Rebuilds the views, so it is not a cheap move.
+    pub fn swap_colours(&mut self, col: usize, a: usize, b: usize) -> i128 {
+        self.matrix.swap_colours_in_column(col, a, b);
+        for axis in 0..2 {
+            self.views[axis] = View::build(
+                &self.matrix,
+                axis,
+                &self.maps[1 - axis],
+                self.kernels[axis].cols() / 2,
+                self.objective.padding,
+            );
+        }
+        let old = self.total;
+        self.total = self.full_raw(0);
+        self.total - old
+    }
+}

@@ -1,0 +1,424 @@
+//! Branch and bound for the exact row order (spec §13).
+//!
+//! With the column order fixed and zero ("cropping") padding, the ones-only abs error of a
+//! row order is a constant minus twice the weighted overlaps of rows at distances
+//! 1..=h (h = kernel rows / 2). The search minimises Σ_i Σ_p δ_i(r_p, r_{p+i}) with
+//! δ_i = C_i − overlap_i ≥ 0, depth first from the top, in parallel over the first row, with a
+//! shared upper bound. A solution and its reversal cost the same, so only orders whose first
+//! row has a smaller index than the last are explored.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use crate::arrangement::{Arrangement, Objective};
+use crate::error::{OrderError, invalid};
+use crate::matrix::{Matrix, Padding};
+
+/// Lower bound used to prune.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Each unplaced row pays its cheapest link to any other row (precomputed).
+    Fast,
+    /// Each unplaced row pays its cheapest links to the rows it can still be next to
+    /// (the unplaced ones and the last placed ones).
+    Slow,
+}
+
+/// Pairwise costs of a row-ordering problem: `cost[i-1][a * n + b]` is the cost of `b`
+/// placed `i` positions below `a` (symmetric in a, b).
+#[derive(Debug, Clone)]
+pub struct PairCosts {
+    n: usize,
+    cost: Vec<Vec<u64>>,
+}
+
+impl PairCosts {
+    /// Costs from explicit tables (one n x n table per distance 1..=h).
+    ///
+    /// # Errors
+    /// Tables of the wrong size, or no table.
+    pub fn new(n: usize, cost: Vec<Vec<u64>>) -> Result<Self, OrderError> {
+        if cost.is_empty() || cost.iter().any(|c| c.len() != n * n) {
+            return Err(OrderError::ShapeMismatch(format!(
+                "expected at least one {n} x {n} cost table"
+            )));
+        }
+        Ok(Self { n, cost })
+    }
+
+    /// The ConvoMap costs of the rows of `matrix` with `objective.kernel`, zero padding and
+    /// the columns in `col_order`.
+    ///
+    /// # Errors
+    /// Invalid orders.
+    pub fn convomap(
+        matrix: &Matrix,
+        objective: &Objective,
+        col_order: Option<&[usize]>,
+    ) -> Result<Self, OrderError> {
+        let obj = Objective {
+            padding: Padding::Zero,
+            ..objective.clone()
+        };
+        let arr = Arrangement::new(matrix.clone(), obj, None, col_order)?;
+        let n = matrix.n_rows();
+        let h = arr.kernel_rows(0) / 2;
+        let mut cost = Vec::with_capacity(h.max(1));
+        for d in 1..=h {
+            let sim: Vec<u128> = (0..n * n)
+                .into_par_iter()
+                .map(|k| {
+                    let (a, b) = (k / n, k % n);
+                    if a == b {
+                        0
+                    } else {
+                        arr.pair_similarity(0, a, b, d as isize)
+                    }
+                })
+                .collect();
+            let top = sim.iter().copied().max().unwrap_or(0);
+            cost.push(sim.iter().map(|&s| (top - s) as u64).collect());
+        }
+        if cost.is_empty() {
+            cost.push(vec![0; n * n]);
+        }
+        Ok(Self { n, cost })
+    }
+
+    /// Number of rows.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Cost of a complete order.
+    pub fn order_cost(&self, order: &[usize]) -> u64 {
+        let n = self.n;
+        let mut s = 0;
+        for (i, c) in self.cost.iter().enumerate() {
+            for p in i + 1..order.len() {
+                s += c[order[p - i - 1] * n + order[p]];
+            }
+        }
+        s
+    }
+}
+
+/// Result of [`branch_and_bound`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BnbResult {
+    /// An optimal order.
+    pub order: Vec<usize>,
+    /// Its cost.
+    pub cost: u64,
+    /// Nodes visited.
+    pub nodes: u64,
+}
+
+/// Entries of the per-subtree dominance memo (about 40 bytes each).
+const MEMO_CAPACITY: usize = 2_000_000;
+
+struct Search<'a> {
+    pc: &'a PairCosts,
+    bound: Bound,
+    best: &'a AtomicU64,
+    cancel: &'a AtomicBool,
+    /// Per distance, per row: other rows sorted by increasing cost.
+    sorted: Vec<Vec<Vec<u16>>>,
+    /// Per distance, per row: cheapest cost to any other row.
+    cheapest: Vec<Vec<u64>>,
+}
+
+struct Local {
+    /// Cheapest cost seen for (placed set, last rows): a prefix that is not cheaper than one
+    /// already explored with the same set and the same tail has the same completions.
+    memo: std::collections::HashMap<(u64, u64), u64>,
+    prefix: Vec<usize>,
+    used: u64,
+    best_cost: u64,
+    best_order: Vec<usize>,
+    nodes: u64,
+    cancelled: bool,
+}
+
+impl Search<'_> {
+    fn lower_bound(&self, loc: &Local) -> u64 {
+        let n = self.pc.n;
+        let k = loc.prefix.len();
+        let h = self.pc.cost.len();
+        let mut lb = 0;
+        // Distance 1 under the slow bound: the rest of the path runs from the last placed row
+        // through every unplaced row, so it costs at least their minimum spanning tree.
+        let first_dist = if self.bound == Bound::Slow && k >= 1 {
+            lb += self.mst(loc);
+            1
+        } else {
+            0
+        };
+        for u in 0..n {
+            if loc.used >> u & 1 == 1 {
+                continue;
+            }
+            for i in first_dist..h.min(k) {
+                lb += match self.bound {
+                    Bound::Fast => self.cheapest[i][u],
+                    Bound::Slow => {
+                        let recent = &loc.prefix[k.saturating_sub(i + 1)..];
+                        let mut v_best = 0;
+                        for &v in &self.sorted[i][u] {
+                            let v = v as usize;
+                            if loc.used >> v & 1 == 0 || recent.contains(&v) {
+                                v_best = self.pc.cost[i][u * n + v];
+                                break;
+                            }
+                        }
+                        v_best
+                    }
+                };
+            }
+        }
+        lb
+    }
+
+    /// Prim's minimum spanning tree over the unplaced rows and the last placed row (distance-1 costs).
+    fn mst(&self, loc: &Local) -> u64 {
+        let n = self.pc.n;
+        let c = &self.pc.cost[0];
+        let last = loc.prefix[loc.prefix.len() - 1];
+        let mut nodes: Vec<usize> = (0..n).filter(|&u| loc.used >> u & 1 == 0).collect();
+        if nodes.is_empty() {
+            return 0;
+        }
+        let mut best: Vec<u64> = nodes.iter().map(|&u| c[last * n + u]).collect();
+        let mut total = 0;
+        while !nodes.is_empty() {
+            let (j, _) = best
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, &b)| b)
+                .unwrap_or((0, &0));
+            total += best[j];
+            let v = nodes.swap_remove(j);
+            best.swap_remove(j);
+            for (b, &u) in best.iter_mut().zip(&nodes) {
+                *b = (*b).min(c[v * n + u]);
+            }
+        }
+        total
+    }
+
+    fn dfs(&self, loc: &mut Local, cost: u64) {
+        loc.nodes += 1;
+        if loc.nodes % 4096 == 0 && self.cancel.load(Ordering::Relaxed) {
+            loc.cancelled = true;
+        }
+        if loc.cancelled {
+            return;
+        }
+        let n = self.pc.n;
+        let k = loc.prefix.len();
+        if k == n {
+            if cost < loc.best_cost {
+                loc.best_cost = cost;
+                loc.best_order = loc.prefix.clone();
+                self.best.fetch_min(cost, Ordering::Relaxed);
+            }
+            return;
+        }
+        let first = loc.prefix[0];
+        // symmetry: the last row must have a larger index than the first
+        let remaining_max = (0..n).rev().find(|&u| loc.used >> u & 1 == 0);
+        if remaining_max.is_none_or(|u| u < first) {
+            return;
+        }
+        let h = self.pc.cost.len();
+        if h <= 10 && k >= h {
+            let tail = loc.prefix[k - h..]
+                .iter()
+                .fold(0u64, |acc, &r| (acc << 6) | r as u64);
+            match loc.memo.get_mut(&(loc.used, tail)) {
+                Some(c) if *c <= cost => return,
+                Some(c) => *c = cost,
+                None => {
+                    if loc.memo.len() < MEMO_CAPACITY {
+                        loc.memo.insert((loc.used, tail), cost);
+                    }
+                }
+            }
+        }
+        if cost + self.lower_bound(loc) >= self.best.load(Ordering::Relaxed).min(loc.best_cost) {
+            return;
+        }
+        let mut children: Vec<(u64, usize)> = (0..n)
+            .filter(|&u| loc.used >> u & 1 == 0)
+            .filter(|&u| k + 1 < n || u > first)
+            .map(|u| {
+                let add: u64 = (0..h.min(k))
+                    .map(|i| self.pc.cost[i][loc.prefix[k - 1 - i] * n + u])
+                    .sum();
+                (add, u)
+            })
+            .collect();
+        children.sort_unstable();
+        for (add, u) in children {
+            loc.prefix.push(u);
+            loc.used |= 1 << u;
+            self.dfs(loc, cost + add);
+            loc.used &= !(1 << u);
+            loc.prefix.pop();
+            if loc.cancelled {
+                return;
+            }
+        }
+    }
+}
+
+/// The exact minimum of `costs` over all orders, starting from the upper bound of
+/// `initial` (any permutation; the identity when `None`). Parallel over the first row.
+///
+/// # Errors
+/// More than 64 rows, an invalid `initial`, or cancellation.
+pub fn branch_and_bound(
+    costs: &PairCosts,
+    initial: Option<&[usize]>,
+    bound: Bound,
+    cancel: &AtomicBool,
+) -> Result<BnbResult, OrderError> {
+    let n = costs.n;
+    if n > 64 {
+        return Err(invalid(
+            "matrix",
+            format!("branch and bound handles at most 64 rows (got {n})"),
+        ));
+    }
+    let init: Vec<usize> = initial.map_or_else(|| (0..n).collect(), <[usize]>::to_vec);
+    let mut seen = vec![false; n];
+    if init.len() != n
+        || init
+            .iter()
+            .any(|&i| i >= n || std::mem::replace(&mut seen[i], true))
+    {
+        return Err(invalid("initial", "is not a permutation of the rows"));
+    }
+    if n <= 2 {
+        return Ok(BnbResult {
+            cost: costs.order_cost(&init),
+            order: init,
+            nodes: 1,
+        });
+    }
+    let h = costs.cost.len();
+    let sorted: Vec<Vec<Vec<u16>>> = (0..h)
+        .map(|i| {
+            (0..n)
+                .map(|u| {
+                    let mut v: Vec<u16> = (0..n).filter(|&v| v != u).map(|v| v as u16).collect();
+                    v.sort_by_key(|&v| (costs.cost[i][u * n + v as usize], v));
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let cheapest: Vec<Vec<u64>> = (0..h)
+        .map(|i| {
+            (0..n)
+                .map(|u| costs.cost[i][u * n + sorted[i][u][0] as usize])
+                .collect()
+        })
+        .collect();
+    let mut init = init;
+    if initial.is_none() {
+        let dist: Vec<u32> = costs.cost[0]
+            .iter()
+            .map(|&c| u32::try_from(c).unwrap_or(u32::MAX).min((1 << 24) - 1))
+            .collect();
+        if let Ok(path) = crate::tsp::tsp_path(&dist, n)
+            && costs.order_cost(&path) < costs.order_cost(&init)
+        {
+            init = path;
+        }
+    }
+    let init_cost = costs.order_cost(&init);
+    let best = AtomicU64::new(init_cost);
+    let search = Search {
+        pc: costs,
+        bound,
+        best: &best,
+        cancel,
+        sorted,
+        cheapest,
+    };
+    let found: Mutex<Vec<(u64, usize, Vec<usize>)>> = Mutex::new(Vec::new());
+    let nodes = AtomicU64::new(0);
+    let cancelled = AtomicBool::new(false);
+    (0..n - 1).into_par_iter().for_each(|first| {
+        let mut loc = Local {
+            memo: std::collections::HashMap::new(),
+            prefix: vec![first],
+            used: 1 << first,
+            best_cost: u64::MAX,
+            best_order: Vec::new(),
+            nodes: 0,
+            cancelled: false,
+        };
+        search.dfs(&mut loc, 0);
+        nodes.fetch_add(loc.nodes, Ordering::Relaxed);
+        if loc.cancelled {
+            cancelled.store(true, Ordering::Relaxed);
+        }
+        if !loc.best_order.is_empty()
+            && let Ok(mut f) = found.lock()
+        {
+            f.push((loc.best_cost, first, loc.best_order));
+        }
+    });
+    if cancelled.load(Ordering::Relaxed) {
+        return Err(OrderError::Cancelled);
+    }
+    let mut found = found.into_inner().unwrap_or_default();
+    found.sort();
+    let (cost, order) = match found.into_iter().next() {
+        Some((c, _, o)) if c < init_cost => (c, o),
+        _ => (init_cost, init),
+    };
+    Ok(BnbResult {
+        order,
+        cost,
+        nodes: nodes.load(Ordering::Relaxed),
+    })
+}
+
+/// Exhaustive search over all orders (the oracle for small n).
+pub fn exhaustive(costs: &PairCosts) -> BnbResult {
+    let n = costs.n;
+    let mut perm: Vec<usize> = (0..n).collect();
+    let mut best = (costs.order_cost(&perm), perm.clone());
+    let mut c = vec![0usize; n];
+    let mut i = 0;
+    let mut count = 1u64;
+    while i < n {
+        if c[i] < i {
+            if i % 2 == 0 {
+                perm.swap(0, i);
+            } else {
+                perm.swap(c[i], i);
+            }
+            count += 1;
+            let v = costs.order_cost(&perm);
+            if v < best.0 {
+                best = (v, perm.clone());
+            }
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    BnbResult {
+        order: best.1,
+        cost: best.0,
+        nodes: count,
+    }
+}

@@ -1,0 +1,42 @@
+//! Matrix reordering for faithful heatmaps: the ConvoMap objective with exact incremental
+//! moves, local search with adaptive move choice and a parallel pipeline, the
+//! branch-and-bound seriator, and TSP orderings.
+//!
+//! ```
+//! use vastml_order::{Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, Padding};
+//!
+//! let m = Matrix::binary(2, 2, &[1, 0, 0, 1]).unwrap();
+//! let obj = Objective {
+//!     kernel: Kernel::new(KernelKind::Gbs, 3, 3).unwrap(),
+//!     padding: Padding::Zero,
+//!     kind: ErrorKind::Abs,
+//! };
+//! let a = Arrangement::new(m, obj, None, None).unwrap();
+//! // each 1 sees itself (2/10) and the other 1 diagonally (1/10): error 2 * (1 - 0.3)
+//! assert!((a.error() - 1.4).abs() < 1e-12);
+//! ```
+#![warn(missing_docs)]
+
+mod arrangement;
+pub mod bnb;
+mod error;
+pub mod gradient;
+mod kernel;
+mod matrix;
+mod moves;
+pub mod pls;
+mod rectangles;
+mod search;
+mod synthetic;
+pub mod tsp;
+mod view;
+
+pub use arrangement::{Arrangement, Objective, Segment};
+pub use error::OrderError;
+pub use kernel::{Kernel, KernelKind};
+pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
+pub use moves::{Move, MoveConfig, MoveKind, random_move};
+pub use pls::{PlsParams, PlsReport, Step, block_ordering, pls, split_search};
+pub use rectangles::{Rect, Tolerance, max_rectangle};
+pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search, time_moves};
+pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};

@@ -1,0 +1,233 @@
+//! Escaping local minima by block ordering (spec §11) and the parallel local search
+//! pipeline P-LS (spec §12).
+
+use std::sync::atomic::AtomicBool;
+
+use rayon::prelude::*;
+
+use crate::arrangement::{Arrangement, Objective};
+use crate::bnb::{Bound, PairCosts, branch_and_bound};
+use crate::error::{OrderError, invalid};
+use crate::kernel::{Kernel, KernelKind};
+use crate::matrix::{ErrorKind, Matrix, Padding};
+use crate::search::{Axes, SearchParams, local_search};
+
+/// One step of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Squash blocks, order them exactly, re-expand (rows, then columns).
+    BlockOrdering,
+    /// Independent local searches on this many blocks of each axis, in parallel.
+    Split(usize),
+}
+
+/// Parameters of [`pls`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlsParams {
+    /// The inner local search (per block).
+    pub search: SearchParams,
+    /// Steps, in order.
+    pub schedule: Vec<Step>,
+    /// Number of blocks of the block ordering.
+    pub n_blocks: usize,
+}
+
+impl Default for PlsParams {
+    /// The thesis pipeline: BO, 3-split, 2-split, BO, 3-split, 1-split; inner LS of 5000
+    /// iterations with L = 100, r = 0.6; 10 blocks.
+    fn default() -> Self {
+        Self {
+            search: SearchParams {
+                max_iter: 5000,
+                segment: 100,
+                ..SearchParams::default()
+            },
+            schedule: vec![
+                Step::BlockOrdering,
+                Step::Split(3),
+                Step::Split(2),
+                Step::BlockOrdering,
+                Step::Split(3),
+                Step::Split(1),
+            ],
+            n_blocks: 10,
+        }
+    }
+}
+
+/// Squashes `axis` of the displayed matrix into `n_blocks` blocks by majority vote, orders
+/// the blocks with branch and bound (3 x 3 cross GBS, zero padding) and re-expands them
+/// keeping each block's inner order. May raise the error (it is a diversification step).
+///
+/// # Errors
+/// `n_blocks` < 2 or above 64, cancellation.
+pub fn block_ordering(
+    arr: &mut Arrangement,
+    axis: usize,
+    n_blocks: usize,
+    cancel: &AtomicBool,
+) -> Result<(), OrderError> {
+    if !(2..=64).contains(&n_blocks) {
+        return Err(invalid("n_blocks", "must lie in 2..=64"));
+    }
+    let (m, n) = (arr.len(axis), arr.len(1 - axis));
+    let layers = arr.matrix().n_layers();
+    let size = m.div_ceil(n_blocks).max(1);
+    let blocks: Vec<(usize, usize)> = (0..m)
+        .step_by(size)
+        .map(|s| (s, (s + size).min(m)))
+        .collect();
+    if blocks.len() < 3 {
+        return Ok(());
+    }
+    let mut codes = Vec::with_capacity(blocks.len() * n);
+    let mut bits = Vec::with_capacity(blocks.len() * n);
+    for &(s, e) in &blocks {
+        for j in 0..n {
+            let mut counts = vec![0usize; layers];
+            for p in s..e {
+                for (l, c) in counts.iter_mut().enumerate() {
+                    if arr.cell(axis, l, p, j) {
+                        *c += 1;
+                    }
+                }
+            }
+            if layers == 1 {
+                bits.push(u8::from(2 * counts[0] > e - s));
+            } else {
+                let best = (0..layers).max_by_key(|&l| (counts[l], usize::MAX - l));
+                codes.push(best.unwrap_or(0) as u32);
+            }
+        }
+    }
+    let squashed = if layers == 1 {
+        Matrix::binary(blocks.len(), n, &bits)?
+    } else {
+        Matrix::categorical(blocks.len(), n, &codes, layers)?
+    };
+    let obj = Objective {
+        kernel: Kernel::new(KernelKind::CrossGbs, 3, 3)?,
+        padding: Padding::Zero,
+        kind: ErrorKind::Abs,
+    };
+    let pc = PairCosts::convomap(&squashed, &obj, None)?;
+    let result = branch_and_bound(&pc, None, Bound::Slow, cancel)?;
+    let old = arr.order(axis);
+    let order: Vec<usize> = result
+        .order
+        .iter()
+        .flat_map(|&b| old[blocks[b].0..blocks[b].1].iter().copied())
+        .collect();
+    arr.set_order(axis, &order)
+}
+
+/// (axis, first position, new order of the block) of one split job.
+type JobResult = (usize, usize, Vec<usize>);
+
+/// N-SplitSearch: every block of `n_splits` consecutive positions of each axis gets its own
+/// local search from the same snapshot, in parallel; all results are applied together.
+///
+/// # Errors
+/// As [`local_search`].
+pub fn split_search(
+    arr: &mut Arrangement,
+    n_splits: usize,
+    params: &SearchParams,
+    phase: u64,
+    cancel: &AtomicBool,
+) -> Result<(), OrderError> {
+    if n_splits == 0 {
+        return Err(invalid("n_splits", "must be positive"));
+    }
+    let axes: &[usize] = match params.axes {
+        Axes::Rows => &[0],
+        Axes::Cols => &[1],
+        Axes::Both => &[0, 1],
+    };
+    let mut jobs = Vec::new();
+    for &axis in axes {
+        let len = arr.len(axis);
+        let k = n_splits.min(len.max(1));
+        for b in 0..k {
+            let (lo, hi) = (b * len / k, (b + 1) * len / k);
+            if hi - lo >= 2 {
+                jobs.push((axis, lo, hi, b));
+            }
+        }
+    }
+    let snapshot: &Arrangement = arr;
+    let results: Vec<Result<JobResult, OrderError>> = jobs
+        .par_iter()
+        .map(|&(axis, lo, hi, b)| {
+            let mut local = snapshot.clone();
+            let mut p = params.clone();
+            p.axes = if axis == 0 { Axes::Rows } else { Axes::Cols };
+            p.seed = params
+                .seed
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(phase << 32 | (axis as u64) << 16 | b as u64);
+            let mut ranges = [(0, local.len(0)), (0, local.len(1))];
+            ranges[axis] = (lo, hi);
+            local_search(&mut local, &p, Some(ranges), cancel)?;
+            Ok((axis, lo, local.order(axis)[lo..hi].to_vec()))
+        })
+        .collect();
+    let mut orders = [arr.order(0), arr.order(1)];
+    for r in results {
+        let (axis, lo, seg) = r?;
+        orders[axis][lo..lo + seg.len()].copy_from_slice(&seg);
+    }
+    for &axis in axes {
+        arr.set_order(axis, &orders[axis])?;
+    }
+    Ok(())
+}
+
+/// What the pipeline did: the error after each step, and the step that gave the best.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlsReport {
+    /// (step name, error after it), starting with ("start", initial error).
+    pub history: Vec<(String, f64)>,
+}
+
+/// The P-LS pipeline: runs the steps, tracks the best arrangement after every step and
+/// leaves `arr` at the best (the steps are not monotone).
+///
+/// # Errors
+/// As the steps.
+pub fn pls(
+    arr: &mut Arrangement,
+    params: &PlsParams,
+    cancel: &AtomicBool,
+) -> Result<PlsReport, OrderError> {
+    let mut best = (arr.raw_error(), arr.order(0), arr.order(1));
+    let mut history = vec![("start".to_string(), arr.error())];
+    for (i, step) in params.schedule.iter().enumerate() {
+        let name = match *step {
+            Step::BlockOrdering => {
+                let axes: &[usize] = match params.search.axes {
+                    Axes::Rows => &[0],
+                    Axes::Cols => &[1],
+                    Axes::Both => &[0, 1],
+                };
+                for &axis in axes {
+                    block_ordering(arr, axis, params.n_blocks, cancel)?;
+                }
+                "block_ordering".to_string()
+            }
+            Step::Split(k) => {
+                split_search(arr, k, &params.search, i as u64, cancel)?;
+                format!("split_{k}")
+            }
+        };
+        history.push((name, arr.error()));
+        if arr.raw_error() < best.0 {
+            best = (arr.raw_error(), arr.order(0), arr.order(1));
+        }
+    }
+    if arr.raw_error() > best.0 {
+        arr.set_order(0, &best.1)?;
+        arr.set_order(1, &best.2)?;
+    }
+    Ok(PlsReport { history })
+}

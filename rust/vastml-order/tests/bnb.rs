@@ -1,0 +1,122 @@
+//! Branch and bound == exhaustive search (spec §18 oracles 7, 8 and 10).
+
+use std::sync::atomic::AtomicBool;
+
+use proptest::prelude::*;
+use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, exhaustive};
+use vastml_order::{Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, Padding};
+
+fn objective(kind: KernelKind, rows: usize, cols: usize) -> Objective {
+    Objective {
+        kernel: Kernel::new(kind, rows, cols).unwrap(),
+        padding: Padding::Zero,
+        kind: ErrorKind::Abs,
+    }
+}
+
+fn error_of(m: &Matrix, obj: &Objective, order: &[usize]) -> f64 {
+    Arrangement::new(m.clone(), obj.clone(), Some(order), None)
+        .unwrap()
+        .error()
+}
+
+#[test]
+fn staircase_oracle() {
+    let rows = [
+        "0000001", "0000011", "0000110", "0001110", "0011100", "0111000", "1110000", "1100000",
+    ];
+    let shuffled = [3, 6, 1, 7, 0, 5, 2, 4];
+    let vals: Vec<u8> = shuffled
+        .iter()
+        .flat_map(|&i| rows[i].bytes().map(|b| b - b'0'))
+        .collect();
+    let m = Matrix::binary(8, 7, &vals).unwrap();
+    let obj = objective(KernelKind::Gbs, 3, 3);
+    let pc = PairCosts::convomap(&m, &obj, None).unwrap();
+    for bound in [Bound::Fast, Bound::Slow] {
+        let r = branch_and_bound(&pc, None, bound, &AtomicBool::new(false)).unwrap();
+        let want = [4, 2, 6, 0, 7, 5, 1, 3];
+        let mut rev = want;
+        rev.reverse();
+        assert!(r.order == want || r.order == rev, "{:?}", r.order);
+        assert!((error_of(&m, &obj, &r.order) - 6.4).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn hampath_reduction() {
+    // incidence matrices: path P5 (Hamiltonian path) and star K1,3 (none); cross 3x1 kernel
+    // counts vertical transitions only.
+    let path: Vec<(usize, usize)> = vec![(0, 1), (1, 2), (2, 3), (3, 4)];
+    let star: Vec<(usize, usize)> = vec![(0, 1), (0, 2), (0, 3)];
+    for (edges, nv, has_path) in [(path, 5, true), (star, 4, false)] {
+        let ne = edges.len();
+        let mut v = vec![0u8; nv * ne];
+        for (e, &(a, b)) in edges.iter().enumerate() {
+            v[a * ne + e] = 1;
+            v[b * ne + e] = 1;
+        }
+        let m = Matrix::binary(nv, ne, &v).unwrap();
+        let obj = objective(KernelKind::CrossGbs, 3, 1);
+        let pc = PairCosts::convomap(&m, &obj, None).unwrap();
+        let r = branch_and_bound(&pc, None, Bound::Slow, &AtomicBool::new(false)).unwrap();
+        // vertical transitions: for each column, count 1-0 changes including the zero padding
+        let order = r.order;
+        let mut trans = 0;
+        for e in 0..ne {
+            let col: Vec<u8> = order.iter().map(|&p| v[p * ne + e]).collect();
+            let mut prev = 0;
+            for &x in col.iter().chain(std::iter::once(&0)) {
+                trans += usize::from(x != prev);
+                prev = x;
+            }
+        }
+        let target = 4 * ne - 2 * (nv - 1);
+        if has_path {
+            assert_eq!(trans, target);
+        } else {
+            assert!(trans > target);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(60))]
+    #[test]
+    fn bnb_equals_exhaustive(
+        rows in 1usize..=8,
+        cols in 1usize..=7,
+        bits in proptest::collection::vec(any::<bool>(), 56),
+        kernel in 0usize..4,
+        colours in 1usize..=3,
+    ) {
+        let (m, obj) = {
+            let obj = match kernel {
+                0 => objective(KernelKind::CrossGbs, 3, 3),
+                1 => objective(KernelKind::CrossGbe, 5, 5),
+                2 => objective(KernelKind::Gbs, 3, 3),
+                _ => objective(KernelKind::Gbs, 5, 3),
+            };
+            let m = if colours == 1 {
+                let v: Vec<u8> = bits[..rows * cols].iter().map(|&b| u8::from(b)).collect();
+                Matrix::binary(rows, cols, &v).unwrap()
+            } else {
+                let v: Vec<u32> = (0..rows * cols)
+                    .map(|i| (u32::from(bits[i]) + u32::from(bits[(i * 7 + 3) % 56])) % colours as u32)
+                    .collect();
+                Matrix::categorical(rows, cols, &v, colours).unwrap()
+            };
+            (m, obj)
+        };
+        let pc = PairCosts::convomap(&m, &obj, None).unwrap();
+        let ex = exhaustive(&pc);
+        for bound in [Bound::Fast, Bound::Slow] {
+            let r = branch_and_bound(&pc, None, bound, &AtomicBool::new(false)).unwrap();
+            prop_assert_eq!(r.cost, ex.cost);
+            prop_assert_eq!(pc.order_cost(&r.order), r.cost);
+            // the cost is the error up to a constant: same error as the exhaustive optimum
+            let (e1, e2) = (error_of(&m, &obj, &r.order), error_of(&m, &obj, &ex.order));
+            prop_assert!((e1 - e2).abs() < 1e-9, "{} vs {}", e1, e2);
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Bindings of `vastml-order`: ConvoMap objective, local search, P-LS, branch and bound, TSP.
+//!
+//! Matrices arrive as C-contiguous uint32 codes with `n_colours` (0 = binary: codes 0/1).
+
+use std::sync::atomic::AtomicBool;
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
+use vastml_order::tsp::{hamming_distances, tsp_arrange, tsp_path};
+use vastml_order::{
+    Arrangement, Axes, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
+    OrderError, Pattern, PlsParams, SearchParams, Step, Tolerance, local_search, pls,
+};
+
+use crate::door::enter;
+use crate::errors::ToPyErr;
+
+fn perr(e: OrderError) -> PyErr {
+    e.to_pyerr()
+}
+
+fn matrix(codes: &PyReadonlyArray2<'_, u32>, n_colours: usize) -> PyResult<Matrix> {
+    if !codes.is_c_contiguous() {
+        return Err(PyTypeError::new_err(
+            "`matrix` must be a C-contiguous uint32 array",
+        ));
+    }
+    let (m, n) = (codes.shape()[0], codes.shape()[1]);
+    let s = codes
+        .as_slice()
+        .map_err(|e| PyTypeError::new_err(format!("`matrix`: {e}")))?;
+    if n_colours == 0 {
+        let mut v = Vec::with_capacity(s.len());
+        for (i, &x) in s.iter().enumerate() {
+            if x > 1 {
+                return Err(PyValueError::new_err(format!(
+                    "binary matrices hold only 0 and 1; found {x} at row {}, column {}",
+                    i / n,
+                    i % n
+                )));
+            }
+            v.push(x as u8);
+        }
+        Matrix::binary(m, n, &v).map_err(perr)
+    } else {
+        Matrix::categorical(m, n, s, n_colours).map_err(perr)
+    }
+}
+
+fn objective(
+    kernel: &str,
+    kernel_size: (usize, usize),
+    weights: Option<PyReadonlyArray2<'_, f64>>,
+    padding: &str,
+    error: &str,
+) -> PyResult<Objective> {
+    let kernel = match weights {
+        Some(w) => {
+            let (r, c) = (w.shape()[0], w.shape()[1]);
+            let v: Vec<f64> = w.as_array().iter().copied().collect();
+            Kernel::from_weights(r, c, &v).map_err(perr)?
+        }
+        None => {
+            let kind: KernelKind = kernel.parse().map_err(perr)?;
+            Kernel::new(kind, kernel_size.0, kernel_size.1).map_err(perr)?
+        }
+    };
+    Ok(Objective {
+        kernel,
+        padding: padding.parse().map_err(perr)?,
+        kind: error.parse::<ErrorKind>().map_err(perr)?,
+    })
+}
+
+fn axes(s: &str) -> PyResult<Axes> {
+    match s {
+        "rows" => Ok(Axes::Rows),
+        "columns" => Ok(Axes::Cols),
+        "both" => Ok(Axes::Both),
+        o => Err(PyValueError::new_err(format!(
+            "`axes` must be 'rows', 'columns' or 'both', got {o:?}"
+        ))),
+    }
+}
+
+/// convolution_error(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order, col_order, n_jobs=None)
+/// --
+///
+/// The ones-only ConvoMap error of the matrix shown in the given orders.
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order=None, col_order=None, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn convolution_error(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    kernel: &str,
+    kernel_size: (usize, usize),
+    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
+    padding: &str,
+    error: &str,
+    row_order: Option<Vec<usize>>,
+    col_order: Option<Vec<usize>>,
+    n_jobs: Option<isize>,
+) -> PyResult<f64> {
+    let m = matrix(&codes, n_colours)?;
+    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
+    enter(py, n_jobs, |_cancel: &AtomicBool| {
+        Arrangement::new(m, obj, row_order.as_deref(), col_order.as_deref()).map(|a| a.error())
+    })
+}
+
+/// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights).
+type FitResult = (
+    Vec<usize>,
+    Vec<usize>,
+    f64,
+    Vec<(String, f64)>,
+    Vec<(String, f64)>,
+);
+
+/// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, ...)
+/// --
+///
+/// TSP initial order (optional) then local search or the P-LS pipeline.
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
+    row_order, col_order, init, method, moves, max_iter, segment_length, reaction,
+    stop_threshold, accept_ties, axes_name, swap_radius, max_block, tolerance, schedule,
+    n_blocks, seed, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn convomap_fit(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    kernel: &str,
+    kernel_size: (usize, usize),
+    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
+    padding: &str,
+    error: &str,
+    row_order: Option<Vec<usize>>,
+    col_order: Option<Vec<usize>>,
+    init: &str,
+    method: &str,
+    moves: Vec<String>,
+    max_iter: usize,
+    segment_length: usize,
+    reaction: f64,
+    stop_threshold: Option<f64>,
+    accept_ties: bool,
+    axes_name: &str,
+    swap_radius: usize,
+    max_block: usize,
+    tolerance: (usize, usize, usize, f64),
+    schedule: Vec<usize>,
+    n_blocks: usize,
+    seed: u64,
+    n_jobs: Option<isize>,
+) -> PyResult<FitResult> {
+    let m = matrix(&codes, n_colours)?;
+    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
+    let moves: Vec<MoveKind> = moves
+        .iter()
+        .map(|s| s.parse().map_err(perr))
+        .collect::<PyResult<_>>()?;
+    let ax = axes(axes_name)?;
+    if !matches!(init, "tsp" | "none") {
+        return Err(PyValueError::new_err(format!(
+            "`init` must be 'tsp' or an order, got {init:?}"
+        )));
+    }
+    if !matches!(method, "pls" | "ls") {
+        return Err(PyValueError::new_err(format!(
+            "`method` must be 'pls' or 'ls', got {method:?}"
+        )));
+    }
+    let search = SearchParams {
+        moves: moves.clone(),
+        max_iter,
+        segment: segment_length,
+        reaction,
+        stop_threshold,
+        accept_ties,
+        axes: ax,
+        config: MoveConfig {
+            swap_radius,
+            max_block,
+            tolerance: Tolerance {
+                zeros: tolerance.0,
+                extra_zeros: tolerance.1,
+                per_ones: tolerance.2,
+                min_density: tolerance.3,
+            },
+        },
+        seed,
+    };
+    let schedule: Vec<Step> = schedule
+        .iter()
+        .map(|&k| {
+            if k == 0 {
+                Step::BlockOrdering
+            } else {
+                Step::Split(k)
+            }
+        })
+        .collect();
+    enter(py, n_jobs, |cancel: &AtomicBool| {
+        let mut arr = Arrangement::new(m, obj, row_order.as_deref(), col_order.as_deref())?;
+        let mut history = vec![("start".to_string(), arr.error())];
+        if init == "tsp" {
+            tsp_arrange(&mut arr, ax)?;
+            history.push(("tsp".to_string(), arr.error()));
+        }
+        let mut weights = Vec::new();
+        if method == "pls" {
+            let rep = pls(
+                &mut arr,
+                &PlsParams {
+                    search: search.clone(),
+                    schedule: schedule.clone(),
+                    n_blocks,
+                },
+                cancel,
+            )?;
+            history.extend(rep.history.into_iter().skip(1));
+        } else {
+            let rep = local_search(&mut arr, &search, None, cancel)?;
+            history.extend(
+                rep.history
+                    .iter()
+                    .skip(1)
+                    .map(|&(it, e)| (format!("iteration_{it}"), e)),
+            );
+            weights = moves
+                .iter()
+                .zip(rep.weights)
+                .map(|(k, w)| (k.name().to_string(), w))
+                .collect();
+        }
+        Ok::<_, OrderError>((arr.order(0), arr.order(1), arr.error(), history, weights))
+    })
+}
+
+/// tsp_order(codes, n_colours, axis) -> list[int]
+/// --
+///
+/// Greedy + 2-opt open path over the rows (axis 0) or columns (axis 1), Hamming distances.
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, axis, n_jobs=None))]
+pub fn tsp_order(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    axis: usize,
+    n_jobs: Option<isize>,
+) -> PyResult<Vec<usize>> {
+    if axis > 1 {
+        return Err(PyValueError::new_err("`axis` must be 0 or 1"));
+    }
+    let m = matrix(&codes, n_colours)?;
+    enter(py, n_jobs, |_c: &AtomicBool| {
+        let n = if axis == 0 { m.n_rows() } else { m.n_cols() };
+        tsp_path(&hamming_distances(&m, axis), n)
+    })
+}
+
+/// branch_and_bound_order(codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None)
+/// --
+///
+/// Exact row order minimising the ConvoMap error with zero padding: (order, error, nodes).
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn branch_and_bound_order(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    kernel: &str,
+    kernel_size: (usize, usize),
+    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
+    col_order: Option<Vec<usize>>,
+    bound: &str,
+    initial: Option<Vec<usize>>,
+    n_jobs: Option<isize>,
+) -> PyResult<(Vec<usize>, f64, u64)> {
+    let m = matrix(&codes, n_colours)?;
+    let obj = objective(kernel, kernel_size, kernel_weights, "zero", "abs")?;
+    let bound = match bound {
+        "fast" => LowerBound::Fast,
+        "slow" => LowerBound::Slow,
+        o => {
+            return Err(PyValueError::new_err(format!(
+                "`bound` must be 'fast' or 'slow', got {o:?}"
+            )));
+        }
+    };
+    enter(py, n_jobs, |cancel: &AtomicBool| {
+        let pc = PairCosts::convomap(&m, &obj, col_order.as_deref())?;
+        let r = branch_and_bound(&pc, initial.as_deref(), bound, cancel)?;
+        let err = Arrangement::new(m, obj, Some(&r.order), col_order.as_deref())?.error();
+        Ok::<_, OrderError>((r.order, err, r.nodes))
+    })
+}
+
+/// planted_matrix(pattern, size=300, noise=0.0, seed=545173132)
+/// --
+///
+/// The thesis's planted binary matrix (java.util.Random draws), uint8 size x size.
+#[pyfunction]
+#[pyo3(signature = (pattern, size=300, noise=0.0, seed=vastml_order::THESIS_SEED))]
+pub fn planted_matrix<'py>(
+    py: Python<'py>,
+    pattern: &str,
+    size: usize,
+    noise: f64,
+    seed: i64,
+) -> PyResult<Bound<'py, PyArray2<u8>>> {
+    let p: Pattern = pattern.parse().map_err(perr)?;
+    let v = vastml_order::planted(p, size, noise, seed).map_err(perr)?;
+    numpy::ndarray::Array2::from_shape_vec((size, size), v)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .map(|a| a.into_pyarray(py))
+}
+
+/// planted_categorical(size=300, seed=545173132)
+/// --
+///
+/// The thesis's categorical planted matrix (6 colours), uint32 size x size.
+#[pyfunction]
+#[pyo3(signature = (size=300, seed=vastml_order::THESIS_SEED))]
+pub fn planted_categorical<'py>(
+    py: Python<'py>,
+    size: usize,
+    seed: i64,
+) -> PyResult<Bound<'py, PyArray2<u32>>> {
+    let v = vastml_order::planted_categorical(size, seed).map_err(perr)?;
+    numpy::ndarray::Array2::from_shape_vec((size, size), v)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .map(|a| a.into_pyarray(py))
+}
+
+/// time_moves(codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None)
+/// --
+///
+/// Benchmark hook: mean seconds of one incremental move evaluation per move kind, and of one
+/// full error recomputation (on the pool of n_jobs threads).
+#[pyfunction]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn time_moves(
+    py: Python<'_>,
+    codes: PyReadonlyArray2<'_, u32>,
+    n_colours: usize,
+    kernel: &str,
+    kernel_size: (usize, usize),
+    padding: &str,
+    n_moves: usize,
+    seed: u64,
+    n_jobs: Option<isize>,
+) -> PyResult<(Vec<(String, f64)>, f64)> {
+    let m = matrix(&codes, n_colours)?;
+    let obj = objective(kernel, kernel_size, None, padding, "abs")?;
+    enter(py, n_jobs, |_c: &AtomicBool| {
+        let mut arr = Arrangement::new(m, obj, None, None)?;
+        let (per, full) = vastml_order::time_moves(&mut arr, &MoveKind::ALL, n_moves, seed);
+        Ok::<_, OrderError>((
+            per.into_iter()
+                .map(|(k, s)| (k.name().to_string(), s))
+                .collect(),
+            full,
+        ))
+    })
+}
+
+/// gradient_order(dissimilarities, weighted=False, n_jobs=None) -> (order, value, nodes)
+/// --
+///
+/// Branch and bound maximising the anti-Robinson within-row-and-column gradient.
+#[pyfunction]
+#[pyo3(signature = (dissimilarities, weighted=false, n_jobs=None))]
+pub fn gradient_order(
+    py: Python<'_>,
+    dissimilarities: PyReadonlyArray2<'_, f64>,
+    weighted: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<(Vec<usize>, f64, u64)> {
+    let (d, n) = crate::arrays::rows(&dissimilarities, "dissimilarities")?;
+    if d.len() != n * n {
+        return Err(PyValueError::new_err(
+            "`dissimilarities` must be a square matrix",
+        ));
+    }
+    let kind = if weighted {
+        vastml_order::gradient::Gradient::Weighted
+    } else {
+        vastml_order::gradient::Gradient::Unweighted
+    };
+    enter(py, n_jobs, |cancel: &AtomicBool| {
+        vastml_order::gradient::gradient_order(d, n, kind, cancel)
+            .map(|r| (r.order, r.value, r.nodes))
+    })
+}
