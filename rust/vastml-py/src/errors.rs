@@ -6,6 +6,7 @@
 
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::{PyErr, create_exception};
+use vastml_embed::EmbedError;
 use vastml_fgt::FgtError;
 use vastml_spatial::SpatialError;
 
@@ -50,6 +51,18 @@ impl ToPyErr for FgtError {
             | FgtError::Empty { .. } => PyValueError::new_err(self.to_string()),
             FgtError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
             FgtError::Spatial(e) => e.to_pyerr(),
+        }
+    }
+}
+
+impl ToPyErr for EmbedError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            EmbedError::InvalidParameter { .. }
+            | EmbedError::ShapeMismatch(_)
+            | EmbedError::NonFinite { .. } => PyValueError::new_err(self.to_string()),
+            EmbedError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            EmbedError::Fgt(e) => e.to_pyerr(),
         }
     }
 }
