@@ -137,6 +137,90 @@ pub fn exact_sums(
 ) -> Result<KernelSums> {
     let n = check_points(x, dim)?;
     check_weights(weights, n)?;
+    let ones;
+    let v = match weights {
+        Some(w) => w,
+        None => {
+            ones = vec![1.0; n];
+            &ones
+        }
+    };
+    match (dim, kernel) {
+        (1, Kernel::Gaussian) => exact_soa::<1>(x, v, |t| (-t).exp(), |k| k, cancel),
+        (2, Kernel::Gaussian) => exact_soa::<2>(x, v, |t| (-t).exp(), |k| k, cancel),
+        (3, Kernel::Gaussian) => exact_soa::<3>(x, v, |t| (-t).exp(), |k| k, cancel),
+        (1, Kernel::StudentT) => exact_soa::<1>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        (2, Kernel::StudentT) => exact_soa::<2>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        (3, Kernel::StudentT) => exact_soa::<3>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        _ => exact_rows(x, dim, kernel, v, cancel),
+    }
+}
+
+/// Exact sums for a fixed small dimension with the coordinates stored by column, so the
+/// inner loop over sources is branch-free and vectorisable (self skipped by splitting it).
+fn exact_soa<const D: usize>(
+    x: &[f64],
+    v: &[f64],
+    kern: impl Fn(f64) -> f64 + Sync,
+    power: impl Fn(f64) -> f64 + Sync,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = v.len();
+    let cols: Vec<Vec<f64>> = (0..D)
+        .map(|c| (0..n).map(|i| x[i * D + c]).collect())
+        .collect();
+    let mut s0 = vec![0.0; n];
+    let mut s1 = vec![0.0; n];
+    let mut sx = vec![0.0; n * D];
+    s0.par_chunks_mut(TARGET_BLOCK)
+        .zip(s1.par_chunks_mut(TARGET_BLOCK))
+        .zip(sx.par_chunks_mut(TARGET_BLOCK * D))
+        .enumerate()
+        .try_for_each(|(b, ((a0, a1), ax))| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
+                let i = b * TARGET_BLOCK + j;
+                let mut xi = [0.0; D];
+                for (c, q) in xi.iter_mut().enumerate() {
+                    *q = cols[c][i];
+                }
+                let mut acc = (0.0, 0.0, [0.0; D]);
+                for (lo, hi) in [(0, i), (i + 1, n)] {
+                    for m in lo..hi {
+                        let mut t = 0.0;
+                        for c in 0..D {
+                            let d = xi[c] - cols[c][m];
+                            t += d * d;
+                        }
+                        let k = kern(t);
+                        let kq = v[m] * power(k);
+                        acc.0 += v[m] * k;
+                        acc.1 += kq;
+                        for c in 0..D {
+                            acc.2[c] += kq * cols[c][m];
+                        }
+                    }
+                }
+                *o0 = acc.0;
+                *o1 = acc.1;
+                ax[j * D..(j + 1) * D].copy_from_slice(&acc.2);
+            }
+            Ok(())
+        })?;
+    Ok(KernelSums { s0, s1, sx })
+}
+
+/// Exact sums for any dimension (row-major coordinates).
+fn exact_rows(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    v: &[f64],
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = v.len();
     let mut s0 = vec![0.0; n];
     let mut s1 = vec![0.0; n];
     let mut sx = vec![0.0; n * dim];
@@ -152,16 +236,12 @@ pub fn exact_sums(
                 let i = b * TARGET_BLOCK + j;
                 let xi = &x[i * dim..(i + 1) * dim];
                 let ox = &mut ax[j * dim..(j + 1) * dim];
-                for m in 0..n {
-                    if m == i {
-                        continue;
-                    }
+                for m in (0..n).filter(|&m| m != i) {
                     let xm = &x[m * dim..(m + 1) * dim];
                     let t: f64 = xi.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
-                    let v = weights.map_or(1.0, |w| w[m]);
                     let k = kernel.value(t);
-                    let kq = v * kernel.powered(k);
-                    *o0 += v * k;
+                    let kq = v[m] * kernel.powered(k);
+                    *o0 += v[m] * k;
                     *o1 += kq;
                     for (o, c) in ox.iter_mut().zip(xm) {
                         *o += kq * c;
@@ -198,6 +278,8 @@ pub struct BarnesHut {
     points: Vec<f64>,
     weights: Vec<f64>,
     position: Vec<u32>,
+    /// Input index of each tree position (the inverse of `position`).
+    order: Vec<u32>,
 }
 
 /// Deepest split; beyond it (coincident points) a leaf keeps several points, summed exactly.
@@ -243,6 +325,7 @@ impl BarnesHut {
             points: Vec::new(),
             weights: Vec::new(),
             position: vec![0; n],
+            order: Vec::new(),
         };
         if n == 0 {
             return Ok(tree);
@@ -269,6 +352,7 @@ impl BarnesHut {
         for (p, &i) in perm.iter().enumerate() {
             tree.position[i as usize] = p as u32;
         }
+        tree.order = perm;
         Ok(tree)
     }
 
@@ -393,9 +477,9 @@ impl BarnesHut {
                 }
                 let mut stack: Vec<u32> = Vec::with_capacity(64);
                 for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
-                    let i = b * TARGET_BLOCK + j;
-                    let pos = self.position[i];
-                    let p = pos as usize;
+                    // Targets in tree order (neighbouring queries share cells: cache friendly).
+                    let p = b * TARGET_BLOCK + j;
+                    let pos = p as u32;
                     let xq = &self.points[p * dim..(p + 1) * dim];
                     let ox = &mut ax[j * dim..(j + 1) * dim];
                     stack.clear();
@@ -447,7 +531,18 @@ impl BarnesHut {
                 }
                 Ok(())
             })?;
-        Ok(KernelSums { s0, s1, sx })
+        let mut out = KernelSums {
+            s0: vec![0.0; n],
+            s1: vec![0.0; n],
+            sx: vec![0.0; n * dim],
+        };
+        for (p, &i) in self.order.iter().enumerate() {
+            let i = i as usize;
+            out.s0[i] = s0[p];
+            out.s1[i] = s1[p];
+            out.sx[i * dim..(i + 1) * dim].copy_from_slice(&sx[p * dim..(p + 1) * dim]);
+        }
+        Ok(out)
     }
 }
 
