@@ -413,6 +413,7 @@ class ElasticEmbedding(_NeighborEmbedding):
         tol = positive_float(self.tol, "tol")
         if self.homotopy:
             lambdas = np.logspace(np.log10(lam) - 6, np.log10(lam), int(self.n_lambdas))
+            lambdas[-1] = lam
             cb = self.callback
             Y, info = homotopy(
                 obj, Y, lambdas=lambdas, method=self.method, kappa=self.kappa, tol=tol,
