@@ -70,6 +70,7 @@ def embedding_objective(
     gradient: str = "exact",
     theta: float = 0.5,
     epsilon: float = 1e-6,
+    need_objective: bool = True,
     n_jobs: int | None = None,
 ) -> tuple[float, float, float, npt.NDArray[np.float64]]: ...
 def kernel_sums(

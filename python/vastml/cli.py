@@ -75,6 +75,10 @@ def _demo(args) -> int:
             cells.append(f"{time.perf_counter() - t0:11.3f}s{mark}")
         print(f"   {d:>2} {hh:>5}  " + "".join(cells))
 
+    from vastml.embed._cli import demo_section
+
+    demo_section(args, 3)
+
     out = args.out
     try:
         import matplotlib
@@ -116,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="vastml-demo.png", help="PNG to write (needs matplotlib)")
     d.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     d.set_defaults(func=_demo)
+    from vastml.embed._cli import add_embed_parser
+
+    add_embed_parser(sub)
     return p
 
 

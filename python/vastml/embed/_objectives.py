@@ -67,15 +67,20 @@ class EmbeddingObjective:
     def n_samples(self) -> int:
         return self.W.shape[0]
 
-    def parts(self, X):
-        """(E, E+, E-, G) at X (E+ includes ``attraction_scale``)."""
+    def parts(self, X, need_objective=True):
+        """(E, E+, E-, G) at X (E+ includes ``attraction_scale``). With ``need_objective``
+        False, t-SNE skips the logarithms of E+ and returns E = E+ = NaN."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         self.n_evaluations += 1
         data = self._data if self.attraction_scale == 1.0 else self._data * self.attraction_scale
         return _core.embedding_objective(
             self.model, X, self._indptr, self._indices, data, self.lam, self.gradient, self.theta,
-            self.epsilon, self.n_jobs,
+            self.epsilon, need_objective, self.n_jobs,
         )
+
+    def grad(self, X):
+        """The gradient alone (E is not computed where that saves work)."""
+        return self.parts(X, need_objective=False)[3]
 
     def __call__(self, X):
         E, _, _, G = self.parts(X)
@@ -87,7 +92,7 @@ class EmbeddingObjective:
             raise ValueError("kl_divergence is defined for the normalised models ssne and tsne")
         E, Ep, Em, _ = _core.embedding_objective(
             self.model, np.ascontiguousarray(X, dtype=np.float64), self._indptr, self._indices,
-            self._data, 1.0, self.gradient, self.theta, self.epsilon, self.n_jobs,
+            self._data, 1.0, self.gradient, self.theta, self.epsilon, True, self.n_jobs,
         )
         p = self._data[self._data > 0]
         return float(E + np.sum(p * np.log(p)))

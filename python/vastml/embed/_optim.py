@@ -269,15 +269,21 @@ def tsne_gradient_descent(
     state=None,
     callback=None,
     it0=0,
+    objective_every=50,
 ):
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
-    optimiser, as scikit-learn and openTSNE use it). Returns ``(X, state, E)``."""
+    optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
+    ``objective_every`` iterations and at the last (the callback sees the latest value).
+    Returns ``(X, state, E)``."""
     update, gains = state if state is not None else (np.zeros_like(X), np.ones_like(X))
     objective.attraction_scale = exaggeration
     E = math.nan
     try:
         for i in range(n_iter):
-            E, G = objective(X)
+            if (it0 + i + 1) % objective_every == 0 or i == n_iter - 1:
+                E, G = objective(X)
+            else:
+                G = objective.grad(X)
             inc = update * G < 0.0
             gains[inc] += 0.2
             gains[~inc] *= 0.8

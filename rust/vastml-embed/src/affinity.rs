@@ -197,7 +197,7 @@ fn entropy_gap(s: &[f64], a: f64, log_k: f64, derivs: u8, w: &mut [f64]) -> (f64
     let beta = a.exp();
     let (mut z, mut s1, mut s2, mut s3) = (0.0, 0.0, 0.0, 0.0);
     for (wi, &si) in w.iter_mut().zip(s) {
-        let e = (-beta * si).exp();
+        let e = vastml_fgt::exp_nonpositive(-beta * si);
         *wi = e;
         z += e;
         let es = e * si;

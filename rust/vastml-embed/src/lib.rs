@@ -36,4 +36,4 @@ pub mod objective;
 
 pub use error::{EmbedError, Result};
 pub use nbody::{Kernel, Repulsion};
-pub use objective::{Csr, Evaluation, Model, evaluate};
+pub use objective::{Csr, Evaluation, Model, evaluate, evaluate_with};

@@ -35,7 +35,7 @@ impl Kernel {
     #[inline]
     pub fn value(self, t: f64) -> f64 {
         match self {
-            Kernel::Gaussian => (-t).exp(),
+            Kernel::Gaussian => vastml_fgt::exp_nonpositive(-t),
             Kernel::StudentT => 1.0 / (1.0 + t),
         }
     }
@@ -146,9 +146,15 @@ pub fn exact_sums(
         }
     };
     match (dim, kernel) {
-        (1, Kernel::Gaussian) => exact_soa::<1>(x, v, |t| (-t).exp(), |k| k, cancel),
-        (2, Kernel::Gaussian) => exact_soa::<2>(x, v, |t| (-t).exp(), |k| k, cancel),
-        (3, Kernel::Gaussian) => exact_soa::<3>(x, v, |t| (-t).exp(), |k| k, cancel),
+        (1, Kernel::Gaussian) => {
+            exact_soa::<1>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
+        (2, Kernel::Gaussian) => {
+            exact_soa::<2>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
+        (3, Kernel::Gaussian) => {
+            exact_soa::<3>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
         (1, Kernel::StudentT) => exact_soa::<1>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
         (2, Kernel::StudentT) => exact_soa::<2>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
         (3, Kernel::StudentT) => exact_soa::<3>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
@@ -198,8 +204,8 @@ fn exact_soa<const D: usize>(
                         let kq = v[m] * power(k);
                         acc.0 += v[m] * k;
                         acc.1 += kq;
-                        for c in 0..D {
-                            acc.2[c] += kq * cols[c][m];
+                        for (a, col) in acc.2.iter_mut().zip(&cols) {
+                            *a += kq * col[m];
                         }
                     }
                 }
@@ -266,6 +272,8 @@ struct Node {
     weight: f64,
     /// Σ v x over the cell.
     moment: [f64; MAX_TREE_DIM],
+    /// Σ v x / Σ v: where the cell's summary kernel is evaluated.
+    centre: [f64; MAX_TREE_DIM],
 }
 
 /// A 2^d-tree (quadtree for d = 2, octree for d = 3) over weighted points for Barnes-Hut
@@ -338,6 +346,7 @@ impl BarnesHut {
             side,
             weight: 0.0,
             moment: [0.0; MAX_TREE_DIM],
+            centre: [0.0; MAX_TREE_DIM],
         });
         let mut scratch = vec![0u32; n];
         tree.split(0, lo, x, weights, &mut perm, &mut scratch, 0);
@@ -384,6 +393,9 @@ impl BarnesHut {
         }
         self.nodes[node].weight = weight;
         self.nodes[node].moment = moment;
+        for (c, m) in self.nodes[node].centre.iter_mut().zip(&moment).take(dim) {
+            *c = m / weight;
+        }
         if end - start <= 1 || depth >= MAX_DEPTH {
             return;
         }
@@ -434,6 +446,7 @@ impl BarnesHut {
                 side: half,
                 weight: 0.0,
                 moment: [0.0; MAX_TREE_DIM],
+                centre: [0.0; MAX_TREE_DIM],
             });
         }
         self.nodes[node].first_child = first as u32;
@@ -508,10 +521,9 @@ impl BarnesHut {
                             continue;
                         }
                         if !holds_query {
-                            let inv = 1.0 / node.weight;
                             let mut t = 0.0;
-                            for (q, m) in xq.iter().zip(&node.moment) {
-                                let d = q - m * inv;
+                            for (q, m) in xq.iter().zip(&node.centre) {
+                                let d = q - m;
                                 t += d * d;
                             }
                             if node.side * node.side < theta2 * t {

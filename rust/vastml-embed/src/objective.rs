@@ -67,10 +67,10 @@ impl FromStr for Model {
 /// A sparse n x n weight matrix in CSR form.
 #[derive(Debug, Clone, Copy)]
 pub struct Csr<'a> {
-    /// Row pointers (n + 1 entries).
-    pub indptr: &'a [usize],
+    /// Row pointers (n + 1 entries; int64 as SciPy and NumPy hold them).
+    pub indptr: &'a [i64],
     /// Column indices.
-    pub indices: &'a [usize],
+    pub indices: &'a [i64],
     /// Weights (>= 0).
     pub data: &'a [f64],
 }
@@ -91,11 +91,11 @@ impl Csr<'_> {
         if self.indptr[0] != 0 || self.indptr.windows(2).any(|w| w[0] > w[1]) {
             return bad("row pointers must start at 0 and not decrease");
         }
-        let nnz = self.indptr[n];
+        let nnz = self.indptr[n] as usize;
         if self.indices.len() != nnz || self.data.len() != nnz {
             return bad("indices and data must have indptr[-1] entries");
         }
-        if self.indices.iter().any(|&j| j >= n) {
+        if self.indices.iter().any(|&j| j < 0 || j as usize >= n) {
             return bad("column index out of range");
         }
         check_finite(self.data, "attraction")?;
@@ -121,6 +121,7 @@ pub struct Evaluation {
 
 /// E⁺ and its gradient (parallel over rows, O(nnz d)).
 fn attraction(
+    need_objective: bool,
     model: Model,
     x: &[f64],
     dim: usize,
@@ -139,14 +140,16 @@ fn attraction(
             for (j, gn) in g.chunks_exact_mut(dim).enumerate() {
                 let n = b * 256 + j;
                 let xn = &x[n * dim..(n + 1) * dim];
-                for idx in w.indptr[n]..w.indptr[n + 1] {
-                    let m = w.indices[idx];
+                for idx in w.indptr[n] as usize..w.indptr[n + 1] as usize {
+                    let m = w.indices[idx] as usize;
                     let wt = w.data[idx];
                     let xm = &x[m * dim..(m + 1) * dim];
                     let t: f64 = xn.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
                     let coef = match model {
                         Model::TSne => {
-                            e += wt * t.ln_1p();
+                            if need_objective {
+                                e += wt * t.ln_1p();
+                            }
                             4.0 * wt / (1.0 + t)
                         }
                         _ => {
@@ -182,13 +185,44 @@ pub fn evaluate(
     repulsion: Repulsion,
     cancel: &AtomicBool,
 ) -> Result<Evaluation> {
+    evaluate_with(model, x, dim, attraction_w, lambda, repulsion, true, cancel)
+}
+
+/// As [`evaluate`]; with `need_objective = false` the t-SNE attraction skips its
+/// logarithms and the returned objective (and E⁺) is NaN — only the gradient is computed
+/// (what momentum gradient descent needs at most iterations).
+///
+/// # Errors
+/// As [`evaluate`].
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_with(
+    model: Model,
+    x: &[f64],
+    dim: usize,
+    attraction_w: &Csr,
+    lambda: f64,
+    repulsion: Repulsion,
+    need_objective: bool,
+    cancel: &AtomicBool,
+) -> Result<Evaluation> {
     let n = check_points(x, dim)?;
     attraction_w.check(n)?;
     if !(lambda >= 0.0 && lambda.is_finite()) {
         return Err(invalid("lambda", "must be finite and >= 0"));
     }
     let mut grad = vec![0.0; n * dim];
-    let attractive = attraction(model, x, dim, attraction_w, &mut grad, cancel)?;
+    let mut attractive = attraction(
+        need_objective,
+        model,
+        x,
+        dim,
+        attraction_w,
+        &mut grad,
+        cancel,
+    )?;
+    if !need_objective && model == Model::TSne {
+        attractive = f64::NAN;
+    }
     if n < 2 {
         return Ok(Evaluation {
             objective: attractive,

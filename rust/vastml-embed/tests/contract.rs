@@ -279,7 +279,7 @@ fn weighted_barnes_hut_and_fgt_match_exact() {
 }
 
 /// A random symmetric sparse W with Σ w = 1.
-fn random_csr(seed: u64, n: usize, per_row: usize) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+fn random_csr(seed: u64, n: usize, per_row: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>) {
     let mut rng = Pcg64::seed_from_u64(seed);
     let mut dense = vec![0.0; n * n];
     for i in 0..n {
@@ -297,11 +297,11 @@ fn random_csr(seed: u64, n: usize, per_row: usize) -> (Vec<usize>, Vec<usize>, V
     for i in 0..n {
         for j in 0..n {
             if dense[i * n + j] > 0.0 {
-                indices.push(j);
+                indices.push(j as i64);
                 data.push(dense[i * n + j] / total);
             }
         }
-        indptr.push(indices.len());
+        indptr.push(indices.len() as i64);
     }
     (indptr, indices, data)
 }

@@ -114,13 +114,13 @@ pub fn entropic_affinities_knn<'py>(
     ))
 }
 
-/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None)
+/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None)
 /// --
 ///
 /// E = E+ + lam E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
 /// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
 #[pyfunction]
-#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None))]
+#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn embedding_objective<'py>(
     py: Python<'py>,
@@ -133,22 +133,23 @@ pub fn embedding_objective<'py>(
     gradient: &str,
     theta: f64,
     epsilon: f64,
+    need_objective: bool,
     n_jobs: Option<isize>,
 ) -> PyResult<(f64, f64, f64, Bound<'py, PyArray2<f64>>)> {
     let model = model.parse::<Model>().map_err(ToPyErr::to_pyerr)?;
     let rep = repulsion(gradient, theta, epsilon)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
-    let ip = to_usize(index_vector(&indptr, "indptr")?, "indptr")?;
-    let ix = to_usize(index_vector(&indices, "indices")?, "indices")?;
+    let ip = index_vector(&indptr, "indptr")?;
+    let ix = index_vector(&indices, "indices")?;
     let dt = vector(&data, "data")?;
     let ev = enter(py, n_jobs, |cancel| {
         let w = Csr {
-            indptr: &ip,
-            indices: &ix,
+            indptr: ip,
+            indices: ix,
             data: dt,
         };
-        vastml_embed::evaluate(model, xs, dim, &w, lam, rep, cancel)
+        vastml_embed::evaluate_with(model, xs, dim, &w, lam, rep, need_objective, cancel)
     })?;
     Ok((
         ev.objective,
