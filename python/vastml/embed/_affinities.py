@@ -285,11 +285,10 @@ def symmetrize(P, mode="joint"):
     """
     choice(mode, "mode", ("joint", "mean"))
     P = sp.csr_array(P, dtype=np.float64)
-    W = (P + P.T) * 0.5
-    W.setdiag(0)
-    W.eliminate_zeros()
-    if mode == "joint":
-        W = W / P.shape[0]
-    W = sp.csr_array(W)
-    W.sort_indices()
+    W = sp.csr_array(P + P.T)
+    W.data *= 0.5 / P.shape[0] if mode == "joint" else 0.5
+    if W.diagonal().any():
+        W.setdiag(0)
+        W.eliminate_zeros()
+    W.sum_duplicates()
     return W

@@ -614,6 +614,7 @@ pub fn entropic_affinities(
         .map(|(c, idx)| {
             let start = c * chunk;
             let mut done: Vec<Solved> = Vec::with_capacity(idx.len());
+            let mut log_scales: Vec<f64> = Vec::with_capacity(idx.len());
             for (j, &pt) in idx.iter().enumerate() {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(EmbedError::Cancelled);
@@ -627,7 +628,21 @@ pub fn entropic_affinities(
                         .filter(|&q| q >= start && q < start + j)
                         .map(|q| q - start),
                 };
-                let a0 = from.map(|q| done[q].0.log_beta).filter(|a| a.is_finite());
+                // Warm start in scale-free terms: scaling a row's distances by c scales its
+                // β by 1/c (thesis §2.1), so carry log β + log(mean shifted distance) over.
+                let row = &sqdist[pt * k..(pt + 1) * k];
+                let log_scale = row_log_scale(row);
+                let a0 = from
+                    .map(|q| {
+                        let shifted = done[q].0.log_beta + log_scales[q] - log_scale;
+                        if shifted.is_finite() {
+                            shifted
+                        } else {
+                            done[q].0.log_beta
+                        }
+                    })
+                    .filter(|a| a.is_finite());
+                log_scales.push(log_scale);
                 let mut out = vec![0.0; k];
                 let sol = solve_row(
                     &sqdist[pt * k..(pt + 1) * k],
@@ -664,6 +679,12 @@ pub fn entropic_affinities(
         }
     }
     Ok(res)
+}
+
+/// log of the mean of d² − min d² over a row (the row's distance scale).
+fn row_log_scale(d2: &[f64]) -> f64 {
+    let (d1, _, _) = extremes(d2);
+    (d2.iter().map(|v| v - d1).sum::<f64>() / d2.len() as f64).ln()
 }
 
 /// Entropy H (nats) of p ∝ exp(−exp(a) d²) over one row: the oracle used by the tests.
