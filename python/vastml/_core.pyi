@@ -46,7 +46,7 @@ def entropic_affinities_knn(
     order: npt.NDArray[np.int64],
     parents: npt.NDArray[np.int64] | None = None,
     warm: str = "previous",
-    method: str = "newton",
+    method: str = "euler",
     tol: float = 1e-10,
     maxit: int = 20,
     chunk_size: int = 2048,

@@ -153,7 +153,7 @@ class TSNE(_NeighborEmbedding):
         Barnes-Hut opening angle (0 = exact).
     n_neighbors : int, default=None
         Neighbours for the affinities (None: 3 x perplexity).
-    affinity_method : str, default="newton"
+    affinity_method : str, default="euler"
         Root finder of :func:`entropic_affinities`.
     kappa : int, default=None
         Sparsity of the spectral direction's Laplacian (None: the full kNN pattern).
@@ -189,7 +189,7 @@ class TSNE(_NeighborEmbedding):
     def __init__(
         self, n_components=2, *, perplexity=30.0, early_exaggeration=12.0, n_iter_exaggeration=250,
         learning_rate="auto", max_iter=1000, method="gd", gradient="auto", theta=0.5, n_neighbors=None,
-        affinity_method="newton", kappa=None, init="pca", random_state=None, n_jobs=None, verbose=False,
+        affinity_method="euler", kappa=None, init="pca", random_state=None, n_jobs=None, verbose=False,
         callback=None,
     ):
         self.n_components = n_components
@@ -283,7 +283,7 @@ class SymmetricSNE(_NeighborEmbedding):
 
     def __init__(
         self, n_components=2, *, perplexity=30.0, max_iter=1000, method="spectral", gradient="auto",
-        theta=0.5, epsilon=1e-4, tol=1e-7, n_neighbors=None, affinity_method="newton", kappa=None,
+        theta=0.5, epsilon=1e-4, tol=1e-7, n_neighbors=None, affinity_method="euler", kappa=None,
         init="pca", random_state=None, n_jobs=None, verbose=False, callback=None,
     ):
         self.n_components = n_components
@@ -373,7 +373,7 @@ class ElasticEmbedding(_NeighborEmbedding):
     def __init__(
         self, n_components=2, *, perplexity=30.0, lam=1.0, homotopy=True, n_lambdas=50, tol=1e-6,
         max_iter=1000, method="spectral", gradient="auto", theta=0.5, epsilon=1e-4, n_neighbors=None,
-        affinity_method="newton", kappa=None, init="random", random_state=None, n_jobs=None,
+        affinity_method="euler", kappa=None, init="random", random_state=None, n_jobs=None,
         verbose=False, callback=None,
     ):
         self.n_components = n_components

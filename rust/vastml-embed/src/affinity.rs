@@ -90,7 +90,8 @@ pub enum WarmStart<'a> {
     Bounds,
 }
 
-/// Options of the root finder.
+/// Options of the root finder (default: Euler steps, tol 1e-10 on |H − log K|, 20 steps
+/// before a forced bisection).
 #[derive(Debug, Clone, Copy)]
 pub struct RootOptions {
     /// The root finder.
@@ -104,7 +105,7 @@ pub struct RootOptions {
 impl Default for RootOptions {
     fn default() -> Self {
         RootOptions {
-            method: RootMethod::Newton,
+            method: RootMethod::Euler,
             tol: 1e-10,
             maxit: 20,
         }

@@ -56,14 +56,14 @@ type AffinityOut<'py> = (
     Bound<'py, PyArray1<bool>>,
 );
 
-/// entropic_affinities_knn(sqdist, perplexity, order, parents=None, warm="previous", method="newton", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None)
+/// entropic_affinities_knn(sqdist, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None)
 /// --
 ///
 /// Per-row precisions of perplexity `perplexity` from kNN squared distances (n x k, self
 /// excluded). Returns (P n x k, log_beta, evaluations, bisections, log_beta_lower,
 /// log_beta_upper, converged).
 #[pyfunction]
-#[pyo3(signature = (sqdist, perplexity, order, parents=None, warm="previous", method="newton", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
+#[pyo3(signature = (sqdist, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities_knn<'py>(
     py: Python<'py>,
