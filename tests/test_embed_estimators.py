@@ -14,10 +14,10 @@ from vastml.embed import TSNE, ElasticEmbedding, SymmetricSNE
 
 # Embeddings are not deterministic functions of a point: transform() of the training data
 # re-embeds it against the fitted embedding, so it differs from fit_transform().
+# (ElasticEmbedding's tiny check-sized embeddings happen to agree within the tolerances.)
 NOT_A_FUNCTION = {
     "check_transformer_general": "transform(X_train) re-embeds against the fit, != fit_transform",
     "check_transformer_data_not_an_array": "same as check_transformer_general",
-    "check_methods_sample_order_invariance": "the embedding of a point depends on the whole batch",
     "check_methods_subset_invariance": "the embedding of a point depends on the whole batch",
 }
 
@@ -28,7 +28,7 @@ NOT_A_FUNCTION = {
         SymmetricSNE(perplexity=3, max_iter=30, random_state=0),
         ElasticEmbedding(perplexity=3, n_lambdas=3, max_iter=20, random_state=0),
     ],
-    expected_failed_checks=lambda est: NOT_A_FUNCTION,
+    expected_failed_checks=lambda est: {} if isinstance(est, ElasticEmbedding) else NOT_A_FUNCTION,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
