@@ -259,7 +259,8 @@ def entropic_affinities(
     )
     indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
     P = sp.csr_array((p.ravel(), idx.ravel(), indptr), shape=(n, n))
-    P.sum_duplicates()
+    if knn is not None:  # our kNN rows hold distinct indices; a user's graph may repeat one
+        P.sum_duplicates()
     info = {
         "evaluations": evals,
         "bisections": bis,
