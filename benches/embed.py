@@ -26,13 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from _harness import Bench, Timing  # noqa: E402
-from scipy import ndimage  # noqa: E402
-from sklearn.datasets import load_digits, make_blobs  # noqa: E402
-from sklearn.neighbors import NearestNeighbors  # noqa: E402
-
-from vastml.embed import TSNE, EmbeddingObjective, entropic_affinities, homotopy, symmetrize  # noqa: E402
+import numpy as np
+from _harness import Bench, Timing
+from scipy import ndimage
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.neighbors import NearestNeighbors
+from vastml.embed import TSNE, EmbeddingObjective, entropic_affinities, homotopy, symmetrize
 
 PERPLEXITY = 30
 K = 90
@@ -81,14 +80,24 @@ def bench_affinities(bench, name, X):
     P, info = row.ours.value
     evals = float(info["evaluations"].mean())
     row.extra["evals/point"] = round(evals, 2)
-    newton = entropic_affinities(knn=(d2, idx), perplexity=PERPLEXITY, method="newton")[2]["evaluations"].mean()
+    newton = entropic_affinities(knn=(d2, idx), perplexity=PERPLEXITY, method="newton")[2][
+        "evaluations"
+    ].mean()
     row.extra["steps/point euler/newton"] = f"{evals - 1:.2f}/{newton - 1:.2f}"
 
-    row.extra["max |H-logK|"] = _max_entropy_gap(entropic_affinities(knn=(d2, idx), perplexity=PERPLEXITY)[0])
+    row.extra["max |H-logK|"] = _max_entropy_gap(
+        entropic_affinities(knn=(d2, idx), perplexity=PERPLEXITY)[0]
+    )
     ratio = row.ratio("openTSNE")
-    bench.check(f"affinities {name}: >= 3x openTSNE calibration", ratio >= 3, f"{ratio:.2f}x", row=row)
-    bench.check(f"affinities {name}: <= 2.5 root-finding steps per point (Euler)", evals - 1 <= 2.5,
-                f"{evals - 1:.2f}", row=row)
+    bench.check(
+        f"affinities {name}: >= 3x openTSNE calibration", ratio >= 3, f"{ratio:.2f}x", row=row
+    )
+    bench.check(
+        f"affinities {name}: <= 2.5 root-finding steps per point (Euler)",
+        evals - 1 <= 2.5,
+        f"{evals - 1:.2f}",
+        row=row,
+    )
 
 
 def _max_entropy_gap(P):
@@ -121,13 +130,23 @@ def bench_tsne(bench, name, X):
     row.extra["KL reported ours/oT/sk"] = (
         f"{model.kl_divergence_:.3f}/{ot.value.kl_divergence:.3f}/{sk.value.kl_divergence_:.3f}"
     )
-    row.extra["KL exact (our P) ours/oT/sk"] = f"{kl['ours']:.3f}/{kl['openTSNE']:.3f}/{kl['sklearn']:.3f}"
+    row.extra["KL exact (our P) ours/oT/sk"] = (
+        f"{kl['ours']:.3f}/{kl['openTSNE']:.3f}/{kl['sklearn']:.3f}"
+    )
     best = min(kl["openTSNE"], kl["sklearn"])
     fastest = min(row.peer_seconds("openTSNE"), row.peer_seconds("sklearn"))
-    bench.check(f"t-SNE {name}: KL <= better peer's (+1%)", kl["ours"] <= 1.01 * best,
-                f"{kl['ours']:.3f} vs {best:.3f}", row=row)
-    bench.check(f"t-SNE {name}: time <= 0.5x faster peer", row.ours.median <= 0.5 * fastest,
-                f"{row.ours.median:.1f} s vs {fastest:.1f} s", row=row)
+    bench.check(
+        f"t-SNE {name}: KL <= better peer's (+1%)",
+        kl["ours"] <= 1.01 * best,
+        f"{kl['ours']:.3f} vs {best:.3f}",
+        row=row,
+    )
+    bench.check(
+        f"t-SNE {name}: time <= 0.5x faster peer",
+        row.ours.median <= 0.5 * fastest,
+        f"{row.ours.median:.1f} s vs {fastest:.1f} s",
+        row=row,
+    )
 
 
 def bench_homotopy(bench, quick):
@@ -141,17 +160,31 @@ def bench_homotopy(bench, quick):
     for method in ("spectral", "fp"):
         log(f"homotopy: {method}")
         obj = EmbeddingObjective("ee", W)
-        t = once(lambda obj=obj, method=method: homotopy(obj, X0, lambdas=lambdas, method=method,
-                                                          tol=tol, max_iter=max_iter))
+        t = once(
+            lambda obj=obj, method=method: homotopy(
+                obj, X0, lambdas=lambdas, method=method, tol=tol, max_iter=max_iter
+            )
+        )
         runs[method] = (t, t.value[1]["n_evaluations"], float(obj(t.value[0])[0]))
     t_sd, ev_sd, e_sd = runs["spectral"]
     t_fp, ev_fp, e_fp = runs["fp"]
-    row = bench.compare("homotopy EE (COIL-like)", t_sd, {"vastml fp": t_fp},
-                        {"N": len(Y), "lambdas": n_lambdas, "tol": tol},
-                        {"evals sd/fp": f"{ev_sd}/{ev_fp}", "E sd/fp": f"{e_sd:.1f}/{e_fp:.1f}",
-                         "thesis evals sd/fp": "5183/26219"})
-    bench.check("homotopy: SD >= 4x fewer evaluations than FP", ev_fp >= 4 * ev_sd,
-                f"{ev_fp / max(ev_sd, 1):.2f}x", row=row)
+    row = bench.compare(
+        "homotopy EE (COIL-like)",
+        t_sd,
+        {"vastml fp": t_fp},
+        {"N": len(Y), "lambdas": n_lambdas, "tol": tol},
+        {
+            "evals sd/fp": f"{ev_sd}/{ev_fp}",
+            "E sd/fp": f"{e_sd:.1f}/{e_fp:.1f}",
+            "thesis evals sd/fp": "5183/26219",
+        },
+    )
+    bench.check(
+        "homotopy: SD >= 4x fewer evaluations than FP",
+        ev_fp >= 4 * ev_sd,
+        f"{ev_fp / max(ev_sd, 1):.2f}x",
+        row=row,
+    )
 
 
 _BIG = """
@@ -167,9 +200,15 @@ print(json.dumps({{"seconds": time.perf_counter() - t}}))
 
 def main(argv=None):
     def add_args(ap):
-        ap.add_argument("--n", type=int, default=None, help="blob points (default 20,000; 5,000 quick)")
-        ap.add_argument("--tsne-digits", type=int, default=None,
-                        help="digits for the t-SNE row (default all 1,797; 800 quick)")
+        ap.add_argument(
+            "--n", type=int, default=None, help="blob points (default 20,000; 5,000 quick)"
+        )
+        ap.add_argument(
+            "--tsne-digits",
+            type=int,
+            default=None,
+            help="digits for the t-SNE row (default all 1,797; 800 quick)",
+        )
         ap.add_argument("--big", action="store_true", help="also run the 1,000,000-point row")
         ap.add_argument("--skip-tsne", action="store_true", help="only affinities and homotopy")
 
@@ -179,8 +218,10 @@ def main(argv=None):
     digits = load_digits().data
     Xb, _ = blobs(n)
     nd = a.tsne_digits or (800 if bench.quick else len(digits))
-    jobs = [("affinities digits", bench_affinities, (bench, "digits", digits)),
-            (f"affinities blobs {n}", bench_affinities, (bench, f"blobs {n}", Xb))]
+    jobs = [
+        ("affinities digits", bench_affinities, (bench, "digits", digits)),
+        (f"affinities blobs {n}", bench_affinities, (bench, f"blobs {n}", Xb)),
+    ]
     if not a.skip_tsne:
         jobs.append((f"t-SNE digits {nd}", bench_tsne, (bench, f"digits {nd}", digits[:nd])))
         if not bench.quick:  # the blob t-SNE alone takes minutes for the three libraries
@@ -196,10 +237,17 @@ def main(argv=None):
     if a.big:
         info = bench.run_isolated(_BIG.format(n=1_000_000), timeout=3600)
         if "error" in info:
-            bench.skip("t-SNE 1M (subprocess)", {"N": 1_000_000}, "failed: " + str(info["error"])[-200:])
+            bench.skip(
+                "t-SNE 1M (subprocess)", {"N": 1_000_000}, "failed: " + str(info["error"])[-200:]
+            )
         else:
-            row = bench.compare("t-SNE 1M (subprocess)", Timing([info["seconds"]]), {}, {"N": 1_000_000},
-                                {"peak RSS": f"{info['peak_rss_bytes'] / 1e9:.2f} GB"})
+            row = bench.compare(
+                "t-SNE 1M (subprocess)",
+                Timing([info["seconds"]]),
+                {},
+                {"N": 1_000_000},
+                {"peak RSS": f"{info['peak_rss_bytes'] / 1e9:.2f} GB"},
+            )
             bench.check("1M: < 15 min", info["seconds"] < 900, f"{info['seconds']:.0f} s", row=row)
             bench.check("1M: < 4 GB", info["peak_rss_bytes"] < 4e9, row=row)
     else:

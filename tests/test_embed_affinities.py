@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_digits
-
 from vastml import _core
 from vastml.embed import entropic_affinities, knn_sqdist, symmetrize, warm_start_order
 from vastml.embed._affinities import ORDERS, ROOT_METHODS
@@ -52,7 +51,9 @@ def test_methods_and_orders_agree(digits):
         lb = np.log(entropic_affinities(knn=(d2, idx), perplexity=30, method=method)[1])
         assert np.abs(lb - ref).max() < 1e-8, method
     for order in set(ORDERS) - {"raster"}:
-        lb = np.log(entropic_affinities(knn=(d2, idx), perplexity=30, order=order, random_state=0)[1])
+        lb = np.log(
+            entropic_affinities(knn=(d2, idx), perplexity=30, order=order, random_state=0)[1]
+        )
         assert np.abs(lb - ref).max() < 1e-8, order
     # Same result for any thread count.
     lb1 = np.log(entropic_affinities(knn=(d2, idx), perplexity=30, n_jobs=1)[1])
@@ -75,7 +76,9 @@ def test_bounds_bracket_the_root_including_adversarial_rows():
     # Each row gets its own perplexity: one call per distinct perplexity.
     for row, K in zip(rows, perps):
         d2 = np.ascontiguousarray(row[None, :])
-        P, lb, evals, bis, lo, hi, conv = _core.entropic_affinities_knn(d2, K, np.array([0]), warm="bounds")
+        P, lb, evals, bis, lo, hi, conv = _core.entropic_affinities_knn(
+            d2, K, np.array([0]), warm="bounds"
+        )
         assert row_entropy(row, lo[0]) - np.log(K) > 0 > row_entropy(row, hi[0]) - np.log(K)
         assert conv[0]
         assert abs(row_entropy(row, lb[0]) - np.log(K)) <= 1e-10
@@ -92,7 +95,9 @@ def test_derivative_methods_need_few_evaluations(digits):
     assert mean["bisection"] > 20 and mean["bisection"] > 4 * mean["newton"]
     assert mean["brent"] < mean["bisection"]
     # Warm starts help: the density order needs fewer evaluations than no warm start.
-    bounds = entropic_affinities(knn=(d2, idx), perplexity=30, order="bounds")[2]["evaluations"].mean()
+    bounds = entropic_affinities(knn=(d2, idx), perplexity=30, order="bounds")[2][
+        "evaluations"
+    ].mean()
     assert mean["newton"] < bounds
 
 

@@ -9,7 +9,6 @@ from sklearn.datasets import load_digits
 from sklearn.manifold import TSNE as SkTSNE
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
-
 from vastml.embed import TSNE, ElasticEmbedding, SymmetricSNE
 
 # Embeddings are not deterministic functions of a point: transform() of the training data
@@ -101,8 +100,13 @@ def test_ee_and_ssne_embed_digits(digits):
 def test_pickle_and_callback(digits):
     X, _ = digits
     seen = []
-    m = TSNE(perplexity=10, max_iter=30, n_iter_exaggeration=10, random_state=0,
-             callback=lambda it, E: seen.append(it) or it >= 25)
+    m = TSNE(
+        perplexity=10,
+        max_iter=30,
+        n_iter_exaggeration=10,
+        random_state=0,
+        callback=lambda it, E: seen.append(it) or it >= 25,
+    )
     m.fit(X[:200])
     assert seen[-1] == 25 and seen[0] == 1
     m.set_params(callback=None)  # a lambda does not pickle

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
-
 from vastml.embed import (
     EmbeddingObjective,
     SpectralDirection,
@@ -53,11 +52,16 @@ def test_objective_matches_the_definition_and_fd(small, model, lam):
     # Directional finite difference.
     V = rng.normal(size=X.shape)
     h = 1e-5
-    fd = (embedding_objective(model, X + h * V, W, lam=lam)[0] - embedding_objective(model, X - h * V, W, lam=lam)[0]) / (2 * h)
+    fd = (
+        embedding_objective(model, X + h * V, W, lam=lam)[0]
+        - embedding_objective(model, X - h * V, W, lam=lam)[0]
+    ) / (2 * h)
     assert fd == pytest.approx(np.vdot(G, V), rel=1e-6, abs=1e-9 * abs(E))
     # Rotation invariance of E.
     c, s = np.cos(0.7), np.sin(0.7)
-    assert embedding_objective(model, X @ np.array([[c, -s], [s, c]]) + 3, W, lam=lam)[0] == pytest.approx(E, rel=1e-10)
+    assert embedding_objective(model, X @ np.array([[c, -s], [s, c]]) + 3, W, lam=lam)[
+        0
+    ] == pytest.approx(E, rel=1e-10)
 
 
 def test_kl_identity(small):
@@ -82,7 +86,10 @@ def test_barnes_hut_and_fgt_against_exact():
         bh0 = kernel_sums(X, kernel=kernel, method="barnes_hut", theta=0.0)
         for a, b in zip(ex, bh0):
             assert np.allclose(a, b, rtol=1e-12, atol=0)
-        errs = [np.abs(kernel_sums(X, kernel=kernel, method="barnes_hut", theta=t)[2] - ex[2]).max() for t in (2.0, 1.0, 0.5, 0.2)]
+        errs = [
+            np.abs(kernel_sums(X, kernel=kernel, method="barnes_hut", theta=t)[2] - ex[2]).max()
+            for t in (2.0, 1.0, 0.5, 0.2)
+        ]
         assert all(a >= b for a, b in zip(errs, errs[1:])), errs
     ex = kernel_sums(X)
     f = kernel_sums(X, method="fgt", epsilon=1e-8)
@@ -185,7 +192,12 @@ def test_approximate_gradients(small):
     _, P = small
     W = symmetrize(P)
     X = np.random.default_rng(6).normal(size=(150, 2)) * 3
-    for model, approx in (("tsne", "barnes_hut"), ("ssne", "fgt"), ("ee", "fgt"), ("sne", "barnes_hut")):
+    for model, approx in (
+        ("tsne", "barnes_hut"),
+        ("ssne", "fgt"),
+        ("ee", "fgt"),
+        ("sne", "barnes_hut"),
+    ):
         Ge = embedding_objective(model, X, W)[1]
         Ga = embedding_objective(model, X, W, gradient=approx, theta=0.3, epsilon=1e-9)[1]
         assert np.abs(Ga - Ge).max() < 2e-2 * np.abs(Ge).max(), model

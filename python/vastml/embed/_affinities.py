@@ -29,7 +29,9 @@ def knn_sqdist(X, n_neighbors: int, n_jobs=None) -> tuple[np.ndarray, np.ndarray
     X = as_points(X, "X")
     n = X.shape[0]
     if not (isinstance(n_neighbors, numbers.Integral) and 1 <= n_neighbors < n):
-        raise ValueError(f"`n_neighbors` must be an int in [1, n_samples - 1 = {n - 1}], got {n_neighbors!r}")
+        raise ValueError(
+            f"`n_neighbors` must be an int in [1, n_samples - 1 = {n - 1}], got {n_neighbors!r}"
+        )
     nn = NearestNeighbors(n_neighbors=int(n_neighbors), n_jobs=n_jobs).fit(X)
     dist, idx = nn.kneighbors()
     return np.ascontiguousarray(dist**2), np.ascontiguousarray(idx, dtype=np.int64)
@@ -95,7 +97,9 @@ def _raster_order(image_shape, n):
     return grid.ravel().astype(np.int64)
 
 
-def warm_start_order(order, sqdist, idx, perplexity, *, kappa=None, image_shape=None, random_state=None):
+def warm_start_order(
+    order, sqdist, idx, perplexity, *, kappa=None, image_shape=None, random_state=None
+):
     """The visiting order of the points and where each starts its root finder.
 
     Returns ``(order, parents, warm)`` for the Rust solver: ``warm`` is "previous" (from the
@@ -105,8 +109,14 @@ def warm_start_order(order, sqdist, idx, perplexity, *, kappa=None, image_shape=
     rng = check_random_state(random_state)
     if not isinstance(order, str):
         o = np.asarray(order)
-        if o.shape != (n,) or not np.issubdtype(o.dtype, np.integer) or not np.array_equal(np.sort(o), np.arange(n)):
-            raise ValueError("`order` must be one of the named orders or a permutation of range(n_samples)")
+        if (
+            o.shape != (n,)
+            or not np.issubdtype(o.dtype, np.integer)
+            or not np.array_equal(np.sort(o), np.arange(n))
+        ):
+            raise ValueError(
+                "`order` must be one of the named orders or a permutation of range(n_samples)"
+            )
         return o.astype(np.int64), None, "previous"
     choice(order, "order", ORDERS)
     if kappa is None:
@@ -122,7 +132,9 @@ def warm_start_order(order, sqdist, idx, perplexity, *, kappa=None, image_shape=
         return np.arange(n, dtype=np.int64), None, "bounds"
     if order == "raster":
         if image_shape is None:
-            raise ValueError("order='raster' needs `image_shape` = (height, width) of the pixel grid")
+            raise ValueError(
+                "order='raster' needs `image_shape` = (height, width) of the pixel grid"
+            )
         return _raster_order(image_shape, n), None, "previous"
     if order == "mst":
         o, parents = _mst_order(sqdist, idx, kappa)
@@ -229,7 +241,9 @@ def entropic_affinities(
         sqdist = as_points(sqdist, "knn[0] (sqdist)")
         idx = np.asarray(idx)
         if idx.shape != sqdist.shape or not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError("`knn` indices must be an int array of the same shape as the distances")
+            raise ValueError(
+                "`knn` indices must be an int array of the same shape as the distances"
+            )
         n = sqdist.shape[0]
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise ValueError("`knn` indices out of range")
@@ -252,10 +266,24 @@ def entropic_affinities(
             f"`perplexity` must lie in (1, n_neighbors = {k}) (and n_neighbors < n_samples), got {perplexity}"
         )
     o, parents, warm = warm_start_order(
-        order, sqdist, idx, perplexity, kappa=order_kappa, image_shape=image_shape, random_state=random_state
+        order,
+        sqdist,
+        idx,
+        perplexity,
+        kappa=order_kappa,
+        image_shape=image_shape,
+        random_state=random_state,
     )
     p, log_beta, evals, bis, lo, hi, conv = _core.entropic_affinities_knn(
-        sqdist, perplexity, o, parents, warm=warm, method=method, tol=tol, maxit=int(maxit), n_jobs=n_jobs
+        sqdist,
+        perplexity,
+        o,
+        parents,
+        warm=warm,
+        method=method,
+        tol=tol,
+        maxit=int(maxit),
+        n_jobs=n_jobs,
     )
     indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
     P = sp.csr_array((p.ravel(), idx.ravel(), indptr), shape=(n, n))

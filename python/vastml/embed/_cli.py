@@ -18,12 +18,24 @@ def add_embed_parser(sub) -> None:
     e.add_argument("--lam", type=float, default=1.0, help="EE repulsion weight lambda")
     e.add_argument("--max-iter", type=int, default=1000)
     e.add_argument("--labels", default=None, help="file of one label per row (colours the plot)")
-    e.add_argument("--label-column", type=int, default=None,
-                   help="use this column of FILE as labels (and drop it from the data)")
-    e.add_argument("--delimiter", default=None, help="text delimiter (default: comma for .csv, whitespace otherwise)")
+    e.add_argument(
+        "--label-column",
+        type=int,
+        default=None,
+        help="use this column of FILE as labels (and drop it from the data)",
+    )
+    e.add_argument(
+        "--delimiter",
+        default=None,
+        help="text delimiter (default: comma for .csv, whitespace otherwise)",
+    )
     e.add_argument("--skip-header", type=int, default=0, help="header lines to skip in text files")
-    e.add_argument("--out", default=None, help="coordinates file (.npy or .csv; default FILE-embedding.csv)")
-    e.add_argument("--plot", default=None, help="scatter PNG (default FILE-embedding.png; 'none' to skip)")
+    e.add_argument(
+        "--out", default=None, help="coordinates file (.npy or .csv; default FILE-embedding.csv)"
+    )
+    e.add_argument(
+        "--plot", default=None, help="scatter PNG (default FILE-embedding.png; 'none' to skip)"
+    )
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--n-jobs", type=int, default=None)
     e.set_defaults(func=run_embed)
@@ -64,9 +76,14 @@ def scatter(Y, labels, path, title):
         ax.scatter(Y[:, 0], Y[:, 1], s=3, color="k", alpha=0.6)
     else:
         uniq, codes = np.unique(labels, return_inverse=True)
-        sc = ax.scatter(Y[:, 0], Y[:, 1], s=3, c=codes, cmap="tab10" if len(uniq) <= 10 else "tab20")
+        sc = ax.scatter(
+            Y[:, 0], Y[:, 1], s=3, c=codes, cmap="tab10" if len(uniq) <= 10 else "tab20"
+        )
         if len(uniq) <= 20:
-            handles = [plt.Line2D([], [], ls="", marker="o", color=sc.cmap(sc.norm(i))) for i in range(len(uniq))]
+            handles = [
+                plt.Line2D([], [], ls="", marker="o", color=sc.cmap(sc.norm(i)))
+                for i in range(len(uniq))
+            ]
             ax.legend(handles, [str(u) for u in uniq], loc="best", fontsize=7, markerscale=1.5)
     ax.set_title(title)
     ax.set_xticks([])
@@ -93,7 +110,9 @@ def run_embed(args) -> int:
     Y = est.fit_transform(X)
     dt = time.perf_counter() - t0
     score = getattr(est, "kl_divergence_", getattr(est, "objective_", float("nan")))
-    print(f"{args.method}: {len(X):,} points x {X.shape[1]} features in {dt:.2f} s (objective {score:.4g})")
+    print(
+        f"{args.method}: {len(X):,} points x {X.shape[1]} features in {dt:.2f} s (objective {score:.4g})"
+    )
     out = Path(args.out) if args.out else path.with_name(path.stem + "-embedding.csv")
     if out.suffix == ".npy":
         np.save(out, Y)
@@ -102,7 +121,9 @@ def run_embed(args) -> int:
     print(f"coordinates written to {out}")
     if args.plot != "none":
         png = Path(args.plot) if args.plot else path.with_name(path.stem + "-embedding.png")
-        if scatter(Y, labels, png, f"{args.method} of {path.name} (perplexity {args.perplexity:g})"):
+        if scatter(
+            Y, labels, png, f"{args.method} of {path.name} (perplexity {args.perplexity:g})"
+        ):
             print(f"plot written to {png}")
         else:
             print("(matplotlib is not installed: no plot; pip install 'vastml[plot]')")
@@ -120,8 +141,10 @@ def demo_section(args, number: int) -> None:
     print(f"\n{number}. t-SNE of {len(X):,} scikit-learn digits (64-D)")
     t0 = time.perf_counter()
     _, _, info = entropic_affinities(X, perplexity=30)
-    print(f"   entropic affinities (perplexity 30): {time.perf_counter() - t0:.2f} s, "
-          f"{info['evaluations'].mean():.2f} entropy evaluations per point")
+    print(
+        f"   entropic affinities (perplexity 30): {time.perf_counter() - t0:.2f} s, "
+        f"{info['evaluations'].mean():.2f} entropy evaluations per point"
+    )
     t0 = time.perf_counter()
     tsne = TSNE(perplexity=30, random_state=args.seed, max_iter=300 if args.quick else 1000).fit(X)
     print(f"   t-SNE: {time.perf_counter() - t0:.2f} s, KL {tsne.kl_divergence_:.3f}")

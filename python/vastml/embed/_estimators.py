@@ -12,9 +12,20 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._validation import choice, n_jobs_arg, positive_float
-from vastml.embed._affinities import ROOT_METHODS, default_n_neighbors, entropic_affinities, symmetrize
+from vastml.embed._affinities import (
+    ROOT_METHODS,
+    default_n_neighbors,
+    entropic_affinities,
+    symmetrize,
+)
 from vastml.embed._objectives import EmbeddingObjective
-from vastml.embed._optim import METHODS, SpectralDirection, homotopy, minimize, tsne_gradient_descent
+from vastml.embed._optim import (
+    METHODS,
+    SpectralDirection,
+    homotopy,
+    minimize,
+    tsne_gradient_descent,
+)
 from vastml.embed._out_of_sample import embed_new_points
 
 GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt")
@@ -39,7 +50,9 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         if not (isinstance(self.theta, numbers.Real) and self.theta >= 0):
             raise ValueError(f"`theta` must be a number >= 0, got {self.theta!r}")
         if self.gradient == "fgt" and self._model == "tsne":
-            raise ValueError("gradient='fgt' needs a Gaussian kernel; t-SNE uses 'barnes_hut' or 'exact'")
+            raise ValueError(
+                "gradient='fgt' needs a Gaussian kernel; t-SNE uses 'barnes_hut' or 'exact'"
+            )
         if self.gradient == "barnes_hut" and self.n_components > 3:
             raise ValueError("gradient='barnes_hut' handles n_components <= 3")
         n_jobs_arg(self.n_jobs)
@@ -49,7 +62,9 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         if n < 3:
             raise ValueError(f"need at least 3 samples, got n_samples = {n}")
         if self.perplexity >= n - 1:
-            raise ValueError(f"`perplexity` ({self.perplexity}) must be less than n_samples - 1 = {n - 1}")
+            raise ValueError(
+                f"`perplexity` ({self.perplexity}) must be less than n_samples - 1 = {n - 1}"
+            )
         k = self.n_neighbors
         if k is None:
             k = default_n_neighbors(self.perplexity, n)
@@ -58,8 +73,11 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=self.n_jobs).fit(X)
         dist, idx = self.nn_.kneighbors()
         P, beta, info = entropic_affinities(
-            knn=(dist**2, idx), perplexity=self.perplexity, method=self.affinity_method,
-            random_state=self.random_state, n_jobs=self.n_jobs,
+            knn=(dist**2, idx),
+            perplexity=self.perplexity,
+            method=self.affinity_method,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
         )
         self.beta_ = beta
         self.affinity_evaluations_ = info["evaluations"]
@@ -91,7 +109,12 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         dist, idx = self.nn_.kneighbors(X)
         return embed_new_points(
-            self._model, getattr(self, "lam", 1.0), self.embedding_, dist**2, idx, self.perplexity,
+            self._model,
+            getattr(self, "lam", 1.0),
+            self.embedding_,
+            dist**2,
+            idx,
+            self.perplexity,
             n_jobs=self.n_jobs,
         )
 
@@ -187,9 +210,24 @@ class TSNE(_NeighborEmbedding):
     _model = "tsne"
 
     def __init__(
-        self, n_components=2, *, perplexity=30.0, early_exaggeration=12.0, n_iter_exaggeration=250,
-        learning_rate="auto", max_iter=1000, method="gd", gradient="auto", theta=0.5, n_neighbors=None,
-        affinity_method="euler", kappa=None, init="pca", random_state=None, n_jobs=None, verbose=False,
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        early_exaggeration=12.0,
+        n_iter_exaggeration=250,
+        learning_rate="auto",
+        max_iter=1000,
+        method="gd",
+        gradient="auto",
+        theta=0.5,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="pca",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
         callback=None,
     ):
         self.n_components = n_components
@@ -213,7 +251,9 @@ class TSNE(_NeighborEmbedding):
     def _fit(self, X):
         self._check_common()
         exag = positive_float(self.early_exaggeration, "early_exaggeration")
-        if not (isinstance(self.n_iter_exaggeration, numbers.Integral) and self.n_iter_exaggeration >= 0):
+        if not (
+            isinstance(self.n_iter_exaggeration, numbers.Integral) and self.n_iter_exaggeration >= 0
+        ):
             raise ValueError("`n_iter_exaggeration` must be an int >= 0")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
         rng = check_random_state(self.random_state)
@@ -249,7 +289,12 @@ class TSNE(_NeighborEmbedding):
                     continue
                 obj.attraction_scale = scale
                 r = minimize(
-                    obj, Y, method=self.method, max_iter=iters, direction=direction, tol=1e-9,
+                    obj,
+                    Y,
+                    method=self.method,
+                    max_iter=iters,
+                    direction=direction,
+                    tol=1e-9,
                     callback=cb,
                 )
                 obj.attraction_scale = 1.0
@@ -282,9 +327,24 @@ class SymmetricSNE(_NeighborEmbedding):
     _model = "ssne"
 
     def __init__(
-        self, n_components=2, *, perplexity=30.0, max_iter=1000, method="spectral", gradient="auto",
-        theta=0.5, epsilon=1e-4, tol=1e-7, n_neighbors=None, affinity_method="euler", kappa=None,
-        init="pca", random_state=None, n_jobs=None, verbose=False, callback=None,
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        max_iter=1000,
+        method="spectral",
+        gradient="auto",
+        theta=0.5,
+        epsilon=1e-4,
+        tol=1e-7,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="pca",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
+        callback=None,
     ):
         self.n_components = n_components
         self.perplexity = perplexity
@@ -310,13 +370,22 @@ class SymmetricSNE(_NeighborEmbedding):
         P = symmetrize(self._affinities(X), "joint")
         self.affinities_ = P
         obj = EmbeddingObjective(
-            "ssne", P, gradient=self._gradient_method(X.shape[0]), theta=self.theta,
-            epsilon=positive_float(self.epsilon, "epsilon"), n_jobs=self.n_jobs,
+            "ssne",
+            P,
+            gradient=self._gradient_method(X.shape[0]),
+            theta=self.theta,
+            epsilon=positive_float(self.epsilon, "epsilon"),
+            n_jobs=self.n_jobs,
         )
         Y = self._init(X, rng, 1e-4)
         r = minimize(
-            obj, Y, method=self.method, max_iter=int(self.max_iter), kappa=self.kappa,
-            tol=positive_float(self.tol, "tol"), callback=self._progress(),
+            obj,
+            Y,
+            method=self.method,
+            max_iter=int(self.max_iter),
+            kappa=self.kappa,
+            tol=positive_float(self.tol, "tol"),
+            callback=self._progress(),
         )
         self.embedding_, self.n_iter_ = r.X, r.n_iter
         self.kl_divergence_ = obj.kl_divergence(r.X)
@@ -371,10 +440,27 @@ class ElasticEmbedding(_NeighborEmbedding):
     _model = "ee"
 
     def __init__(
-        self, n_components=2, *, perplexity=30.0, lam=1.0, homotopy=True, n_lambdas=50, tol=1e-6,
-        max_iter=1000, method="spectral", gradient="auto", theta=0.5, epsilon=1e-4, n_neighbors=None,
-        affinity_method="euler", kappa=None, init="random", random_state=None, n_jobs=None,
-        verbose=False, callback=None,
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        lam=1.0,
+        homotopy=True,
+        n_lambdas=50,
+        tol=1e-6,
+        max_iter=1000,
+        method="spectral",
+        gradient="auto",
+        theta=0.5,
+        epsilon=1e-4,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="random",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
+        callback=None,
     ):
         self.n_components = n_components
         self.perplexity = perplexity
@@ -406,8 +492,13 @@ class ElasticEmbedding(_NeighborEmbedding):
         W = symmetrize(self._affinities(X), "mean")
         self.affinities_ = W
         obj = EmbeddingObjective(
-            "ee", W, lam=lam, gradient=self._gradient_method(X.shape[0]), theta=self.theta,
-            epsilon=positive_float(self.epsilon, "epsilon"), n_jobs=self.n_jobs,
+            "ee",
+            W,
+            lam=lam,
+            gradient=self._gradient_method(X.shape[0]),
+            theta=self.theta,
+            epsilon=positive_float(self.epsilon, "epsilon"),
+            n_jobs=self.n_jobs,
         )
         Y = self._init(X, rng, 1e-5)
         tol = positive_float(self.tol, "tol")
@@ -416,14 +507,24 @@ class ElasticEmbedding(_NeighborEmbedding):
             lambdas[-1] = lam
             cb = self.callback
             Y, info = homotopy(
-                obj, Y, lambdas=lambdas, method=self.method, kappa=self.kappa, tol=tol,
+                obj,
+                Y,
+                lambdas=lambdas,
+                method=self.method,
+                kappa=self.kappa,
+                tol=tol,
                 max_iter=int(self.max_iter),
                 callback=None if cb is None else (lambda lam_, E, X: bool(cb(lam_, E))),
             )
             self.n_iter_, self.n_evaluations_ = info["n_iter"], info["n_evaluations"]
         else:
             r = minimize(
-                obj, Y, method=self.method, kappa=self.kappa, max_iter=int(self.max_iter), tol=tol,
+                obj,
+                Y,
+                method=self.method,
+                kappa=self.kappa,
+                max_iter=int(self.max_iter),
+                tol=tol,
                 callback=self._progress(),
             )
             Y, self.n_iter_, self.n_evaluations_ = r.X, r.n_iter, r.n_evaluations

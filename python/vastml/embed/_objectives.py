@@ -47,11 +47,15 @@ class EmbeddingObjective:
     True
     """
 
-    def __init__(self, model, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None):
+    def __init__(
+        self, model, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+    ):
         self.model = choice(model, "model", MODELS)
         self.gradient = choice(gradient, "gradient", GRADIENTS)
         if gradient == "fgt" and model == "tsne":
-            raise ValueError("gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE")
+            raise ValueError(
+                "gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE"
+            )
         self.W = as_attraction(W, W.shape[0] if hasattr(W, "shape") else len(W))
         self._indptr = self.W.indptr.astype(np.int64)
         self._indices = self.W.indices.astype(np.int64)
@@ -74,8 +78,17 @@ class EmbeddingObjective:
         self.n_evaluations += 1
         data = self._data if self.attraction_scale == 1.0 else self._data * self.attraction_scale
         return _core.embedding_objective(
-            self.model, X, self._indptr, self._indices, data, self.lam, self.gradient, self.theta,
-            self.epsilon, need_objective, self.n_jobs,
+            self.model,
+            X,
+            self._indptr,
+            self._indices,
+            data,
+            self.lam,
+            self.gradient,
+            self.theta,
+            self.epsilon,
+            need_objective,
+            self.n_jobs,
         )
 
     def grad(self, X):
@@ -91,14 +104,25 @@ class EmbeddingObjective:
         if self.model not in ("ssne", "tsne"):
             raise ValueError("kl_divergence is defined for the normalised models ssne and tsne")
         E, Ep, Em, _ = _core.embedding_objective(
-            self.model, np.ascontiguousarray(X, dtype=np.float64), self._indptr, self._indices,
-            self._data, 1.0, self.gradient, self.theta, self.epsilon, True, self.n_jobs,
+            self.model,
+            np.ascontiguousarray(X, dtype=np.float64),
+            self._indptr,
+            self._indices,
+            self._data,
+            1.0,
+            self.gradient,
+            self.theta,
+            self.epsilon,
+            True,
+            self.n_jobs,
         )
         p = self._data[self._data > 0]
         return float(E + np.sum(p * np.log(p)))
 
 
-def embedding_objective(model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None):
+def embedding_objective(
+    model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+):
     """E and its gradient at ``X`` (see :class:`EmbeddingObjective`); returns ``(E, G)``.
 
     >>> import numpy as np
@@ -109,10 +133,14 @@ def embedding_objective(model, X, W, *, lam=1.0, gradient="exact", theta=0.5, ep
     """
     X = as_points(X, "X")
     W = as_attraction(W, X.shape[0])
-    return EmbeddingObjective(model, W, lam=lam, gradient=gradient, theta=theta, epsilon=epsilon, n_jobs=n_jobs)(X)
+    return EmbeddingObjective(
+        model, W, lam=lam, gradient=gradient, theta=theta, epsilon=epsilon, n_jobs=n_jobs
+    )(X)
 
 
-def kernel_sums(X, *, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None):
+def kernel_sums(
+    X, *, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None
+):
     r"""N-body sums over all other points: :math:`S(x_n) = \sum_{m \ne n} v_m K`,
     :math:`\sum v_m K^q` and :math:`\sum v_m K^q x_m` (q = 1 Gaussian, 2 Student-t).
 

@@ -42,7 +42,9 @@ def _sparsify(W, kappa):
         vals.append(d[keep])
     if not rows:
         return sp.csr_array((n, n))
-    M = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    M = sp.csr_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
     pattern = (M != 0).maximum((M != 0).T)
     return sp.csr_array(W.multiply(pattern))
 
@@ -203,11 +205,23 @@ def _lbfgs(objective, X, *, max_iter, tol, callback):
             raise StopIteration
 
     res = scipy_minimize(
-        fun, X.ravel(), jac=True, method="L-BFGS-B", callback=cb,
-        options={"maxiter": max_iter, "maxcor": 100, "ftol": tol, "gtol": 0.0, "maxfun": 10 * max_iter},
+        fun,
+        X.ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        callback=cb,
+        options={
+            "maxiter": max_iter,
+            "maxcor": 100,
+            "ftol": tol,
+            "gtol": 0.0,
+            "maxfun": 10 * max_iter,
+        },
     )
     X = res.x.reshape(shape)
-    return OptimizeResult(np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], [], [], str(res.message))
+    return OptimizeResult(
+        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], [], [], str(res.message)
+    )
 
 
 def homotopy(
@@ -233,8 +247,15 @@ def homotopy(
     """
     choice(method, "method", METHODS)
     lambdas = np.logspace(-4, 2, 50) if lambdas is None else np.asarray(lambdas, dtype=float)
-    if lambdas.ndim != 1 or lambdas.size == 0 or (lambdas < 0).any() or (np.diff(lambdas) < 0).any():
-        raise ValueError("`lambdas` must be a non-empty increasing sequence of non-negative numbers")
+    if (
+        lambdas.ndim != 1
+        or lambdas.size == 0
+        or (lambdas < 0).any()
+        or (np.diff(lambdas) < 0).any()
+    ):
+        raise ValueError(
+            "`lambdas` must be a non-empty increasing sequence of non-negative numbers"
+        )
     direction = None
     if method in ("spectral", "fp"):
         direction = SpectralDirection(objective.W, kappa=0 if method == "fp" else kappa)
@@ -243,8 +264,14 @@ def homotopy(
     for lam in lambdas:
         objective.lam = float(lam)
         r = minimize(
-            objective, X, method=method, max_iter=max_iter, tol=tol, min_iter=min_iter,
-            direction=direction, alpha0=1.0,
+            objective,
+            X,
+            method=method,
+            max_iter=max_iter,
+            tol=tol,
+            min_iter=min_iter,
+            direction=direction,
+            alpha0=1.0,
         )
         X = r.X
         info["n_evaluations"] += r.n_evaluations

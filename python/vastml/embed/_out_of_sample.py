@@ -68,6 +68,8 @@ def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=20
             f, g = _point_objective(model, lam, x.reshape(shape), Ytrain, ii, pi)
             return f, g.ravel()
 
-        res = scipy_minimize(fun, x0.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+        res = scipy_minimize(
+            fun, x0.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter}
+        )
         out[a:b] = res.x.reshape(shape)
     return out
