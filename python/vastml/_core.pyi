@@ -40,6 +40,49 @@ def erfc_sum(
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 
+def entropic_affinities_knn(
+    sqdist: npt.NDArray[np.float64],
+    perplexity: float,
+    order: npt.NDArray[np.int64],
+    parents: npt.NDArray[np.int64] | None = None,
+    warm: str = "previous",
+    method: str = "euler",
+    tol: float = 1e-10,
+    maxit: int = 20,
+    chunk_size: int = 2048,
+    n_jobs: int | None = None,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.bool_],
+]: ...
+def embedding_objective(
+    model: str,
+    x: npt.NDArray[np.float64],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    lam: float = 1.0,
+    gradient: str = "exact",
+    theta: float = 0.5,
+    epsilon: float = 1e-6,
+    need_objective: bool = True,
+    n_jobs: int | None = None,
+) -> tuple[float, float, float, npt.NDArray[np.float64]]: ...
+def kernel_sums(
+    x: npt.NDArray[np.float64],
+    kernel: str = "gaussian",
+    method: str = "exact",
+    theta: float = 0.5,
+    epsilon: float = 1e-6,
+    weights: npt.NDArray[np.float64] | None = None,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
 class GaussTransform:
     def __init__(
         self,

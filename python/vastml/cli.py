@@ -79,6 +79,9 @@ def _demo(args) -> int:
     from vastml.svm._cli import demo_section
 
     demo_section(args)
+    from vastml.embed._cli import demo_section as embed_demo
+
+    embed_demo(args, 5)
 
     out = args.out
     try:
@@ -165,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     from vastml.reorder._cli import add_parser as add_reorder_parser
 
     add_reorder_parser(sub)
+    from vastml.embed._cli import add_embed_parser
+
+    add_embed_parser(sub)
     return p
 
 

@@ -141,7 +141,7 @@ def demo_section(args) -> None:
     X, y = make_checkerboard(n, 4, 4, random_state=args.seed)
     Xt, yt = make_checkerboard(5_000, 4, 4, random_state=args.seed + 1)
     X, Xt = 2 * X - 1, 2 * Xt - 1
-    print(f"\n3. Budgeted classifiers on a 4x4 checkerboard ({n:,} train / 5,000 test points)")
+    print(f"\n4. Budgeted classifiers on a 4x4 checkerboard ({n:,} train / 5,000 test points)")
     models = [
         ("Pegasos (linear)", PegasosClassifier(alpha=1e-4, random_state=0)),
         ("AMM batch", AMMClassifier(alpha=1e-4, n_epochs=15, random_state=0)),

@@ -6,6 +6,7 @@
 
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::{PyErr, create_exception};
+use vastml_embed::EmbedError;
 use vastml_fgt::FgtError;
 use vastml_order::OrderError;
 use vastml_spatial::SpatialError;
@@ -77,6 +78,18 @@ impl ToPyErr for OrderError {
                 PyValueError::new_err(self.to_string())
             }
             OrderError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+        }
+    }
+}
+
+impl ToPyErr for EmbedError {
+    fn to_pyerr(self) -> PyErr {
+        match self {
+            EmbedError::InvalidParameter { .. }
+            | EmbedError::ShapeMismatch(_)
+            | EmbedError::NonFinite { .. } => PyValueError::new_err(self.to_string()),
+            EmbedError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            EmbedError::Fgt(e) => e.to_pyerr(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod arrays;
 mod door;
+mod embed;
 mod errors;
 mod fgt;
 mod order;
@@ -23,6 +24,8 @@ fn effective_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
 mod _core {
     #[pymodule_export]
     use super::effective_n_jobs;
+    #[pymodule_export]
+    use super::embed::{embedding_objective, entropic_affinities_knn, kernel_sums};
     #[pymodule_export]
     use super::errors::VastmlError;
     #[pymodule_export]

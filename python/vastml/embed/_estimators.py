@@ -1,0 +1,534 @@
+"""Estimators: t-SNE, symmetric SNE and elastic embedding over entropic affinities."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.decomposition import PCA
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from vastml._validation import choice, n_jobs_arg, positive_float
+from vastml.embed._affinities import (
+    ROOT_METHODS,
+    default_n_neighbors,
+    entropic_affinities,
+    symmetrize,
+)
+from vastml.embed._objectives import EmbeddingObjective
+from vastml.embed._optim import (
+    METHODS,
+    SpectralDirection,
+    homotopy,
+    minimize,
+    tsne_gradient_descent,
+)
+from vastml.embed._out_of_sample import embed_new_points
+
+GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt")
+#: Above this many points, gradient="auto" leaves the exact O(N^2) repulsion.
+AUTO_EXACT_MAX = 1500
+
+
+class _NeighborEmbedding(TransformerMixin, BaseEstimator):
+    """Shared fit machinery: validation, kNN graph, entropic affinities, transform."""
+
+    _model = ""
+
+    def _check_common(self):
+        positive_float(self.perplexity, "perplexity")
+        if not (isinstance(self.n_components, numbers.Integral) and self.n_components >= 1):
+            raise ValueError(f"`n_components` must be a positive int, got {self.n_components!r}")
+        choice(self.method, "method", METHODS)
+        choice(self.gradient, "gradient", GRADIENT_CHOICES)
+        choice(self.affinity_method, "affinity_method", ROOT_METHODS)
+        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
+            raise ValueError(f"`max_iter` must be a positive int, got {self.max_iter!r}")
+        if not (isinstance(self.theta, numbers.Real) and self.theta >= 0):
+            raise ValueError(f"`theta` must be a number >= 0, got {self.theta!r}")
+        if self.gradient == "fgt" and self._model == "tsne":
+            raise ValueError(
+                "gradient='fgt' needs a Gaussian kernel; t-SNE uses 'barnes_hut' or 'exact'"
+            )
+        if self.gradient == "barnes_hut" and self.n_components > 3:
+            raise ValueError("gradient='barnes_hut' handles n_components <= 3")
+        n_jobs_arg(self.n_jobs)
+
+    def _affinities(self, X):
+        n = X.shape[0]
+        if n < 3:
+            raise ValueError(f"need at least 3 samples, got n_samples = {n}")
+        if self.perplexity >= n - 1:
+            raise ValueError(
+                f"`perplexity` ({self.perplexity}) must be less than n_samples - 1 = {n - 1}"
+            )
+        k = self.n_neighbors
+        if k is None:
+            k = default_n_neighbors(self.perplexity, n)
+        if not (isinstance(k, numbers.Integral) and self.perplexity < k < n):
+            raise ValueError(f"`n_neighbors` must be an int in (perplexity, n_samples), got {k!r}")
+        self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=self.n_jobs).fit(X)
+        dist, idx = self.nn_.kneighbors()
+        P, beta, info = entropic_affinities(
+            knn=(dist**2, idx),
+            perplexity=self.perplexity,
+            method=self.affinity_method,
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        )
+        self.beta_ = beta
+        self.affinity_evaluations_ = info["evaluations"]
+        return P
+
+    def _gradient_method(self, n):
+        if self.gradient != "auto":
+            return self.gradient
+        if n <= AUTO_EXACT_MAX:
+            return "exact"
+        if self._model == "tsne":
+            return "barnes_hut" if self.n_components <= 3 else "exact"
+        return "fgt" if self.n_components <= 3 else "exact"
+
+    def fit(self, X, y=None):
+        """Embed ``X``; returns self."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Embed ``X`` and return the embedding."""
+        self._fit(X)
+        return self.embedding_
+
+    def transform(self, X):
+        """Embed new points with the training embedding fixed (their affinities to the
+        training points, then each point's own objective; thesis §5.4)."""
+        check_is_fitted(self, "embedding_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        dist, idx = self.nn_.kneighbors(X)
+        return embed_new_points(
+            self._model,
+            getattr(self, "lam", 1.0),
+            self.embedding_,
+            dist**2,
+            idx,
+            self.perplexity,
+            n_jobs=self.n_jobs,
+        )
+
+    def _init(self, X, rng, scale):
+        init = self.init
+        n, d = X.shape[0], self.n_components
+        if isinstance(init, str):
+            choice(init, "init", ("pca", "random"))
+            if init == "pca" and d <= min(X.shape):
+                Y = PCA(n_components=d, random_state=rng.randint(2**31 - 1)).fit_transform(X)
+                sd = Y[:, 0].std()
+                return Y / (sd if sd > 0 else 1.0) * scale
+            return scale * rng.standard_normal((n, d))
+        Y = np.asarray(init, dtype=np.float64)
+        if Y.shape != (n, d) or not np.isfinite(Y).all():
+            raise ValueError(f"`init` array must be finite with shape ({n}, {d})")
+        return Y.copy()
+
+    def _progress(self):
+        if self.callback is None and not self.verbose:
+            return None
+
+        def cb(it, E, X):
+            if self.verbose and it % 50 == 0:
+                print(f"[{type(self).__name__}] iteration {it}: objective {E:.6g}")
+            if self.callback is not None:
+                return bool(self.callback(it, E))
+            return False
+
+        return cb
+
+
+class TSNE(_NeighborEmbedding):
+    r"""t-distributed stochastic neighbour embedding over entropic affinities.
+
+    Minimises :math:`KL(P \| Q)` with :math:`q_{nm} \propto (1 + \|x_n - x_m\|^2)^{-1}` and
+    :math:`P` the symmetrised entropic affinities of ``perplexity`` over each point's
+    ``n_neighbors`` nearest neighbours. Repulsion: exact (O(N^2)) or Barnes-Hut (``theta``).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+    perplexity : float, default=30.0
+        Effective number of neighbours K of the entropic affinities.
+    early_exaggeration : float, default=12.0
+        Factor on the attraction during the first ``n_iter_exaggeration`` iterations.
+    n_iter_exaggeration : int, default=250
+    learning_rate : float or "auto", default="auto"
+        Step of ``method="gd"``; "auto" = max(N / early_exaggeration / 4, 50).
+    max_iter : int, default=1000
+        Total iterations (exaggeration phase included).
+    method : {"gd", "spectral", "fp", "lbfgs"}, default="gd"
+        Optimiser: momentum gradient descent with gains (the usual t-SNE optimiser),
+        spectral direction (the Laplacian of P, factorised once; thesis §3.4), fixed point,
+        or L-BFGS; the last three use a backtracking line search.
+    gradient : {"auto", "exact", "barnes_hut"}, default="auto"
+        "auto": exact up to 1,500 points, Barnes-Hut above.
+    theta : float, default=0.5
+        Barnes-Hut opening angle (0 = exact).
+    n_neighbors : int, default=None
+        Neighbours for the affinities (None: 3 x perplexity).
+    affinity_method : str, default="euler"
+        Root finder of :func:`entropic_affinities`.
+    kappa : int, default=None
+        Sparsity of the spectral direction's Laplacian (None: the full kNN pattern).
+    init : {"pca", "random"} or ndarray, default="pca"
+    random_state, n_jobs, verbose, callback
+        ``callback(iteration, objective)`` is called every iteration; returning True stops.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, n_components)
+    kl_divergence_ : float
+        KL(P||Q) at the end (computed with the repulsion method used).
+    n_iter_ : int
+    beta_ : ndarray of shape (n_samples,)
+        Precisions of the entropic affinities.
+    affinities_ : scipy.sparse.csr_array
+        The joint P.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from vastml.embed import TSNE
+    >>> X = load_digits().data[:300]
+    >>> tsne = TSNE(perplexity=20, max_iter=300, random_state=0).fit(X)
+    >>> tsne.embedding_.shape
+    (300, 2)
+    >>> bool(tsne.kl_divergence_ < 1.5)
+    True
+    """
+
+    _model = "tsne"
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        early_exaggeration=12.0,
+        n_iter_exaggeration=250,
+        learning_rate="auto",
+        max_iter=1000,
+        method="gd",
+        gradient="auto",
+        theta=0.5,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="pca",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.perplexity = perplexity
+        self.early_exaggeration = early_exaggeration
+        self.n_iter_exaggeration = n_iter_exaggeration
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.method = method
+        self.gradient = gradient
+        self.theta = theta
+        self.n_neighbors = n_neighbors
+        self.affinity_method = affinity_method
+        self.kappa = kappa
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+
+    def _fit(self, X):
+        self._check_common()
+        exag = positive_float(self.early_exaggeration, "early_exaggeration")
+        if not (
+            isinstance(self.n_iter_exaggeration, numbers.Integral) and self.n_iter_exaggeration >= 0
+        ):
+            raise ValueError("`n_iter_exaggeration` must be an int >= 0")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        rng = check_random_state(self.random_state)
+        n = X.shape[0]
+        P = symmetrize(self._affinities(X), "joint")
+        self.affinities_ = P
+        obj = EmbeddingObjective(
+            "tsne", P, gradient=self._gradient_method(n), theta=self.theta, n_jobs=self.n_jobs
+        )
+        Y = self._init(X, rng, 1e-4)
+        n1 = min(int(self.n_iter_exaggeration), int(self.max_iter))
+        n2 = int(self.max_iter) - n1
+        cb = self._progress()
+        if self.method == "gd":
+            lr = self.learning_rate
+            if lr == "auto":
+                lr = max(n / exag / 4.0, 50.0)
+            lr = positive_float(lr, "learning_rate")
+            Y, state, _ = tsne_gradient_descent(
+                obj, Y, n_iter=n1, learning_rate=lr, momentum=0.5, exaggeration=exag, callback=cb
+            )
+            Y, _, _ = tsne_gradient_descent(
+                obj, Y, n_iter=n2, learning_rate=lr, momentum=0.8, state=state, callback=cb, it0=n1
+            )
+            self.n_iter_ = int(self.max_iter)
+        else:
+            direction = None
+            if self.method in ("spectral", "fp"):
+                direction = SpectralDirection(P, kappa=0 if self.method == "fp" else self.kappa)
+            it = 0
+            for scale, iters in ((exag, n1), (1.0, n2)):
+                if iters == 0:
+                    continue
+                obj.attraction_scale = scale
+                r = minimize(
+                    obj,
+                    Y,
+                    method=self.method,
+                    max_iter=iters,
+                    direction=direction,
+                    tol=1e-9,
+                    callback=cb,
+                )
+                obj.attraction_scale = 1.0
+                Y, it = r.X, it + r.n_iter
+            self.n_iter_ = it
+        self.embedding_ = Y
+        self.kl_divergence_ = obj.kl_divergence(Y)
+        return self
+
+
+class SymmetricSNE(_NeighborEmbedding):
+    r"""Symmetric SNE: :math:`KL(P \| Q)` with Gaussian :math:`q_{nm} \propto
+    \exp(-\|x_n - x_m\|^2)`, optimised by the spectral direction by default.
+
+    Parameters are those of :class:`TSNE` except the exaggeration and learning rate;
+    ``gradient`` may also be ``"fgt"`` (fast Gauss transform; "auto" uses it above 1,500
+    points), with accuracy ``epsilon``; ``tol`` is the relative decrease of the objective
+    that stops the line-search optimisers.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from vastml.embed import SymmetricSNE
+    >>> X = load_digits().data[:200]
+    >>> m = SymmetricSNE(perplexity=15, max_iter=100, random_state=0).fit(X)
+    >>> bool(m.kl_divergence_ < 2.0)
+    True
+    """
+
+    _model = "ssne"
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        max_iter=1000,
+        method="spectral",
+        gradient="auto",
+        theta=0.5,
+        epsilon=1e-4,
+        tol=1e-7,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="pca",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.perplexity = perplexity
+        self.max_iter = max_iter
+        self.method = method
+        self.gradient = gradient
+        self.theta = theta
+        self.epsilon = epsilon
+        self.tol = tol
+        self.n_neighbors = n_neighbors
+        self.affinity_method = affinity_method
+        self.kappa = kappa
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+
+    def _fit(self, X):
+        self._check_common()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        rng = check_random_state(self.random_state)
+        P = symmetrize(self._affinities(X), "joint")
+        self.affinities_ = P
+        obj = EmbeddingObjective(
+            "ssne",
+            P,
+            gradient=self._gradient_method(X.shape[0]),
+            theta=self.theta,
+            epsilon=positive_float(self.epsilon, "epsilon"),
+            n_jobs=self.n_jobs,
+        )
+        Y = self._init(X, rng, 1e-4)
+        r = minimize(
+            obj,
+            Y,
+            method=self.method,
+            max_iter=int(self.max_iter),
+            kappa=self.kappa,
+            tol=positive_float(self.tol, "tol"),
+            callback=self._progress(),
+        )
+        self.embedding_, self.n_iter_ = r.X, r.n_iter
+        self.kl_divergence_ = obj.kl_divergence(r.X)
+        return self
+
+
+class ElasticEmbedding(_NeighborEmbedding):
+    r"""Elastic embedding (Carreira-Perpinan 2010):
+    :math:`E = \sum_{nm} w^+_{nm} \|x_n - x_m\|^2 + \lambda \sum_{n \ne m} \exp(-\|x_n - x_m\|^2)`
+    with :math:`W^+ = (P + P^T)/2` of the entropic affinities.
+
+    By default the minimiser is followed along a homotopy over lambda (``n_lambdas``
+    log-spaced values from ``lam * 1e-6`` to ``lam``; thesis §3.6) with the spectral
+    direction, factorised once.
+
+    Parameters
+    ----------
+    lam : float, default=1.0
+        Weight :math:`\lambda` of the repulsion (no universal value: it depends on the
+        scale of :math:`W^+`; with row sums near 1, values around 1e-3 to 10 are useful).
+    homotopy : bool, default=True
+        Follow the path from small lambda; False minimises at ``lam`` from ``init``.
+    n_lambdas : int, default=50
+    tol : float, default=1e-6
+        Relative decrease of E that ends each lambda (or the direct run).
+    max_iter : int, default=1000
+        Iterations per lambda (homotopy) or in total.
+    method, gradient, theta, epsilon, perplexity, n_neighbors, affinity_method, kappa,
+    init, random_state, n_jobs, verbose, callback
+        As in :class:`SymmetricSNE`; ``init`` defaults to tiny random values
+        (:math:`10^{-5}` scale) as in the thesis.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, n_components)
+    objective_ : float
+        E at the end (with the repulsion method used).
+    n_iter_ : int
+    n_evaluations_ : int
+        Objective evaluations (the thesis' cost measure, Table 3.1).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from vastml.embed import ElasticEmbedding
+    >>> X = load_digits().data[:200]
+    >>> ee = ElasticEmbedding(perplexity=15, lam=1.0, n_lambdas=10, random_state=0).fit(X)
+    >>> ee.embedding_.shape
+    (200, 2)
+    """
+
+    _model = "ee"
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        perplexity=30.0,
+        lam=1.0,
+        homotopy=True,
+        n_lambdas=50,
+        tol=1e-6,
+        max_iter=1000,
+        method="spectral",
+        gradient="auto",
+        theta=0.5,
+        epsilon=1e-4,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="random",
+        random_state=None,
+        n_jobs=None,
+        verbose=False,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.perplexity = perplexity
+        self.lam = lam
+        self.homotopy = homotopy
+        self.n_lambdas = n_lambdas
+        self.tol = tol
+        self.max_iter = max_iter
+        self.method = method
+        self.gradient = gradient
+        self.theta = theta
+        self.epsilon = epsilon
+        self.n_neighbors = n_neighbors
+        self.affinity_method = affinity_method
+        self.kappa = kappa
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
+
+    def _fit(self, X):
+        self._check_common()
+        lam = positive_float(self.lam, "lam")
+        if not (isinstance(self.n_lambdas, numbers.Integral) and self.n_lambdas >= 1):
+            raise ValueError(f"`n_lambdas` must be a positive int, got {self.n_lambdas!r}")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        rng = check_random_state(self.random_state)
+        W = symmetrize(self._affinities(X), "mean")
+        self.affinities_ = W
+        obj = EmbeddingObjective(
+            "ee",
+            W,
+            lam=lam,
+            gradient=self._gradient_method(X.shape[0]),
+            theta=self.theta,
+            epsilon=positive_float(self.epsilon, "epsilon"),
+            n_jobs=self.n_jobs,
+        )
+        Y = self._init(X, rng, 1e-5)
+        tol = positive_float(self.tol, "tol")
+        if self.homotopy:
+            lambdas = np.logspace(np.log10(lam) - 6, np.log10(lam), int(self.n_lambdas))
+            lambdas[-1] = lam
+            cb = self.callback
+            Y, info = homotopy(
+                obj,
+                Y,
+                lambdas=lambdas,
+                method=self.method,
+                kappa=self.kappa,
+                tol=tol,
+                max_iter=int(self.max_iter),
+                callback=None if cb is None else (lambda lam_, E, X: bool(cb(lam_, E))),
+            )
+            self.n_iter_, self.n_evaluations_ = info["n_iter"], info["n_evaluations"]
+        else:
+            r = minimize(
+                obj,
+                Y,
+                method=self.method,
+                kappa=self.kappa,
+                max_iter=int(self.max_iter),
+                tol=tol,
+                callback=self._progress(),
+            )
+            Y, self.n_iter_, self.n_evaluations_ = r.X, r.n_iter, r.n_evaluations
+        obj.lam = lam
+        self.embedding_ = Y
+        self.objective_ = float(obj(Y)[0])
+        return self

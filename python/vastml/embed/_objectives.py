@@ -1,0 +1,156 @@
+"""Embedding objectives E = E+ + lambda E- (thesis chapter 3) over the Rust kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from vastml import _core
+from vastml._validation import as_points, choice, n_jobs_arg
+
+MODELS = ("ee", "sne", "ssne", "tsne")
+GRADIENTS = ("exact", "barnes_hut", "fgt")
+
+
+def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
+    """A square, symmetric-pattern, non-negative CSR matrix with sorted indices."""
+    try:
+        W = sp.csr_array(W, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be a sparse or dense matrix of numbers: {exc}") from None
+    if W.shape != (n, n):
+        raise ValueError(f"`{name}` must have shape ({n}, {n}), got {W.shape}")
+    W.sum_duplicates()
+    if not np.isfinite(W.data).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values")
+    if (W.data < 0).any():
+        raise ValueError(f"`{name}` must be non-negative")
+    return W
+
+
+class EmbeddingObjective:
+    r"""E(X) = E+(X) + lambda E-(X) and its gradient for EE, SNE, symmetric SNE or t-SNE.
+
+    ``W`` is the attraction: the symmetric weights :math:`W^+` for EE, the joint
+    :math:`P` (summing to 1) for symmetric SNE and t-SNE, and :math:`(P + P^T)/2` of the
+    conditional :math:`P` for SNE. Sums run over ordered pairs (the gradient is
+    :math:`4 L X`). The repulsion is computed exactly (``"exact"``, O(N^2)), by
+    Barnes-Hut (``theta``) or by the fast Gauss transform (``epsilon``; Gaussian kernels).
+
+    Calling the objective returns ``(E, G)`` and counts the evaluation in ``n_evaluations``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> W = sp.csr_array(np.array([[0, .5, 0], [.5, 0, .5], [0, .5, 0]]) / 2)
+    >>> f = EmbeddingObjective("tsne", W)
+    >>> E, G = f(np.array([[0.0, 0], [1, 0], [0, 1]]))
+    >>> bool(abs(G.sum()) < 1e-12)
+    True
+    """
+
+    def __init__(
+        self, model, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+    ):
+        self.model = choice(model, "model", MODELS)
+        self.gradient = choice(gradient, "gradient", GRADIENTS)
+        if gradient == "fgt" and model == "tsne":
+            raise ValueError(
+                "gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE"
+            )
+        self.W = as_attraction(W, W.shape[0] if hasattr(W, "shape") else len(W))
+        self._indptr = self.W.indptr.astype(np.int64)
+        self._indices = self.W.indices.astype(np.int64)
+        self._data = np.ascontiguousarray(self.W.data, dtype=np.float64)
+        self.lam = float(lam)
+        self.theta = float(theta)
+        self.epsilon = float(epsilon)
+        self.n_jobs = n_jobs_arg(n_jobs)
+        self.n_evaluations = 0
+        self.attraction_scale = 1.0
+
+    @property
+    def n_samples(self) -> int:
+        return self.W.shape[0]
+
+    def parts(self, X, need_objective=True):
+        """(E, E+, E-, G) at X (E+ includes ``attraction_scale``). With ``need_objective``
+        False, t-SNE skips the logarithms of E+ and returns E = E+ = NaN."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        self.n_evaluations += 1
+        data = self._data if self.attraction_scale == 1.0 else self._data * self.attraction_scale
+        return _core.embedding_objective(
+            self.model,
+            X,
+            self._indptr,
+            self._indices,
+            data,
+            self.lam,
+            self.gradient,
+            self.theta,
+            self.epsilon,
+            need_objective,
+            self.n_jobs,
+        )
+
+    def grad(self, X):
+        """The gradient alone (E is not computed where that saves work)."""
+        return self.parts(X, need_objective=False)[3]
+
+    def __call__(self, X):
+        E, _, _, G = self.parts(X)
+        return E, G
+
+    def kl_divergence(self, X) -> float:
+        """KL(P||Q) for symmetric SNE / t-SNE at lambda = 1 (E + sum p log p)."""
+        if self.model not in ("ssne", "tsne"):
+            raise ValueError("kl_divergence is defined for the normalised models ssne and tsne")
+        E, Ep, Em, _ = _core.embedding_objective(
+            self.model,
+            np.ascontiguousarray(X, dtype=np.float64),
+            self._indptr,
+            self._indices,
+            self._data,
+            1.0,
+            self.gradient,
+            self.theta,
+            self.epsilon,
+            True,
+            self.n_jobs,
+        )
+        p = self._data[self._data > 0]
+        return float(E + np.sum(p * np.log(p)))
+
+
+def embedding_objective(
+    model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+):
+    """E and its gradient at ``X`` (see :class:`EmbeddingObjective`); returns ``(E, G)``.
+
+    >>> import numpy as np
+    >>> W = np.array([[0, 1.0], [1.0, 0]])
+    >>> E, G = embedding_objective("ee", np.array([[0.0], [1.0]]), W, lam=0.0)
+    >>> float(E), G.ravel().tolist()
+    (2.0, [-4.0, 4.0])
+    """
+    X = as_points(X, "X")
+    W = as_attraction(W, X.shape[0])
+    return EmbeddingObjective(
+        model, W, lam=lam, gradient=gradient, theta=theta, epsilon=epsilon, n_jobs=n_jobs
+    )(X)
+
+
+def kernel_sums(
+    X, *, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None
+):
+    r"""N-body sums over all other points: :math:`S(x_n) = \sum_{m \ne n} v_m K`,
+    :math:`\sum v_m K^q` and :math:`\sum v_m K^q x_m` (q = 1 Gaussian, 2 Student-t).
+
+    >>> import numpy as np
+    >>> s0, s1, sx = kernel_sums(np.array([[0.0], [1.0]]))
+    >>> bool(np.allclose(s0, np.exp(-1)))
+    True
+    """
+    X = as_points(X, "X")
+    choice(kernel, "kernel", ("gaussian", "student"))
+    choice(method, "method", GRADIENTS)
+    w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    return _core.kernel_sums(X, kernel, method, float(theta), float(epsilon), w, n_jobs_arg(n_jobs))

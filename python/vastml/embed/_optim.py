@@ -1,0 +1,325 @@
+"""Optimisers of embedding objectives (thesis chapter 3): search directions, backtracking
+line search, the spectral direction with a cached sparse factorisation, L-BFGS, the
+momentum gradient descent of t-SNE, and the homotopy over lambda for elastic embedding."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.optimize import minimize as scipy_minimize
+
+from vastml._validation import choice
+
+METHODS = ("spectral", "fp", "gd", "lbfgs")
+
+
+def _laplacian_parts(W):
+    W = sp.csr_array(W, dtype=np.float64)
+    W = W - sp.diags_array(W.diagonal())
+    degree = np.asarray(W.sum(axis=1)).ravel()
+    return sp.csr_array(W), degree
+
+
+def _sparsify(W, kappa):
+    """Keeps each row's kappa largest weights (pattern made symmetric by union)."""
+    W = sp.csr_array(W)
+    n = W.shape[0]
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        a, b = W.indptr[i], W.indptr[i + 1]
+        if b - a == 0:
+            continue
+        d = W.data[a:b]
+        keep = np.argsort(-d, kind="stable")[:kappa]
+        rows.append(np.full(keep.size, i))
+        cols.append(W.indices[a:b][keep])
+        vals.append(d[keep])
+    if not rows:
+        return sp.csr_array((n, n))
+    M = sp.csr_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    pattern = (M != 0).maximum((M != 0).T)
+    return sp.csr_array(W.multiply(pattern))
+
+
+class SpectralDirection:
+    r"""The spectral direction :math:`P = -(4 L^+_\kappa + \mu I)^{-1} G` (thesis §3.4).
+
+    :math:`L^+ = D^+ - W^+` is the Laplacian of the attraction; off the diagonal it is
+    sparsified to each point's ``kappa`` largest weights (None: keep all) while the full
+    degree diagonal is kept, so ``kappa=0`` gives the fixed-point direction
+    :math:`-G / (4 D^+)`. :math:`\mu = 10^{-10} \min_n L^+_{nn}` makes the shift-invariant
+    (singular) Laplacian positive definite. Factorised once by SuperLU (symmetric
+    minimum-degree ordering) and reused at every iteration.
+    """
+
+    def __init__(self, W, *, kappa=None, mu_rel=1e-10):
+        Wo, degree = _laplacian_parts(W)
+        self.kappa = kappa
+        positive = degree[degree > 0]
+        self.mu = mu_rel * (positive.min() if positive.size else 1.0)
+        self.diagonal = 4.0 * degree + self.mu
+        if kappa == 0:
+            self._lu = None
+            self.matrix = sp.diags_array(self.diagonal).tocsc()
+            return
+        if kappa is not None:
+            if not (isinstance(kappa, numbers.Integral) and kappa > 0):
+                raise ValueError(f"`kappa` must be None or an int >= 0, got {kappa!r}")
+            Wo = _sparsify(Wo, int(kappa))
+        B = sp.diags_array(self.diagonal) - 4.0 * Wo
+        self.matrix = sp.csc_array(B)
+        self._lu = spla.splu(self.matrix, permc_spec="MMD_AT_PLUS_A")
+
+    def __call__(self, G):
+        if self._lu is None:
+            return -G / self.diagonal[:, None]
+        return -self._lu.solve(np.asarray(G, dtype=np.float64))
+
+
+@dataclass
+class OptimizeResult:
+    """What :func:`minimize` returns."""
+
+    X: np.ndarray
+    objective: float
+    n_iter: int
+    n_evaluations: int
+    history: list = field(default_factory=list)
+    step_sizes: list = field(default_factory=list)
+    stopped: str = ""
+
+
+def _direction_fn(method, objective, W, kappa, direction):
+    if direction is not None:
+        return direction
+    if method == "spectral":
+        return SpectralDirection(W, kappa=kappa)
+    if method == "fp":
+        return SpectralDirection(W, kappa=0)
+    return lambda G: -G
+
+
+def minimize(
+    objective,
+    X0,
+    *,
+    method="spectral",
+    max_iter=1000,
+    tol=1e-7,
+    min_iter=5,
+    kappa=None,
+    direction=None,
+    step=None,
+    rho=0.8,
+    c=0.1,
+    alpha0=1.0,
+    max_seconds=None,
+    callback=None,
+):
+    r"""Minimises ``objective`` (a callable X -> (E, G), e.g. an :class:`EmbeddingObjective`)
+    from ``X0``.
+
+    ``method``: ``"spectral"`` (spectral direction), ``"fp"`` (fixed point, the diagonal of
+    the attractive Hessian), ``"gd"`` (steepest descent) — each with backtracking line
+    search for sufficient decrease :math:`E(X + \alpha P) \le E(X) + c \alpha \langle G, P\rangle`,
+    contraction ``rho``, the initial trial step at each iteration the previously accepted
+    one (never increasing); or ``"lbfgs"`` (SciPy's L-BFGS-B, 100 stored pairs). With
+    ``step`` set, no line search: a fixed step (for approximate gradients, thesis §5.5).
+    Stops when the relative decrease of E falls below ``tol`` (after ``min_iter``
+    iterations), after ``max_iter`` iterations or ``max_seconds``, or when ``callback(it, E,
+    X)`` returns True.
+    """
+    choice(method, "method", METHODS)
+    X = np.array(X0, dtype=np.float64, order="C", copy=True)
+    if method == "lbfgs":
+        return _lbfgs(objective, X, max_iter=max_iter, tol=tol, callback=callback)
+    W = getattr(objective, "W", None)
+    if method in ("spectral", "fp") and W is None and direction is None:
+        raise ValueError("the spectral and fp directions need `objective.W` (the attraction)")
+    dirfn = _direction_fn(method, objective, W, kappa, direction)
+    start = time.perf_counter()
+    n_eval = 0
+    E, G = objective(X)
+    n_eval += 1
+    history, steps = [E], []
+    alpha = alpha0
+    stopped = "max_iter"
+    it = 0
+    for it in range(1, max_iter + 1):
+        P = dirfn(G)
+        slope = float(np.vdot(G, P))
+        if not slope < 0:
+            stopped = "not a descent direction (gradient ~ 0)"
+            it -= 1
+            break
+        if step is not None:
+            Xn = X + step * P
+            En, Gn = objective(Xn)
+            n_eval += 1
+            alpha = step
+        else:
+            while True:
+                Xn = X + alpha * P
+                En, Gn = objective(Xn)
+                n_eval += 1
+                if En <= E + c * alpha * slope or alpha < 1e-20:
+                    break
+                alpha *= rho
+        decrease = E - En
+        X, E, G = Xn, En, Gn
+        history.append(E)
+        steps.append(alpha)
+        if callback is not None and callback(it, E, X):
+            stopped = "callback"
+            break
+        if it >= min_iter and step is None and decrease <= tol * abs(E):
+            stopped = "tol"
+            break
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
+            stopped = "max_seconds"
+            break
+    return OptimizeResult(X, float(E), it, n_eval, history, steps, stopped)
+
+
+def _lbfgs(objective, X, *, max_iter, tol, callback):
+    shape = X.shape
+    history = []
+    n_eval = [0]
+
+    def fun(x):
+        E, G = objective(x.reshape(shape))
+        n_eval[0] += 1
+        return E, G.ravel()
+
+    def cb(xk):
+        history.append(None)
+        if callback is not None and callback(len(history), float("nan"), xk.reshape(shape)):
+            raise StopIteration
+
+    res = scipy_minimize(
+        fun,
+        X.ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        callback=cb,
+        options={
+            "maxiter": max_iter,
+            "maxcor": 100,
+            "ftol": tol,
+            "gtol": 0.0,
+            "maxfun": 10 * max_iter,
+        },
+    )
+    X = res.x.reshape(shape)
+    return OptimizeResult(
+        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], [], [], str(res.message)
+    )
+
+
+def homotopy(
+    objective,
+    X0,
+    *,
+    lambdas=None,
+    method="spectral",
+    kappa=None,
+    tol=1e-6,
+    max_iter=10_000,
+    min_iter=1,
+    callback=None,
+    keep_path=False,
+):
+    r"""Follows the minimiser path X(lambda) of E = E+ + lambda E- for increasing lambda
+    (thesis §3.6): the factorisation of the spectral direction is computed once; the line
+    search restarts at step 1 for each lambda; each lambda runs until the relative decrease
+    of E falls below ``tol`` or ``max_iter`` iterations. ``lambdas`` defaults to
+    ``numpy.logspace(-4, 2, 50)``. ``objective.lam`` is set along the path (and left at the
+    last value). Returns ``(X, info)`` with ``info["n_evaluations"]``, ``info["n_iter"]``,
+    ``info["objective"]`` per lambda and, with ``keep_path``, ``info["path"]``.
+    """
+    choice(method, "method", METHODS)
+    lambdas = np.logspace(-4, 2, 50) if lambdas is None else np.asarray(lambdas, dtype=float)
+    if (
+        lambdas.ndim != 1
+        or lambdas.size == 0
+        or (lambdas < 0).any()
+        or (np.diff(lambdas) < 0).any()
+    ):
+        raise ValueError(
+            "`lambdas` must be a non-empty increasing sequence of non-negative numbers"
+        )
+    direction = None
+    if method in ("spectral", "fp"):
+        direction = SpectralDirection(objective.W, kappa=0 if method == "fp" else kappa)
+    X = np.array(X0, dtype=np.float64, order="C", copy=True)
+    info = {"lambdas": lambdas, "n_evaluations": 0, "n_iter": 0, "objective": [], "path": []}
+    for lam in lambdas:
+        objective.lam = float(lam)
+        r = minimize(
+            objective,
+            X,
+            method=method,
+            max_iter=max_iter,
+            tol=tol,
+            min_iter=min_iter,
+            direction=direction,
+            alpha0=1.0,
+        )
+        X = r.X
+        info["n_evaluations"] += r.n_evaluations
+        info["n_iter"] += r.n_iter
+        info["objective"].append(r.objective)
+        if keep_path:
+            info["path"].append(X.copy())
+        if callback is not None and callback(float(lam), r.objective, X):
+            break
+    return X, info
+
+
+def tsne_gradient_descent(
+    objective,
+    X,
+    *,
+    n_iter,
+    learning_rate,
+    momentum,
+    exaggeration=1.0,
+    min_gain=0.01,
+    state=None,
+    callback=None,
+    it0=0,
+    objective_every=50,
+):
+    """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
+    optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
+    ``objective_every`` iterations and at the last (the callback sees the latest value).
+    Returns ``(X, state, E)``."""
+    update, gains = state if state is not None else (np.zeros_like(X), np.ones_like(X))
+    objective.attraction_scale = exaggeration
+    E = math.nan
+    try:
+        for i in range(n_iter):
+            if (it0 + i + 1) % objective_every == 0 or i == n_iter - 1:
+                E, G = objective(X)
+            else:
+                G = objective.grad(X)
+            inc = update * G < 0.0
+            gains[inc] += 0.2
+            gains[~inc] *= 0.8
+            np.clip(gains, min_gain, None, out=gains)
+            update = momentum * update - learning_rate * gains * G
+            X = X + update
+            X -= X.mean(axis=0)
+            if callback is not None and callback(it0 + i + 1, E, X):
+                break
+    finally:
+        objective.attraction_scale = 1.0
+    return X, (update, gains), E

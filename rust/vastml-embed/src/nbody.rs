@@ -1,0 +1,638 @@
+//! Kernel sums over all other points: the repulsive term of the embedding gradients.
+//!
+//! For points x_1..x_N (d dimensions), optional positive source weights v_m (default 1)
+//! and a kernel K of the squared distance t, every target n gets (self excluded)
+//!
+//! ```text
+//! s0[n] = Σ_{m≠n} v_m K(t_nm)      s1[n] = Σ_{m≠n} v_m K(t_nm)^q      sx[n] = Σ_{m≠n} v_m K(t_nm)^q x_m
+//! ```
+//!
+//! with q = 1 for the Gaussian e^{−t} and q = 2 for the Student-t 1/(1 + t) (the powers
+//! the EE / SNE / t-SNE gradients need; thesis eq. 5.8 and §5.1). Three ways:
+//! [`exact_sums`] (O(N²d), parallel over targets), [`BarnesHut`] (2^d-tree, cells
+//! summarised by their weighted centre when side / distance < θ; θ = 0 is exact; a cell
+//! holding the target is never summarised, thesis erratum 30) and [`fgt_sums`] (the fast
+//! Gauss transform of `vastml-fgt`, Gaussian kernel only; self terms subtracted exactly).
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::error::{EmbedError, Result, check_finite, invalid};
+
+/// The similarity kernel of the embedding, a function of the squared distance t.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// K(t) = exp(−t) (EE, SNE, symmetric SNE).
+    Gaussian,
+    /// K(t) = 1 / (1 + t) (t-SNE).
+    StudentT,
+}
+
+impl Kernel {
+    /// K(t).
+    #[inline]
+    pub fn value(self, t: f64) -> f64 {
+        match self {
+            Kernel::Gaussian => vastml_fgt::exp_nonpositive(-t),
+            Kernel::StudentT => 1.0 / (1.0 + t),
+        }
+    }
+
+    /// K(t)^q with q the power of the gradient sums (1 Gaussian, 2 Student-t).
+    #[inline]
+    fn powered(self, k: f64) -> f64 {
+        match self {
+            Kernel::Gaussian => k,
+            Kernel::StudentT => k * k,
+        }
+    }
+}
+
+/// How the repulsive kernel sums are computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Repulsion {
+    /// The exact O(N²) sums.
+    Exact,
+    /// Barnes-Hut with opening angle θ (cell side / distance to its centre).
+    BarnesHut {
+        /// Opening parameter θ >= 0 (0 = exact).
+        theta: f64,
+    },
+    /// The fast Gauss transform with error <= epsilon · Σ weights (Gaussian kernel only).
+    Fgt {
+        /// Accuracy of the transform.
+        epsilon: f64,
+    },
+}
+
+impl FromStr for Kernel {
+    type Err = EmbedError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "gaussian" => Ok(Kernel::Gaussian),
+            "student" | "student-t" => Ok(Kernel::StudentT),
+            _ => Err(invalid(
+                "kernel",
+                format!("unknown kernel {s:?}; use gaussian or student"),
+            )),
+        }
+    }
+}
+
+/// The three sums of the module docs, per target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSums {
+    /// Σ v K per target.
+    pub s0: Vec<f64>,
+    /// Σ v K^q per target.
+    pub s1: Vec<f64>,
+    /// Σ v K^q x_m per target, n x d row-major.
+    pub sx: Vec<f64>,
+}
+
+pub(crate) fn check_points(x: &[f64], dim: usize) -> Result<usize> {
+    if dim == 0 {
+        return Err(invalid("dim", "must be at least 1"));
+    }
+    if x.len() % dim != 0 {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "{} coordinates are not a multiple of dim = {dim}",
+            x.len()
+        )));
+    }
+    check_finite(x, "X")?;
+    Ok(x.len() / dim)
+}
+
+fn check_weights(weights: Option<&[f64]>, n: usize) -> Result<()> {
+    if let Some(v) = weights {
+        if v.len() != n {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "{} weights for {n} points",
+                v.len()
+            )));
+        }
+        check_finite(v, "weights")?;
+        if v.iter().any(|&w| w <= 0.0) {
+            return Err(invalid("weights", "must be positive"));
+        }
+    }
+    Ok(())
+}
+
+const TARGET_BLOCK: usize = 64;
+
+/// The exact sums (O(N²d)), parallel over blocks of targets.
+///
+/// # Errors
+/// Shape, finiteness and weight errors; [`EmbedError::Cancelled`].
+pub fn exact_sums(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    weights: Option<&[f64]>,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = check_points(x, dim)?;
+    check_weights(weights, n)?;
+    let ones;
+    let v = match weights {
+        Some(w) => w,
+        None => {
+            ones = vec![1.0; n];
+            &ones
+        }
+    };
+    match (dim, kernel) {
+        (1, Kernel::Gaussian) => {
+            exact_soa::<1>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
+        (2, Kernel::Gaussian) => {
+            exact_soa::<2>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
+        (3, Kernel::Gaussian) => {
+            exact_soa::<3>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
+        }
+        (1, Kernel::StudentT) => exact_soa::<1>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        (2, Kernel::StudentT) => exact_soa::<2>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        (3, Kernel::StudentT) => exact_soa::<3>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
+        _ => exact_rows(x, dim, kernel, v, cancel),
+    }
+}
+
+/// Exact sums for a fixed small dimension with the coordinates stored by column, so the
+/// inner loop over sources is branch-free and vectorisable (self skipped by splitting it).
+fn exact_soa<const D: usize>(
+    x: &[f64],
+    v: &[f64],
+    kern: impl Fn(f64) -> f64 + Sync,
+    power: impl Fn(f64) -> f64 + Sync,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = v.len();
+    let cols: Vec<Vec<f64>> = (0..D)
+        .map(|c| (0..n).map(|i| x[i * D + c]).collect())
+        .collect();
+    let mut s0 = vec![0.0; n];
+    let mut s1 = vec![0.0; n];
+    let mut sx = vec![0.0; n * D];
+    s0.par_chunks_mut(TARGET_BLOCK)
+        .zip(s1.par_chunks_mut(TARGET_BLOCK))
+        .zip(sx.par_chunks_mut(TARGET_BLOCK * D))
+        .enumerate()
+        .try_for_each(|(b, ((a0, a1), ax))| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
+                let i = b * TARGET_BLOCK + j;
+                let mut xi = [0.0; D];
+                for (c, q) in xi.iter_mut().enumerate() {
+                    *q = cols[c][i];
+                }
+                let mut acc = (0.0, 0.0, [0.0; D]);
+                for (lo, hi) in [(0, i), (i + 1, n)] {
+                    for m in lo..hi {
+                        let mut t = 0.0;
+                        for c in 0..D {
+                            let d = xi[c] - cols[c][m];
+                            t += d * d;
+                        }
+                        let k = kern(t);
+                        let kq = v[m] * power(k);
+                        acc.0 += v[m] * k;
+                        acc.1 += kq;
+                        for (a, col) in acc.2.iter_mut().zip(&cols) {
+                            *a += kq * col[m];
+                        }
+                    }
+                }
+                *o0 = acc.0;
+                *o1 = acc.1;
+                ax[j * D..(j + 1) * D].copy_from_slice(&acc.2);
+            }
+            Ok(())
+        })?;
+    Ok(KernelSums { s0, s1, sx })
+}
+
+/// Exact sums for any dimension (row-major coordinates).
+fn exact_rows(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    v: &[f64],
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = v.len();
+    let mut s0 = vec![0.0; n];
+    let mut s1 = vec![0.0; n];
+    let mut sx = vec![0.0; n * dim];
+    s0.par_chunks_mut(TARGET_BLOCK)
+        .zip(s1.par_chunks_mut(TARGET_BLOCK))
+        .zip(sx.par_chunks_mut(TARGET_BLOCK * dim))
+        .enumerate()
+        .try_for_each(|(b, ((a0, a1), ax))| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
+                let i = b * TARGET_BLOCK + j;
+                let xi = &x[i * dim..(i + 1) * dim];
+                let ox = &mut ax[j * dim..(j + 1) * dim];
+                for m in (0..n).filter(|&m| m != i) {
+                    let xm = &x[m * dim..(m + 1) * dim];
+                    let t: f64 = xi.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                    let k = kernel.value(t);
+                    let kq = v[m] * kernel.powered(k);
+                    *o0 += v[m] * k;
+                    *o1 += kq;
+                    for (o, c) in ox.iter_mut().zip(xm) {
+                        *o += kq * c;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    Ok(KernelSums { s0, s1, sx })
+}
+
+/// Largest output dimension the Barnes-Hut tree handles (quadtree d = 2, octree d = 3).
+pub const MAX_TREE_DIM: usize = 3;
+
+#[derive(Debug, Clone)]
+struct Node {
+    start: u32,
+    end: u32,
+    first_child: u32,
+    n_children: u8,
+    side: f64,
+    weight: f64,
+    /// Σ v x over the cell.
+    moment: [f64; MAX_TREE_DIM],
+    /// Σ v x / Σ v: where the cell's summary kernel is evaluated.
+    centre: [f64; MAX_TREE_DIM],
+}
+
+/// A 2^d-tree (quadtree for d = 2, octree for d = 3) over weighted points for Barnes-Hut
+/// kernel sums.
+#[derive(Debug, Clone)]
+pub struct BarnesHut {
+    dim: usize,
+    nodes: Vec<Node>,
+    /// Points in tree order (row-major), their weights, and the tree position of each point.
+    points: Vec<f64>,
+    weights: Vec<f64>,
+    position: Vec<u32>,
+    /// Input index of each tree position (the inverse of `position`).
+    order: Vec<u32>,
+}
+
+/// Deepest split; beyond it (coincident points) a leaf keeps several points, summed exactly.
+const MAX_DEPTH: usize = 52;
+
+impl BarnesHut {
+    /// Builds the tree over `x` (n x dim row-major, dim <= 3) with optional positive weights.
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for dim > 3; shape, finiteness and weight errors.
+    pub fn new(x: &[f64], dim: usize, weights: Option<&[f64]>) -> Result<BarnesHut> {
+        let n = check_points(x, dim)?;
+        if dim > MAX_TREE_DIM {
+            return Err(invalid(
+                "n_components",
+                format!("Barnes-Hut handles 1 to {MAX_TREE_DIM} output dimensions, got {dim}"),
+            ));
+        }
+        if n >= u32::MAX as usize {
+            return Err(invalid("X", "too many points for the tree"));
+        }
+        check_weights(weights, n)?;
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        let mut lo = [0.0; MAX_TREE_DIM];
+        let mut hi = [0.0; MAX_TREE_DIM];
+        for c in 0..dim {
+            lo[c] = f64::INFINITY;
+            hi[c] = f64::NEG_INFINITY;
+        }
+        for p in x.chunks_exact(dim) {
+            for c in 0..dim {
+                lo[c] = lo[c].min(p[c]);
+                hi[c] = hi[c].max(p[c]);
+            }
+        }
+        let side = (0..dim)
+            .map(|c| hi[c] - lo[c])
+            .fold(0.0, f64::max)
+            .max(f64::MIN_POSITIVE);
+        let mut tree = BarnesHut {
+            dim,
+            nodes: Vec::with_capacity(2 * n.max(1)),
+            points: Vec::new(),
+            weights: Vec::new(),
+            position: vec![0; n],
+            order: Vec::new(),
+        };
+        if n == 0 {
+            return Ok(tree);
+        }
+        tree.nodes.push(Node {
+            start: 0,
+            end: n as u32,
+            first_child: 0,
+            n_children: 0,
+            side,
+            weight: 0.0,
+            moment: [0.0; MAX_TREE_DIM],
+            centre: [0.0; MAX_TREE_DIM],
+        });
+        let mut scratch = vec![0u32; n];
+        tree.split(0, lo, x, weights, &mut perm, &mut scratch, 0);
+        tree.points = perm
+            .iter()
+            .flat_map(|&i| x[i as usize * dim..(i as usize + 1) * dim].iter().copied())
+            .collect();
+        tree.weights = perm
+            .iter()
+            .map(|&i| weights.map_or(1.0, |w| w[i as usize]))
+            .collect();
+        for (p, &i) in perm.iter().enumerate() {
+            tree.position[i as usize] = p as u32;
+        }
+        tree.order = perm;
+        Ok(tree)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        &mut self,
+        node: usize,
+        lo: [f64; MAX_TREE_DIM],
+        x: &[f64],
+        weights: Option<&[f64]>,
+        perm: &mut [u32],
+        scratch: &mut [u32],
+        depth: usize,
+    ) {
+        let dim = self.dim;
+        let (start, end, side) = {
+            let nd = &self.nodes[node];
+            (nd.start as usize, nd.end as usize, nd.side)
+        };
+        // Weight and moment of the cell.
+        let mut weight = 0.0;
+        let mut moment = [0.0; MAX_TREE_DIM];
+        for &i in &perm[start..end] {
+            let v = weights.map_or(1.0, |w| w[i as usize]);
+            weight += v;
+            for c in 0..dim {
+                moment[c] += v * x[i as usize * dim + c];
+            }
+        }
+        self.nodes[node].weight = weight;
+        self.nodes[node].moment = moment;
+        for (c, m) in self.nodes[node].centre.iter_mut().zip(&moment).take(dim) {
+            *c = m / weight;
+        }
+        if end - start <= 1 || depth >= MAX_DEPTH {
+            return;
+        }
+        let half = 0.5 * side;
+        let orthant = |i: u32| -> usize {
+            let p = &x[i as usize * dim..(i as usize + 1) * dim];
+            (0..dim).fold(0, |acc, c| acc | (((p[c] >= lo[c] + half) as usize) << c))
+        };
+        let n_orth = 1usize << dim;
+        let mut counts = [0usize; 1 << MAX_TREE_DIM];
+        for &i in &perm[start..end] {
+            counts[orthant(i)] += 1;
+        }
+        if counts[..n_orth].iter().filter(|&&c| c > 0).count() == 1 && half <= 0.0 {
+            return;
+        }
+        let mut offsets = [0usize; 1 << MAX_TREE_DIM];
+        let mut acc = start;
+        for o in 0..n_orth {
+            offsets[o] = acc;
+            acc += counts[o];
+        }
+        let mut cursor = offsets;
+        for &i in &perm[start..end] {
+            let o = orthant(i);
+            scratch[cursor[o]] = i;
+            cursor[o] += 1;
+        }
+        perm[start..end].copy_from_slice(&scratch[start..end]);
+        let first = self.nodes.len();
+        let mut children = Vec::with_capacity(n_orth);
+        for o in 0..n_orth {
+            if counts[o] == 0 {
+                continue;
+            }
+            let mut clo = lo;
+            for (c, l) in clo.iter_mut().enumerate().take(dim) {
+                if (o >> c) & 1 == 1 {
+                    *l += half;
+                }
+            }
+            children.push((self.nodes.len(), clo));
+            self.nodes.push(Node {
+                start: offsets[o] as u32,
+                end: (offsets[o] + counts[o]) as u32,
+                first_child: 0,
+                n_children: 0,
+                side: half,
+                weight: 0.0,
+                moment: [0.0; MAX_TREE_DIM],
+                centre: [0.0; MAX_TREE_DIM],
+            });
+        }
+        self.nodes[node].first_child = first as u32;
+        self.nodes[node].n_children = children.len() as u8;
+        for (child, clo) in children {
+            self.split(child, clo, x, weights, perm, scratch, depth + 1);
+        }
+    }
+
+    /// Number of points in the tree.
+    pub fn len(&self) -> usize {
+        self.position.len()
+    }
+
+    /// True when the tree holds no point.
+    pub fn is_empty(&self) -> bool {
+        self.position.is_empty()
+    }
+
+    /// The Barnes-Hut sums at every tree point (self excluded), in the input order.
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for θ < 0 or NaN; [`EmbedError::Cancelled`].
+    pub fn sums(&self, kernel: Kernel, theta: f64, cancel: &AtomicBool) -> Result<KernelSums> {
+        if theta.is_nan() || theta < 0.0 {
+            return Err(invalid("theta", "must be >= 0"));
+        }
+        let dim = self.dim;
+        let n = self.len();
+        let theta2 = theta * theta;
+        let mut s0 = vec![0.0; n];
+        let mut s1 = vec![0.0; n];
+        let mut sx = vec![0.0; n * dim];
+        s0.par_chunks_mut(TARGET_BLOCK)
+            .zip(s1.par_chunks_mut(TARGET_BLOCK))
+            .zip(sx.par_chunks_mut(TARGET_BLOCK * dim))
+            .enumerate()
+            .try_for_each(|(b, ((a0, a1), ax))| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(EmbedError::Cancelled);
+                }
+                let mut stack: Vec<u32> = Vec::with_capacity(64);
+                for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
+                    // Targets in tree order (neighbouring queries share cells: cache friendly).
+                    let p = b * TARGET_BLOCK + j;
+                    let pos = p as u32;
+                    let xq = &self.points[p * dim..(p + 1) * dim];
+                    let ox = &mut ax[j * dim..(j + 1) * dim];
+                    stack.clear();
+                    stack.push(0);
+                    while let Some(c) = stack.pop() {
+                        let node = &self.nodes[c as usize];
+                        let holds_query = node.start <= pos && pos < node.end;
+                        let count = (node.end - node.start) as usize;
+                        if node.n_children == 0 || (count == 1 && !holds_query) {
+                            for m in node.start as usize..node.end as usize {
+                                if m == p {
+                                    continue;
+                                }
+                                let xm = &self.points[m * dim..(m + 1) * dim];
+                                let t: f64 =
+                                    xq.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                                let v = self.weights[m];
+                                let k = kernel.value(t);
+                                let kq = v * kernel.powered(k);
+                                *o0 += v * k;
+                                *o1 += kq;
+                                for (o, cc) in ox.iter_mut().zip(xm) {
+                                    *o += kq * cc;
+                                }
+                            }
+                            continue;
+                        }
+                        if !holds_query {
+                            let mut t = 0.0;
+                            for (q, m) in xq.iter().zip(&node.centre) {
+                                let d = q - m;
+                                t += d * d;
+                            }
+                            if node.side * node.side < theta2 * t {
+                                let k = kernel.value(t);
+                                let kq = kernel.powered(k);
+                                *o0 += node.weight * k;
+                                *o1 += node.weight * kq;
+                                for (o, m) in ox.iter_mut().zip(&node.moment) {
+                                    *o += kq * m;
+                                }
+                                continue;
+                            }
+                        }
+                        let f = node.first_child;
+                        stack.extend(f..f + node.n_children as u32);
+                    }
+                }
+                Ok(())
+            })?;
+        let mut out = KernelSums {
+            s0: vec![0.0; n],
+            s1: vec![0.0; n],
+            sx: vec![0.0; n * dim],
+        };
+        for (p, &i) in self.order.iter().enumerate() {
+            let i = i as usize;
+            out.s0[i] = s0[p];
+            out.s1[i] = s1[p];
+            out.sx[i * dim..(i + 1) * dim].copy_from_slice(&sx[p * dim..(p + 1) * dim]);
+        }
+        Ok(out)
+    }
+}
+
+/// The Gaussian sums by the fast Gauss transform of `vastml-fgt` (bandwidth 1, so the
+/// kernel is exp(−t)), with the self terms subtracted exactly. The error of each sum is at
+/// most epsilon · Σ v (and epsilon · Σ v |x| for the moments).
+///
+/// # Errors
+/// Shape, finiteness and weight errors; errors of the transform.
+pub fn fgt_sums(
+    x: &[f64],
+    dim: usize,
+    weights: Option<&[f64]>,
+    epsilon: f64,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = check_points(x, dim)?;
+    check_weights(weights, n)?;
+    let cols = dim + 1;
+    let mut w = vec![0.0; n * cols];
+    for i in 0..n {
+        let v = weights.map_or(1.0, |w| w[i]);
+        w[i * cols] = v;
+        for c in 0..dim {
+            w[i * cols + 1 + c] = v * x[i * dim + c];
+        }
+    }
+    let g = vastml_fgt::gauss_transform(
+        x,
+        x,
+        dim,
+        &w,
+        cols,
+        1.0,
+        epsilon,
+        vastml_fgt::Method::Auto,
+        cancel,
+    )?;
+    let mut s0 = vec![0.0; n];
+    let mut sx = vec![0.0; n * dim];
+    for i in 0..n {
+        s0[i] = g[i * cols] - w[i * cols];
+        for c in 0..dim {
+            sx[i * dim + c] = g[i * cols + 1 + c] - w[i * cols + 1 + c];
+        }
+    }
+    Ok(KernelSums {
+        s1: s0.clone(),
+        s0,
+        sx,
+    })
+}
+
+/// The sums by the chosen [`Repulsion`].
+///
+/// # Errors
+/// As the chosen method; [`EmbedError::InvalidParameter`] for the FGT with a Student-t kernel.
+pub fn kernel_sums(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    weights: Option<&[f64]>,
+    repulsion: Repulsion,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    match repulsion {
+        Repulsion::Exact => exact_sums(x, dim, kernel, weights, cancel),
+        Repulsion::BarnesHut { theta } => {
+            BarnesHut::new(x, dim, weights)?.sums(kernel, theta, cancel)
+        }
+        Repulsion::Fgt { epsilon } => {
+            if kernel != Kernel::Gaussian {
+                return Err(invalid(
+                    "gradient",
+                    "the fast Gauss transform needs a Gaussian kernel (EE, SNE, s-SNE); use Barnes-Hut for t-SNE",
+                ));
+            }
+            fgt_sums(x, dim, weights, epsilon, cancel)
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Embedding objectives E = E⁺ + λ E⁻ and their gradients (thesis ch. 3, §5.1).
+//!
+//! Attraction is given as a sparse symmetric weight matrix W⁺ in CSR form (ordered pairs:
+//! both (n, m) and (m, n) stored); sums run over ordered pairs, hence the factor 4 in the
+//! gradients. With t_nm = ||x_n − x_m||²:
+//!
+//! | model | E⁺ | E⁻ |
+//! |---|---|---|
+//! | EE | Σ w t | Σ_{n≠m} exp(−t) |
+//! | SNE | Σ w t (w = (P + Pᵀ)/2 of the conditional P) | Σ_n log Σ_{m≠n} exp(−t) |
+//! | s-SNE | Σ p t | log Σ_{n≠m} exp(−t) |
+//! | t-SNE | Σ p log(1 + t) | log Σ_{n≠m} 1/(1 + t) |
+//!
+//! For s-SNE and t-SNE with Σ p = 1 and λ = 1, E = KL(P‖Q) − Σ p log p. The repulsive
+//! sums come from [`crate::nbody`] (exact, Barnes-Hut or fast Gauss transform); with an
+//! approximate method the returned objective is approximate too.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::error::{EmbedError, Result, check_finite, invalid};
+use crate::nbody::{Kernel, Repulsion, check_points, kernel_sums};
+
+/// The embedding model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Elastic embedding (Carreira-Perpiñán 2010), W⁻ = 1 off the diagonal.
+    ElasticEmbedding,
+    /// Stochastic neighbour embedding (Hinton & Roweis 2003), per-point normalisation.
+    Sne,
+    /// Symmetric SNE (Gaussian kernel, one normalisation over all pairs).
+    SymmetricSne,
+    /// t-SNE (Student-t kernel, one normalisation over all pairs).
+    TSne,
+}
+
+impl Model {
+    /// The kernel of the model's similarities in the embedding.
+    pub fn kernel(self) -> Kernel {
+        match self {
+            Model::TSne => Kernel::StudentT,
+            _ => Kernel::Gaussian,
+        }
+    }
+}
+
+impl FromStr for Model {
+    type Err = EmbedError;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "ee" => Model::ElasticEmbedding,
+            "sne" => Model::Sne,
+            "ssne" => Model::SymmetricSne,
+            "tsne" => Model::TSne,
+            _ => {
+                return Err(invalid(
+                    "model",
+                    format!("unknown model {s:?}; use ee, sne, ssne or tsne"),
+                ));
+            }
+        })
+    }
+}
+
+/// A sparse n x n weight matrix in CSR form.
+#[derive(Debug, Clone, Copy)]
+pub struct Csr<'a> {
+    /// Row pointers (n + 1 entries; int64 as SciPy and NumPy hold them).
+    pub indptr: &'a [i64],
+    /// Column indices.
+    pub indices: &'a [i64],
+    /// Weights (>= 0).
+    pub data: &'a [f64],
+}
+
+impl Csr<'_> {
+    fn check(&self, n: usize) -> Result<()> {
+        let bad = |why: &str| {
+            Err(EmbedError::ShapeMismatch(format!(
+                "attraction matrix: {why}"
+            )))
+        };
+        if self.indptr.len() != n + 1 {
+            return bad(&format!(
+                "{} row pointers for {n} points",
+                self.indptr.len()
+            ));
+        }
+        if self.indptr[0] != 0 || self.indptr.windows(2).any(|w| w[0] > w[1]) {
+            return bad("row pointers must start at 0 and not decrease");
+        }
+        let nnz = self.indptr[n] as usize;
+        if self.indices.len() != nnz || self.data.len() != nnz {
+            return bad("indices and data must have indptr[-1] entries");
+        }
+        if self.indices.iter().any(|&j| j < 0 || j as usize >= n) {
+            return bad("column index out of range");
+        }
+        check_finite(self.data, "attraction")?;
+        if self.data.iter().any(|&w| w < 0.0) {
+            return Err(invalid("attraction", "weights must be >= 0"));
+        }
+        Ok(())
+    }
+}
+
+/// Objective value, its two parts and the gradient.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// E = E⁺ + λ E⁻.
+    pub objective: f64,
+    /// E⁺.
+    pub attractive: f64,
+    /// E⁻ (without λ).
+    pub repulsive: f64,
+    /// ∂E/∂X, n x d row-major.
+    pub gradient: Vec<f64>,
+}
+
+/// E⁺ and its gradient (parallel over rows, O(nnz d)).
+fn attraction(
+    need_objective: bool,
+    model: Model,
+    x: &[f64],
+    dim: usize,
+    w: &Csr,
+    grad: &mut [f64],
+    cancel: &AtomicBool,
+) -> Result<f64> {
+    let parts: Vec<f64> = grad
+        .par_chunks_mut(dim * 256)
+        .enumerate()
+        .map(|(b, g)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            let mut e = 0.0;
+            for (j, gn) in g.chunks_exact_mut(dim).enumerate() {
+                let n = b * 256 + j;
+                let xn = &x[n * dim..(n + 1) * dim];
+                for idx in w.indptr[n] as usize..w.indptr[n + 1] as usize {
+                    let m = w.indices[idx] as usize;
+                    let wt = w.data[idx];
+                    let xm = &x[m * dim..(m + 1) * dim];
+                    let t: f64 = xn.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                    let coef = match model {
+                        Model::TSne => {
+                            if need_objective {
+                                e += wt * t.ln_1p();
+                            }
+                            4.0 * wt / (1.0 + t)
+                        }
+                        _ => {
+                            e += wt * t;
+                            4.0 * wt
+                        }
+                    };
+                    for ((gc, a), b) in gn.iter_mut().zip(xn).zip(xm) {
+                        *gc += coef * (a - b);
+                    }
+                }
+            }
+            Ok(e)
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    Ok(parts.iter().sum())
+}
+
+/// E(X) and ∇E(X) for the model.
+///
+/// `x` is n x `dim` row-major, `attraction` the CSR W⁺ (or P), `lambda` the weight of the
+/// repulsion (1 for the normalised models' KL form).
+///
+/// # Errors
+/// Shape and finiteness errors, [`EmbedError::InvalidParameter`] for λ < 0 or the FGT
+/// with t-SNE, errors of the N-body method, [`EmbedError::Cancelled`].
+pub fn evaluate(
+    model: Model,
+    x: &[f64],
+    dim: usize,
+    attraction_w: &Csr,
+    lambda: f64,
+    repulsion: Repulsion,
+    cancel: &AtomicBool,
+) -> Result<Evaluation> {
+    evaluate_with(model, x, dim, attraction_w, lambda, repulsion, true, cancel)
+}
+
+/// As [`evaluate`]; with `need_objective = false` the t-SNE attraction skips its
+/// logarithms and the returned objective (and E⁺) is NaN — only the gradient is computed
+/// (what momentum gradient descent needs at most iterations).
+///
+/// # Errors
+/// As [`evaluate`].
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_with(
+    model: Model,
+    x: &[f64],
+    dim: usize,
+    attraction_w: &Csr,
+    lambda: f64,
+    repulsion: Repulsion,
+    need_objective: bool,
+    cancel: &AtomicBool,
+) -> Result<Evaluation> {
+    let n = check_points(x, dim)?;
+    attraction_w.check(n)?;
+    if !(lambda >= 0.0 && lambda.is_finite()) {
+        return Err(invalid("lambda", "must be finite and >= 0"));
+    }
+    let mut grad = vec![0.0; n * dim];
+    let mut attractive = attraction(
+        need_objective,
+        model,
+        x,
+        dim,
+        attraction_w,
+        &mut grad,
+        cancel,
+    )?;
+    if !need_objective && model == Model::TSne {
+        attractive = f64::NAN;
+    }
+    if n < 2 {
+        return Ok(Evaluation {
+            objective: attractive,
+            attractive,
+            repulsive: 0.0,
+            gradient: grad,
+        });
+    }
+    let sums = kernel_sums(x, dim, model.kernel(), None, repulsion, cancel)?;
+    // G⁻_n = coef_n (x_n s1_n − sx_n) (+ the SNE second pass below).
+    let repulsive;
+    match model {
+        Model::ElasticEmbedding => {
+            repulsive = sums.s0.iter().sum::<f64>();
+            add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 * lambda);
+        }
+        Model::SymmetricSne | Model::TSne => {
+            let z: f64 = sums.s0.iter().sum();
+            repulsive = z.ln();
+            add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 * lambda / z);
+        }
+        Model::Sne => {
+            repulsive = sums.s0.iter().map(|s| s.ln()).sum();
+            if sums.s0.iter().any(|&s| s.is_nan() || s <= 0.0) {
+                return Err(invalid(
+                    "X",
+                    "a point is so far from all others that its SNE normaliser underflows; rescale the embedding",
+                ));
+            }
+            let s = &sums.s0;
+            add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |i| {
+                -2.0 * lambda / s[i]
+            });
+            let inv: Vec<f64> = s.iter().map(|v| 1.0 / v).collect();
+            let second = kernel_sums(x, dim, Kernel::Gaussian, Some(&inv), repulsion, cancel)?;
+            add_repulsion(&mut grad, x, dim, &second.s1, &second.sx, |_| -2.0 * lambda);
+        }
+    }
+    Ok(Evaluation {
+        objective: attractive + lambda * repulsive,
+        attractive,
+        repulsive,
+        gradient: grad,
+    })
+}
+
+fn add_repulsion(
+    grad: &mut [f64],
+    x: &[f64],
+    dim: usize,
+    s1: &[f64],
+    sx: &[f64],
+    coef: impl Fn(usize) -> f64 + Sync,
+) {
+    grad.par_chunks_mut(dim).enumerate().for_each(|(i, g)| {
+        let c = coef(i);
+        for k in 0..dim {
+            g[k] += c * (x[i * dim + k] * s1[i] - sx[i * dim + k]);
+        }
+    });
+}

@@ -1,0 +1,199 @@
+//! Bindings of `vastml-embed`: entropic affinities, embedding objectives, kernel sums.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use vastml_embed::affinity::{RootMethod, RootOptions, WarmStart, entropic_affinities};
+use vastml_embed::{Csr, Kernel, Model, Repulsion};
+
+use crate::arrays::{rows, vector};
+use crate::door::enter;
+use crate::errors::ToPyErr;
+
+fn index_vector<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
+    a.as_slice()
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous int64 array")))
+}
+
+fn to_usize(v: &[i64], name: &str) -> PyResult<Vec<usize>> {
+    v.iter()
+        .map(|&i| {
+            usize::try_from(i)
+                .map_err(|_| PyValueError::new_err(format!("`{name}` holds a negative index")))
+        })
+        .collect()
+}
+
+fn matrix<'py>(
+    py: Python<'py>,
+    v: Vec<f64>,
+    r: usize,
+    c: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    numpy::ndarray::Array2::from_shape_vec((r, c), v)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .map(|a| a.into_pyarray(py))
+}
+
+fn repulsion(gradient: &str, theta: f64, epsilon: f64) -> PyResult<Repulsion> {
+    match gradient {
+        "exact" => Ok(Repulsion::Exact),
+        "barnes_hut" => Ok(Repulsion::BarnesHut { theta }),
+        "fgt" => Ok(Repulsion::Fgt { epsilon }),
+        _ => Err(PyValueError::new_err(format!(
+            "`gradient` must be 'exact', 'barnes_hut' or 'fgt', got {gradient:?}"
+        ))),
+    }
+}
+
+type AffinityOut<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<bool>>,
+);
+
+/// entropic_affinities_knn(sqdist, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None)
+/// --
+///
+/// Per-row precisions of perplexity `perplexity` from kNN squared distances (n x k, self
+/// excluded). Returns (P n x k, log_beta, evaluations, bisections, log_beta_lower,
+/// log_beta_upper, converged).
+#[pyfunction]
+#[pyo3(signature = (sqdist, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn entropic_affinities_knn<'py>(
+    py: Python<'py>,
+    sqdist: PyReadonlyArray2<'py, f64>,
+    perplexity: f64,
+    order: PyReadonlyArray1<'py, i64>,
+    parents: Option<PyReadonlyArray1<'py, i64>>,
+    warm: &str,
+    method: &str,
+    tol: f64,
+    maxit: u32,
+    chunk_size: usize,
+    n_jobs: Option<isize>,
+) -> PyResult<AffinityOut<'py>> {
+    let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
+    let (d2, k) = rows(&sqdist, "sqdist")?;
+    let n = d2.len().checked_div(k).unwrap_or(0);
+    let order = to_usize(index_vector(&order, "order")?, "order")?;
+    let parents = parents
+        .as_ref()
+        .map(|p| index_vector(p, "parents"))
+        .transpose()?;
+    let warm = match (warm, parents) {
+        ("previous", _) => WarmStart::Previous,
+        ("bounds", _) => WarmStart::Bounds,
+        ("parents", Some(p)) => WarmStart::Parents(p),
+        ("parents", None) => return Err(PyValueError::new_err("warm='parents' needs `parents`")),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "`warm` must be 'previous', 'parents' or 'bounds', got {warm:?}"
+            )));
+        }
+    };
+    let opts = RootOptions { method, tol, maxit };
+    let a = enter(py, n_jobs, |cancel| {
+        entropic_affinities(
+            d2, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
+        )
+    })?;
+    Ok((
+        matrix(py, a.probabilities, n, k)?,
+        a.log_beta.into_pyarray(py),
+        a.evaluations.into_pyarray(py),
+        a.bisections.into_pyarray(py),
+        a.log_beta_lower.into_pyarray(py),
+        a.log_beta_upper.into_pyarray(py),
+        a.converged.into_pyarray(py),
+    ))
+}
+
+/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None)
+/// --
+///
+/// E = E+ + lam E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
+/// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
+#[pyfunction]
+#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn embedding_objective<'py>(
+    py: Python<'py>,
+    model: &str,
+    x: PyReadonlyArray2<'py, f64>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, f64>,
+    lam: f64,
+    gradient: &str,
+    theta: f64,
+    epsilon: f64,
+    need_objective: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<(f64, f64, f64, Bound<'py, PyArray2<f64>>)> {
+    let model = model.parse::<Model>().map_err(ToPyErr::to_pyerr)?;
+    let rep = repulsion(gradient, theta, epsilon)?;
+    let (xs, dim) = rows(&x, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let ip = index_vector(&indptr, "indptr")?;
+    let ix = index_vector(&indices, "indices")?;
+    let dt = vector(&data, "data")?;
+    let ev = enter(py, n_jobs, |cancel| {
+        let w = Csr {
+            indptr: ip,
+            indices: ix,
+            data: dt,
+        };
+        vastml_embed::evaluate_with(model, xs, dim, &w, lam, rep, need_objective, cancel)
+    })?;
+    Ok((
+        ev.objective,
+        ev.attractive,
+        ev.repulsive,
+        matrix(py, ev.gradient, n, dim)?,
+    ))
+}
+
+type SumsOut<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray2<f64>>,
+);
+
+/// kernel_sums(x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None)
+/// --
+///
+/// Per point (self excluded): s0 = sum v K, s1 = sum v K^q, sx = sum v K^q x_m, with
+/// q = 1 (gaussian exp(-t)) or 2 (student 1/(1+t)), t the squared distance.
+#[pyfunction]
+#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn kernel_sums<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    kernel: &str,
+    method: &str,
+    theta: f64,
+    epsilon: f64,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+    n_jobs: Option<isize>,
+) -> PyResult<SumsOut<'py>> {
+    let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
+    let rep = repulsion(method, theta, epsilon)?;
+    let (xs, dim) = rows(&x, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
+    let s = enter(py, n_jobs, |cancel| {
+        vastml_embed::nbody::kernel_sums(xs, dim, kernel, w, rep, cancel)
+    })?;
+    Ok((
+        s.s0.into_pyarray(py),
+        s.s1.into_pyarray(py),
+        matrix(py, s.sx, n, dim)?,
+    ))
+}

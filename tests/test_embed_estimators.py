@@ -1,0 +1,138 @@
+"""TSNE, SymmetricSNE and ElasticEmbedding: scikit-learn contract, quality against
+scikit-learn's TSNE, out-of-sample transform, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.manifold import TSNE as SkTSNE
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from vastml.embed import TSNE, ElasticEmbedding, SymmetricSNE
+
+# Embeddings are not deterministic functions of a point: transform() of the training data
+# re-embeds it against the fitted embedding, so it differs from fit_transform().
+# (ElasticEmbedding's tiny check-sized embeddings happen to agree within the tolerances.)
+NOT_A_FUNCTION = {
+    "check_transformer_general": "transform(X_train) re-embeds against the fit, != fit_transform",
+    "check_transformer_data_not_an_array": "same as check_transformer_general",
+    "check_methods_subset_invariance": "the embedding of a point depends on the whole batch",
+}
+
+
+@parametrize_with_checks(
+    [
+        TSNE(perplexity=3, max_iter=60, n_iter_exaggeration=20, random_state=0),
+        SymmetricSNE(perplexity=3, max_iter=30, random_state=0),
+        ElasticEmbedding(perplexity=3, n_lambdas=3, max_iter=20, random_state=0),
+    ],
+    expected_failed_checks=lambda est: {} if isinstance(est, ElasticEmbedding) else NOT_A_FUNCTION,
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    d = load_digits()
+    return d.data[:700], d.target[:700]
+
+
+def knn_accuracy(Y, y):
+    """Leave-one-out 1-NN accuracy of the labels in the embedding."""
+    clf = KNeighborsClassifier(n_neighbors=2).fit(Y, y)
+    idx = clf.kneighbors(Y, return_distance=False)[:, 1]
+    return (y[idx] == y).mean()
+
+
+def test_tsne_matches_scikit_learn_quality(digits):
+    X, y = digits[0][:500], digits[1][:500]
+    ours = TSNE(perplexity=30, random_state=0, max_iter=500).fit(X)
+    sk = SkTSNE(perplexity=30, random_state=0, max_iter=500, init="pca").fit(X)
+    assert ours.kl_divergence_ <= sk.kl_divergence_ * 1.05, (ours.kl_divergence_, sk.kl_divergence_)
+    assert knn_accuracy(ours.embedding_, y) > 0.9
+    assert ours.n_iter_ == 500
+    # Barnes-Hut with theta = 0.5 reaches a similar KL.
+    bh = TSNE(perplexity=30, random_state=0, max_iter=500, gradient="barnes_hut").fit(X)
+    assert bh.kl_divergence_ <= sk.kl_divergence_ * 1.05
+
+
+def test_tsne_other_optimisers(digits):
+    X, y = digits
+    for method in ("spectral", "lbfgs"):
+        m = TSNE(perplexity=30, random_state=0, max_iter=300, method=method).fit(X)
+        assert np.isfinite(m.kl_divergence_) and m.kl_divergence_ < 1.5, method
+        assert knn_accuracy(m.embedding_, y) > 0.85, method
+
+
+def test_transform_places_new_points_near_their_class(digits):
+    X, y = digits
+    d = load_digits()
+    Xn, yn = d.data[1500:1650], d.target[1500:1650]
+    for est in (
+        TSNE(perplexity=30, random_state=0, max_iter=500),
+        ElasticEmbedding(perplexity=30, lam=1.0, n_lambdas=10, tol=1e-5, random_state=0),
+    ):
+        est.fit(X)
+        Yn = est.transform(Xn)
+        assert Yn.shape == (150, 2) and np.isfinite(Yn).all()
+        clf = KNeighborsClassifier(n_neighbors=5).fit(est.embedding_, y)
+        assert (clf.predict(Yn) == yn).mean() > 0.85, type(est).__name__
+        # A training point's own neighbours put it near its own embedding.
+        Yt = est.transform(X[:50])
+        scale = np.ptp(est.embedding_, axis=0).max()
+        assert np.median(np.linalg.norm(Yt - est.embedding_[:50], axis=1)) < 0.05 * scale
+
+
+def test_ee_and_ssne_embed_digits(digits):
+    X, y = digits
+    ee = ElasticEmbedding(perplexity=30, lam=1.0, n_lambdas=10, tol=1e-5, random_state=0).fit(X)
+    assert np.isfinite(ee.objective_) and ee.n_evaluations_ >= ee.n_iter_
+    assert knn_accuracy(ee.embedding_, y) > 0.85
+    ss = SymmetricSNE(perplexity=30, max_iter=200, random_state=0).fit(X)
+    assert knn_accuracy(ss.embedding_, y) > 0.8
+    # The FGT and Barnes-Hut repulsions give embeddings of the same quality.
+    ssf = SymmetricSNE(perplexity=30, max_iter=200, random_state=0, gradient="fgt").fit(X)
+    assert abs(ssf.kl_divergence_ - ss.kl_divergence_) < 0.05
+
+
+def test_pickle_and_callback(digits):
+    X, _ = digits
+    seen = []
+    m = TSNE(
+        perplexity=10,
+        max_iter=30,
+        n_iter_exaggeration=10,
+        random_state=0,
+        callback=lambda it, E: seen.append(it) or it >= 25,
+    )
+    m.fit(X[:200])
+    assert seen[-1] == 25 and seen[0] == 1
+    m.set_params(callback=None)  # a lambda does not pickle
+    m2 = pickle.loads(pickle.dumps(m))
+    assert np.array_equal(m2.embedding_, m.embedding_)
+    assert np.allclose(m2.transform(X[200:210]), m.transform(X[200:210]))
+
+
+def test_same_result_for_any_thread_count(digits):
+    X, _ = digits
+    a = TSNE(perplexity=10, max_iter=50, random_state=0, n_jobs=1).fit_transform(X[:300])
+    b = TSNE(perplexity=10, max_iter=50, random_state=0, n_jobs=2).fit_transform(X[:300])
+    assert np.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_bad_input(digits):
+    X, _ = digits
+    with pytest.raises(ValueError, match="perplexity"):
+        TSNE(perplexity=30).fit(X[:20])
+    bad = X[:100].copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        TSNE(perplexity=5).fit(bad)
+    with pytest.raises(ValueError, match="method"):
+        TSNE(method="newton").fit(X)
+    with pytest.raises(ValueError, match="gradient"):
+        TSNE(gradient="fgt").fit(X)
+    with pytest.raises(ValueError, match="lam"):
+        ElasticEmbedding(lam=-1.0).fit(X)
