@@ -334,7 +334,7 @@ class LLLDiscriminantAnalysis(_LLLBase):
     :math:`\tilde A = F S_b F^T`, :math:`\tilde B = F S_t F^T` with :math:`F = Z \bar Y`
     (L x D), :math:`S_b = \sum_k N_k \mu_k \mu_k^T` over **all** labels and
     :math:`S_t = \bar Y^T \bar Y`; solved within the range of F, so the reduced problem is
-    never singular. The projection is ``M = X_tilde^T F``. When F has full column rank (L >= D
+    never singular. The projection is ``M = X_tilde^T F`` (rows scaled to unit length). When F has full column rank (L >= D
     and landmarks in general position) this is exact LDA; LLL matters when D > L.
 
     Examples
@@ -396,7 +396,8 @@ class LLLDiscriminantAnalysis(_LLLBase):
         self.weights_ = Z
         self.landmark_embedding_ = U[:, :r] @ v
         self.eigenvalues_ = lam
-        self.components_ = v.T @ G
+        M = v.T @ G
+        self.components_ = M / np.linalg.norm(M, axis=1, keepdims=True)
         return self
 
     def transform(self, X):

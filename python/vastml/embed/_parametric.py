@@ -19,7 +19,6 @@ import warnings
 
 import numpy as np
 import scipy.optimize
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -37,7 +36,10 @@ _POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-ste
 def pe_log_posteriors(R, Phi, log_prior):
     """log q_nk of eq. (1), by log-sum-exp over ``log pi_k - |r_n - phi_k|^2 / 2``."""
     a = _logits(R, Phi, log_prior)
-    return a - logsumexp(a, axis=1, keepdims=True)
+    m = a.max(axis=1, keepdims=True)
+    a -= m
+    a -= np.log(np.exp(a).sum(axis=1, keepdims=True))
+    return a
 
 
 def _logits(R, Phi, log_prior):
@@ -100,6 +102,7 @@ def _r_step_chunk(P, R, Phi, log_prior, eta_r, tol_r, max_iter, damped):
     Pc = Phi - c
     D = Phi.shape[1]
     eye = 2.0 * eta_r * np.eye(D)
+    outer = (Pc[:, :, None] * Pc[:, None, :]).reshape(Pc.shape[0], D * D)
     for _ in range(max_iter):
         if act.size == 0:
             break
@@ -114,7 +117,7 @@ def _r_step_chunk(P, R, Phi, log_prior, eta_r, tol_r, max_iter, damped):
             break
         act, r, p, g, Q, logQ = act[keep], r[keep], p[keep], g[keep], Q[keep], logQ[keep]
         mu = Q @ Pc
-        H = np.einsum("nk,ki,kj->nij", Q, Pc, Pc) - mu[:, :, None] * mu[:, None, :] + eye
+        H = (Q @ outer).reshape(-1, D, D) - mu[:, :, None] * mu[:, None, :] + eye
         H *= Pw[act, None, None]  # general row sums: the curvature scales with sum_k P_nk
         H += eye * (1.0 - Pw[act, None, None])
         step = -_solve_small(H, g)
