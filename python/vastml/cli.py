@@ -75,6 +75,10 @@ def _demo(args) -> int:
             cells.append(f"{time.perf_counter() - t0:11.3f}s{mark}")
         print(f"   {d:>2} {hh:>5}  " + "".join(cells))
 
+    from vastml.embed._demo_lll import demo_lll_pe  # issue 8: LLL and Parametric Embedding
+
+    demo_lll_pe(args)
+
     out = args.out
     try:
         import matplotlib
