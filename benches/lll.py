@@ -77,15 +77,19 @@ def pe_data(n, K=20, seed=0):
 
 
 def main():
-    bench = Bench("lll")
+    def extra(ap):
+        ap.add_argument("--n", type=int, default=None, help="eigenmaps points (60,000; quick 10,000)")
+        ap.add_argument("--pe-n", type=int, default=None, help="PE objects (quick 20,000)")
+
+    bench = Bench("lll", add_args=extra)
     quick = bench.args.quick
-    n = 10_000 if quick else 60_000
+    n = bench.args.n or (10_000 if quick else 60_000)
     d = 10
     X, _ = digits_like(n)
     log(f"graph on {n} points")
     W = knn_gaussian(X, 10, None)
-    log("exact LE (ARPACK)")
-    exact = bench.time(lambda: laplacian_eigenmaps(W, d, solver="arpack", tol=1e-10, random_state=0),
+    log("exact LE (dense up to 2,000 points, else ARPACK)")
+    exact = bench.time(lambda: laplacian_eigenmaps(W, d, solver="auto", tol=1e-10, random_state=0),
                        warmup=0)
     E = exact.value[1]
     bench.compare("exact LE", exact, {}, {"N": n, "d": d})
@@ -112,7 +116,8 @@ def main():
             bench.check(f"LLL L={L} (err {err:.3f} <= 10%) >= 10x faster than exact LE",
                         row.ratio("exact LE") >= 10, f"ratio {row.ratio('exact LE'):.1f}",
                         row=row)
-    for N in ((20_000,) if quick else (100_000, 1_000_000)):
+    pe_sizes = (bench.args.pe_n,) if bench.args.pe_n else ((20_000,) if quick else (100_000, 1_000_000))
+    for N in pe_sizes:
         P = pe_data(N)
         pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=300)
         log(f"PE N={N}")

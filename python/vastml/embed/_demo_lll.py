@@ -23,7 +23,7 @@ def demo_lll_pe(args) -> None:
     from vastml.embed._lll import knn_gaussian
 
     quick = getattr(args, "quick", False)
-    n = 3_000 if quick else 20_000
+    n = 1_500 if quick else 20_000
     rng = np.random.default_rng(getattr(args, "seed", 0))
     t = rng.uniform(1.5 * np.pi, 4.5 * np.pi, n)
     X = np.c_[t * np.cos(t), 20 * rng.uniform(size=n), t * np.sin(t)]
@@ -34,7 +34,7 @@ def demo_lll_pe(args) -> None:
     t_exact = time.perf_counter() - t0
     print(f"   exact (ARPACK): {t_exact:.2f} s")
     lll = None
-    for L in (50, 200, 500):
+    for L in (50, 150) if quick else (50, 200, 500, 1000):
         m = LLLEigenmaps(2, n_landmarks=L, n_neighbors_z=5, affinity="precomputed", random_state=0)
         t0 = time.perf_counter()
         m.fit(X, affinity_matrix=W)

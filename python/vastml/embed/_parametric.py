@@ -69,6 +69,15 @@ def pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi):
     return GR, GPhi
 
 
+def _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi):
+    """J and dJ/dPhi from one evaluation of the posteriors (the L-BFGS objective)."""
+    logQ = pe_log_posteriors(R, Phi, log_prior)
+    J = float(_xlogy_rows(P, logQ).sum())
+    J += eta_r * float((R * R).sum()) + eta_phi * float((Phi * Phi).sum())
+    Wm = P - np.exp(logQ)
+    return J, Wm.sum(0)[:, None] * Phi - Wm.T @ R + 2.0 * eta_phi * Phi
+
+
 def pe_r_hessians(R, Phi, log_prior, eta_r):
     """Per-object Hessians Cov_q(phi) + 2 eta_r I (eq. 5), computed centred; shape (N, D, D)."""
     Q = np.exp(pe_log_posteriors(R, Phi, log_prior))
@@ -401,7 +410,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             if R.shape != (N, D):
                 raise ValueError(f"`init_r` must have shape ({N}, {D})")
             R = R.copy()
-        state = {"R": R, "newton": 0, "cache": None}
+        state = {"R": R, "newton": 0}
         kw = dict(tol_r=self.tol_r, max_newton_iter=int(self.max_newton_iter),
                   damped=bool(self.damped_newton))
 
@@ -410,9 +419,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             R, it = pe_r_step(P, Phi, state["R"], log_prior, eta_r, **kw)
             state["R"] = R
             state["newton"] += int(it.max()) if it.size else 0
-            J, _, _ = pe_objective(P, R, Phi, log_prior, eta_r, eta_phi)
-            _, G = pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi)
-            state["cache"] = (phi.copy(), R.copy(), J)
+            J, G = _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi)
             return J, G.ravel()
 
         history = []
