@@ -82,6 +82,9 @@ def _demo(args) -> int:
     from vastml.embed._cli import demo_section as embed_demo
 
     embed_demo(args, 5)
+    from vastml.embed._demo_lll import demo_lll_pe  # issue 8: LLL and Parametric Embedding
+
+    demo_lll_pe(args)
 
     out = args.out
     try:

@@ -39,3 +39,52 @@ __all__ = [
     "tsne_gradient_descent",
     "warm_start_order",
 ]
+
+# Locally Linear Landmarks (thesis chapter 4) and Parametric Embedding (issue 8)
+from vastml.embed._lll import (  # noqa: E402
+    LLLDiscriminantAnalysis,
+    LLLEigenmaps,
+    LLLKernelPCA,
+    LLLPCA,
+    LLLSpectralClustering,
+    kmeans_landmark_warm_start,
+)
+from vastml.embed._lll_core import (  # noqa: E402
+    gaussian_knn_affinity,
+    laplacian_eigenmaps,
+    procrustes_error,
+    reconstruction_weights,
+    reduced_eigenproblem,
+    select_landmarks,
+)
+from vastml.embed._parametric import (  # noqa: E402
+    ParametricEmbedding,
+    embed_classifier,
+    pe_gradients,
+    pe_log_posteriors,
+    pe_objective,
+    pe_r_step,
+    posteriors_from_classifier,
+)
+
+__all__ += [
+    "LLLDiscriminantAnalysis",
+    "LLLEigenmaps",
+    "LLLKernelPCA",
+    "LLLPCA",
+    "LLLSpectralClustering",
+    "ParametricEmbedding",
+    "embed_classifier",
+    "gaussian_knn_affinity",
+    "kmeans_landmark_warm_start",
+    "laplacian_eigenmaps",
+    "pe_gradients",
+    "pe_log_posteriors",
+    "pe_objective",
+    "pe_r_step",
+    "posteriors_from_classifier",
+    "procrustes_error",
+    "reconstruction_weights",
+    "reduced_eigenproblem",
+    "select_landmarks",
+]

@@ -104,7 +104,7 @@ def demo(args) -> int:
     M = planted_matrix("banded_blocks", n, 0.1)
     rng = np.random.default_rng(args.seed)
     S = M[rng.permutation(n)][:, rng.permutation(n)]
-    print(f"\n6. Matrix reordering (ConvoMap): a planted {n} x {n} banded-blocks matrix, 10% noise, shuffled")
+    print(f"\n8. Matrix reordering (ConvoMap): a planted {n} x {n} banded-blocks matrix, 10% noise, shuffled")
     t0 = time.perf_counter()
     cm = ConvoMap(kernel_size=k, random_state=args.seed).fit(S)
     dt = time.perf_counter() - t0

@@ -1,0 +1,473 @@
+"""Locally Linear Landmarks estimators (thesis chapter 4): eigenmaps, spectral clustering, PCA,
+LDA and kernel PCA on L landmarks, with the out-of-sample map ``x = X_tilde z``."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.cluster import KMeans
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from vastml._validation import as_points, choice
+from vastml.embed._lll_core import (
+    _positive_int,
+    gaussian_knn_affinity,
+    reconstruction_weights,
+    reduced_eigenproblem,
+    select_landmarks,
+)
+
+
+class _LLLBase(TransformerMixin, BaseEstimator):
+    """Landmarks, weights Z and the out-of-sample map shared by every LLL estimator."""
+
+    def _default_kz(self, n_features, L):
+        return L
+
+    def _landmarks_and_weights(self, X, rng):
+        L = self.n_landmarks if isinstance(self.landmarks, str) else None
+        if L is not None:
+            L = min(_positive_int(L, "n_landmarks"), X.shape[0])
+        idx = select_landmarks(X, L, self.landmarks, random_state=rng)
+        kz = self.n_neighbors_z
+        kz = self._default_kz(X.shape[1], idx.size) if kz is None else kz
+        kz = min(_positive_int(kz, "n_neighbors_z"), idx.size)
+        self.landmark_indices_ = idx
+        self.landmarks_ = X[idx].copy()
+        self.n_landmarks_ = idx.size
+        self.n_neighbors_z_ = kz
+        self.n_features_in_ = X.shape[1]
+        return reconstruction_weights(X, self.landmarks_, kz, reg=self.reg)
+
+    def weights(self, X):
+        """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
+        check_is_fitted(self, "landmarks_")
+        X = as_points(X, "X", dim=self.n_features_in_)
+        return reconstruction_weights(X, self.landmarks_, self.n_neighbors_z_, reg=self.reg)
+
+    def transform(self, X):
+        """Out-of-sample embedding ``x = X_tilde z`` of new points (thesis 4.5)."""
+        check_is_fitted(self, "landmark_embedding_")
+        return np.asarray(self.weights(X).T @ self.landmark_embedding_)
+
+
+class LLLEigenmaps(_LLLBase):
+    r"""Laplacian eigenmaps by Locally Linear Landmarks.
+
+    Solves :math:`\min \operatorname{tr}(\tilde X \tilde A \tilde X^T)` s.t.
+    :math:`\tilde X \tilde B \tilde X^T = I` with :math:`\tilde A = Z L Z^T`,
+    :math:`\tilde B = Z D Z^T` (L x L, dense, thesis 4.10), drops the trivial constant
+    eigenvector and maps every point by :math:`X = \tilde X Z`. With every point a landmark
+    the result is exact Laplacian eigenmaps (:func:`laplacian_eigenmaps`).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Embedding dimension d.
+    n_landmarks : int, default=200
+        L (ignored when ``landmarks`` is an index array).
+    landmarks : {"random", "kmeans", "random-pruned"} or array-like of int, default="random"
+        See :func:`select_landmarks`.
+    n_neighbors_z : int, default=None
+        K_Z, the landmarks reconstructing each point (default ``min(L, n_features + 1, 10)``,
+        at least ``n_components + 1``).
+    n_neighbors : int, default=10
+        K_W of the Gaussian kNN affinity graph (``affinity="knn-gaussian"``).
+    bandwidth : float, default=None
+        sigma of the affinities (default: the median distance to the K_W-th neighbour).
+    affinity : {"knn-gaussian", "precomputed"}, default="knn-gaussian"
+        With ``"precomputed"`` pass the N x N sparse affinity as ``fit(X, affinity_matrix=W)``;
+        X is still needed for the weights.
+    reg : float, default=1e-3
+        Gram regulariser of the weights (relative to its trace).
+    random_state : int, RandomState instance or None
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n_samples, n_components)
+    landmark_embedding_ : ndarray (n_landmarks, n_components)
+        :math:`\tilde X^T`.
+    eigenvalues_ : ndarray (n_components,)
+        Reduced generalised eigenvalues (the trivial 0 removed).
+    landmark_indices_, landmarks_, n_landmarks_, n_neighbors_z_, weights_ (Z, CSR)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed import LLLEigenmaps
+    >>> t = np.linspace(0, 3 * np.pi, 1000)
+    >>> X = np.c_[t * np.cos(t), t * np.sin(t)]
+    >>> lll = LLLEigenmaps(n_components=1, n_landmarks=100, random_state=0).fit(X)
+    >>> abs(np.corrcoef(lll.embedding_[:, 0], t)[0, 1]) > 0.95
+    np.True_
+    """
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        n_landmarks=200,
+        landmarks="random",
+        n_neighbors_z=None,
+        n_neighbors=10,
+        bandwidth=None,
+        affinity="knn-gaussian",
+        reg=1e-3,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.n_neighbors = n_neighbors
+        self.bandwidth = bandwidth
+        self.affinity = affinity
+        self.reg = reg
+        self.random_state = random_state
+
+    _drop_first = True
+
+    def _default_kz(self, n_features, L):
+        return min(L, max(min(n_features + 1, 10), self._n_out() + 1))
+
+    def _n_out(self):
+        return _positive_int(self.n_components, "n_components")
+
+    def _affinity(self, X, affinity_matrix):
+        choice(self.affinity, "affinity", ("knn-gaussian", "precomputed"))
+        if self.affinity == "precomputed":
+            if affinity_matrix is None:
+                raise ValueError('`affinity="precomputed"` needs fit(X, affinity_matrix=W)')
+            W = sp.csr_matrix(affinity_matrix, dtype=np.float64)
+            if W.shape != (X.shape[0], X.shape[0]):
+                raise ValueError(f"`affinity_matrix` must be {X.shape[0]} x {X.shape[0]}")
+            return W
+        return knn_gaussian(X, self.n_neighbors, self.bandwidth)
+
+    def fit(self, X, y=None, affinity_matrix=None):
+        X = as_points(X, "X")
+        d = self._n_out()
+        rng = check_random_state(self.random_state)
+        W = self._affinity(X, affinity_matrix)
+        deg = np.asarray(W.sum(axis=1)).ravel()
+        Z = self._landmarks_and_weights(X, rng)
+        ZW = Z @ W
+        A = Z @ sp.diags(deg) @ Z.T - ZW @ Z.T
+        B = Z @ sp.diags(deg) @ Z.T
+        k = d + 1 if self._drop_first else d
+        if k > Z.shape[0]:
+            raise ValueError(f"`n_components` needs at least {k} landmarks, got {Z.shape[0]}")
+        w, Xt = reduced_eigenproblem(A, B, k)
+        if self._drop_first:
+            w, Xt = w[1:], Xt[:, 1:]
+        self.weights_ = Z
+        self.eigenvalues_ = w
+        self.landmark_embedding_ = Xt
+        self.embedding_ = np.asarray(Z.T @ Xt)
+        return self
+
+    def fit_transform(self, X, y=None, affinity_matrix=None):
+        return self.fit(X, affinity_matrix=affinity_matrix).embedding_
+
+
+def knn_gaussian(X, n_neighbors, bandwidth):
+    """Gaussian kNN affinities; ``bandwidth=None`` is the median K_W-th-neighbour distance."""
+    if bandwidth is None:
+        from sklearn.neighbors import NearestNeighbors
+
+        k = min(_positive_int(n_neighbors, "n_neighbors") + 1, X.shape[0])
+        dist, _ = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X)
+        bandwidth = float(np.median(dist[:, -1])) or 1.0
+    return gaussian_knn_affinity(X, n_neighbors, bandwidth)
+
+
+def kmeans_landmark_warm_start(X, landmark_rows, n_clusters, *, n_init=20, random_state=None):
+    """k-means on all points started from the best of ``n_init`` k-means runs on the landmarks.
+
+    Costs ``n_init`` passes over L points plus one over N (thesis 4.7.1).
+    """
+    rng = check_random_state(random_state)
+    small = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=rng).fit(landmark_rows)
+    return KMeans(n_clusters=n_clusters, init=small.cluster_centers_, n_init=1).fit(X)
+
+
+class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
+    r"""Normalised-cut spectral clustering (Ng et al. 2002) by Locally Linear Landmarks.
+
+    Embeds with :class:`LLLEigenmaps` in ``n_clusters`` dimensions (the constant eigenvector
+    kept, thesis 4.19-4.21), normalises rows to unit length and runs k-means started from the
+    best of ``n_init`` k-means runs on the landmarks' rows (:func:`kmeans_landmark_warm_start`).
+    K_Z defaults to ``n_clusters + 1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_blobs
+    >>> from vastml.embed import LLLSpectralClustering
+    >>> X, y = make_blobs(600, centers=3, cluster_std=0.5, random_state=0)
+    >>> sc = LLLSpectralClustering(3, n_landmarks=60, random_state=0).fit(X)
+    >>> from sklearn.metrics import adjusted_rand_score
+    >>> adjusted_rand_score(y, sc.labels_) > 0.99
+    True
+    """
+
+    _drop_first = False
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        n_landmarks=200,
+        landmarks="random",
+        n_neighbors_z=None,
+        n_neighbors=10,
+        bandwidth=None,
+        affinity="knn-gaussian",
+        reg=1e-3,
+        n_init=20,
+        random_state=None,
+    ):
+        self.n_clusters = n_clusters
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.n_neighbors = n_neighbors
+        self.bandwidth = bandwidth
+        self.affinity = affinity
+        self.reg = reg
+        self.n_init = n_init
+        self.random_state = random_state
+
+    def _n_out(self):
+        return _positive_int(self.n_clusters, "n_clusters", minimum=2)
+
+    def _default_kz(self, n_features, L):
+        return min(L, self._n_out() + 1)
+
+    def fit(self, X, y=None, affinity_matrix=None):
+        super().fit(X, affinity_matrix=affinity_matrix)
+        E = _unit_rows(self.embedding_)
+        El = _unit_rows(self.landmark_embedding_)
+        km = kmeans_landmark_warm_start(
+            E, El, self._n_out(), n_init=self.n_init, random_state=self.random_state
+        )
+        self.kmeans_ = km
+        self.labels_ = km.labels_
+        return self
+
+    def predict(self, X):
+        """Cluster of new points through the out-of-sample embedding."""
+        return self.kmeans_.predict(_unit_rows(self.transform(X)))
+
+
+def _unit_rows(E):
+    nrm = np.linalg.norm(E, axis=1, keepdims=True)
+    return E / np.where(nrm > 0, nrm, 1.0)
+
+
+class LLLPCA(_LLLBase):
+    r"""PCA through its dual on Locally Linear Landmarks (thesis 4.11-4.13).
+
+    :math:`\tilde A = (Z\bar Y)(Z\bar Y)^T` (never the N x N Gram), :math:`\tilde B = Z Z^T`,
+    leading eigenvectors; the linear map is recovered as
+    :math:`M = \Lambda^{-1/2} \tilde X^T Z \bar Y`, rows normalised, so ``transform`` is linear.
+    Cost O(K_Z N D + L^2 D + L^3). With every point a landmark it is exact PCA.
+
+    Attributes
+    ----------
+    components_ : ndarray (n_components, n_features)
+    explained_variance_ : ndarray (n_components,)
+    mean_, landmark_indices_, landmarks_, weights_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed import LLLPCA
+    >>> X = np.random.default_rng(0).normal(size=(500, 5)) * [5, 2, 1, 1, 1]
+    >>> p = LLLPCA(2, n_landmarks=100, random_state=0).fit(X)
+    >>> bool(abs(p.components_[0, 0]) > 0.95)
+    True
+    """
+
+    def __init__(
+        self, n_components=2, *, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        reg=1e-3, random_state=None,
+    ):
+        self.n_components = n_components
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.reg = reg
+        self.random_state = random_state
+
+    def _default_kz(self, n_features, L):
+        return min(L, n_features + 1)
+
+    def fit(self, X, y=None):
+        X = as_points(X, "X")
+        d = _positive_int(self.n_components, "n_components")
+        rng = check_random_state(self.random_state)
+        self.mean_ = X.mean(axis=0)
+        Z = self._landmarks_and_weights(X, rng)
+        F = np.asarray(Z @ (X - self.mean_))  # L x D
+        lam, Xt = reduced_eigenproblem(F @ F.T, (Z @ Z.T), d, largest=True)
+        lam = np.maximum(lam, 1e-300)
+        M = (Xt.T @ F) / np.sqrt(lam)[:, None]
+        M /= np.linalg.norm(M, axis=1, keepdims=True)
+        self.weights_ = Z
+        self.components_ = M
+        self.explained_variance_ = lam / max(X.shape[0] - 1, 1)
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "components_")
+        X = as_points(X, "X", dim=self.n_features_in_)
+        return (X - self.mean_) @ self.components_.T
+
+
+class LLLDiscriminantAnalysis(_LLLBase):
+    r"""Linear discriminant analysis through its dual on Locally Linear Landmarks (thesis 4.14-4.17).
+
+    :math:`\tilde A = F S_b F^T`, :math:`\tilde B = F S_t F^T` with :math:`F = Z \bar Y`
+    (L x D), :math:`S_b = \sum_k N_k \mu_k \mu_k^T` over **all** labels and
+    :math:`S_t = \bar Y^T \bar Y`; solved within the range of F, so the reduced problem is
+    never singular. The projection is ``M = X_tilde^T F`` (rows scaled to unit length). When F has full column rank (L >= D
+    and landmarks in general position) this is exact LDA; LLL matters when D > L.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed import LLLDiscriminantAnalysis
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 100)
+    >>> X = rng.normal(size=(200, 3)); X[:, 2] += 4 * y
+    >>> lda = LLLDiscriminantAnalysis(1, n_landmarks=20, random_state=0).fit(X, y)
+    >>> bool(abs(lda.components_[0, 2]) > 0.9)
+    True
+    """
+
+    def __init__(
+        self, n_components=1, *, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        reg=1e-3, ridge=1e-10, random_state=None,
+    ):
+        self.n_components = n_components
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.reg = reg
+        self.ridge = ridge
+        self.random_state = random_state
+
+    def _default_kz(self, n_features, L):
+        return min(L, n_features + 1)
+
+    def fit(self, X, y):
+        X = as_points(X, "X")
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
+        d = _positive_int(self.n_components, "n_components")
+        self.classes_, yi = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError("`y` needs at least 2 classes")
+        rng = check_random_state(self.random_state)
+        self.mean_ = X.mean(axis=0)
+        Yc = X - self.mean_
+        counts = np.bincount(yi)
+        mu = np.zeros((counts.size, X.shape[1]))
+        np.add.at(mu, yi, Yc)
+        mu /= counts[:, None]
+        Sb = (mu * counts[:, None]).T @ mu
+        St = Yc.T @ Yc
+        Z = self._landmarks_and_weights(X, rng)
+        F = np.asarray(Z @ Yc)
+        U, s, Vt = np.linalg.svd(F, full_matrices=False)
+        r = int(np.sum(s > s[0] * 1e-10)) if s.size and s[0] > 0 else 0
+        if d > r:
+            raise ValueError(f"`n_components` = {d} exceeds the rank {r} of the landmark problem")
+        G = s[:r, None] * Vt[:r]  # r x D, F = U_r G
+        Ar = G @ Sb @ G.T
+        Br = G @ St @ G.T
+        Br += self.ridge * np.trace(Br) / r * np.eye(r)
+        lam, v = reduced_eigenproblem(Ar, Br, d, largest=True)
+        self.weights_ = Z
+        self.landmark_embedding_ = U[:, :r] @ v
+        self.eigenvalues_ = lam
+        M = v.T @ G
+        self.components_ = M / np.linalg.norm(M, axis=1, keepdims=True)
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "components_")
+        X = as_points(X, "X", dim=self.n_features_in_)
+        return (X - self.mean_) @ self.components_.T
+
+
+class LLLKernelPCA(_LLLBase):
+    r"""Kernel PCA on Locally Linear Landmarks (thesis 4.18).
+
+    :math:`\tilde A = Z \bar K Z^T`, :math:`\tilde B = Z Z^T`; the centring of K is applied
+    implicitly and K is streamed in row blocks (O(N^2 D) time, O(block N) memory). Scores are
+    scaled like scikit-learn's ``KernelPCA`` (``sqrt(lambda)`` times the unit eigenvector), so
+    with every point a landmark they equal it up to sign. ``transform`` is the LLL out-of-sample
+    map ``sqrt(lambda) X_tilde z``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed import LLLKernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(300, 3))
+    >>> LLLKernelPCA(2, n_landmarks=50, gamma=0.5, random_state=0).fit_transform(X).shape
+    (300, 2)
+    """
+
+    def __init__(
+        self, n_components=2, *, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
+        n_neighbors_z=None, reg=1e-3, block=2048, random_state=None,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.reg = reg
+        self.block = block
+        self.random_state = random_state
+
+    def _default_kz(self, n_features, L):
+        return min(L, n_features + 1)
+
+    def fit(self, X, y=None):
+        X = as_points(X, "X")
+        d = _positive_int(self.n_components, "n_components")
+        rng = check_random_state(self.random_state)
+        Z = self._landmarks_and_weights(X, rng)
+        n = X.shape[0]
+        L = Z.shape[0]
+        ZK = np.zeros((L, n))  # Z K, accumulated over row blocks of the symmetric K
+        ZT = Z.T.tocsr()
+        kw = {} if self.gamma is None else {"gamma": self.gamma}
+        b = _positive_int(self.block, "block")
+        total = 0.0  # 1^T K 1
+        for s in range(0, n, b):
+            Kb = pairwise_kernels(X[s : s + b], X, metric=self.kernel, **kw)
+            ZK += np.asarray(ZT[s : s + b].T @ Kb)
+            total += Kb.sum()
+        zk1 = ZK.sum(axis=1)  # Z K 1
+        z1 = np.asarray(Z.sum(axis=1)).ravel()  # Z 1
+        ZKZ = np.asarray(Z @ ZK.T)
+        A = ZKZ - np.outer(z1, zk1) / n - np.outer(zk1, z1) / n + np.outer(z1, z1) * total / n**2
+        lam, Xt = reduced_eigenproblem(A, (Z @ Z.T), d, largest=True)
+        lam = np.maximum(lam, 0.0)
+        self.weights_ = Z
+        self.eigenvalues_ = lam
+        self.landmark_embedding_ = Xt * np.sqrt(lam)
+        self.embedding_ = np.asarray(Z.T @ self.landmark_embedding_)
+        return self
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).embedding_

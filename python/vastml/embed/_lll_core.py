@@ -1,0 +1,275 @@
+"""Locally Linear Landmarks (Vladymyrov & Carreira-Perpinan 2013; thesis chapter 4): the pieces.
+
+A spectral problem ``min tr(X A X^T) s.t. X B X^T = I`` over N points is reduced to one over L
+landmarks by assuming the embedding is reconstructed from the landmarks' embedding with the same
+local linear weights that reconstruct the data, ``Y ~ Y_tilde Z`` => ``X ~ X_tilde Z``:
+
+    A_tilde = Z A Z^T,  B_tilde = Z B Z^T   (L x L, dense),   X = X_tilde Z.
+
+This module holds the parts every case study shares: landmark choice, the weights ``Z``, the
+reduced generalised eigenproblem, the exact Laplacian-eigenmaps solve and the Gaussian kNN graph.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg
+from sklearn.cluster import KMeans
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_random_state
+
+from vastml._validation import as_points, choice
+
+LANDMARK_METHODS = ("random", "kmeans", "random-pruned")
+_CHUNK = 4096  # points per batched Gram solve (bounds memory at chunk * K_Z * D floats)
+
+
+def _positive_int(v, name: str, *, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer, got {v!r}")
+    if int(v) < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}, got {v}")
+    return int(v)
+
+
+def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_state=None):
+    """Indices of ``n_landmarks`` data points to serve as landmarks.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_landmarks : int
+        L, at most ``n_samples``.
+    method : {"random", "kmeans", "random-pruned"} or array-like of int
+        ``"random"``: uniform without replacement (the thesis default). ``"kmeans"``: k-means
+        with L clusters, then the data point closest to each centroid (duplicates are replaced
+        by random points). ``"random-pruned"``: draw ``L + n_pruned`` at random and drop one point
+        of each of the ``n_pruned`` closest pairs, so landmarks do not bunch up. An integer
+        array is taken as the landmark indices themselves.
+    n_pruned : int, default=None
+        M for ``"random-pruned"`` (default ``max(1, L // 10)``).
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    ndarray of int of shape (n_landmarks,), sorted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(100, 2))
+    >>> select_landmarks(X, 10, "random-pruned", random_state=0).shape
+    (10,)
+    """
+    X = as_points(X, "X")
+    n = X.shape[0]
+    if not isinstance(method, str):
+        idx = np.asarray(method)
+        if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError("`landmarks` given as an array must be a non-empty 1-D array of indices")
+        if idx.min() < 0 or idx.max() >= n:
+            raise ValueError(f"`landmarks` indices must lie in [0, {n})")
+        idx = np.unique(idx)
+        return idx
+    choice(method, "landmarks", LANDMARK_METHODS)
+    L = _positive_int(n_landmarks, "n_landmarks")
+    if L > n:
+        raise ValueError(f"`n_landmarks` = {L} exceeds the number of points {n}")
+    rng = check_random_state(random_state)
+    if method == "random":
+        return np.sort(rng.choice(n, L, replace=False))
+    if method == "kmeans":
+        km = KMeans(n_clusters=L, n_init=1, random_state=rng, max_iter=50).fit(X)
+        nn = NearestNeighbors(n_neighbors=1).fit(X)
+        idx = np.unique(nn.kneighbors(km.cluster_centers_, return_distance=False)[:, 0])
+        if idx.size < L:  # several centroids share a closest point: top up at random
+            rest = np.setdiff1d(np.arange(n), idx)
+            idx = np.concatenate([idx, rng.choice(rest, L - idx.size, replace=False)])
+        return np.sort(idx)
+    M = max(1, L // 10) if n_pruned is None else _positive_int(n_pruned, "n_pruned", minimum=0)
+    M = min(M, n - L)
+    cand = rng.choice(n, L + M, replace=False)
+    if M == 0:
+        return np.sort(cand)
+    k = min(L + M, 8)
+    dist, nbr = NearestNeighbors(n_neighbors=k).fit(X[cand]).kneighbors(X[cand])
+    i = np.repeat(np.arange(L + M), k - 1)
+    j = nbr[:, 1:].ravel()
+    order = np.argsort(dist[:, 1:].ravel(), kind="stable")
+    alive = np.ones(L + M, dtype=bool)
+    dropped = 0
+    for t in order:
+        a, b = i[t], j[t]
+        if alive[a] and alive[b]:
+            alive[max(a, b)] = False
+            dropped += 1
+            if dropped == M:
+                break
+    keep = cand[alive]
+    if keep.size > L:  # fewer close pairs among the k-NN than M: drop the excess at random
+        keep = rng.choice(keep, L, replace=False)
+    return np.sort(keep)
+
+
+def reconstruction_weights(X, landmarks, n_neighbors, *, reg=1e-3):
+    """LLE-style weights ``Z`` (L x N, CSR) reconstructing every point from its nearest landmarks.
+
+    Column n solves ``min ||x_n - sum_i z_in l_i||^2 s.t. sum_i z_in = 1`` over the
+    ``n_neighbors`` (K_Z) nearest landmarks (thesis eqs. 4.6-4.8): ``G z = 1`` with the local
+    Gram matrix ``G_ij = (x_n - l_i)^T (x_n - l_j)``, then rescaled to sum to one. ``G`` is
+    regularised by ``reg * trace(G)`` on the diagonal when K_Z > n_features + 1 (the weights
+    are then not unique) and by ``1e-12 * trace(G)`` otherwise (G is singular already at
+    K_Z = n_features + 1, but the weights are unique: the exact affine reconstruction). A point that coincides with a
+    landmark gets exactly that landmark's unit vector.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    landmarks : array-like of shape (n_landmarks, n_features)
+    n_neighbors : int
+        K_Z, at most ``n_landmarks``.
+    reg : float, default=1e-3
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_landmarks, n_samples)
+        Exactly K_Z stored entries per column (before removal of exact zeros), columns sum to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> Z = reconstruction_weights(X, X[:10], 3)
+    >>> bool(np.allclose(Z.sum(axis=0), 1) and np.allclose((Z.T @ X[:10]), X))
+    True
+    """
+    X = as_points(X, "X")
+    Lm = as_points(landmarks, "landmarks", dim=X.shape[1])
+    n, d = X.shape
+    L = Lm.shape[0]
+    K = _positive_int(n_neighbors, "n_neighbors_z")
+    if K > L:
+        raise ValueError(f"`n_neighbors_z` = {K} exceeds the number of landmarks {L}")
+    if not (np.isfinite(reg) and reg >= 0):
+        raise ValueError(f"`reg` must be a finite number >= 0, got {reg}")
+    r = float(reg) if K > d + 1 else 1e-12
+    dist, nbr = NearestNeighbors(n_neighbors=K).fit(Lm).kneighbors(X)
+    W = np.empty((n, K))
+    ones = np.ones(K)
+    for s in range(0, n, _CHUNK):
+        e = min(n, s + _CHUNK)
+        diff = X[s:e, None, :] - Lm[nbr[s:e]]  # (c, K, d)
+        G = diff @ diff.transpose(0, 2, 1)  # (c, K, K)
+        tr = np.trace(G, axis1=1, axis2=2)
+        scale = np.where(tr > 0, tr, 1.0) * r
+        G[:, np.arange(K), np.arange(K)] += scale[:, None]
+        w = np.linalg.solve(G, np.broadcast_to(ones, (e - s, K))[..., None])[..., 0]
+        W[s:e] = w / w.sum(axis=1, keepdims=True)
+    hit = dist[:, 0] == 0.0  # coincident with a landmark: reconstruct by that landmark exactly
+    if hit.any():
+        W[hit] = 0.0
+        W[hit, 0] = 1.0
+    cols = np.repeat(np.arange(n), K)
+    Z = sp.csr_matrix((W.ravel(), (nbr.ravel(), cols)), shape=(L, n))
+    return Z
+
+
+def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitter=1e-12):
+    """Solve ``A_tilde u = lambda B_tilde u`` densely; return (eigenvalues, X_tilde (L x d)).
+
+    Columns of ``X_tilde`` satisfy ``X_tilde^T B_tilde X_tilde = I``. ``B_tilde`` is psd (pd iff
+    Z has full row rank); when Cholesky fails a ``jitter * trace / L`` ridge is added.
+    """
+    A = np.asarray(A_tilde.toarray() if sp.issparse(A_tilde) else A_tilde, dtype=np.float64)
+    B = np.asarray(B_tilde.toarray() if sp.issparse(B_tilde) else B_tilde, dtype=np.float64)
+    A = 0.5 * (A + A.T)
+    B = 0.5 * (B + B.T)
+    L = A.shape[0]
+    if n_components > L:
+        raise ValueError(f"`n_components` = {n_components} exceeds the number of landmarks {L}")
+    sub = [L - n_components, L - 1] if largest else [0, n_components - 1]
+    try:
+        w, V = scipy.linalg.eigh(A, B, subset_by_index=sub)
+    except np.linalg.LinAlgError:
+        ridge = jitter * max(np.trace(B), 1e-300) / L
+        w, V = scipy.linalg.eigh(A, B + ridge * np.eye(L), subset_by_index=sub)
+    if largest:
+        w, V = w[::-1], V[:, ::-1]
+    return w, _fix_signs(V)
+
+
+def _fix_signs(V):
+    """Deterministic signs: the largest-magnitude entry of each column is positive."""
+    i = np.argmax(np.abs(V), axis=0)
+    s = np.sign(V[i, np.arange(V.shape[1])])
+    s[s == 0] = 1.0
+    return V * s
+
+
+def gaussian_knn_affinity(X, n_neighbors=10, bandwidth=1.0):
+    """Symmetric sparse Gaussian affinities on the kNN graph (K_W neighbours, width sigma).
+
+    ``w_nm = exp(-||x_n - x_m||^2 / (2 sigma^2))`` if m is among the ``n_neighbors`` nearest
+    neighbours of n or vice versa; no self-loops. Returns a CSR matrix (N x N).
+    """
+    X = as_points(X, "X")
+    n = X.shape[0]
+    k = min(_positive_int(n_neighbors, "n_neighbors"), n - 1)
+    if k < 1:
+        raise ValueError("need at least 2 points for an affinity graph")
+    dist, nbr = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    dist, nbr = dist[:, 1:], nbr[:, 1:]
+    val = np.exp(-(dist**2) / (2.0 * float(bandwidth) ** 2))
+    W = sp.csr_matrix((val.ravel(), (np.repeat(np.arange(n), k), nbr.ravel())), shape=(n, n))
+    return W.maximum(W.T).tocsr()
+
+
+def laplacian_eigenmaps(W, n_components, *, solver="auto", tol=0.0, random_state=None):
+    """Exact Laplacian eigenmaps: ``min tr(X L X^T) s.t. X D X^T = I, X D 1 = 0``.
+
+    Returns (eigenvalues, X (N x d)) of ``L x = lambda D x`` excluding the trivial constant
+    solution. ``solver="dense"`` uses ``scipy.linalg.eigh``; ``"arpack"`` uses ``eigsh`` on the
+    normalised affinity ``D^-1/2 W D^-1/2`` (largest eigenvalues, lambda = 1 - mu).
+    """
+    W = sp.csr_matrix(W, dtype=np.float64)
+    n = W.shape[0]
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    if (deg <= 0).any():
+        raise ValueError("the affinity graph has isolated points (zero degree)")
+    if solver == "auto":
+        solver = "dense" if n <= 2000 else "arpack"
+    choice(solver, "solver", ("dense", "arpack"))
+    dm = 1.0 / np.sqrt(deg)
+    S = sp.diags(dm) @ W @ sp.diags(dm)
+    k = n_components + 1
+    if solver == "dense":
+        mu, U = scipy.linalg.eigh(S.toarray(), subset_by_index=[n - k, n - 1])
+    else:
+        rng = check_random_state(random_state)
+        v0 = rng.uniform(-1, 1, n)
+        mu, U = scipy.sparse.linalg.eigsh(S, k=k, which="LA", tol=tol, v0=v0)
+    order = np.argsort(-mu)
+    mu, U = mu[order], U[:, order]
+    X = _fix_signs(U[:, 1:] * dm[:, None])
+    return 1.0 - mu[1:], X
+
+
+def procrustes_error(X_approx, X_exact):
+    """Relative error ``||procr(X_approx) - X_exact||_F / ||X_exact||_F`` (thesis 4.8).
+
+    Procrustes alignment with translation, orthogonal transform and uniform scale.
+    """
+    A = np.asarray(X_approx, dtype=np.float64)
+    B = np.asarray(X_exact, dtype=np.float64)
+    a = A - A.mean(axis=0)
+    b = B - B.mean(axis=0)
+    U, s, Vt = np.linalg.svd(a.T @ b)
+    R = U @ Vt
+    na = np.sum(a * a)
+    scale = s.sum() / na if na > 0 else 0.0
+    fit = scale * a @ R + B.mean(axis=0)
+    return float(np.linalg.norm(fit - B) / np.linalg.norm(B))

@@ -1,0 +1,531 @@
+"""Parametric Embedding of class structure (Iwata et al. 2007).
+
+Objects r_n and class centres phi_k in D dimensions; the embedding posterior is a unit-variance
+spherical Gaussian mixture, ``q_nk = pi_k exp(-|r_n - phi_k|^2 / 2) / sum_l (...)`` (eq. 1), and
+
+    J(R, Phi) = -sum_nk P_nk log q_nk + eta_r sum_n |r_n|^2 + eta_phi sum_k |phi_k|^2   (2), (6)
+
+is minimised by alternating a damped Newton step per object (its Hessian Cov_q(phi) + 2 eta_r I
+is positive definite, so R given Phi is a strictly convex, separable problem) with L-BFGS on the
+reduced objective ``J(Phi) = min_R J(R, Phi)`` (spec 001 section 2.3: every evaluation re-solves
+R, warm-started). Everything is O(N K D) per pass, vectorised over objects in chunks.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.optimize
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from vastml._validation import choice, positive_float
+
+_CHUNK = 65536
+_POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-step
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def pe_log_posteriors(R, Phi, log_prior):
+    """log q_nk of eq. (1), by log-sum-exp over ``log pi_k - |r_n - phi_k|^2 / 2``."""
+    a = _logits(R, Phi, log_prior)
+    m = a.max(axis=1, keepdims=True)
+    a -= m
+    a -= np.log(np.exp(a).sum(axis=1, keepdims=True))
+    return a
+
+
+def _logits(R, Phi, log_prior):
+    sq = (R * R).sum(1)[:, None] - 2.0 * R @ Phi.T + (Phi * Phi).sum(1)[None, :]
+    return log_prior[None, :] - 0.5 * np.maximum(sq, 0.0)
+
+
+def _xlogy_rows(P, logQ):
+    """-sum_k P_nk log q_nk per row, with 0 log 0 = 0 (terms with P_nk = 0 skipped)."""
+    return -np.where(P > 0, P * logQ, 0.0).sum(axis=1)
+
+
+def pe_objective(P, R, Phi, log_prior, eta_r, eta_phi):
+    """(J, E, KL) for the whole problem: J of eq. (6), cross-entropy E of eq. (2), KL = E - H(P)."""
+    E = float(_xlogy_rows(P, pe_log_posteriors(R, Phi, log_prior)).sum())
+    H = float(-np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0).sum())
+    J = E + eta_r * float((R * R).sum()) + eta_phi * float((Phi * Phi).sum())
+    return J, E, E - H
+
+
+def pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi):
+    """(dJ/dR, dJ/dPhi) from eqs. (3), (4) plus the regulariser terms 2 eta r, 2 eta phi."""
+    Q = np.exp(pe_log_posteriors(R, Phi, log_prior))
+    Wm = P - Q
+    GR = Wm.sum(1)[:, None] * R - Wm @ Phi + 2.0 * eta_r * R
+    GPhi = Wm.sum(0)[:, None] * Phi - Wm.T @ R + 2.0 * eta_phi * Phi
+    return GR, GPhi
+
+
+def _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi):
+    """J and dJ/dPhi from one evaluation of the posteriors (the L-BFGS objective)."""
+    logQ = pe_log_posteriors(R, Phi, log_prior)
+    J = float(_xlogy_rows(P, logQ).sum())
+    J += eta_r * float((R * R).sum()) + eta_phi * float((Phi * Phi).sum())
+    Wm = P - np.exp(logQ)
+    return J, Wm.sum(0)[:, None] * Phi - Wm.T @ R + 2.0 * eta_phi * Phi
+
+
+def pe_r_hessians(R, Phi, log_prior, eta_r):
+    """Per-object Hessians Cov_q(phi) + 2 eta_r I (eq. 5), computed centred; shape (N, D, D)."""
+    Q = np.exp(pe_log_posteriors(R, Phi, log_prior))
+    c = Phi.mean(axis=0)
+    Pc = Phi - c
+    mu = Q @ Pc
+    S = np.einsum("nk,ki,kj->nij", Q, Pc, Pc) - mu[:, :, None] * mu[:, None, :]
+    D = Phi.shape[1]
+    return S + 2.0 * eta_r * np.eye(D)
+
+
+def _solve_small(H, g):
+    """Batched solve of H x = g, closed form for D <= 2."""
+    D = H.shape[1]
+    if D == 1:
+        return g / H[:, 0, :]
+    if D == 2:
+        a, b, c, d = H[:, 0, 0], H[:, 0, 1], H[:, 1, 0], H[:, 1, 1]
+        det = a * d - b * c
+        return np.stack([(d * g[:, 0] - b * g[:, 1]) / det, (a * g[:, 1] - c * g[:, 0]) / det], 1)
+    return np.linalg.solve(H, g[..., None])[..., 0]
+
+
+def _r_step_chunk(P, R, Phi, log_prior, eta_r, tol_r, max_iter, damped):
+    """Damped Newton on every object of the chunk (in place on R); returns Newton counts."""
+    n = R.shape[0]
+    iters = np.zeros(n, dtype=np.int64)
+    act = np.arange(n)
+    Pw = P.sum(1)
+    c = Phi.mean(axis=0)
+    Pc = Phi - c
+    D = Phi.shape[1]
+    eye = 2.0 * eta_r * np.eye(D)
+    outer = (Pc[:, :, None] * Pc[:, None, :]).reshape(Pc.shape[0], D * D)
+    for _ in range(max_iter):
+        if act.size == 0:
+            break
+        r, p = R[act], P[act]
+        logQ = pe_log_posteriors(r, Phi, log_prior)
+        Q = np.exp(logQ)
+        Wm = p - Q
+        g = Wm.sum(1)[:, None] * r - Wm @ Phi + 2.0 * eta_r * r
+        gn = (g * g).sum(1)
+        keep = gn >= tol_r
+        if not keep.any():
+            break
+        act, r, p, g, Q, logQ = act[keep], r[keep], p[keep], g[keep], Q[keep], logQ[keep]
+        mu = Q @ Pc
+        H = (Q @ outer).reshape(-1, D, D) - mu[:, :, None] * mu[:, None, :] + eye
+        H *= Pw[act, None, None]  # general row sums: the curvature scales with sum_k P_nk
+        H += eye * (1.0 - Pw[act, None, None])
+        step = -_solve_small(H, g)
+        iters[act] += 1
+        if not damped:
+            R[act] = r + step
+            continue
+        f0 = _xlogy_rows(p, logQ) + eta_r * (r * r).sum(1)
+        slope = (g * step).sum(1)
+        t = np.ones(act.size)
+        # Newton decrement below what f can resolve: take the full (quadratic-region) step, stop
+        stuck = -slope <= 1e-15 * np.maximum(1.0, np.abs(f0))
+        R[act[stuck]] = r[stuck] + step[stuck]
+        pending = np.flatnonzero(~stuck)
+        for _ls in range(40):
+            rt = r[pending] + t[pending, None] * step[pending]
+            ft = _xlogy_rows(p[pending], pe_log_posteriors(rt, Phi, log_prior))
+            ft += eta_r * (rt * rt).sum(1)
+            ok = ft <= f0[pending] + 1e-4 * t[pending] * slope[pending]
+            R[act[pending[ok]]] = rt[ok]
+            pending = pending[~ok]
+            if pending.size == 0:
+                break
+            t[pending] *= 0.5
+        # no decrease even for tiny steps: the object sits at the rounding floor, stop it
+        stuck[pending] = True
+        act = act[~stuck]
+    return iters
+
+
+def pe_r_step(P, Phi, R0, log_prior, eta_r, *, tol_r=1e-12, max_newton_iter=50, damped=True):
+    """Minimise J over R with Phi fixed (global: the per-object problems are strictly convex).
+
+    Returns (R, newton iterations per object). Chunked over objects to bound memory.
+    """
+    R = np.array(R0, dtype=np.float64, copy=True)
+    iters = np.empty(R.shape[0], dtype=np.int64)
+    for s in range(0, R.shape[0], _CHUNK):
+        e = min(R.shape[0], s + _CHUNK)
+        Rc = R[s:e]
+        iters[s:e] = _r_step_chunk(P[s:e], Rc, Phi, log_prior, eta_r, tol_r, max_newton_iter, damped)
+        R[s:e] = Rc
+    return R, iters
+
+
+def classical_mds(D2, n_components, *, random_state=None):
+    """Torgerson MDS of a squared-distance matrix; pads with small noise when rank-deficient."""
+    D2 = np.asarray(D2, dtype=np.float64)
+    k = D2.shape[0]
+    J = np.eye(k) - 1.0 / k
+    B = -0.5 * J @ D2 @ J
+    w, V = np.linalg.eigh(B)
+    order = np.argsort(-w)[:n_components]
+    w, V = np.maximum(w[order], 0.0), V[:, order]
+    Y = V * np.sqrt(w)
+    if Y.shape[1] < n_components:
+        Y = np.hstack([Y, np.zeros((k, n_components - Y.shape[1]))])
+    rng = check_random_state(random_state)
+    scale = np.sqrt((Y**2).sum() / k) if (Y**2).sum() > 0 else 1.0
+    Y += 1e-3 * scale * rng.standard_normal(Y.shape)
+    return Y
+
+
+def _mds_init(P, D, init_scale, rng):
+    """Classical MDS of the soft class profiles M_k = sum_n P_nk P_n / sum_n P_nk (spec 2.4)."""
+    colsum = P.sum(0)
+    M = (P.T @ P) / np.where(colsum > 0, colsum, 1.0)[:, None]
+    sq = (M * M).sum(1)
+    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * M @ M.T, 0.0)
+    Y = classical_mds(D2, D, random_state=rng)
+    Y -= Y.mean(0)
+    rms = np.sqrt((Y**2).sum(1).mean())
+    return Y * (init_scale / rms if rms > 0 else 1.0)
+
+
+# --------------------------------------------------------------------------- estimator
+
+
+def _check_P(P, name="P", normalize=False, n_classes=None):
+    try:
+        P = np.asarray(P, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
+    if P.ndim != 2 or P.shape[0] == 0:
+        raise ValueError(f"`{name}` must be a non-empty 2-D array (n_objects, n_classes)")
+    if P.shape[1] < 2:
+        raise ValueError(f"`{name}` needs at least 2 classes, got {P.shape[1]}")
+    if n_classes is not None and P.shape[1] != n_classes:
+        raise ValueError(f"`{name}` has {P.shape[1]} classes, the fit had {n_classes}")
+    if not np.isfinite(P).all() or (P < 0).any():
+        raise ValueError(f"`{name}` must be finite and non-negative")
+    s = P.sum(1)
+    if (np.abs(s - 1.0) > 1e-6).any():
+        if not normalize:
+            raise ValueError(
+                f"rows of `{name}` must sum to 1 (within 1e-6); pass normalize=True to rescale"
+            )
+        if (s <= 0).any():
+            raise ValueError(f"`{name}` has an all-zero row")
+        warnings.warn(f"rows of `{name}` renormalised to sum to 1", UserWarning, stacklevel=3)
+        P = P / s[:, None]
+    return np.ascontiguousarray(P)
+
+
+def _check_prior(prior, K):
+    if prior is None:
+        return np.full(K, 1.0 / K)
+    p = np.asarray(prior, dtype=np.float64)
+    if p.shape != (K,) or not np.isfinite(p).all() or (p <= 0).any():
+        raise ValueError(f"`class_prior` must be {K} positive finite numbers")
+    return p / p.sum()
+
+
+class ParametricEmbedding(TransformerMixin, BaseEstimator):
+    r"""Parametric Embedding (PE) of objects and classes from class posteriors.
+
+    Input ``P[n, k] = p(c_k | x_n)``; output object coordinates ``embedding_`` (N x D) and class
+    centres ``class_embedding_`` (K x D) such that the unit-variance Gaussian mixture on the
+    centres reproduces P (minimum sum of KL divergences, eqs. 1, 2, 6 of Iwata et al. 2007).
+    Cost O(N K D) per iteration. ``transform`` embeds new objects exactly (a strictly convex
+    problem per object given the centres).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        D.
+    eta_r, eta_phi : float, default=0.1, 50.0
+        Regularisers (no 1/2: the penalty is ``eta |.|^2``). ``eta_phi="auto"`` is 0.01 N (50 at
+        the paper's N = 5000); its effect scales as eta_phi / N.
+    class_prior : array-like of shape (K,), default=None
+        p(c_k) (uniform when None); also accepted by ``fit``.
+    init : {"random", "mds"} or array (K, D), default="random"
+        Initial centres: N(0, init_scale^2), classical MDS of the class profiles, or given.
+    init_scale : float, default=1.0
+    n_init : int, default=1
+        Restarts (random/MDS-with-noise); the lowest J is kept.
+    tol_r : float, default=1e-12
+        Per object: stop Newton when |dJ/dr_n|^2 < tol_r.
+    tol_phi : float, default=1e-6
+        Stop when |dJ/dPhi| <= tol_phi * N.
+    ftol : float, default=1e-12
+    max_iter, max_newton_iter : int, default=1000, 50
+    damped_newton : bool, default=True
+        Armijo backtracking on each object's Newton step (monotone; pure Newton if False).
+    normalize : bool, default=False
+        Renormalise rows of P that do not sum to 1 (with a warning) instead of raising.
+    random_state : int, RandomState instance or None
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n_objects, n_components)
+    class_embedding_ : ndarray (n_classes, n_components)
+    class_prior_ : ndarray (n_classes,)
+    objective_, cross_entropy_, kl_ : float
+        J, E and sum of KL at the solution.
+    n_iter_ : int
+        L-BFGS iterations on the centres.
+    n_newton_iter_ : int
+        Total Newton iterations (max over objects, summed over R-steps).
+    converged_ : bool
+    history_ : list of dict
+        Per L-BFGS iteration: J, |grad Phi|, time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed import ParametricEmbedding
+    >>> P = np.random.default_rng(0).dirichlet(np.full(4, 0.3), size=200)
+    >>> pe = ParametricEmbedding(eta_phi=2.0, random_state=0).fit(P)
+    >>> pe.embedding_.shape, pe.class_embedding_.shape
+    ((200, 2), (4, 2))
+    >>> bool(np.allclose(pe.transform(P[:5]), pe.embedding_[:5], atol=1e-5))
+    True
+    """
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        eta_r=0.1,
+        eta_phi=50.0,
+        class_prior=None,
+        init="random",
+        init_scale=1.0,
+        n_init=1,
+        tol_r=1e-12,
+        tol_phi=1e-6,
+        ftol=1e-12,
+        max_iter=1000,
+        max_newton_iter=50,
+        damped_newton=True,
+        normalize=False,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.eta_r = eta_r
+        self.eta_phi = eta_phi
+        self.class_prior = class_prior
+        self.init = init
+        self.init_scale = init_scale
+        self.n_init = n_init
+        self.tol_r = tol_r
+        self.tol_phi = tol_phi
+        self.ftol = ftol
+        self.max_iter = max_iter
+        self.max_newton_iter = max_newton_iter
+        self.damped_newton = damped_newton
+        self.normalize = normalize
+        self.random_state = random_state
+
+    # -- parameters
+    def _params(self, N):
+        D = self.n_components
+        if isinstance(D, bool) or not isinstance(D, numbers.Integral) or D < 1:
+            raise ValueError(f"`n_components` must be a positive integer, got {D!r}")
+        eta_r = positive_float(self.eta_r, "eta_r")
+        if isinstance(self.eta_phi, str):
+            choice(self.eta_phi, "eta_phi", ("auto",))
+            eta_phi = 0.01 * N
+        else:
+            eta_phi = positive_float(self.eta_phi, "eta_phi")
+        return int(D), eta_r, eta_phi
+
+    def fit(self, P, y=None, class_prior=None, init_phi=None, init_r=None):
+        """Fit to posteriors P (N x K). ``init_r`` only changes speed, never the result."""
+        P = _check_P(P, normalize=self.normalize)
+        N, K = P.shape
+        D, eta_r, eta_phi = self._params(N)
+        prior = _check_prior(class_prior if class_prior is not None else self.class_prior, K)
+        if (P.sum(0) == 0).any():
+            warnings.warn("a class has zero posterior mass for every object", UserWarning, 2)
+        log_prior = np.log(prior)
+        rng = check_random_state(self.random_state)
+        n_init = int(self.n_init)
+        if n_init < 1:
+            raise ValueError(f"`n_init` must be >= 1, got {self.n_init}")
+        best = None
+        for _ in range(n_init):
+            Phi0 = self._init_phi(P, D, K, rng, init_phi)
+            res = self._fit_one(P, log_prior, Phi0, init_r, eta_r, eta_phi)
+            if best is None or res["J"] < best["J"]:
+                best = res
+        self.class_prior_ = prior
+        self.embedding_ = best["R"]
+        self.class_embedding_ = best["Phi"]
+        J, E, KL = pe_objective(P, best["R"], best["Phi"], log_prior, eta_r, eta_phi)
+        self.objective_, self.cross_entropy_, self.kl_ = J, E, KL
+        self.n_iter_ = best["nit"]
+        self.n_newton_iter_ = best["newton"]
+        self.converged_ = best["converged"]
+        self.history_ = best["history"]
+        self.eta_phi_ = eta_phi
+        self.n_features_in_ = K
+        if not self.converged_:
+            warnings.warn("ParametricEmbedding did not converge", ConvergenceWarning, 2)
+        return self
+
+    def fit_transform(self, P, y=None, **kw):
+        return self.fit(P, **kw).embedding_
+
+    def _init_phi(self, P, D, K, rng, init_phi):
+        init = self.init if init_phi is None else init_phi
+        scale = positive_float(self.init_scale, "init_scale")
+        if isinstance(init, str):
+            choice(init, "init", ("random", "mds"))
+            if init == "random":
+                return scale * rng.standard_normal((K, D))
+            return _mds_init(P, D, scale, rng)
+        Phi0 = np.asarray(init, dtype=np.float64)
+        if Phi0.shape != (K, D) or not np.isfinite(Phi0).all():
+            raise ValueError(f"`init` given as an array must be finite with shape ({K}, {D})")
+        return Phi0.copy()
+
+    def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi):
+        N, K = P.shape
+        D = Phi0.shape[1]
+        if init_r is None:
+            R = P @ Phi0
+        else:
+            R = np.asarray(init_r, dtype=np.float64)
+            if R.shape != (N, D):
+                raise ValueError(f"`init_r` must have shape ({N}, {D})")
+            R = R.copy()
+        state = {"R": R, "newton": 0}
+        kw = dict(tol_r=self.tol_r, max_newton_iter=int(self.max_newton_iter),
+                  damped=bool(self.damped_newton))
+
+        def fun(phi):
+            Phi = phi.reshape(K, D)
+            R, it = pe_r_step(P, Phi, state["R"], log_prior, eta_r, **kw)
+            state["R"] = R
+            state["newton"] += int(it.max()) if it.size else 0
+            J, G = _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi)
+            return J, G.ravel()
+
+        history = []
+        t0 = time.perf_counter()
+
+        def cb(intermediate_result):
+            phi = intermediate_result.x
+            J = intermediate_result.fun
+            history.append({"J": float(J), "time": time.perf_counter() - t0, "phi": phi.copy()})
+            if len(history) >= 2 and abs(history[-2]["J"] - J) <= self.ftol * max(1.0, abs(J)):
+                raise StopIteration
+
+        res = scipy.optimize.minimize(
+            fun, Phi0.ravel(), jac=True, method="L-BFGS-B", callback=cb,
+            options={"maxiter": int(self.max_iter), "maxcor": 10, "gtol": 0.0, "ftol": 0.0,
+                     "maxls": 40},
+        )
+        Phi = res.x.reshape(K, D)
+        # the final R for the returned Phi (the cache may hold a trial point), polished so that
+        # transform() reproduces it
+        kw["tol_r"] = min(self.tol_r, _POLISH)
+        R, it = pe_r_step(P, Phi, state["R"], log_prior, eta_r, **kw)
+        _, G = pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi)
+        gnorm = float(np.linalg.norm(G))
+        for h in history:
+            h.pop("phi")
+        converged = bool(
+            gnorm <= self.tol_phi * N
+            or (len(history) >= 2 and abs(history[-2]["J"] - history[-1]["J"])
+                <= self.ftol * max(1.0, abs(history[-1]["J"])))
+            or res.status == 0
+        )
+        J, _, _ = pe_objective(P, R, Phi, log_prior, eta_r, eta_phi)
+        return {"R": R, "Phi": Phi, "J": J, "nit": int(res.nit), "newton": state["newton"],
+                "converged": converged, "history": history, "grad_norm": gnorm}
+
+    def transform(self, P):
+        """Embed new objects with the centres fixed (the global optimum per object)."""
+        check_is_fitted(self, "class_embedding_")
+        P = _check_P(P, normalize=self.normalize, n_classes=self.n_features_in_)
+        log_prior = np.log(self.class_prior_)
+        eta_r = float(self.eta_r)
+        R, _ = pe_r_step(P, self.class_embedding_, P @ self.class_embedding_, log_prior, eta_r,
+                         tol_r=min(self.tol_r, _POLISH),
+                         max_newton_iter=max(int(self.max_newton_iter), 100),
+                         damped=bool(self.damped_newton))
+        return R
+
+    def predict_proba(self, R):
+        """Embedding posteriors q(c_k | r) of eq. (1) at coordinates R."""
+        check_is_fitted(self, "class_embedding_")
+        R = np.asarray(R, dtype=np.float64).reshape(-1, self.class_embedding_.shape[1])
+        return np.exp(pe_log_posteriors(R, self.class_embedding_, np.log(self.class_prior_)))
+
+    def predict(self, R):
+        """Most probable class (index) at coordinates R."""
+        return np.argmax(self.predict_proba(R), axis=1)
+
+    def score(self, P, y=None):
+        """Minus the mean KL(P_n || q(. | r_n)) after embedding P."""
+        P = _check_P(P, normalize=self.normalize, n_classes=getattr(self, "n_features_in_", None))
+        Q = self.predict_proba(self.transform(P))
+        kl = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - np.log(Q)), 0.0).sum(1)
+        return -float(kl.mean())
+
+
+def posteriors_from_classifier(clf, X):
+    """(P, prior) from a fitted scikit-learn classifier with ``predict_proba``.
+
+    The prior is the classifier's own when it has one (``class_prior_``/``class_count_`` for
+    naive Bayes, ``priors_`` for discriminant analysis, ``weights_`` for mixtures), else None.
+    """
+    if not hasattr(clf, "predict_proba"):
+        raise TypeError("`clf` must have a predict_proba method")
+    P = np.asarray(clf.predict_proba(X), dtype=np.float64)
+    prior = None
+    for attr in ("class_prior_", "priors_", "weights_"):
+        v = getattr(clf, attr, None)
+        if v is not None and np.shape(v) == (P.shape[1],):
+            prior = np.asarray(v, dtype=np.float64)
+            break
+    if prior is None and getattr(clf, "class_count_", None) is not None:
+        c = np.asarray(clf.class_count_, dtype=np.float64)
+        prior = c / c.sum()
+    if prior is not None and (prior <= 0).any():
+        prior = None
+    P = np.clip(P, 0.0, None)
+    P /= P.sum(1, keepdims=True)
+    return P, prior
+
+
+def embed_classifier(clf, X, **params):
+    """Parametric Embedding of a classifier's posteriors on X (as in the paper's experiments).
+
+    Returns the fitted :class:`ParametricEmbedding`; ``params`` go to its constructor.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> X, y = load_iris(return_X_y=True)
+    >>> pe = embed_classifier(GaussianNB().fit(X, y), X, eta_phi=1.0, random_state=0)
+    >>> pe.class_embedding_.shape
+    (3, 2)
+    """
+    P, prior = posteriors_from_classifier(clf, X)
+    if prior is not None and "class_prior" not in params:
+        params["class_prior"] = prior
+    return ParametricEmbedding(**params).fit(P)

@@ -1,0 +1,333 @@
+"""Locally Linear Landmarks against their exact counterparts (thesis 8.3 oracles)."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import make_blobs
+from sklearn.decomposition import PCA, KernelPCA
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.metrics import adjusted_rand_score
+
+from vastml.embed import (
+    LLLPCA,
+    LLLDiscriminantAnalysis,
+    LLLEigenmaps,
+    LLLKernelPCA,
+    LLLSpectralClustering,
+    gaussian_knn_affinity,
+    kmeans_landmark_warm_start,
+    laplacian_eigenmaps,
+    procrustes_error,
+    reconstruction_weights,
+    select_landmarks,
+)
+from vastml.embed._lll import knn_gaussian
+
+
+def swiss(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(1.5 * np.pi, 4.5 * np.pi, n)
+    return np.c_[t * np.cos(t), 10 * rng.uniform(size=n), t * np.sin(t)]
+
+
+@pytest.fixture(scope="module")
+def swiss_graph():
+    X = swiss()
+    W = knn_gaussian(X, 10, None)
+    ev, E = laplacian_eigenmaps(W, 2, solver="dense")
+    return X, W, ev, E
+
+
+def _same_up_to_sign(A, B, tol):
+    s = np.sign((A * B).sum(0))
+    return np.abs(A * s - B).max() < tol
+
+
+# ------------------------------------------------------------------ weights Z
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(5, 60),
+    d=st.integers(1, 4),
+    L=st.integers(3, 20),
+    kz=st.integers(1, 8),
+    seed=st.integers(0, 10_000),
+)
+def test_weights_columns_sum_to_one_with_kz_nonzeros(n, d, L, kz, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    lm = rng.normal(size=(L, d))
+    kz = min(kz, L)
+    Z = reconstruction_weights(X, lm, kz)
+    assert Z.shape == (L, n)
+    np.testing.assert_allclose(np.asarray(Z.sum(axis=0)).ravel(), 1.0, atol=1e-12)
+    assert (np.diff(sp.csc_matrix(Z).indptr) <= kz).all()
+    # each column's support is the kz nearest landmarks
+    d2 = ((X[:, None] - lm[None]) ** 2).sum(-1)
+    nearest = np.sort(np.argsort(d2, axis=1, kind="stable")[:, :kz], axis=1)
+    Zc = sp.csc_matrix(Z)
+    for j in range(n):
+        rows = np.sort(Zc.indices[Zc.indptr[j] : Zc.indptr[j + 1]])
+        assert set(rows) <= set(nearest[j]) or np.isclose(
+            np.sort(d2[j])[kz - 1], np.sort(d2[j])[min(kz, L - 1)]
+        )
+
+
+def test_weights_exact_reconstruction_with_d_plus_1_landmarks():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3))
+    lm = rng.normal(size=(30, 3)) * 3
+    Z = reconstruction_weights(X, lm, 4)
+    assert np.abs(Z.T @ lm - X).max() < 1e-5  # 1e-12 * trace(G) ridge on a singular G
+
+
+def test_weights_invariant_to_similarity_transforms():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100, 3))
+    lm = rng.normal(size=(20, 3))
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    shift = rng.normal(size=3)
+    Z1 = reconstruction_weights(X, lm, 6).toarray()
+    Z2 = reconstruction_weights(2.5 * X @ Q + shift, 2.5 * lm @ Q + shift, 6).toarray()
+    np.testing.assert_allclose(Z1, Z2, atol=1e-9)
+
+
+def test_coincident_point_is_reconstructed_by_its_landmark():
+    X = np.random.default_rng(3).normal(size=(40, 2))
+    Z = reconstruction_weights(X, X[5:15], 5)
+    np.testing.assert_array_equal(Z[:, 5:15].toarray(), np.eye(10))
+
+
+def test_weights_reject_bad_input():
+    X = np.zeros((5, 2))
+    with pytest.raises(ValueError, match="n_neighbors_z"):
+        reconstruction_weights(X, X[:3], 4)
+    with pytest.raises(ValueError, match="landmarks"):
+        reconstruction_weights(X, np.zeros((3, 3)), 2)
+
+
+# ------------------------------------------------------------------ landmark choice
+
+
+@pytest.mark.parametrize("method", ["random", "kmeans", "random-pruned"])
+def test_landmark_methods_give_distinct_indices(method):
+    X = swiss(400)
+    idx = select_landmarks(X, 50, method, random_state=0)
+    assert idx.shape == (50,) and np.unique(idx).size == 50
+    assert idx.min() >= 0 and idx.max() < 400
+
+
+def test_pruning_spreads_landmarks():
+    X = np.random.default_rng(0).uniform(size=(3000, 2))
+
+    def min_gap(idx):
+        d = scipy.spatial.distance.pdist(X[idx])
+        return d.min()
+
+    import scipy.spatial
+
+    gaps_r = [min_gap(select_landmarks(X, 100, "random", random_state=s)) for s in range(5)]
+    gaps_p = [
+        min_gap(select_landmarks(X, 100, "random-pruned", n_pruned=50, random_state=s))
+        for s in range(5)
+    ]
+    assert np.mean(gaps_p) > np.mean(gaps_r)
+
+
+def test_user_landmark_array_and_errors():
+    X = swiss(100)
+    m = LLLEigenmaps(landmarks=np.array([3, 1, 50, 70, 90, 10]), n_neighbors_z=3).fit(X)
+    np.testing.assert_array_equal(m.landmark_indices_, [1, 3, 10, 50, 70, 90])
+    with pytest.raises(ValueError, match="landmarks"):
+        select_landmarks(X, 5, np.array([0, 200]))
+    with pytest.raises(ValueError, match="landmarks"):
+        select_landmarks(X, 5, "minmax")
+    with pytest.raises(ValueError, match="n_landmarks"):
+        select_landmarks(X, 101)
+
+
+# ------------------------------------------------------------------ Laplacian eigenmaps
+
+
+def test_all_points_as_landmarks_is_exact_eigenmaps(swiss_graph):
+    X, W, ev, E = swiss_graph
+    m = LLLEigenmaps(2, landmarks=np.arange(len(X)), affinity="precomputed")
+    m.fit(X, affinity_matrix=W)
+    np.testing.assert_allclose(m.eigenvalues_, ev, atol=1e-10)
+    assert _same_up_to_sign(m.embedding_, E, 1e-8)
+
+
+def test_reduced_problem_constraints_and_trivial_eigenvector(swiss_graph):
+    X, W, _, _ = swiss_graph
+    m = LLLEigenmaps(3, n_landmarks=80, affinity="precomputed", random_state=0)
+    m.fit(X, affinity_matrix=W)
+    Z = m.weights_
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    A = (Z @ (sp.diags(deg) - W) @ Z.T).toarray()
+    B = (Z @ sp.diags(deg) @ Z.T).toarray()
+    np.testing.assert_allclose(A @ np.ones(80), 0, atol=1e-13 * np.abs(A).sum())
+    Xt = m.landmark_embedding_
+    np.testing.assert_allclose(Xt.T @ B @ Xt, np.eye(3), atol=1e-10)
+    # the embedding is D-orthogonal to constants (trivial eigenvector removed)
+    np.testing.assert_allclose(m.embedding_.T @ deg, 0, atol=1e-8)
+
+
+def test_error_falls_as_landmarks_grow(swiss_graph):
+    X, W, _, E = swiss_graph
+
+    def err(L):
+        return np.mean(
+            [
+                procrustes_error(
+                    LLLEigenmaps(2, n_landmarks=L, affinity="precomputed", random_state=s)
+                    .fit(X, affinity_matrix=W)
+                    .embedding_,
+                    E,
+                )
+                for s in range(4)
+            ]
+        )
+
+    e = [err(L) for L in (20, 60, 200)]
+    assert e[0] > e[1] > e[2]
+
+
+def test_lll_beats_landmark_only_eigenmaps(swiss_graph):
+    """LLL error < LE(Z) error (LE on the landmark subgraph, then X = X_tilde Z) at equal L."""
+    X, W, _, E = swiss_graph
+    e_lll, e_lez = [], []
+    for s in range(5):
+        m = LLLEigenmaps(2, n_landmarks=100, affinity="precomputed", random_state=s)
+        m.fit(X, affinity_matrix=W)
+        idx = m.landmark_indices_
+        _, Xl = laplacian_eigenmaps(knn_gaussian(X[idx], 10, None), 2, solver="dense")
+        e_lll.append(procrustes_error(m.embedding_, E))
+        e_lez.append(procrustes_error(np.asarray(m.weights_.T @ Xl), E))
+    assert np.mean(e_lll) < np.mean(e_lez)
+
+
+def test_out_of_sample_reproduces_training_and_landmarks(swiss_graph):
+    X, W, _, _ = swiss_graph
+    m = LLLEigenmaps(2, n_landmarks=60, affinity="precomputed", random_state=1)
+    m.fit(X, affinity_matrix=W)
+    np.testing.assert_allclose(m.transform(X), m.embedding_, atol=1e-12)
+    np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_embedding_, atol=1e-12)
+
+
+def test_arpack_agrees_with_dense(swiss_graph):
+    _, W, ev, E = swiss_graph
+    ev2, E2 = laplacian_eigenmaps(W, 2, solver="arpack", random_state=0)
+    np.testing.assert_allclose(ev2, ev, atol=1e-9)
+    assert _same_up_to_sign(E2, E, 1e-6)
+
+
+def test_knn_affinity_is_symmetric_without_self_loops():
+    W = gaussian_knn_affinity(swiss(200), 5, 2.0)
+    assert abs(W - W.T).max() == 0 and W.diagonal().max() == 0
+    assert ((W > 0).sum(axis=1) >= 5).all()
+
+
+def test_eigenmaps_validation():
+    X = swiss(50)
+    with pytest.raises(ValueError, match="affinity_matrix"):
+        LLLEigenmaps(affinity="precomputed").fit(X)
+    with pytest.raises(ValueError, match="affinity"):
+        LLLEigenmaps(affinity="rbf").fit(X)
+    with pytest.raises(ValueError, match="landmarks"):
+        LLLEigenmaps(5, landmarks=np.array([0, 1, 2])).fit(X)
+
+
+# ------------------------------------------------------------------ spectral clustering
+
+
+def test_spectral_clustering_recovers_planted_clusters():
+    X, y = make_blobs(3000, centers=5, cluster_std=1.0, random_state=7)
+    sc = LLLSpectralClustering(5, n_landmarks=150, random_state=0).fit(X)
+    assert adjusted_rand_score(y, sc.labels_) > 0.99
+    assert adjusted_rand_score(y[:100], sc.predict(X[:100])) > 0.99
+    # against exact spectral clustering (every point a landmark): <= 1% disagreement
+    ex = LLLSpectralClustering(5, landmarks=np.arange(3000), random_state=0).fit(X)
+    assert adjusted_rand_score(ex.labels_, sc.labels_) > 0.98
+
+
+def test_spectral_clustering_all_landmarks_matches_exact():
+    X, y = make_blobs(400, centers=3, cluster_std=1.0, random_state=3)
+    W = knn_gaussian(X, 10, None)
+    sc = LLLSpectralClustering(3, landmarks=np.arange(400), affinity="precomputed", random_state=0)
+    sc.fit(X, affinity_matrix=W)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    dm = 1 / np.sqrt(deg)
+    S = (sp.diags(dm) @ W @ sp.diags(dm)).toarray()
+    mu, U = scipy.linalg.eigh(S, subset_by_index=[397, 399])
+    Xe = U[:, ::-1] * dm[:, None]
+    # the kNN graph may be disconnected (repeated eigenvalue 0): compare subspaces
+    assert scipy.linalg.subspace_angles(sc.embedding_, Xe).max() < 1e-6
+    np.testing.assert_allclose(sc.eigenvalues_, 1 - mu[::-1], atol=1e-10)
+
+
+def test_landmark_warm_start_kmeans_is_no_worse_than_median_random_restart():
+    from sklearn.cluster import KMeans
+
+    X, _ = make_blobs(4000, centers=8, cluster_std=1.5, random_state=4)
+    idx = select_landmarks(X, 200, random_state=0)
+    warm = kmeans_landmark_warm_start(X, X[idx], 8, n_init=20, random_state=0)
+    singles = [KMeans(8, n_init=1, init="random", random_state=s).fit(X).inertia_ for s in range(9)]
+    assert warm.inertia_ <= np.median(singles) * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ PCA, LDA, kernel PCA
+
+
+def test_pca_all_landmarks_is_exact_and_few_landmarks_close():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6)) * [5, 3, 2, 1, 1, 0.5] + 3
+    ref = PCA(3).fit(X)
+    p = LLLPCA(3, landmarks=np.arange(300)).fit(X)
+    assert _same_up_to_sign(p.components_.T, ref.components_.T, 1e-10)
+    np.testing.assert_allclose(p.explained_variance_, ref.explained_variance_, rtol=1e-10)
+    assert _same_up_to_sign(p.transform(X), ref.transform(X), 1e-8)
+    errs = [
+        np.abs(np.abs(LLLPCA(3, n_landmarks=L, random_state=0).fit(X).components_)
+               - np.abs(ref.components_)).max()
+        for L in (10, 60)
+    ]
+    assert errs[1] < 0.05 and errs[1] < errs[0] + 1e-12
+
+
+def test_lda_all_landmarks_is_exact_and_uses_all_labels():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 300)
+    X = rng.normal(size=(300, 6)) + y[:, None] * np.array([0, 0, 0, 2, 0, 1])
+    ref = LinearDiscriminantAnalysis(n_components=2).fit(X, y)
+    a = LLLDiscriminantAnalysis(2, landmarks=np.arange(300)).fit(X, y)
+    ang = scipy.linalg.subspace_angles(a.components_.T, ref.scalings_[:, :2])
+    assert ang.max() < 1e-6
+    # a landmark-poor problem (L < D): relabelling a non-landmark point changes the result
+    Xh = rng.normal(size=(300, 40)) + y[:, None] * rng.normal(size=40)
+    m1 = LLLDiscriminantAnalysis(1, n_landmarks=10, random_state=0).fit(Xh, y)
+    y2 = y.copy()
+    j = np.setdiff1d(np.arange(300), m1.landmark_indices_)[0]
+    y2[j] = (y2[j] + 1) % 3
+    m2 = LLLDiscriminantAnalysis(1, n_landmarks=10, random_state=0).fit(Xh, y2)
+    assert np.abs(np.abs(m1.components_) - np.abs(m2.components_)).max() > 1e-8
+
+
+def test_kernel_pca_all_landmarks_is_exact():
+    X = np.random.default_rng(2).normal(size=(250, 4))
+    ref = KernelPCA(3, kernel="rbf", gamma=0.2).fit(X)
+    m = LLLKernelPCA(3, gamma=0.2, landmarks=np.arange(250), block=64).fit(X)
+    np.testing.assert_allclose(m.eigenvalues_, ref.eigenvalues_, rtol=1e-9)
+    assert _same_up_to_sign(m.embedding_, ref.transform(X), 1e-8)
+    m2 = LLLKernelPCA(3, gamma=0.2, n_landmarks=60, random_state=0).fit(X)
+    np.testing.assert_allclose(m2.transform(X), m2.embedding_, atol=1e-12)
+    Xr = ref.transform(X)
+    e = [
+        np.mean([procrustes_error(LLLKernelPCA(3, gamma=0.2, n_landmarks=L, random_state=s)
+                                  .fit(X).embedding_, Xr) for s in range(3)])
+        for L in (30, 150)
+    ]
+    assert e[1] < e[0] and e[1] < 0.15
