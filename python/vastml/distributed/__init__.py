@@ -13,6 +13,15 @@ The reducer (:func:`arow_mr_reduce`) needs only NumPy.
 """
 
 from vastml.distributed._arow_mr import AROWMapReduce
+from vastml.distributed._gauss import ShardedKernelDensity, sharded_gauss_transform
+from vastml.distributed._logistic import DistributedLogisticRegression
 from vastml.distributed._reduce import arow_mr_reduce, solve_riccati
 
-__all__ = ["AROWMapReduce", "arow_mr_reduce", "solve_riccati"]
+__all__ = [
+    "AROWMapReduce",
+    "DistributedLogisticRegression",
+    "ShardedKernelDensity",
+    "arow_mr_reduce",
+    "sharded_gauss_transform",
+    "solve_riccati",
+]
