@@ -61,7 +61,8 @@ def arow_map(X, y, classes, params, seed):
 
 
 def _unique(X, y):
-    return np.unique(as_block(X, y)[1])
+    labels = as_block(X, y)[1]
+    return np.unique(labels) if labels is not None else np.array([])
 
 
 class AROWMapReduce(ClassifierMixin, BaseEstimator):

@@ -48,6 +48,8 @@ class _Plan:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.sources = _aligned(self.sources)
+        self.weights = _aligned(self.weights)
         self._lock = threading.Lock()
 
     def transform(self):
@@ -62,8 +64,13 @@ class _Plan:
         return self.transform()(targets, self.weights, self.n_jobs)
 
 
+def _aligned(a):
+    """An aligned, writeable float64 copy of an array received from another process (if needed)."""
+    return np.require(a, dtype=np.float64, requirements=["C", "A", "W"])
+
+
 def _evaluate(plan, block):
-    return plan(block)
+    return plan(_aligned(block))
 
 
 def _ship(plan, client):

@@ -27,7 +27,8 @@ def _prepare(X, y, classes):
 
 
 def _unique(X, y):
-    return np.unique(as_block(X, y)[1])
+    labels = as_block(X, y)[1]
+    return np.unique(labels) if labels is not None else np.array([])
 
 
 def _n_rows_features(block):
@@ -221,7 +222,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
 
         res = minimize(
             objective, np.zeros(d + 1), jac=True, method="L-BFGS-B",
-            options={"maxiter": int(self.max_iter), "gtol": float(self.tol)},
+            options={"maxiter": int(self.max_iter), "gtol": float(self.tol), "ftol": 1e-14},
         )
         if self.verbose:
             print(f"[DistributedLogisticRegression] allreduce: {res.nit} iterations, loss {res.fun:.6g}")

@@ -69,10 +69,15 @@ def as_block(X, y):
         X = X.to_numpy()
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
+    # Arrays received from other processes can be read-only views of unaligned network
+    # buffers, which the Rust core refuses: own an aligned, writeable copy in that case.
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
+        X.data, X.indices, X.indptr = (
+            np.require(a, requirements=["C", "A", "W"]) for a in (X.data, X.indices, X.indptr)
+        )
     else:
-        X = np.asarray(X, dtype=np.float64)
+        X = np.require(X, dtype=np.float64, requirements=["C", "A", "W"])
         if X.ndim == 1:
             X = X[:, None]
     y = np.ravel(np.asarray(y))
