@@ -206,7 +206,7 @@ def local_shard_models(X, y, bounds, classes, seed, **params):
             est = AROWClassifier(random_state=seed + m, n_jobs=1, **params).fit(X[a:b], y[a:b])
         else:
             cov = np.repeat(np.eye(d)[None], 1, 0)
-            est = AROWClassifier.from_model(np.zeros((1, d)), cov, classes, random_state=seed + m, n_jobs=1)
+            est = AROWClassifier.from_model(np.zeros((1, d)), cov, classes, random_state=seed + m, n_jobs=1, **params)
             est.partial_fit(X[a:b], y[a:b])
         out.append((est.mean_[0], est.covariance_[0], b - a))
     return out
@@ -270,6 +270,17 @@ def test_arow_mr_bag_of_csr_blocks_equals_dense(client):
     )
     np.testing.assert_allclose(sparse.mean_, dense.mean_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(sparse.covariance_, dense.covariance_, rtol=1e-10, atol=1e-12)
+
+
+def test_arow_mr_dask_dataframe_equals_array(client):
+    dd = pytest.importorskip("dask.dataframe")  # needs pandas, not part of the extra
+    pd = pytest.importorskip("pandas")
+    X, y = waveform(1600, seed=8)
+    ddf = dd.from_pandas(pd.DataFrame(X), npartitions=4)
+    ys = dd.from_pandas(pd.Series(y), npartitions=4)
+    from_df = AROWMapReduce(r=5.0, random_state=0, client=client).fit(ddf, ys)
+    from_arr = AROWMapReduce(r=5.0, random_state=0, client=client).fit(da.from_array(X, chunks=(400, 21)), da.from_array(y, chunks=400))
+    np.testing.assert_allclose(from_df.mean_, from_arr.mean_, rtol=1e-12)
 
 
 def test_arow_mr_multiclass(client):
