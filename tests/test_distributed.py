@@ -358,7 +358,7 @@ def test_logistic_allreduce_equals_sklearn(client):
 def test_logistic_averaging_approaches_the_optimum(client):
     from sklearn.metrics import log_loss
 
-    X, y = waveform(2000, seed=7)
+    X, y = waveform(3000, seed=7)
     alpha = 1e-2
 
     def objective(est):
@@ -367,9 +367,9 @@ def test_logistic_averaging_approaches_the_optimum(client):
     best = DistributedLogisticRegression(alpha=alpha, tol=1e-10, max_iter=500).fit(X, y)  # no client: local
     kw = dict(method="averaging", alpha=alpha, n_partitions=4, random_state=0, client=client)
     one = DistributedLogisticRegression(max_iter=1, **kw).fit(X, y)
-    avg = DistributedLogisticRegression(max_iter=8, **kw).fit(X, y)
+    avg = DistributedLogisticRegression(max_iter=10, **kw).fit(X, y)
     # Parameter mixing is approximate: near the optimum, and closer with more passes.
-    assert objective(best) <= objective(avg) < objective(best) * 1.03
+    assert objective(best) <= objective(avg) < objective(best) * 1.02
     assert objective(avg) < objective(one)
     assert (avg.predict(X) == best.predict(X)).mean() > 0.97
 

@@ -105,7 +105,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         Passes (averaging) or L-BFGS iterations (allreduce).
     tol : float, default=1e-6
         L-BFGS gradient tolerance (allreduce).
-    learning_rate : float, default=0.5
+    learning_rate : float, default=0.1
         SGD step :math:`\eta_0`; pass t uses :math:`\eta_0/\sqrt{t+1}` (averaging).
     batch_size : int, default=16
         SGD mini-batch (averaging).
@@ -137,7 +137,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         fit_intercept=True,
         max_iter=100,
         tol=1e-6,
-        learning_rate=0.5,
+        learning_rate=0.1,
         batch_size=16,
         n_partitions=None,
         client=None,

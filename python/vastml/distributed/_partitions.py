@@ -143,7 +143,8 @@ def row_partitions(X, y, n_partitions=None, client=None):
         raise ValueError(f"`X` has {X.shape[0]} rows but `y` has {y.shape[0]} labels")
     parts = _split_local(X, y, n_partitions or 1)
     if client is not None:
-        return [tuple(client.scatter(list(p))) for p in parts]
+        # hash=False: a later fit on the same data must not share (and race to release) keys
+        return [tuple(client.scatter(list(p), hash=False)) for p in parts]
     return [(dask.delayed(a), dask.delayed(b)) for a, b in parts]
 
 
