@@ -24,7 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This file's name shadows the `distributed` package: take benches/ off the front of the path
+# (worker processes inherit it) and look for _harness there last.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.append(str(_HERE))
 from _harness import Bench, Timing  # noqa: E402
 
 import dask  # noqa: E402
@@ -73,7 +77,7 @@ def local_data(n, extra, n_blocks, seed0):
 
 def row_arow(bench, client, n):
     log(f"arow-mr: {n} x 100")
-    X, y = cluster_data(client, n, 79, 2, 100)
+    X, y, _ = cluster_data(client, n, 79, 2, 100)
     Xt, yt = make_binary_waveform(20_000, n_noise_features=79, random_state=1)
     mr = AROWMapReduce(r=5.0, random_state=0, client=client)
     t_mr = bench.time(lambda: mr.fit(X, y, classes=[-1, 1]), warmup=0)
