@@ -1,6 +1,6 @@
 """vastml.distributed on a 2-worker LocalCluster (processes, 1 thread each).
 
-    python benches/distributed.py [--quick] [--repeats N] [--scheduler tcp://host:8786]
+    python benches/distributed_bench.py [--quick] [--repeats N] [--scheduler tcp://host:8786]
 
 Rows:
   arow-mr      AROW-MR (M = 2) on N x 100 dense binary-waveform rows vs single-process AROW on
@@ -24,11 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-# This file's name shadows the `distributed` package: take benches/ off the front of the path
-# (worker processes inherit it) and look for _harness there last.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.append(str(_HERE))
+# (Not named benches/distributed.py: with benches/ on sys.path, as the bench harness tests and
+# the worker processes have it, that name would shadow the `distributed` package.)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, Timing  # noqa: E402
 
 import dask  # noqa: E402
