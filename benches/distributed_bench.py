@@ -1,6 +1,7 @@
 """vastml.distributed on a 2-worker LocalCluster (processes, 1 thread each).
 
     python benches/distributed_bench.py [--quick] [--repeats N] [--scheduler tcp://host:8786]
+                                        [--rows arow-mr,fig-6.1,kde,logistic]
 
 Rows:
   arow-mr      AROW-MR (M = 2) on N x 100 dense binary-waveform rows vs single-process AROW on
@@ -168,11 +169,17 @@ def row_logistic(bench, client, n_train, n_test):
                           {"AUC": round(roc_auc_score(yt, lr.decision_function(Xt)), 4)})
 
 
+def _args(ap):
+    ap.add_argument("--scheduler", default=None, help="use this cluster instead of a LocalCluster")
+    ap.add_argument("--rows", default="arow-mr,fig-6.1,kde,logistic", help="comma-separated rows to run")
+
+
 def main():
     bench = Bench(
         "distributed", repeats=1, quick_repeats=1,
-        add_args=lambda ap: ap.add_argument("--scheduler", default=None, help="use this cluster instead of a LocalCluster"),
+        add_args=_args,
     )
+    rows = set(bench.args.rows.split(","))
     q = bench.quick
     if bench.args.scheduler:
         client, cluster = distributed.Client(bench.args.scheduler), None
@@ -182,10 +189,14 @@ def main():
         client = distributed.Client(cluster)
     client.run(lambda: __import__("vastml.distributed"))
     try:
-        row_arow(bench, client, 200_000 if q else 1_000_000)
-        row_fig61(bench, client, 10_000 if q else 50_000, 2_000 if q else 5_000, [0] if q else [0, 1, 2])
-        row_kde(bench, client, 200_000 if q else 1_000_000)
-        row_logistic(bench, client, 10_000 if q else 50_000, 2_000 if q else 5_000)
+        if "arow-mr" in rows:
+            row_arow(bench, client, 200_000 if q else 1_000_000)
+        if "fig-6.1" in rows:
+            row_fig61(bench, client, 10_000 if q else 50_000, 2_000 if q else 5_000, [0] if q else [0, 1, 2])
+        if "kde" in rows:
+            row_kde(bench, client, 200_000 if q else 1_000_000)
+        if "logistic" in rows:
+            row_logistic(bench, client, 10_000 if q else 50_000, 2_000 if q else 5_000)
     finally:
         client.close()
         if cluster is not None:
