@@ -59,13 +59,28 @@ def cluster_data(client, n, extra, n_blocks, seed0):
     """N rows made on the workers (n_blocks blocks, seeds seed0 + b), persisted there."""
     d = 21 + extra
     sizes = [n // n_blocks + (b < n % n_blocks) for b in range(n_blocks)]
-    parts = [
-        da.from_delayed(dask.delayed(waveform_block)(s, seed0 + b, extra), shape=(s, d + 1), dtype=float)
-        for b, s in enumerate(sizes)
-    ]
-    Xy = client.persist(da.concatenate(parts))
-    distributed.wait(Xy)
-    return Xy[:, :d], Xy[:, d], sizes
+    # X and y as separate contiguous blocks, as a loader would give them (a column slice of
+    # one (X | y) block would make every mapper copy its X first).
+    blocks = [dask.delayed(waveform_block)(s, seed0 + b, extra) for b, s in enumerate(sizes)]
+    X = da.concatenate([
+        da.from_delayed(dask.delayed(_features)(blk), shape=(s, d), dtype=float)
+        for blk, s in zip(blocks, sizes)
+    ])
+    y = da.concatenate([
+        da.from_delayed(dask.delayed(_labels)(blk), shape=(s,), dtype=float)
+        for blk, s in zip(blocks, sizes)
+    ])
+    X, y = client.persist([X, y])
+    distributed.wait([X, y])
+    return X, y, sizes
+
+
+def _features(block):
+    return np.ascontiguousarray(block[:, :-1])
+
+
+def _labels(block):
+    return np.ascontiguousarray(block[:, -1])
 
 
 def local_data(n, extra, n_blocks, seed0):
