@@ -7,10 +7,12 @@ from vastml.datasets._densities import (
     make_robot_arm,
     marron_wand_pdf,
 )
+from vastml.datasets._distributed_data import make_binary_waveform
 from vastml.datasets._synthetic import make_gaussian_mixture, make_uniform
 
 __all__ = [
     "MARRON_WAND_NAMES",
+    "make_binary_waveform",
     "make_checkerboard",
     "make_gaussian_mixture",
     "make_marron_wand",
