@@ -112,3 +112,24 @@ def time_moves(
     seed: int = 0,
     n_jobs: int | None = None,
 ) -> tuple[list[tuple[str, float]], float]: ...
+def tsp_means_order(
+    x: npt.NDArray[np.float64],
+    levels: int | None,
+    sample: int,
+    seed: int,
+    parallel_sweep: bool,
+    neighbours: int,
+    exact_max: int,
+    polish_window: int,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], int, int, int, int]: ...
+def tsp_path_order(
+    x: npt.NDArray[np.float64],
+    start: int | None,
+    end: int | None,
+    method: str,
+    init: str,
+    neighbours: int,
+    or_opt: bool,
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.int64]: ...

@@ -6,6 +6,7 @@ mod door;
 mod errors;
 mod fgt;
 mod order;
+mod tsp;
 
 use pyo3::prelude::*;
 
@@ -30,6 +31,8 @@ mod _core {
         branch_and_bound_order, convolution_error, convomap_fit, planted_categorical,
         planted_matrix, time_moves, tsp_order,
     };
+    #[pymodule_export]
+    use super::tsp::{tsp_means_order, tsp_path_order};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
