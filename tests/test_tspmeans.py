@@ -126,3 +126,22 @@ def test_reproducible_with_seed_and_fit_transform():
     b = TSPMeans(random_state=3, n_jobs=1).fit(x).order_
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(TSPMeans(random_state=3).fit_transform(x), x[a])
+
+
+def test_order_cli_writes_table_order_and_png(tmp_path):
+    from vastml.cli import main
+    from vastml.datasets import make_waveform
+
+    X, y = make_waveform(200, random_state=0)
+    f = tmp_path / "w.csv"
+    np.savetxt(f, np.c_[X, y], delimiter=",")
+    assert main(["order", str(f), "--label-column", "-1"]) == 0
+    out = np.loadtxt(tmp_path / "w.ordered.csv", delimiter=",")
+    order = np.loadtxt(tmp_path / "w.ordered.order.txt", dtype=int)
+    np.testing.assert_allclose(out, np.c_[X, y][order], rtol=1e-9)
+    assert (tmp_path / "w.ordered.png").stat().st_size > 1000
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2\n3,nan\n")
+    assert main(["order", str(bad)]) == 2
+    assert not (tmp_path / "bad.ordered.csv").exists()
+    assert main(["order", str(tmp_path / "missing.csv")]) == 2

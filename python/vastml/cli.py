@@ -103,9 +103,11 @@ def _demo(args) -> int:
 
 def _demo_all(args) -> int:
     from vastml.reorder._cli import demo as reorder_demo
+    from vastml.reorder._order_cli import demo as order_demo
 
     rc = _demo(args)
-    return rc or reorder_demo(args)
+    rc = rc or reorder_demo(args)
+    return rc or order_demo(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     from vastml.reorder._cli import add_parser as add_reorder_parser
 
     add_reorder_parser(sub)
+    from vastml.reorder._order_cli import add_parser as add_order_parser
+
+    add_order_parser(sub)
     return p
 
 
