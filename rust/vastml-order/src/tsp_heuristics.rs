@@ -469,8 +469,8 @@ fn nearest_neighbour_start(
     let target = m - usize::from(end.is_some());
     while order.len() < target {
         let mut best = (f64::INFINITY, 0);
-        for c in 0..m {
-            if !seen[c] {
+        for (c, &done) in seen.iter().enumerate() {
+            if !done {
                 let d = dist(x, dim, cur, c);
                 if d < best.0 {
                     best = (d, c);

@@ -373,6 +373,10 @@ pub fn tsp_means(
     tsp_means_progress(x, dim, params, cancel, &mut |_, _| {})
 }
 
+/// Progress callback of [`tsp_means_progress`]: the list's clusters as ranges of the
+/// permutation, and the permutation.
+pub type SweepCallback<'a> = dyn FnMut(&[Range<usize>], &[usize]) + 'a;
+
 /// [`tsp_means`] that also reports the list after every sweep: `on_sweep(clusters, perm)`
 /// gets, for every element of the list in order, its range of `perm` (the examples of that
 /// cluster or the single example), a coarse-to-fine view of the ordering.
@@ -384,7 +388,7 @@ pub fn tsp_means_progress(
     dim: usize,
     params: &TspMeansParams,
     cancel: Option<&AtomicBool>,
-    on_sweep: &mut dyn FnMut(&[Range<usize>], &[usize]),
+    on_sweep: &mut SweepCallback<'_>,
 ) -> Result<TspMeans, OrderError> {
     let n = check_points(x, dim, None, None)?;
     let levels = params.levels.unwrap_or_else(|| default_levels(n));
