@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         extra["L"] = round(path_length(x, ours.value), 2)
         d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
         if elkai is not None and n <= 1000:
-            lk = b.time(lambda d=d: elkai.DistanceMatrix(d.tolist()).solve_tsp(), warmup=0,
+            lk = b.time(lambda d=d: elkai.DistanceMatrix((d * 1e4).tolist()).solve_tsp(), warmup=0,
                         repeats=1)
             peers["elkai (LKH)"] = lk
             extra["L elkai"] = round(path_length(x, open_from_tour(x, lk.value)), 2)
