@@ -282,3 +282,24 @@ def time_moves(
 def gradient_order(
     dissimilarities: npt.NDArray[np.float64], weighted: bool = False, n_jobs: int | None = None
 ) -> tuple[list[int], float, int]: ...
+def tsp_means_order(
+    x: npt.NDArray[np.float64],
+    levels: int | None,
+    sample: int,
+    seed: int,
+    parallel_sweep: bool,
+    neighbours: int,
+    exact_max: int,
+    polish_window: int,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], int, int, int, int]: ...
+def tsp_path_order(
+    x: npt.NDArray[np.float64],
+    start: int | None,
+    end: int | None,
+    method: str,
+    init: str,
+    neighbours: int,
+    or_opt: bool,
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.int64]: ...

@@ -145,9 +145,11 @@ def _demo_bandwidth(args):
 
 def _demo_all(args) -> int:
     from vastml.reorder._cli import demo as reorder_demo
+    from vastml.reorder._order_cli import demo as order_demo
 
     rc = _demo(args)
-    return rc or reorder_demo(args)
+    rc = rc or reorder_demo(args)
+    return rc or order_demo(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     from vastml.embed._cli import add_embed_parser
 
     add_embed_parser(sub)
+    from vastml.reorder._order_cli import add_parser as add_order_parser
+
+    add_order_parser(sub)
     return p
 
 

@@ -9,6 +9,7 @@ from vastml.datasets._densities import (
 )
 from vastml.datasets._distributed_data import make_binary_waveform
 from vastml.datasets._synthetic import make_gaussian_mixture, make_uniform
+from vastml.datasets._waveform import make_waveform
 
 __all__ = [
     "MARRON_WAND_NAMES",
@@ -18,5 +19,6 @@ __all__ = [
     "make_marron_wand",
     "make_robot_arm",
     "make_uniform",
+    "make_waveform",
     "marron_wand_pdf",
 ]

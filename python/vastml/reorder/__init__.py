@@ -6,6 +6,11 @@
 - :func:`convolution_error` -- the ConvoMap objective.
 - :func:`branch_and_bound_order` -- exact row order by branch and bound.
 - :func:`tsp_order` -- greedy + 2-opt TSP order.
+- :class:`TSPMeans` -- O(n log n) ordering of millions of points (thesis Algorithms 2-3);
+  :class:`EMOrdering` -- TSP ordering with learned feature scales (Algorithm 1);
+  :func:`tsp_path` -- exact / 2-opt + Or-opt open paths on points.
+- Measures: :func:`figure_of_merit`, :func:`path_length`, :func:`dpc`, :func:`dpc_sigma`,
+  :func:`dpc_entropy`.
 - Baselines: :func:`nested_order`, :func:`barycentric_order`, :func:`spectral_order`,
   :func:`heatmap_order`.
 - :func:`compress`, :func:`plot_matrix`, :func:`save_png`, :func:`knn_accuracy`,
@@ -21,7 +26,9 @@ from vastml.reorder._baselines import (
 )
 from vastml.reorder._compress import compress
 from vastml.reorder._convomap import ConvoMap
+from vastml.reorder._em import EMOrdering
 from vastml.reorder._evaluate import knn_accuracy
+from vastml.reorder._measures import dpc, dpc_entropy, dpc_sigma, figure_of_merit, path_length
 from vastml.reorder._io import (
     load_football,
     load_genes,
@@ -34,9 +41,18 @@ from vastml.reorder._io import (
 from vastml.reorder._objective import convolution_error
 from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
 from vastml.reorder._plot import plot_matrix, save_png
+from vastml.reorder._tspmeans import TSPMeans, tsp_path
 
 __all__ = [
     "ConvoMap",
+    "EMOrdering",
+    "TSPMeans",
+    "dpc",
+    "dpc_entropy",
+    "dpc_sigma",
+    "figure_of_merit",
+    "path_length",
+    "tsp_path",
     "barycentric_order",
     "branch_and_bound_order",
     "compress",

@@ -29,6 +29,8 @@ mod rectangles;
 mod search;
 mod synthetic;
 pub mod tsp;
+pub mod tsp_heuristics;
+pub mod tsp_means;
 mod view;
 
 pub use arrangement::{Arrangement, Objective, Segment};
@@ -40,3 +42,4 @@ pub use pls::{PlsParams, PlsReport, Step, block_ordering, pls, split_search};
 pub use rectangles::{Rect, Tolerance, max_rectangle};
 pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search, time_moves};
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};
+pub use tsp_means::{TspMeans, TspMeansParams, tsp_means};

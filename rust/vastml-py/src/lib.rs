@@ -9,6 +9,7 @@ mod fgt;
 mod order;
 mod sums;
 mod svm;
+mod tsp;
 
 use pyo3::prelude::*;
 
@@ -39,6 +40,8 @@ mod _core {
     use super::sums::{erfc_sum, hermite_gauss_sum};
     #[pymodule_export]
     use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit};
+    #[pymodule_export]
+    use super::tsp::{tsp_means_order, tsp_path_order};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

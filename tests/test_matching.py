@@ -1,0 +1,91 @@
+"""Convex Kernelized Sorting: Lemma 1, gradient and Hessian against finite differences, planted
+permutations, Hungarian output, bad input."""
+
+import numpy as np
+import pytest
+
+from vastml.matching import (
+    ConvexKernelizedSorting,
+    KernelizedSorting,
+    centred_kernel,
+    cks_gradient,
+    cks_hessian_diagonal,
+    cks_objective,
+)
+
+
+def sym(m, rng):
+    a = rng.normal(size=(m, m))
+    return a + a.T
+
+
+def test_lemma_1_identity():
+    rng = np.random.default_rng(0)
+    m = 9
+    K, L = centred_kernel(sym(m, rng), "precomputed"), centred_kernel(sym(m, rng), "precomputed")
+    P = np.eye(m)[rng.permutation(m)]
+    lhs = ((K @ P.T - (L @ P).T) ** 2).sum()
+    rhs = (K**2).sum() + (L**2).sum() - 2 * np.trace(K @ P.T @ L @ P)
+    assert lhs == pytest.approx(rhs)
+
+
+def test_gradient_and_diagonal_hessian_match_finite_differences():
+    rng = np.random.default_rng(1)
+    m, C = 6, 10.0
+    K, L = sym(m, rng), sym(m, rng)
+    pi = rng.random((m, m))
+    G = cks_gradient(pi, K, L, C)
+    H = cks_hessian_diagonal(K, L, C)
+    h = 1e-5
+    for i, j in [(0, 0), (2, 3), (5, 1), (4, 4)]:
+        e = np.zeros((m, m))
+        e[i, j] = h
+        fp, f0, fm = (cks_objective(pi + e, K, L, C), cks_objective(pi, K, L, C),
+                      cks_objective(pi - e, K, L, C))
+        assert G[i, j] == pytest.approx((fp - fm) / (2 * h), rel=1e-6)
+        assert H[i, j] == pytest.approx((fp - 2 * f0 + fm) / h**2, rel=1e-4)
+    # element-wise form (3.5) of the thesis
+    i, j = 2, 4
+    g35 = 2 * sum(
+        -L[k, i] * sum(K[j, l] * pi[k, l] - pi[l, j] * L[k, l] for l in range(m))
+        + K[k, j] * sum(K[k, l] * pi[i, l] - pi[l, k] * L[i, l] for l in range(m))
+        for k in range(m)
+    )
+    r, c = pi.sum(axis=1), pi.sum(axis=0)
+    assert G[i, j] == pytest.approx(g35 + 2 * C * (r[i] + c[j] - 2))
+
+
+def test_planted_permutation_recovered():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(20, 4))
+    p = rng.permutation(20)
+    cks = ConvexKernelizedSorting().fit(X, X[p])
+    np.testing.assert_array_equal(cks.match_, p)
+    assert cks.objective_ < 1e-2
+    assert np.abs(cks.pi_.sum(axis=0) - 1).max() < 1e-2
+    assert np.abs(cks.pi_.sum(axis=1) - 1).max() < 1e-2
+    assert (cks.pi_ >= 0).all()
+
+
+def test_rotated_noisy_copy_recovered_and_hungarian_is_a_permutation():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 3))
+    p = rng.permutation(20)
+    Q = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    Y = X[p] @ Q + 0.01 * rng.normal(size=(20, 3))
+    cks = ConvexKernelizedSorting().fit(X, Y)
+    assert sorted(cks.match_.tolist()) == list(range(20))
+    assert (cks.match_ == p).mean() >= 0.9
+    ks = KernelizedSorting(n_init=3, random_state=0).fit(X, Y)
+    assert sorted(ks.match_.tolist()) == list(range(20))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="same number"):
+        ConvexKernelizedSorting().fit(np.zeros((5, 2)), np.zeros((6, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        ConvexKernelizedSorting().fit(np.full((5, 2), np.nan), np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="kernel"):
+        ConvexKernelizedSorting(kernel="poly").fit(np.zeros((5, 2)), np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="C"):
+        ConvexKernelizedSorting(C=-1).fit(np.eye(3), np.eye(3))
