@@ -33,8 +33,11 @@ def test_error_classes():
 def test_ctrl_c_interrupts_a_long_transform():
     code = textwrap.dedent(
         """
-        import sys, time, numpy as np
+        import signal, sys, time, numpy as np
         from vastml.kernels import gauss_transform
+        # A shell that starts jobs in the background (no job control) makes them ignore
+        # SIGINT, and Python then keeps it ignored: restore the usual handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         x = np.random.default_rng(0).uniform(size=(200_000, 3))
         print("ready", flush=True)
         t = time.perf_counter()
