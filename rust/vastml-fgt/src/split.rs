@@ -108,9 +108,11 @@ pub fn split_centers(
         let ifgt = plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false);
         let tree_radius = cutoff_radius(h, epsilon, None);
         // The uniform model overestimates the tree by up to ~5x: only a clear IFGT win counts.
-        let tree = (tree_radius < diag)
-            .then(|| plan::tree_cost_uniform(n, m, w, tree_radius, &sides) / 5.0)
-            .unwrap_or(f64::INFINITY);
+        let tree = if tree_radius < diag {
+            plan::tree_cost_uniform(n, m, w, tree_radius, &sides) / 5.0
+        } else {
+            f64::INFINITY
+        };
         if ifgt > plan::direct_cost(n, m, dim, w).min(tree) {
             return Ok(None);
         }
@@ -181,6 +183,11 @@ impl SplitIfgt {
             plan = plan.with_center_tree()?;
         }
         Ok(SplitIfgt { dim, plan })
+    }
+
+    /// Dimension of the points.
+    pub fn dim(&self) -> usize {
+        self.dim
     }
 
     /// Number of clusters K.

@@ -12,6 +12,7 @@ fn uniform(rng: &mut Pcg64, n: usize, dim: usize) -> Vec<f64> {
 }
 
 /// Plans from a sample, combines radii and coefficients over `parts`, evaluates `targets`.
+#[allow(clippy::too_many_arguments)]
 fn split_transform(
     parts: &[&[f64]],
     weights: &[&[f64]],
