@@ -13,6 +13,9 @@ Rows:
   kde          Sharded kernel density, N = M = 1,000,000 in 2-D (uniform), sigma = 0.1/sqrt(2),
                epsilon = 1e-6: targets in 2 blocks on 2 workers vs 1 block on 1 worker (sources
                shipped and the transform planned inside each timed call). Target: >= 1.6x.
+               With 2 workers the planning is split (plan="auto": centres from a sample, radii
+               and coefficients per worker); the 1-worker peer plans locally as one machine
+               does, and a second peer runs the split planning on 1 worker.
   logistic     Distributed LR (averaging, allreduce) on the waveform, M = 1 vs M = 10: AUC, time.
 --quick uses N = 200,000 for arow-mr and kde, waveform 10,000 / 2,000 and one seed (targets are
 then only indicative).
@@ -149,12 +152,13 @@ def row_kde(bench, client, n):
     y = rng.uniform(size=(n, 2))
     sigma = 0.1 / np.sqrt(2)
 
-    def run(parts):
-        kde = ShardedKernelDensity(bandwidth=sigma, epsilon=1e-6, n_partitions=parts, client=client).fit(x)
+    def run(parts, plan="auto"):
+        kde = ShardedKernelDensity(bandwidth=sigma, epsilon=1e-6, n_partitions=parts, client=client, plan=plan).fit(x)
         return kde.density(y)
 
     t2 = bench.time(lambda: run(2), warmup=0)
     t1 = bench.time(lambda: run(1), warmup=0)
+    t1s = bench.time(lambda: run(1, "split"), warmup=0)
     dens = t2.value
     idx = rng.choice(n, 1000, replace=False)
     exact = np.zeros(1000)
@@ -163,11 +167,12 @@ def row_kde(bench, client, n):
         exact += np.exp(-d2 / (2 * sigma**2)).sum(1)
     exact /= n * 2 * np.pi * sigma**2
     err = float(np.abs(dens[idx] - exact).max() * 2 * np.pi * sigma**2)
-    row = bench.compare("kde", t2, {"1 worker": t1}, {"N": n, "d": 2, "workers": 2},
+    row = bench.compare("kde", t2, {"1 worker": t1, "1 worker, split plan": t1s}, {"N": n, "d": 2, "workers": 2},
                         {"err (G units)": f"{err:.1e}"})
     if n == 1_000_000:
-        bench.check("kde 2 workers >= 1.6x faster than 1", row.ratio("1 worker") >= TARGET_KDE,
-                    f"{row.ratio('1 worker'):.2f}x", row)
+        # against the faster single-worker way (local or split planning)
+        r = min(row.ratio("1 worker"), row.ratio("1 worker, split plan"))
+        bench.check("kde 2 workers >= 1.6x faster than 1", r >= TARGET_KDE, f"{r:.2f}x", row)
     bench.check("kde error <= epsilon", err <= 1e-6, f"{err:.2e}", row)
 
 

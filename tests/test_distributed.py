@@ -328,6 +328,43 @@ def test_sharded_gauss_transform_equals_local(client, rng):
         sharded_gauss_transform(x, y, client=client)
 
 
+def test_split_plan_meets_epsilon_on_the_cluster(client, rng):
+    # Sources split over the workers too: centres from a sample, radii and coefficients
+    # combined. A different clustering from the local plan, the same guarantee.
+    x = rng.uniform(size=(6000, 2))
+    y = rng.uniform(size=(900, 2))
+    q = rng.uniform(-1, 1, size=(6000, 2))
+    direct = np.exp(-((y[:, None] - x[None]) ** 2).sum(-1) / 0.04) @ q
+    for method in ("ifgt", "ifgt-tree", "auto"):
+        for eps in (1e-3, 1e-7):
+            got = sharded_gauss_transform(x, y, q, 0.2, eps, method, client=client, plan="split")
+            err = (np.abs(got - direct).max(0) / np.abs(q).sum(0)).max()
+            assert err <= eps, (method, eps, err)
+            assert err > 0  # an expansion, not the direct sum
+    # 1-D, lazy targets, three parts (more parts than workers)
+    lazy = sharded_gauss_transform(x[:, 0], da.from_array(y[:, 0], chunks=300), q[:, 0], 0.05, 1e-6,
+                                   "ifgt", n_partitions=3, client=client, plan="split")
+    exact = np.exp(-((y[:, :1] - x[None, :, 0]) ** 2) / 0.0025) @ q[:, 0]
+    assert np.abs(lazy.compute() - exact).max() <= 1e-6 * np.abs(q[:, 0]).sum()
+    # without a client (Dask's local scheduler) and with fewer sources than parts
+    tiny = sharded_gauss_transform(x[:1], y, q[:1], 0.2, 1e-6, "ifgt", n_partitions=4, plan="split")
+    np.testing.assert_allclose(tiny, np.exp(-((y - x[0]) ** 2).sum(-1) / 0.04)[:, None] * q[:1], atol=1e-6 * np.abs(q[0]).max())
+    with pytest.raises(ValueError, match="plan"):
+        sharded_gauss_transform(x, y, q, 0.2, plan="sometimes", client=client)
+    with pytest.raises(ValueError, match="split"):
+        sharded_gauss_transform(x, y, q, 0.2, method="direct-tree", plan="split", client=client)
+
+
+def test_split_plan_kernel_density(client, rng):
+    x = rng.normal(size=(5000, 2))
+    grid = rng.normal(size=(300, 2))
+    kde = ShardedKernelDensity(bandwidth=0.3, epsilon=1e-8, client=client, plan="split").fit(x)
+    exact = np.exp(-((grid[:, None] - x[None]) ** 2).sum(-1) / 0.18).mean(1) / (2 * np.pi * 0.09)
+    assert np.abs(kde.density(grid) - exact).max() <= 1e-8 / (2 * np.pi * 0.09)
+    local = ShardedKernelDensity(bandwidth=0.3, epsilon=1e-8, client=client, plan="local").fit(x)
+    assert np.abs(local.density(grid) - kde.density(grid)).max() <= 2e-8 / (2 * np.pi * 0.09)
+
+
 def test_sharded_kernel_density(client, rng):
     from scipy.stats import multivariate_normal
 

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from vastml import _core
 from vastml._validation import as_points, as_weights, choice, n_jobs_arg, open_unit_float, positive_float
 from vastml.distributed._partitions import _dask, check_n_partitions, is_dask_array
 from vastml.kernels import METHODS, GaussTransform
@@ -73,6 +74,125 @@ def _evaluate(plan, block):
     return plan(_aligned(block))
 
 
+#: Sources sampled on the client to choose the split plan's cluster centres.
+SPLIT_SAMPLE = 20_000
+#: ``plan="auto"`` splits the planning over the workers from this many sources on.
+SPLIT_MIN_SOURCES = 100_000
+PLANS = ("auto", "local", "split")
+
+
+class _SplitPlan:
+    """A split IFGT: centres, combined radii and summed coefficients, shipped once per
+    worker; the compiled plan is rebuilt (cheaply: no sources) on first use in a process."""
+
+    def __init__(self, centers, radii, coefficients, bandwidth, epsilon, method, n_weights, one_d, n_jobs):
+        self.centers = centers
+        self.radii = radii
+        self.coefficients = coefficients
+        self.bandwidth = bandwidth
+        self.epsilon = epsilon
+        self.method = method
+        self.n_weights = n_weights
+        self.one_d = one_d
+        self.n_jobs = n_jobs
+        self._core = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_core"] = None
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.centers = _aligned(self.centers)
+        self.radii = _aligned(self.radii)
+        self.coefficients = _aligned(self.coefficients)
+        self._lock = threading.Lock()
+
+    def compiled(self):
+        with self._lock:
+            if self._core is None:
+                self._core = _split_core(self.centers, self.radii, self.bandwidth, self.epsilon, self.method)
+        return self._core
+
+    def __call__(self, targets):
+        y = targets[:, None] if targets.ndim == 1 else targets
+        g = self.compiled().evaluate(y, self.coefficients, self.n_weights, self.n_jobs)
+        return g[:, 0] if self.one_d else g
+
+
+def _split_core(centers, radii, bandwidth, epsilon, method):
+    return _core.SplitIfgt(_aligned(centers), _aligned(radii), bandwidth, epsilon, method)
+
+
+def _part_radii(part, centers, n_jobs):
+    return _core.split_ifgt_radii(_aligned(part[0]), _aligned(centers), n_jobs)
+
+
+def _part_coefficients(part, centers, radii, bandwidth, epsilon, method, n_jobs):
+    plan = _split_core(centers, radii, bandwidth, epsilon, method)
+    return plan.coefficients(_aligned(part[0]), _aligned(part[1]), n_jobs)
+
+
+def _split_parts(x, q, n_parts):
+    bounds = np.linspace(0, x.shape[0], n_parts + 1).astype(int)
+    return [(x[a:b], q[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _plan_split(x, q, one_d, bandwidth, epsilon, method, n_targets, plan, client, n_parts, n_jobs):
+    """The split plan, or None when the planning should stay local (see ``plan=``)."""
+    n = x.shape[0]
+    if plan == "local" or (plan == "auto" and (n < SPLIT_MIN_SOURCES or n_parts < 2)):
+        return None
+    if method in ("direct", "direct-tree"):
+        if plan == "split":
+            raise ValueError(f"plan='split' needs an IFGT method ('auto', 'ifgt', 'ifgt-tree'), got {method!r}")
+        return None
+    dask, _ = _dask()
+    rng = np.random.default_rng(0)
+    sample = x if n <= SPLIT_SAMPLE else x[np.sort(rng.choice(n, SPLIT_SAMPLE, replace=False))]
+    centers = _core.split_ifgt_centers(
+        np.ascontiguousarray(sample), bandwidth, epsilon, n, n_targets, q.shape[1], method
+    )
+    if centers is None:
+        return None
+    flat_or_tree = method
+    if method == "auto":
+        probe = _core.SplitIfgt(centers, _core.split_ifgt_radii(np.ascontiguousarray(sample), centers, 1),
+                                bandwidth, epsilon, "auto", np.ascontiguousarray(sample[:256]))
+        flat_or_tree = probe.info()["method"]
+    parts = _split_parts(x, q, max(1, min(n_parts, n)))
+    if client is not None:
+        parts = client.scatter(parts)
+    part_radii = [dask.delayed(_part_radii, pure=True)(p, centers, n_jobs) for p in parts]
+    radii = np.max(np.stack(_compute(part_radii, client)), axis=0)
+    part_coeffs = [
+        dask.delayed(_part_coefficients, pure=True)(p, centers, radii, bandwidth, epsilon, flat_or_tree, n_jobs)
+        for p in parts
+    ]
+    coefficients = np.sum(np.stack(_compute(part_coeffs, client)), axis=0)
+    return _SplitPlan(centers, radii, coefficients, bandwidth, epsilon, flat_or_tree, q.shape[1], one_d, n_jobs)
+
+
+def _compute(tasks, client):
+    if client is not None:
+        return client.gather(client.compute(tasks))
+    dask, _ = _dask()
+    return list(dask.compute(*tasks))
+
+
+def _n_rows(a):
+    return a.shape[0] if is_dask_array(a) else np.asarray(a).shape[0]
+
+
+def _n_parts(client, n_partitions):
+    if n_partitions is not None:
+        return n_partitions
+    return len(client.scheduler_info()["workers"]) if client is not None else 1
+
+
 def _ship(plan, client):
     """The plan as a graph input: scattered to every worker (a future) or one delayed key."""
     dask, _ = _dask()
@@ -119,6 +239,7 @@ def sharded_gauss_transform(
     n_partitions=None,
     client=None,
     n_jobs=1,
+    plan="auto",
 ):
     r"""The Gauss transform of :func:`vastml.kernels.gauss_transform` with the targets sharded.
 
@@ -143,6 +264,16 @@ def sharded_gauss_transform(
         None uses the active client if there is one, else Dask's local scheduler.
     n_jobs : int, default=1
         Threads per task (workers are the parallelism).
+    plan : {"auto", "local", "split"}, default="auto"
+        How the IFGT is planned. ``"local"``: every worker plans on all the sources, exactly
+        as on one machine (results equal the local ones to rounding). ``"split"``: the
+        sources are split over the workers too; cluster centres are chosen once from a
+        sample, each worker measures the cluster radii and computes the expansion
+        coefficients of its own part, and the summed coefficients are shipped for the
+        evaluation -- the planning is then divided by the number of workers instead of
+        repeated on each, with the same epsilon guarantee (the truncation uses the true
+        radii over all the sources). ``"auto"``: split from 100,000 sources on when there
+        is more than one worker and the IFGT is the clear choice, else local.
 
     Returns
     -------
@@ -171,17 +302,17 @@ def sharded_gauss_transform(
     elif targets.ndim not in (1, 2) or (x.shape[1] != (1 if targets.ndim == 1 else targets.shape[1])):
         raise ValueError(f"`targets` must have {x.shape[1]} features, got shape {targets.shape}")
     q, one_d = as_weights(weights, x.shape[0])
-    plan = _Plan(
-        x,
-        q[:, 0] if one_d else q,
-        positive_float(bandwidth, "bandwidth"),
-        open_unit_float(epsilon, "epsilon"),
-        choice(method, "method", METHODS),
-        n_jobs_arg(n_jobs),
-    )
+    h = positive_float(bandwidth, "bandwidth")
+    eps = open_unit_float(epsilon, "epsilon")
+    method = choice(method, "method", METHODS)
+    how = choice(plan, "plan", PLANS)
+    n_jobs = n_jobs_arg(n_jobs)
     n_partitions = check_n_partitions(n_partitions)
     client = active_client(client)
-    return _map_targets(_ship(plan, client), targets, None if one_d else q.shape[1], client, n_partitions)
+    shipped = _plan_split(
+        x, q, one_d, h, eps, method, _n_rows(targets), how, client, _n_parts(client, n_partitions), n_jobs
+    ) or _Plan(x, q[:, 0] if one_d else q, h, eps, method, n_jobs)
+    return _map_targets(_ship(shipped, client), targets, None if one_d else q.shape[1], client, n_partitions)
 
 
 class ShardedKernelDensity(BaseEstimator):
@@ -199,8 +330,10 @@ class ShardedKernelDensity(BaseEstimator):
         The kernel's standard deviation :math:`\sigma` (one number).
     epsilon, method
         As in :func:`vastml.kernels.gauss_transform`.
-    n_partitions, client, n_jobs
-        As in :func:`sharded_gauss_transform`.
+    n_partitions, client, n_jobs, plan
+        As in :func:`sharded_gauss_transform`; with ``plan="split"`` (the default ``"auto"``
+        from 100,000 points on) ``fit`` also splits the points over the workers, plans the
+        IFGT there and ships only the summed expansion coefficients.
 
     Attributes
     ----------
@@ -215,8 +348,11 @@ class ShardedKernelDensity(BaseEstimator):
         log_density = kde.score_samples(dask_grid)      # lazy Dask array
     """
 
-    def __init__(self, bandwidth=1.0, epsilon=1e-6, method="auto", *, n_partitions=None, client=None, n_jobs=1):
+    def __init__(
+        self, bandwidth=1.0, epsilon=1e-6, method="auto", *, n_partitions=None, client=None, n_jobs=1, plan="auto"
+    ):
         self.bandwidth = bandwidth
+        self.plan = plan
         self.epsilon = epsilon
         self.method = method
         self.n_partitions = n_partitions
@@ -241,12 +377,16 @@ class ShardedKernelDensity(BaseEstimator):
             if not one_d or np.any(w < 0) or w.sum() <= 0:
                 raise ValueError("`sample_weight` must be 1-D, non-negative, with a positive sum")
             w = w[:, 0] / w[:, 0].sum()
-        plan = _Plan(
-            X, w, math.sqrt(2.0) * sigma, open_unit_float(self.epsilon, "epsilon"),
-            choice(self.method, "method", METHODS), n_jobs_arg(self.n_jobs),
-        )
-        check_n_partitions(self.n_partitions)
+        h, eps = math.sqrt(2.0) * sigma, open_unit_float(self.epsilon, "epsilon")
+        method, n_jobs = choice(self.method, "method", METHODS), n_jobs_arg(self.n_jobs)
+        how = choice(self.plan, "plan", PLANS)
+        n_partitions = check_n_partitions(self.n_partitions)
         self._client = active_client(self.client)
+        # the targets are not known yet: plan for as many as there are sources
+        plan = _plan_split(
+            X, w[:, None], True, h, eps, method, X.shape[0], how, self._client,
+            _n_parts(self._client, n_partitions), n_jobs,
+        ) or _Plan(X, w, h, eps, method, n_jobs)
         self._shipped = _ship(plan, self._client)
         self._log_norm = 0.5 * X.shape[1] * math.log(2.0 * math.pi * sigma * sigma)
         self.n_features_in_ = X.shape[1]

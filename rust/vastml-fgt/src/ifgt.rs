@@ -314,6 +314,50 @@ pub(crate) fn choose_clustering(
     }))
 }
 
+/// Index of the nearest centre (ties to the smaller index) of every source.
+fn nearest_centers(tree: &KdTree, sources: &[f64], dim: usize) -> Result<Vec<usize>> {
+    sources
+        .par_chunks(dim)
+        .map(|x| Ok(tree.nearest(x, 1)?[0].0))
+        .collect()
+}
+
+/// CSR (offsets, members) of a labelling into `k` groups, members in index order.
+fn csr_of_labels(labels: &[usize], k: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut offsets = vec![0usize; k + 1];
+    for &l in labels {
+        offsets[l + 1] += 1;
+    }
+    for j in 0..k {
+        offsets[j + 1] += offsets[j];
+    }
+    let mut next = offsets.clone();
+    let mut members = vec![0usize; labels.len()];
+    for (i, &l) in labels.iter().enumerate() {
+        members[next[l]] = i;
+        next[l] += 1;
+    }
+    (offsets, members)
+}
+
+/// Per centre (row-major `k x dim`), the largest distance to a source whose nearest centre
+/// it is (0 for a centre no source is nearest to). The radii over several sets of sources
+/// combine by an element-wise maximum; with them, [`IfgtPlan::from_centers`] builds a plan
+/// whose guarantee covers every source.
+///
+/// # Errors
+/// Non-finite or mis-shaped centres or sources.
+pub fn cluster_radii(sources: &[f64], dim: usize, centers: &[f64]) -> Result<Vec<f64>> {
+    let k = centers.len() / dim.max(1);
+    let tree = KdTree::build(centers, dim, 8)?;
+    let labels = nearest_centers(&tree, sources, dim)?;
+    let mut r2 = vec![0.0f64; k];
+    for (x, &c) in sources.chunks_exact(dim).zip(&labels) {
+        r2[c] = r2[c].max(squared_distance(x, &centers[c * dim..(c + 1) * dim]));
+    }
+    Ok(r2.into_iter().map(f64::sqrt).collect())
+}
+
 /// Largest source radius a in [0, max_radius] for which `p` terms meet epsilon
 /// (bisection; the truncation number does not decrease as the radius grows).
 fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon: f64) -> f64 {
@@ -373,6 +417,9 @@ pub(crate) struct IfgtPlan {
     members: Vec<usize>,
     /// Per-source number of terms kept (prefix length of the graded order), in `members` order.
     source_terms: Vec<u32>,
+    /// Per cluster, `source_limits[c][p - 1]` is the largest source distance from the centre
+    /// at which `p` terms meet epsilon.
+    source_limits: Vec<Vec<f64>>,
     /// Target-side truncation (Morariu et al. 2008): per cluster, `target_limits[c][p - 1]` is
     /// the largest target distance from the centre at which `p` terms meet epsilon for every
     /// source of the cluster; nearer targets use fewer terms.
@@ -399,7 +446,6 @@ impl IfgtPlan {
         cutoff: f64,
         use_tree: bool,
     ) -> Result<Self> {
-        let n = sources.len() / dim;
         let k = clustering.n_clusters();
         let (offsets, members) = clustering.members();
         // Choose per cluster the centre (seed or mean) with the smaller radius (without
@@ -421,6 +467,27 @@ impl IfgtPlan {
                 centers[c * dim..(c + 1) * dim].copy_from_slice(seed_pt);
             }
         }
+        let mut plan = IfgtPlan::from_centers(centers, radii, dim, h, epsilon, cutoff, use_tree)?;
+        plan.source_terms = plan.source_terms_of(sources, &offsets, &members);
+        plan.offsets = offsets;
+        plan.members = members;
+        Ok(plan)
+    }
+
+    /// A plan from given cluster centres and radii, without sources: every source later
+    /// given to [`coefficients_of`](Self::coefficients_of) must lie within its nearest
+    /// centre's radius (as it does when the radii come from [`cluster_radii`] over all of
+    /// them). The truncation, per-cluster limits and optional centre tree are built here.
+    pub fn from_centers(
+        centers: Vec<f64>,
+        radii: Vec<f64>,
+        dim: usize,
+        h: f64,
+        epsilon: f64,
+        cutoff: f64,
+        use_tree: bool,
+    ) -> Result<Self> {
+        let k = radii.len();
         let rx = radii.iter().copied().fold(0.0f64, f64::max);
         let truncation = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION)
             .ok_or_else(|| {
@@ -444,23 +511,15 @@ impl IfgtPlan {
         let monomials = Monomials::new(dim, truncation - 1);
         // Per-source truncation p_i: smallest p meeting the bound for this source's radius.
         // The bound grows with the radius, so per cluster we find, by bisection, the largest
-        // radius each p covers and then place every source with a few comparisons.
-        let mut source_terms = vec![0u32; n];
-        for c in 0..k {
-            let reach = cutoff + radii[c];
-            let limits: Vec<f64> = (1..truncation)
-                .map(|p| largest_radius_within(p, radii[c], reach, h, epsilon))
-                .collect();
-            let center = &centers[c * dim..(c + 1) * dim];
-            for (slot, &i) in source_terms[offsets[c]..offsets[c + 1]]
-                .iter_mut()
-                .zip(&members[offsets[c]..offsets[c + 1]])
-            {
-                let a = squared_distance(&sources[i * dim..(i + 1) * dim], center).sqrt();
-                let p = 1 + limits.iter().take_while(|&&limit| a > limit).count();
-                *slot = monomials.prefix_len(p - 1) as u32;
-            }
-        }
+        // radius each p covers; every source is then placed with a few comparisons.
+        let source_limits = radii
+            .iter()
+            .map(|&r| {
+                (1..truncation)
+                    .map(|p| largest_radius_within(p, r, cutoff + r, h, epsilon))
+                    .collect()
+            })
+            .collect();
         let target_limits = radii
             .iter()
             .map(|&r| {
@@ -481,15 +540,35 @@ impl IfgtPlan {
             centers,
             radii,
             reach_sq,
-            offsets,
-            members,
-            source_terms,
+            offsets: vec![0; k + 1],
+            members: Vec::new(),
+            source_terms: Vec::new(),
+            source_limits,
             target_limits,
             monomials,
             truncation,
             cutoff,
             center_tree,
         })
+    }
+
+    /// Number of terms kept for each source (in `members` order, clusters in CSR `offsets`).
+    fn source_terms_of(&self, sources: &[f64], offsets: &[usize], members: &[usize]) -> Vec<u32> {
+        let dim = self.dim;
+        let mut terms = vec![0u32; members.len()];
+        for c in 0..self.radii.len() {
+            let limits = &self.source_limits[c];
+            let center = &self.centers[c * dim..(c + 1) * dim];
+            for (slot, &i) in terms[offsets[c]..offsets[c + 1]]
+                .iter_mut()
+                .zip(&members[offsets[c]..offsets[c + 1]])
+            {
+                let a = squared_distance(&sources[i * dim..(i + 1) * dim], center).sqrt();
+                let p = 1 + limits.iter().take_while(|&&limit| a > limit).count();
+                *slot = self.monomials.prefix_len(p - 1) as u32;
+            }
+        }
+        terms
     }
 
     pub fn n_clusters(&self) -> usize {
@@ -523,6 +602,55 @@ impl IfgtPlan {
     /// Coefficients C^k_alpha for every weight column, laid out [cluster][weight][term]
     /// (eq. 2.25), computed in parallel over clusters (deterministic).
     pub fn coefficients(&self, sources: &[f64], weights: &[f64], n_weights: usize) -> Vec<f64> {
+        self.coefficients_csr(
+            sources,
+            (&self.offsets, &self.members, &self.source_terms),
+            weights,
+            n_weights,
+        )
+    }
+
+    /// The coefficients of any set of sources, each assigned to its nearest centre (the
+    /// assignment of [`cluster_radii`]); the coefficients of a union of source sets are the
+    /// sum of theirs, which is how sources split over several machines are combined.
+    pub fn coefficients_of(
+        &self,
+        sources: &[f64],
+        weights: &[f64],
+        n_weights: usize,
+    ) -> Result<Vec<f64>> {
+        let tree = KdTree::build(&self.centers, self.dim, 8)?;
+        let labels = nearest_centers(&tree, sources, self.dim)?;
+        let (offsets, members) = csr_of_labels(&labels, self.n_clusters());
+        let dim = self.dim;
+        for (i, &c) in labels.iter().enumerate() {
+            let a2 = squared_distance(
+                &sources[i * dim..(i + 1) * dim],
+                &self.centers[c * dim..(c + 1) * dim],
+            );
+            if a2.sqrt() > self.radii[c] * (1.0 + 1e-12) {
+                return Err(invalid(
+                    "radii",
+                    format!(
+                        "source {i} lies {} from its nearest centre {c}, beyond that cluster's radius {}: \
+                         the radii must cover every part of the sources",
+                        a2.sqrt(),
+                        self.radii[c]
+                    ),
+                ));
+            }
+        }
+        let terms = self.source_terms_of(sources, &offsets, &members);
+        Ok(self.coefficients_csr(sources, (&offsets, &members, &terms), weights, n_weights))
+    }
+
+    fn coefficients_csr(
+        &self,
+        sources: &[f64],
+        (offsets, members, source_terms): (&[usize], &[usize], &[u32]),
+        weights: &[f64],
+        n_weights: usize,
+    ) -> Vec<f64> {
         let dim = self.dim;
         let terms = self.monomials.len();
         let inv_h = 1.0 / self.h;
@@ -535,8 +663,8 @@ impl IfgtPlan {
                 let center = &self.centers[c * dim..(c + 1) * dim];
                 let mut u = vec![0.0; dim];
                 let mut mono = vec![0.0; terms];
-                for slot in self.offsets[c]..self.offsets[c + 1] {
-                    let i = self.members[slot];
+                for slot in offsets[c]..offsets[c + 1] {
+                    let i = members[slot];
                     let x = &sources[i * dim..(i + 1) * dim];
                     let mut d2 = 0.0;
                     for kk in 0..dim {
@@ -544,7 +672,7 @@ impl IfgtPlan {
                         d2 += t * t;
                         u[kk] = t * inv_h;
                     }
-                    let len = self.source_terms[slot] as usize;
+                    let len = source_terms[slot] as usize;
                     self.monomials.evaluate(&u, &mut mono[..len]);
                     let g = exp_nonpositive(d2 * neg_inv_h2);
                     for w in 0..n_weights {

@@ -49,6 +49,7 @@ mod intervals;
 mod kernel;
 pub mod monomials;
 mod plan;
+mod split;
 
 use std::fmt;
 use std::str::FromStr;
@@ -68,6 +69,7 @@ pub use ifgt::{
     IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
 };
 pub use kernel::simd_level;
+pub use split::{SplitIfgt, cluster_radii, split_centers};
 
 use direct::{DirectPlan, TreePlan};
 use error::invalid;

@@ -146,3 +146,180 @@ impl PyGaussTransform {
         Ok(d)
     }
 }
+
+/// split_ifgt_centers(sample, bandwidth, epsilon, n_sources, n_targets, n_weights=1, method="auto")
+/// --
+///
+/// Cluster centres (k x d) for an IFGT whose sources are split in parts, chosen from `sample`
+/// (rows of the sources); None when `method="auto"` finds the IFGT not the clear choice.
+#[pyfunction]
+#[pyo3(signature = (sample, bandwidth, epsilon, n_sources, n_targets, n_weights=1, method="auto"))]
+#[allow(clippy::too_many_arguments)]
+pub fn split_ifgt_centers<'py>(
+    py: Python<'py>,
+    sample: PyReadonlyArray2<'py, f64>,
+    bandwidth: f64,
+    epsilon: f64,
+    n_sources: usize,
+    n_targets: usize,
+    n_weights: usize,
+    method: &str,
+) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+    let method = parse_method(method)?;
+    let (s, dim) = rows(&sample, "sample")?;
+    let centers = enter(py, Some(1), |cancel| {
+        vastml_fgt::split_centers(
+            s, dim, bandwidth, epsilon, n_sources, n_targets, n_weights, method, cancel,
+        )
+    })?;
+    centers
+        .map(|c| {
+            let k = c.len() / dim;
+            numpy::ndarray::Array2::from_shape_vec((k, dim), c)
+                .map_err(|e| PyValueError::new_err(e.to_string()))
+                .map(|a| a.into_pyarray(py))
+        })
+        .transpose()
+}
+
+/// split_ifgt_radii(sources, centers, n_jobs=None)
+/// --
+///
+/// Per centre, the largest distance to a source whose nearest centre it is (0 if none);
+/// radii over several parts combine by an element-wise maximum.
+#[pyfunction]
+#[pyo3(signature = (sources, centers, n_jobs=None))]
+pub fn split_ifgt_radii<'py>(
+    py: Python<'py>,
+    sources: PyReadonlyArray2<'py, f64>,
+    centers: PyReadonlyArray2<'py, f64>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+    let (src, dim) = rows(&sources, "sources")?;
+    let (c, cdim) = rows(&centers, "centers")?;
+    check_dims(cdim, dim, "sources")?;
+    if src.is_empty() {
+        return Ok(vec![0.0; c.len() / cdim.max(1)].into_pyarray(py));
+    }
+    let r = enter(py, n_jobs, |_| vastml_fgt::cluster_radii(src, dim, c))?;
+    Ok(r.into_pyarray(py))
+}
+
+/// SplitIfgt(centers, radii, bandwidth, epsilon=1e-6, method="ifgt", target_sample=None)
+/// --
+///
+/// An IFGT plan made of cluster centres and (combined) radii only: coefficients of each
+/// part of the sources add up; evaluation takes the summed coefficients.
+#[pyclass(name = "SplitIfgt", module = "vastml._core", frozen)]
+pub struct PySplitIfgt {
+    inner: vastml_fgt::SplitIfgt,
+}
+
+#[pymethods]
+impl PySplitIfgt {
+    #[new]
+    #[pyo3(signature = (centers, radii, bandwidth, epsilon=1e-6, method="ifgt", target_sample=None))]
+    fn new(
+        centers: PyReadonlyArray2<'_, f64>,
+        radii: numpy::PyReadonlyArray1<'_, f64>,
+        bandwidth: f64,
+        epsilon: f64,
+        method: &str,
+        target_sample: Option<PyReadonlyArray2<'_, f64>>,
+    ) -> PyResult<Self> {
+        let method = parse_method(method)?;
+        let (c, dim) = rows(&centers, "centers")?;
+        let r = crate::arrays::vector(&radii, "radii")?;
+        let sample: &[f64] = match &target_sample {
+            Some(t) => {
+                let (s, sdim) = rows(t, "target_sample")?;
+                check_dims(dim, sdim, "target_sample")?;
+                s
+            }
+            None => &[],
+        };
+        let inner = vastml_fgt::SplitIfgt::new(
+            c.to_vec(),
+            r.to_vec(),
+            dim,
+            bandwidth,
+            epsilon,
+            method,
+            sample,
+        )
+        .map_err(ToPyErr::to_pyerr)?;
+        Ok(PySplitIfgt { inner })
+    }
+
+    /// coefficients(sources, weights, n_jobs=None)
+    /// --
+    ///
+    /// This part's coefficients (flat); sum them over the parts.
+    #[pyo3(signature = (sources, weights, n_jobs=None))]
+    fn coefficients<'py>(
+        &self,
+        py: Python<'py>,
+        sources: PyReadonlyArray2<'py, f64>,
+        weights: PyReadonlyArray2<'py, f64>,
+        n_jobs: Option<isize>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let (src, dim) = rows(&sources, "sources")?;
+        let (w, n_weights) = rows(&weights, "weights")?;
+        if !src.is_empty() {
+            check_dims(self.inner_dim(), dim, "sources")?;
+        }
+        let c = enter(py, n_jobs, |_| self.inner.coefficients(src, w, n_weights))?;
+        Ok(c.into_pyarray(py))
+    }
+
+    /// evaluate(targets, coefficients, n_weights, n_jobs=None)
+    /// --
+    ///
+    /// G at `targets` (m x d) from the summed coefficients; m x n_weights.
+    #[pyo3(signature = (targets, coefficients, n_weights, n_jobs=None))]
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        targets: PyReadonlyArray2<'py, f64>,
+        coefficients: numpy::PyReadonlyArray1<'py, f64>,
+        n_weights: usize,
+        n_jobs: Option<isize>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (tgt, tdim) = rows(&targets, "targets")?;
+        let coeffs = crate::arrays::vector(&coefficients, "coefficients")?;
+        if !tgt.is_empty() {
+            check_dims(self.inner_dim(), tdim, "targets")?;
+        }
+        let m = tgt.len().checked_div(tdim).unwrap_or(0);
+        let out = enter(py, n_jobs, |cancel| {
+            self.inner.evaluate(tgt, coeffs, n_weights, cancel)
+        })?;
+        numpy::ndarray::Array2::from_shape_vec((m, n_weights), out)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+            .map(|a| a.into_pyarray(py))
+    }
+
+    /// The plan: clusters, truncation, terms, largest radius, whether a centre tree is used.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(
+            "method",
+            if self.inner.has_tree() {
+                "ifgt-tree"
+            } else {
+                "ifgt"
+            },
+        )?;
+        d.set_item("n_clusters", self.inner.n_clusters())?;
+        d.set_item("truncation", self.inner.truncation())?;
+        d.set_item("n_terms", self.inner.n_terms())?;
+        d.set_item("max_cluster_radius", self.inner.max_radius())?;
+        Ok(d)
+    }
+}
+
+impl PySplitIfgt {
+    fn inner_dim(&self) -> usize {
+        self.inner.dim()
+    }
+}

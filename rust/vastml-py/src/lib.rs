@@ -30,7 +30,9 @@ mod _core {
     #[pymodule_export]
     use super::errors::VastmlError;
     #[pymodule_export]
-    use super::fgt::{PyGaussTransform, gauss_transform};
+    use super::fgt::{
+        PyGaussTransform, PySplitIfgt, gauss_transform, split_ifgt_centers, split_ifgt_radii,
+    };
     #[pymodule_export]
     use super::order::{
         branch_and_bound_order, convolution_error, convomap_fit, gradient_order,
