@@ -154,9 +154,8 @@ class LLLEigenmaps(_LLLBase):
         W = self._affinity(X, affinity_matrix)
         deg = np.asarray(W.sum(axis=1)).ravel()
         Z = self._landmarks_and_weights(X, rng)
-        ZW = Z @ W
-        A = Z @ sp.diags(deg) @ Z.T - ZW @ Z.T
         B = Z @ sp.diags(deg) @ Z.T
+        A = B - (Z @ W) @ Z.T
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
             raise ValueError(f"`n_components` needs at least {k} landmarks, got {Z.shape[0]}")
