@@ -2,8 +2,9 @@
 
 Rows
 ----
-- ``exact LE``: Laplacian eigenmaps on a Gaussian kNN graph of digits-like 64-D points
-  (mixture of 10 noisy curved manifolds), ARPACK on the normalised affinity.
+- ``exact LE``: Laplacian eigenmaps on a Gaussian kNN graph (K_W = 100, sigma = 3 x median
+  K_W-th neighbour distance) of digits-like 64-D points (10 classes of smooth curved 3-D
+  sheets), ARPACK on the normalised affinity.
 - ``LLL L=...``: LLLEigenmaps on the same graph (graph build excluded from both), its Procrustes
   error to exact LE, and ``Nystroem`` (scikit-learn's Nystroem features of the Gaussian kernel
   with the same landmarks, eigenmaps of the approximate affinity) at equal landmarks.
@@ -27,29 +28,33 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from _harness import Bench, Timing  # noqa: E402
 
 from vastml.embed import LLLEigenmaps, ParametricEmbedding, laplacian_eigenmaps  # noqa: E402
-from vastml.embed import procrustes_error  # noqa: E402
-from vastml.embed._lll import knn_gaussian  # noqa: E402
+from vastml.embed import gaussian_knn_affinity, procrustes_error  # noqa: E402
 
 
 def log(msg):
     print(f"[lll] {msg}", file=sys.stderr, flush=True)
 
 
-def digits_like(n, dim=64, seed=0):
-    """10 classes, each a noisy 2-D curved sheet embedded in 64-D (pixel-like, in [0, 16])."""
+def digits_like(n, dim=64, latent=3, seed=0, noise=0.3, spread=0.2):
+    """10 classes of pixel-like 64-D points (values around 4..12), each a smooth curved
+    ``latent``-D sheet (random Fourier features of uniform latent coordinates); the classes
+    are variations of one shape with nearby offsets, so the kNN graph is connected (as for
+    MNIST digits) and its eigenvectors are smooth on the data."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 10, n)
-    t = rng.uniform(0, 1, (n, 2))
+    t = rng.uniform(0, 1, (n, latent))
     X = np.empty((n, dim))
     common = rng.uniform(4, 12, dim)
-    A0, B0 = rng.normal(0, 3, (2, dim)), rng.normal(0, 2, (2, dim))
+    F0 = rng.normal(0, 1.0, (latent, 8))
+    M0 = rng.normal(0, 1.5, (8, dim))
+    ph = rng.uniform(0, 2 * np.pi, 8)
     for c in range(10):
         m = y == c
-        base = common + rng.normal(0, 0.5, dim)  # overlapping classes: one connected graph
-        A = A0 + rng.normal(0, 0.5, (2, dim))
-        Bq = B0 + rng.normal(0, 0.5, (2, dim))
-        X[m] = base + t[m] @ A + np.sin(3 * t[m]) @ Bq
-    X += rng.normal(0, 0.5, X.shape)
+        base = common + rng.normal(0, spread, dim)
+        F = F0 + rng.normal(0, 0.3, F0.shape)
+        M = M0 + rng.normal(0, 0.5, M0.shape)
+        X[m] = base + np.sin(2 * t[m] @ F + ph) @ M
+    X += rng.normal(0, noise, X.shape)
     return X, y
 
 
@@ -80,53 +85,105 @@ def main():
     def extra(ap):
         ap.add_argument("--n", type=int, default=None, help="eigenmaps points (60,000; quick 10,000)")
         ap.add_argument("--pe-n", type=int, default=None, help="PE objects (quick 20,000)")
+        ap.add_argument("--kw", type=int, default=100, help="K_W, neighbours of the affinity graph")
+        ap.add_argument("--sigma-mult", type=float, default=3.0,
+                        help="sigma = this x the median distance to the K_W-th neighbour")
+        ap.add_argument("--d", type=int, default=10, help="embedding dimension")
+        ap.add_argument("--landmarks", type=str, default=None, help="comma-separated L values")
+        ap.add_argument("--skip-le", action="store_true", help="PE rows only")
+        ap.add_argument("--skip-pe", action="store_true", help="eigenmaps rows only")
+        ap.add_argument("--pe-ftol", type=float, default=1e-9,
+                        help="relative change of J that stops PE (estimator default 1e-12)")
+        ap.add_argument("--pe-max-iter", type=int, default=300)
 
     bench = Bench("lll", add_args=extra)
     quick = bench.args.quick
-    n = bench.args.n or (10_000 if quick else 60_000)
-    d = 10
+    if not bench.args.skip_le:
+        # one BLAS thread for every row: on this shared 2-core machine a threaded BLAS fighting
+        # other jobs made a 1000 x 1000 eigh 10x slower (exact and LLL rows alike)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            eigenmaps_rows(bench, quick)
+    if not bench.args.skip_pe:
+        pe_rows(bench, quick)
+    return bench.report()
+
+
+def eigenmaps_rows(bench, quick):
+    a = bench.args
+    n = a.n or (10_000 if quick else 60_000)
+    d, kw = a.d, a.kw
     X, _ = digits_like(n)
-    log(f"graph on {n} points")
-    W = knn_gaussian(X, 10, None)
-    log("exact LE (dense up to 2,000 points, else ARPACK)")
-    exact = bench.time(lambda: laplacian_eigenmaps(W, d, solver="auto", tol=1e-10, random_state=0),
-                       warmup=0)
-    E = exact.value[1]
-    bench.compare("exact LE", exact, {}, {"N": n, "d": d})
+    log(f"graph on {n} points (K_W = {kw})")
     from sklearn.neighbors import NearestNeighbors
 
-    dist, _ = NearestNeighbors(n_neighbors=11).fit(X).kneighbors(X)
-    sigma = float(np.median(dist[:, -1]))
-    for L in ((200, 500, 1000) if quick else (200, 500, 1000, 2000)):
+    dist, _ = NearestNeighbors(n_neighbors=kw + 1).fit(X).kneighbors(X)
+    sigma = float(np.median(dist[:, -1])) * a.sigma_mult
+    W = gaussian_knn_affinity(X, kw, sigma)
+    log("exact LE (sparse: ARPACK on the normalised affinity)")
+    exact = bench.time(lambda: laplacian_eigenmaps(W, d, solver="arpack", tol=1e-8,
+                                                   random_state=0), warmup=0)
+    E = exact.value[1]
+    bench.compare("exact LE", exact, {}, {"N": n, "d": d, "K_W": kw, "nnz": W.nnz})
+    Ls = ([int(v) for v in a.landmarks.split(",")] if a.landmarks
+          else ((200, 500, 1000) if quick else (500, 1000, 2000)))
+    for L in Ls:
         m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=20, affinity="precomputed",
                          random_state=0)
+        log(f"LLL L={L}")
         t = bench.time(lambda m=m: m.fit(X, affinity_matrix=W), warmup=0)
         err = procrustes_error(m.embedding_, E)
-        idx = m.landmark_indices_
-        t0 = time.perf_counter()
-        En = nystroem_eigenmaps(X, idx, 1 / (2 * sigma**2), d)
-        tn = Timing([time.perf_counter() - t0], note="same landmarks")
-        err_n = procrustes_error(En, E)
-        row = bench.compare(f"LLL L={L}", t, {"exact LE": exact, "Nystroem": tn},
-                            {"N": n, "L": L, "K_Z": 20, "d": d})
+        peers = {"exact LE": exact}
+        err_n = None
+        if L <= 1000:  # the N x L Nystroem features and their SVD grow as N L^2
+            idx = m.landmark_indices_
+            t0 = time.perf_counter()
+            En = nystroem_eigenmaps(X, idx, 1 / (2 * sigma**2), d)
+            peers["Nystroem"] = Timing([time.perf_counter() - t0], note="same landmarks")
+            err_n = procrustes_error(En, E)
+        row = bench.compare(f"LLL L={L}", t, peers, {"N": n, "L": L, "K_Z": 20, "d": d})
         row.extra.update({"err": err, "Nystroem err": err_n})
-        bench.check(f"LLL L={L} error < Nystroem error", err < err_n,
-                    f"{err:.3f} vs {err_n:.3f}", row=row)
+        if err_n is not None:
+            bench.check(f"LLL L={L} error < Nystroem error", err < err_n,
+                        f"{err:.3f} vs {err_n:.3f}", row=row)
         if err <= 0.10:
             bench.check(f"LLL L={L} (err {err:.3f} <= 10%) >= 10x faster than exact LE",
                         row.ratio("exact LE") >= 10, f"ratio {row.ratio('exact LE'):.1f}",
                         row=row)
-    pe_sizes = (bench.args.pe_n,) if bench.args.pe_n else ((20_000,) if quick else (100_000, 1_000_000))
+
+
+def pe_rows(bench, quick):
+    """Full fits, and one reduced-objective evaluation (R-step + J + dJ/dPhi, warm) by the Rust
+    kernel vs the NumPy oracle in the same run."""
+    from vastml.embed._parametric import _Kernels
+
+    a = bench.args
+    pe_sizes = (a.pe_n,) if a.pe_n else ((20_000,) if quick else (100_000, 1_000_000))
     for N in pe_sizes:
         P = pe_data(N)
-        pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=300)
+        K = P.shape[1]
+        rng = np.random.default_rng(1)
+        Phi = rng.normal(size=(K, 2))
+        lp = np.log(np.full(K, 1.0 / K))
+        kern = {b: _Kernels(b, P, lp, 0.1, 0.01 * N, 1e-12, 50, True, None)
+                for b in ("rust", "numpy")}
+        R = kern["rust"].reduced(Phi, P @ Phi)[2]
+        Phi2 = Phi + 0.01 * rng.normal(size=Phi.shape)
+        ev = {b: bench.time(lambda b=b: kern[b].reduced(Phi2, R), warmup=0,
+                            repeats=1 if b == "numpy" else 3)
+              for b in ("rust", "numpy")}
+        peers = {"NumPy": ev["numpy"]} if "numpy" in ev else {}
+        bench.compare(f"PE one evaluation N={N}", ev["rust"], peers, {"N": N, "K": K, "D": 2})
+        pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter,
+                                 ftol=a.pe_ftol)
         log(f"PE N={N}")
         t = bench.time(lambda pe=pe, P=P: pe.fit(P), warmup=0, repeats=1)
-        row = bench.compare(f"PE N={N}", t, {}, {"N": N, "K": 20, "D": 2})
-        row.extra.update({"iterations": pe.n_iter_, "KL/N": pe.kl_ / N})
+        row = bench.compare(f"PE N={N}", t, {}, {"N": N, "K": K, "D": 2, "ftol": a.pe_ftol})
+        row.extra.update({"iterations": pe.n_iter_, "KL/N": pe.kl_ / N,
+                          "converged": pe.converged_})
         if N == 1_000_000:
             bench.check("PE N=1e6 K=20 < 60 s", t.median < 60, f"{t.median:.1f} s", row=row)
-    return bench.report()
 
 
 if __name__ == "__main__":

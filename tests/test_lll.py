@@ -331,3 +331,42 @@ def test_kernel_pca_all_landmarks_is_exact():
         for L in (30, 150)
     ]
     assert e[1] < e[0] and e[1] < 0.15
+
+
+def test_kernel_lda_oracle_with_linear_kernel_is_lda():
+    """The exact kernel-LDA oracle itself: with a linear kernel it is Fisher LDA."""
+    from vastml.embed.lll import kernel_discriminant_analysis
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 200)
+    X = rng.normal(size=(200, 5)) + y[:, None] * np.array([0, 2, 0, 1, 0])
+    lam, alpha, E = kernel_discriminant_analysis(X, y, 2, kernel="linear", ridge=1e-12)
+    ref = LinearDiscriminantAnalysis(n_components=2).fit(X, y).transform(X)
+    # same 2-D subspace of projections (columns of E span the LDA scores)
+    ang = scipy.linalg.subspace_angles(E - E.mean(0), ref - ref.mean(0))
+    assert ang.max() < 1e-6
+    assert np.all((lam > 0) & (lam < 1))
+
+
+def test_kernel_lda_all_landmarks_is_exact_and_few_landmarks_close():
+    from vastml.embed.lll import LLLKernelDiscriminantAnalysis, kernel_discriminant_analysis
+
+    rng = np.random.default_rng(4)
+    n = 240
+    y = rng.integers(0, 3, n)
+    t = rng.uniform(0, 2 * np.pi, n)
+    X = np.c_[np.cos(t), np.sin(t)] * (1.0 + y)[:, None] + 0.15 * rng.normal(size=(n, 2))
+    lam, alpha, E = kernel_discriminant_analysis(X, y, 2, gamma=0.5)
+    m = LLLKernelDiscriminantAnalysis(2, gamma=0.5, landmarks=np.arange(n), block=50).fit(X, y)
+    np.testing.assert_allclose(m.eigenvalues_, lam, rtol=1e-8)
+    assert _same_up_to_sign(m.embedding_, E, 1e-7)
+    assert _same_up_to_sign(m.dual_coef_, alpha, 1e-6)
+    # out-of-sample of the training points reproduces the embedding
+    np.testing.assert_allclose(m.transform(X), m.embedding_, atol=1e-9)
+    # fewer landmarks: the error to the exact solution falls as L grows and stays small
+    e = [np.mean([procrustes_error(
+        LLLKernelDiscriminantAnalysis(2, gamma=0.5, n_landmarks=L, random_state=s)
+        .fit(X, y).embedding_, E) for s in range(3)]) for L in (10, 80)]
+    assert e[1] < e[0] and e[1] < 0.1
+    with pytest.raises(ValueError, match="2 classes"):
+        LLLKernelDiscriminantAnalysis(1).fit(X, np.zeros(n))

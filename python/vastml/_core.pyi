@@ -303,3 +303,43 @@ def tsp_path_order(
     or_opt: bool,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.int64]: ...
+def pe_r_step(
+    p: npt.NDArray[np.float64],
+    phi: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    log_prior: npt.NDArray[np.float64],
+    eta_r: float,
+    tol_r: float = 1e-12,
+    max_newton_iter: int = 50,
+    damped: bool = True,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32]]: ...
+def pe_evaluate(
+    p: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    phi: npt.NDArray[np.float64],
+    log_prior: npt.NDArray[np.float64],
+    eta_r: float,
+    eta_phi: float,
+    grad_r: bool = False,
+    n_jobs: int | None = None,
+) -> tuple[float, float, float, npt.NDArray[np.float64], npt.NDArray[np.float64] | None]: ...
+def pe_reduced(
+    p: npt.NDArray[np.float64],
+    phi: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    log_prior: npt.NDArray[np.float64],
+    eta_r: float,
+    eta_phi: float,
+    tol_r: float = 1e-12,
+    max_newton_iter: int = 50,
+    damped: bool = True,
+    n_jobs: int | None = None,
+) -> tuple[
+    float,
+    float,
+    float,
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.uint32],
+]: ...

@@ -44,6 +44,7 @@ __all__ = [
 from vastml.embed._lll import (  # noqa: E402
     LLLDiscriminantAnalysis,
     LLLEigenmaps,
+    LLLKernelDiscriminantAnalysis,
     LLLKernelPCA,
     LLLPCA,
     LLLSpectralClustering,
@@ -70,6 +71,7 @@ from vastml.embed._parametric import (  # noqa: E402
 __all__ += [
     "LLLDiscriminantAnalysis",
     "LLLEigenmaps",
+    "LLLKernelDiscriminantAnalysis",
     "LLLKernelPCA",
     "LLLPCA",
     "LLLSpectralClustering",

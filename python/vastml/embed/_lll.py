@@ -154,9 +154,8 @@ class LLLEigenmaps(_LLLBase):
         W = self._affinity(X, affinity_matrix)
         deg = np.asarray(W.sum(axis=1)).ravel()
         Z = self._landmarks_and_weights(X, rng)
-        ZW = Z @ W
-        A = Z @ sp.diags(deg) @ Z.T - ZW @ Z.T
         B = Z @ sp.diags(deg) @ Z.T
+        A = B - (Z @ W) @ Z.T
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
             raise ValueError(f"`n_components` needs at least {k} landmarks, got {Z.shape[0]}")
@@ -471,3 +470,190 @@ class LLLKernelPCA(_LLLBase):
 
     def fit_transform(self, X, y=None):
         return self.fit(X).embedding_
+
+
+def _centred_zk(X, Z, kernel, kw, block):
+    """``Z K_bar`` (L x N) with the centred kernel ``K_bar = C K C`` streamed in row blocks.
+
+    Returns (Z K_bar, row means of K, mean of K, ||K_bar||_F^2); K is never held whole.
+    ``||C K C||^2 = ||K||^2 - 2 ||K 1||^2 / N + (1'K1)^2 / N^2`` (K symmetric).
+    """
+    n = X.shape[0]
+    ZK = np.zeros((Z.shape[0], n))
+    ZT = Z.T.tocsr()
+    k1 = np.empty(n)
+    fro = 0.0
+    for s in range(0, n, block):
+        Kb = pairwise_kernels(X[s : s + block], X, metric=kernel, **kw)
+        ZK += np.asarray(ZT[s : s + block].T @ Kb)
+        k1[s : s + block] = Kb.sum(axis=1)
+        fro += float(np.einsum("ij,ij->", Kb, Kb))
+    total = float(k1.sum())
+    z1 = np.asarray(Z.sum(axis=1)).ravel()
+    zk1 = ZK @ np.ones(n)
+    ZKc = ZK - np.outer(z1, k1) / n - zk1[:, None] / n + z1[:, None] * total / n**2
+    fro_c = fro - 2.0 * float(k1 @ k1) / n + total**2 / n**2
+    return ZKc, k1 / n, total / n**2, max(fro_c, 0.0)
+
+
+def _class_indicator(y):
+    classes, yi = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError("`y` needs at least 2 classes")
+    return classes, yi, np.bincount(yi)
+
+
+def kernel_discriminant_analysis(X, y, n_components=1, *, kernel="rbf", gamma=None,
+                                 ridge=1e-3):
+    r"""Exact kernel Fisher discriminant analysis (Baudat & Anouar 2000; Mika et al. 1999).
+
+    Dense N x N: with the centred kernel :math:`\bar K`, class-averaging matrix Q
+    (:math:`Q_{ij} = 1/N_k` when i, j are both in class k), solves
+    :math:`\bar K Q \bar K \alpha = \lambda (\bar K \bar K + \mu I) \alpha` for the leading
+    ``n_components`` (between-class over total scatter in feature space, thesis 4.16-4.18 with
+    K for :math:`\bar Y^T \bar Y`), :math:`\mu = \text{ridge}\,\|\bar K\|_F^2 / N`. The oracle of
+    :class:`LLLKernelDiscriminantAnalysis` (equal to it when every point is a landmark).
+
+    Returns (eigenvalues, dual coefficients alpha (N x d), embedding ``K_bar alpha`` (N x d)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 50)
+    >>> X = rng.normal(size=(100, 2)); X[:, 0] += 3 * y
+    >>> lam, alpha, E = kernel_discriminant_analysis(X, y, 1, gamma=0.1)
+    >>> bool(lam[0] > 0.5 and abs(np.corrcoef(E[:, 0], y)[0, 1]) > 0.8)
+    True
+    """
+    X = as_points(X, "X")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
+    _, yi, counts = _class_indicator(y)
+    d = _positive_int(n_components, "n_components")
+    n = X.shape[0]
+    kw = {} if gamma is None else {"gamma": gamma}
+    K = pairwise_kernels(X, metric=kernel, **kw)
+    C = np.eye(n) - 1.0 / n
+    Kc = C @ K @ C
+    S = np.zeros((counts.size, n))
+    np.add.at(S, yi, Kc)  # class sums of the rows of K_bar: C x N
+    H = (S / counts[:, None]).T @ S
+    T = Kc @ Kc
+    T += float(ridge) * float((Kc * Kc).sum()) / n * np.eye(n)
+    lam, alpha = reduced_eigenproblem(H, T, d, largest=True)
+    return lam, alpha, Kc @ alpha
+
+
+class LLLKernelDiscriminantAnalysis(_LLLBase):
+    r"""Kernel Fisher discriminant analysis on Locally Linear Landmarks (thesis 4.16-4.18).
+
+    The dual coefficients are reconstructed from the landmarks', :math:`\alpha = Z^T \tilde X`,
+    so the N x N problem :math:`\bar K Q \bar K \alpha = \lambda(\bar K\bar K + \mu I)\alpha`
+    (:func:`kernel_discriminant_analysis`) shrinks to L x L with
+    :math:`\tilde A = (Z\bar K) Q (Z\bar K)^T` and
+    :math:`\tilde B = (Z\bar K)(Z\bar K)^T + \mu Z Z^T`. ``Z K_bar`` (L x N) is built by
+    streaming K in row blocks with implicit centring: O(N^2 D + L^2 N) time, O(L N) memory, and
+    all labels are used. With every point a landmark it is exact kernel LDA.
+
+    ``transform`` is the kernel projection :math:`\sum_n \alpha_n \bar k(x_n, x)` (it needs the
+    training points, as any kernel method).
+
+    Parameters
+    ----------
+    n_components : int, default=1
+    kernel : str, default="rbf"
+        Any metric of :func:`sklearn.metrics.pairwise.pairwise_kernels`.
+    gamma : float, default=None
+    n_landmarks, landmarks, n_neighbors_z, reg, random_state
+        As for :class:`LLLKernelPCA` (K_Z defaults to ``n_features + 1``).
+    ridge : float, default=1e-3
+        mu relative to :math:`\|\bar K\|_F^2 / N`.
+    block : int, default=2048
+        Rows of K per block.
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n_samples, n_components)
+    dual_coef_ : ndarray (n_samples, n_components)
+    eigenvalues_ : ndarray (n_components,)
+        Between-class over (regularised) total scatter, in [0, 1).
+    landmark_embedding_, landmark_indices_, landmarks_, weights_, classes_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.embed.lll import LLLKernelDiscriminantAnalysis
+    >>> rng = np.random.default_rng(0)
+    >>> t = rng.uniform(0, 2 * np.pi, 600); y = (rng.uniform(size=600) < 0.5).astype(int)
+    >>> X = np.c_[np.cos(t), np.sin(t)] * (1 + 2 * y)[:, None] + 0.1 * rng.normal(size=(600, 2))
+    >>> kda = LLLKernelDiscriminantAnalysis(1, gamma=1.0, n_landmarks=60, random_state=0)
+    >>> E = kda.fit(X, y).embedding_
+    >>> bool(abs(np.corrcoef(E[:, 0], y)[0, 1]) > 0.9)
+    True
+    """
+
+    def __init__(
+        self, n_components=1, *, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
+        n_neighbors_z=None, reg=1e-3, ridge=1e-3, block=2048, random_state=None,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.n_neighbors_z = n_neighbors_z
+        self.reg = reg
+        self.ridge = ridge
+        self.block = block
+        self.random_state = random_state
+
+    def _default_kz(self, n_features, L):
+        return min(L, n_features + 1)
+
+    def _kw(self):
+        return {} if self.gamma is None else {"gamma": self.gamma}
+
+    def fit(self, X, y):
+        X = as_points(X, "X")
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
+        self.classes_, yi, counts = _class_indicator(y)
+        d = _positive_int(self.n_components, "n_components")
+        rng = check_random_state(self.random_state)
+        Z = self._landmarks_and_weights(X, rng)
+        n = X.shape[0]
+        ZKc, kmean, kall, fro = _centred_zk(X, Z, self.kernel, self._kw(),
+                                            _positive_int(self.block, "block"))
+        S = np.zeros((ZKc.shape[0], counts.size))  # class sums of the columns of Z K_bar
+        for k in range(counts.size):
+            S[:, k] = ZKc[:, yi == k].sum(axis=1)
+        A = (S / counts) @ S.T
+        mu = float(self.ridge) * fro / n
+        B = ZKc @ ZKc.T + mu * np.asarray((Z @ Z.T).todense())
+        lam, Xt = reduced_eigenproblem(A, B, d, largest=True)
+        self.weights_ = Z
+        self.eigenvalues_ = lam
+        self.landmark_embedding_ = Xt
+        self.dual_coef_ = np.asarray(Z.T @ Xt)
+        self.embedding_ = ZKc.T @ Xt
+        self.X_fit_ = X
+        self._kmean, self._kall = kmean, kall
+        return self
+
+    def transform(self, X):
+        """Kernel projection of new points, ``sum_n alpha_n k_bar(x_n, x)``."""
+        check_is_fitted(self, "dual_coef_")
+        X = as_points(X, "X", dim=self.n_features_in_)
+        out = np.empty((X.shape[0], self.dual_coef_.shape[1]))
+        b = _positive_int(self.block, "block")
+        for s in range(0, X.shape[0], b):
+            Kx = pairwise_kernels(X[s : s + b], self.X_fit_, metric=self.kernel, **self._kw())
+            Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._kmean[None, :] + self._kall
+            out[s : s + b] = Kx @ self.dual_coef_
+        return out
+
+    def fit_transform(self, X, y):
+        return self.fit(X, y).embedding_

@@ -8,7 +8,12 @@ spherical Gaussian mixture, ``q_nk = pi_k exp(-|r_n - phi_k|^2 / 2) / sum_l (...
 is minimised by alternating a damped Newton step per object (its Hessian Cov_q(phi) + 2 eta_r I
 is positive definite, so R given Phi is a strictly convex, separable problem) with L-BFGS on the
 reduced objective ``J(Phi) = min_R J(R, Phi)`` (spec 001 section 2.3: every evaluation re-solves
-R, warm-started). Everything is O(N K D) per pass, vectorised over objects in chunks.
+R, warm-started), or, with ``phi_step="paper"``, the paper's literal loop (R-step, then one
+L-BFGS step on Phi with R frozen). Everything is O(N K D) per pass.
+
+Two interchangeable backends compute the O(N K) parts: ``"rust"`` (``vastml._core.pe_*``,
+parallel over objects, GIL released, one fused pass per L-BFGS evaluation) and ``"numpy"``
+(the vectorised functions of this module, kept as the test oracle).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from vastml import _core
 from vastml._validation import choice, positive_float
 
 _CHUNK = 65536
@@ -172,6 +178,66 @@ def pe_r_step(P, Phi, R0, log_prior, eta_r, *, tol_r=1e-12, max_newton_iter=50, 
     return R, iters
 
 
+class _Kernels:
+    """The O(N K) work of one fit: R-step, fused reduced evaluation, plain evaluation."""
+
+    def __init__(self, backend, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped,
+                 n_jobs):
+        self.rust = backend == "rust"
+        self.P, self.lp = P, np.ascontiguousarray(log_prior, dtype=np.float64)
+        self.eta_r, self.eta_phi = eta_r, eta_phi
+        self.kw = dict(tol_r=tol_r, max_newton_iter=max_newton_iter, damped=damped)
+        self.n_jobs = n_jobs
+
+    def r_step(self, Phi, R, **override):
+        kw = {**self.kw, **override}
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        if self.rust:
+            R, it = _core.pe_r_step(self.P, Phi, np.ascontiguousarray(R, dtype=np.float64),
+                                    self.lp, self.eta_r, n_jobs=self.n_jobs, **kw)
+            return R, it.astype(np.int64)
+        return pe_r_step(self.P, Phi, R, self.lp, self.eta_r, **kw)
+
+    def evaluate(self, R, Phi):
+        """(J, E, entropy, dJ/dPhi) at (R, Phi)."""
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        if self.rust:
+            J, E, H, G, _ = _core.pe_evaluate(self.P, R, Phi, self.lp, self.eta_r,
+                                              self.eta_phi, n_jobs=self.n_jobs)
+            return J, E, H, G
+        J, E, KL = pe_objective(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
+        _, G = pe_gradients(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
+        return J, E, E - KL, G
+
+    def reduced(self, Phi, R):
+        """(J~, dJ~/dPhi, R*, Newton steps) of the reduced objective, warm-started at R."""
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        if self.rust:
+            J, _, _, G, R, it = _core.pe_reduced(self.P, Phi, R, self.lp, self.eta_r,
+                                                 self.eta_phi, n_jobs=self.n_jobs, **self.kw)
+            return J, G, R, it
+        R, it = pe_r_step(self.P, Phi, R, self.lp, self.eta_r, **self.kw)
+        J, G = _value_and_phi_gradient(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
+        return J, G, R, it
+
+
+def _lbfgs_direction(g, pairs):
+    """-H g by the two-loop recursion over (s, y) pairs, H0 = (s'y / y'y) I."""
+    q = g.copy()
+    alphas = []
+    for s, y, rho in reversed(pairs):
+        a = rho * (s @ q)
+        alphas.append(a)
+        q -= a * y
+    if pairs:
+        s, y, _ = pairs[-1]
+        q *= (s @ y) / (y @ y)
+    for (s, y, rho), a in zip(pairs, reversed(alphas)):
+        b = rho * (y @ q)
+        q += (a - b) * s
+    return -q
+
+
 def classical_mds(D2, n_components, *, random_state=None):
     """Torgerson MDS of a squared-distance matrix; pads with small noise when rank-deficient."""
     D2 = np.asarray(D2, dtype=np.float64)
@@ -273,6 +339,22 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         Armijo backtracking on each object's Newton step (monotone; pure Newton if False).
     normalize : bool, default=False
         Renormalise rows of P that do not sum to 1 (with a warning) instead of raising.
+    phi_step : {"reduced", "paper"}, default="reduced"
+        ``"reduced"``: L-BFGS (SciPy) on ``J~(Phi) = min_R J(R, Phi)``, each line-search trial
+        re-solving R (spec 001 section 2.3; same fixed points as the paper, far fewer
+        iterations). ``"paper"``: the paper's section 3 loop verbatim: R-step to tolerance, then
+        one L-BFGS direction on Phi (eq. 8) with the step length by backtracking on J with R
+        frozen.
+    lbfgs_memory : int, default=10
+        s, the L-BFGS memory.
+    backend : {"rust", "numpy"}, default="rust"
+        Where the O(N K) work runs: compiled, parallel over objects (``n_jobs``), or the
+        vectorised NumPy oracle (same results to ~1e-10).
+    n_jobs : int or None, default=None
+        Threads of the Rust backend (None: all cores or ``RAYON_NUM_THREADS``).
+    verbose : int, default=0
+    callback : callable or None
+        Called with a dict (J, time) after every centre iteration; returning False stops.
     random_state : int, RandomState instance or None
 
     Attributes
@@ -319,6 +401,12 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         max_newton_iter=50,
         damped_newton=True,
         normalize=False,
+        phi_step="reduced",
+        lbfgs_memory=10,
+        backend="rust",
+        n_jobs=None,
+        verbose=0,
+        callback=None,
         random_state=None,
     ):
         self.n_components = n_components
@@ -335,6 +423,12 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.max_newton_iter = max_newton_iter
         self.damped_newton = damped_newton
         self.normalize = normalize
+        self.phi_step = phi_step
+        self.lbfgs_memory = lbfgs_memory
+        self.backend = backend
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.callback = callback
         self.random_state = random_state
 
     # -- parameters
@@ -372,8 +466,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.class_prior_ = prior
         self.embedding_ = best["R"]
         self.class_embedding_ = best["Phi"]
-        J, E, KL = pe_objective(P, best["R"], best["Phi"], log_prior, eta_r, eta_phi)
-        self.objective_, self.cross_entropy_, self.kl_ = J, E, KL
+        J, E, H, _ = self._kernels(P, log_prior, eta_r, eta_phi).evaluate(best["R"], best["Phi"])
+        self.objective_, self.cross_entropy_, self.kl_ = J, E, E - H
         self.n_iter_ = best["nit"]
         self.n_newton_iter_ = best["newton"]
         self.converged_ = best["converged"]
@@ -400,6 +494,11 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             raise ValueError(f"`init` given as an array must be finite with shape ({K}, {D})")
         return Phi0.copy()
 
+    def _kernels(self, P, log_prior, eta_r, eta_phi):
+        choice(self.backend, "backend", ("rust", "numpy"))
+        return _Kernels(self.backend, P, log_prior, eta_r, eta_phi, self.tol_r,
+                        int(self.max_newton_iter), bool(self.damped_newton), self.n_jobs)
+
     def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi):
         N, K = P.shape
         D = Phi0.shape[1]
@@ -410,62 +509,118 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             if R.shape != (N, D):
                 raise ValueError(f"`init_r` must have shape ({N}, {D})")
             R = R.copy()
+        kern = self._kernels(P, log_prior, eta_r, eta_phi)
+        choice(self.phi_step, "phi_step", ("reduced", "paper"))
+        memory = int(self.lbfgs_memory)
+        if memory < 1:
+            raise ValueError(f"`lbfgs_memory` must be >= 1, got {self.lbfgs_memory}")
+        fit = self._fit_reduced if self.phi_step == "reduced" else self._fit_paper
+        Phi, R, nit, newton, status_ok, history = fit(kern, Phi0, np.ascontiguousarray(R), memory)
+        # the final R for the returned Phi (the cache may hold a trial point), polished so that
+        # transform() reproduces it
+        R, _ = kern.r_step(Phi, R, tol_r=min(self.tol_r, _POLISH))
+        J, _, _, G = kern.evaluate(R, Phi)
+        gnorm = float(np.linalg.norm(G))
+        converged = bool(
+            gnorm <= self.tol_phi * N
+            or (len(history) >= 2 and abs(history[-2]["J"] - history[-1]["J"])
+                <= self.ftol * max(1.0, abs(history[-1]["J"])))
+            or status_ok
+        )
+        return {"R": R, "Phi": Phi, "J": J, "nit": nit, "newton": newton,
+                "converged": converged, "history": history, "grad_norm": gnorm}
+
+    def _fit_reduced(self, kern, Phi0, R, memory):
+        """L-BFGS (SciPy) on J~(Phi) = min_R J(R, Phi); every evaluation re-solves R."""
+        K, D = Phi0.shape
         state = {"R": R, "newton": 0}
-        kw = dict(tol_r=self.tol_r, max_newton_iter=int(self.max_newton_iter),
-                  damped=bool(self.damped_newton))
 
         def fun(phi):
-            Phi = phi.reshape(K, D)
-            R, it = pe_r_step(P, Phi, state["R"], log_prior, eta_r, **kw)
+            J, G, R, it = kern.reduced(phi.reshape(K, D), state["R"])
             state["R"] = R
             state["newton"] += int(it.max()) if it.size else 0
-            J, G = _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi)
             return J, G.ravel()
 
         history = []
         t0 = time.perf_counter()
 
         def cb(intermediate_result):
-            phi = intermediate_result.x
             J = intermediate_result.fun
-            history.append({"J": float(J), "time": time.perf_counter() - t0, "phi": phi.copy()})
+            history.append({"J": float(J), "time": time.perf_counter() - t0})
+            self._report(history)
             if len(history) >= 2 and abs(history[-2]["J"] - J) <= self.ftol * max(1.0, abs(J)):
                 raise StopIteration
 
         res = scipy.optimize.minimize(
             fun, Phi0.ravel(), jac=True, method="L-BFGS-B", callback=cb,
-            options={"maxiter": int(self.max_iter), "maxcor": 10, "gtol": 0.0, "ftol": 0.0,
+            options={"maxiter": int(self.max_iter), "maxcor": memory, "gtol": 0.0, "ftol": 0.0,
                      "maxls": 40},
         )
-        Phi = res.x.reshape(K, D)
-        # the final R for the returned Phi (the cache may hold a trial point), polished so that
-        # transform() reproduces it
-        kw["tol_r"] = min(self.tol_r, _POLISH)
-        R, it = pe_r_step(P, Phi, state["R"], log_prior, eta_r, **kw)
-        _, G = pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi)
-        gnorm = float(np.linalg.norm(G))
-        for h in history:
-            h.pop("phi")
-        converged = bool(
-            gnorm <= self.tol_phi * N
-            or (len(history) >= 2 and abs(history[-2]["J"] - history[-1]["J"])
-                <= self.ftol * max(1.0, abs(history[-1]["J"])))
-            or res.status == 0
-        )
-        J, _, _ = pe_objective(P, R, Phi, log_prior, eta_r, eta_phi)
-        return {"R": R, "Phi": Phi, "J": J, "nit": int(res.nit), "newton": state["newton"],
-                "converged": converged, "history": history, "grad_norm": gnorm}
+        return (res.x.reshape(K, D), state["R"], int(res.nit), state["newton"], res.status == 0,
+                history)
+
+    def _fit_paper(self, kern, Phi0, R, memory):
+        """The paper's loop (section 3): R-step to tolerance, then one L-BFGS step on Phi with
+        R frozen (eq. 8), the step length by backtracking on J(R, Phi + lambda d)."""
+        N = R.shape[0]
+        Phi = Phi0.copy()
+        pairs, history, newton = [], [], 0
+        t0 = time.perf_counter()
+        prev = None  # (phi, gradient) of the previous outer iteration
+        nit = 0
+        for nit in range(1, int(self.max_iter) + 1):
+            R, it = kern.r_step(Phi, R)
+            newton += int(it.max()) if it.size else 0
+            J, _, _, G = kern.evaluate(R, Phi)
+            g = G.ravel()
+            history.append({"J": float(J), "time": time.perf_counter() - t0})
+            try:
+                self._report(history)
+            except StopIteration:
+                return Phi, R, nit, newton, False, history
+            if np.linalg.norm(g) <= self.tol_phi * N or (
+                len(history) >= 2
+                and abs(history[-2]["J"] - J) <= self.ftol * max(1.0, abs(J))
+            ):
+                return Phi, R, nit, newton, True, history
+            if prev is not None:
+                s_, y_ = Phi.ravel() - prev[0], g - prev[1]
+                sy = s_ @ y_
+                if sy > 1e-12 * np.linalg.norm(s_) * np.linalg.norm(y_):  # J is not convex
+                    pairs.append((s_, y_, 1.0 / sy))
+                    pairs = pairs[-memory:]
+            d = _lbfgs_direction(g, pairs)
+            slope = g @ d
+            if not slope < 0:  # not a descent direction: restart from steepest descent
+                pairs, d = [], -g
+                slope = g @ d
+            prev = (Phi.ravel().copy(), g)
+            lam = 1.0 if pairs else min(1.0, 1.0 / max(np.linalg.norm(g), 1e-300))
+            for _ in range(60):
+                trial = Phi + lam * d.reshape(Phi.shape)
+                if kern.evaluate(R, trial)[0] <= J + 1e-4 * lam * slope:
+                    Phi = trial
+                    break
+                lam *= 0.5
+            else:  # no decrease along d with R frozen: stationary to rounding
+                return Phi, R, nit, newton, True, history
+        return Phi, R, nit, newton, False, history
+
+    def _report(self, history):
+        if self.callback is not None and self.callback(dict(history[-1])) is False:
+            raise StopIteration
+        if self.verbose:
+            h = history[-1]
+            print(f"[PE] it {len(history)}: J = {h['J']:.10g} ({h['time']:.2f} s)", flush=True)
 
     def transform(self, P):
         """Embed new objects with the centres fixed (the global optimum per object)."""
         check_is_fitted(self, "class_embedding_")
         P = _check_P(P, normalize=self.normalize, n_classes=self.n_features_in_)
-        log_prior = np.log(self.class_prior_)
-        eta_r = float(self.eta_r)
-        R, _ = pe_r_step(P, self.class_embedding_, P @ self.class_embedding_, log_prior, eta_r,
-                         tol_r=min(self.tol_r, _POLISH),
-                         max_newton_iter=max(int(self.max_newton_iter), 100),
-                         damped=bool(self.damped_newton))
+        kern = self._kernels(P, np.log(self.class_prior_), float(self.eta_r), self.eta_phi_)
+        R, _ = kern.r_step(self.class_embedding_, P @ self.class_embedding_,
+                           tol_r=min(self.tol_r, _POLISH),
+                           max_newton_iter=max(int(self.max_newton_iter), 100))
         return R
 
     def predict_proba(self, R):

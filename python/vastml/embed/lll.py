@@ -3,9 +3,11 @@
 from vastml.embed._lll import (
     LLLDiscriminantAnalysis,
     LLLEigenmaps,
+    LLLKernelDiscriminantAnalysis,
     LLLKernelPCA,
     LLLPCA,
     LLLSpectralClustering,
+    kernel_discriminant_analysis,
     kmeans_landmark_warm_start,
 )
 from vastml.embed._lll_core import (
@@ -20,10 +22,12 @@ from vastml.embed._lll_core import (
 __all__ = [
     "LLLDiscriminantAnalysis",
     "LLLEigenmaps",
+    "LLLKernelDiscriminantAnalysis",
     "LLLKernelPCA",
     "LLLPCA",
     "LLLSpectralClustering",
     "gaussian_knn_affinity",
+    "kernel_discriminant_analysis",
     "kmeans_landmark_warm_start",
     "laplacian_eigenmaps",
     "procrustes_error",

@@ -33,6 +33,7 @@ pub mod affinity;
 mod error;
 pub mod nbody;
 pub mod objective;
+pub mod parametric;
 
 pub use error::{EmbedError, Result};
 pub use nbody::{Kernel, Repulsion};

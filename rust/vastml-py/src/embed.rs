@@ -197,3 +197,155 @@ pub fn kernel_sums<'py>(
         matrix(py, s.sx, n, dim)?,
     ))
 }
+
+// ---------------------------------------------------------------- Parametric Embedding
+
+type PeOut<'py> = (
+    f64,
+    f64,
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Option<Bound<'py, PyArray2<f64>>>,
+);
+type PeStepOut<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<u32>>);
+
+fn pe_problem<'a>(
+    p: &'a [f64],
+    k: usize,
+    phi: &'a [f64],
+    d: usize,
+    log_prior: &'a [f64],
+) -> PyResult<vastml_embed::parametric::Problem<'a>> {
+    vastml_embed::parametric::Problem::new(p, phi, log_prior, k, d).map_err(ToPyErr::to_pyerr)
+}
+
+/// pe_r_step(p, phi, r, log_prior, eta_r, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
+/// --
+///
+/// Parametric Embedding R-step: damped Newton per object with the centres `phi` (k x d)
+/// fixed, from the warm start `r` (n x d). Returns (R, Newton steps per object).
+#[pyfunction]
+#[pyo3(signature = (p, phi, r, log_prior, eta_r, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn pe_r_step<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray2<'py, f64>,
+    phi: PyReadonlyArray2<'py, f64>,
+    r: PyReadonlyArray2<'py, f64>,
+    log_prior: PyReadonlyArray1<'py, f64>,
+    eta_r: f64,
+    tol_r: f64,
+    max_newton_iter: usize,
+    damped: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<PeStepOut<'py>> {
+    let (ps, k) = rows(&p, "p")?;
+    let (fs, d) = rows(&phi, "phi")?;
+    let (rs, _) = rows(&r, "r")?;
+    let lp = vector(&log_prior, "log_prior")?;
+    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let opt = vastml_embed::parametric::RStep {
+        eta_r,
+        tol: tol_r,
+        max_iter: max_newton_iter,
+        damped,
+    };
+    let mut out = rs.to_vec();
+    let n = pb.n_objects();
+    let (out, it) = enter(py, n_jobs, |cancel| {
+        vastml_embed::parametric::r_step(&pb, &mut out, &opt, cancel).map(|it| (out, it))
+    })?;
+    Ok((matrix(py, out, n, d)?, it.into_pyarray(py)))
+}
+
+/// pe_evaluate(p, r, phi, log_prior, eta_r, eta_phi, grad_r=False, n_jobs=None)
+/// --
+///
+/// Parametric Embedding J, E, input entropy, dJ/dPhi (k x d) and, with `grad_r`, dJ/dR.
+#[pyfunction]
+#[pyo3(signature = (p, r, phi, log_prior, eta_r, eta_phi, grad_r=false, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn pe_evaluate<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray2<'py, f64>,
+    r: PyReadonlyArray2<'py, f64>,
+    phi: PyReadonlyArray2<'py, f64>,
+    log_prior: PyReadonlyArray1<'py, f64>,
+    eta_r: f64,
+    eta_phi: f64,
+    grad_r: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<PeOut<'py>> {
+    let (ps, k) = rows(&p, "p")?;
+    let (fs, d) = rows(&phi, "phi")?;
+    let (rs, _) = rows(&r, "r")?;
+    let lp = vector(&log_prior, "log_prior")?;
+    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let n = pb.n_objects();
+    let ev = enter(py, n_jobs, |cancel| {
+        vastml_embed::parametric::evaluate(&pb, rs, eta_r, eta_phi, grad_r, cancel)
+    })?;
+    let gr = ev.grad_r.map(|g| matrix(py, g, n, d)).transpose()?;
+    Ok((
+        ev.objective,
+        ev.cross_entropy,
+        ev.entropy,
+        matrix(py, ev.grad_phi, k, d)?,
+        gr,
+    ))
+}
+
+/// pe_reduced(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
+/// --
+///
+/// One evaluation of the reduced objective min_R J(R, Phi): the R-step from the warm start
+/// `r` fused with J and dJ/dPhi. Returns (J, E, entropy, dJ/dPhi, R, Newton steps per object).
+#[pyfunction]
+#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn pe_reduced<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray2<'py, f64>,
+    phi: PyReadonlyArray2<'py, f64>,
+    r: PyReadonlyArray2<'py, f64>,
+    log_prior: PyReadonlyArray1<'py, f64>,
+    eta_r: f64,
+    eta_phi: f64,
+    tol_r: f64,
+    max_newton_iter: usize,
+    damped: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<(
+    f64,
+    f64,
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+)> {
+    let (ps, k) = rows(&p, "p")?;
+    let (fs, d) = rows(&phi, "phi")?;
+    let (rs, _) = rows(&r, "r")?;
+    let lp = vector(&log_prior, "log_prior")?;
+    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let opt = vastml_embed::parametric::RStep {
+        eta_r,
+        tol: tol_r,
+        max_iter: max_newton_iter,
+        damped,
+    };
+    let n = pb.n_objects();
+    let mut out = rs.to_vec();
+    let (ev, it, out) = enter(py, n_jobs, |cancel| {
+        vastml_embed::parametric::reduced(&pb, &mut out, &opt, eta_phi, cancel)
+            .map(|(ev, it)| (ev, it, out))
+    })?;
+    Ok((
+        ev.objective,
+        ev.cross_entropy,
+        ev.entropy,
+        matrix(py, ev.grad_phi, k, d)?,
+        matrix(py, out, n, d)?,
+        it.into_pyarray(py),
+    ))
+}

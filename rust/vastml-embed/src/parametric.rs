@@ -1,0 +1,817 @@
+//! Parametric Embedding (Iwata et al. 2007) kernels: the per-object Newton step and the
+//! O(N K D) objective / centre gradient.
+//!
+//! Objects `r_n` and class centres `phi_k` live in D dimensions; the embedding posterior is
+//! `q_nk = pi_k exp(-|r_n - phi_k|^2 / 2) / sum_l (...)` (eq. 1) and
+//!
+//! ```text
+//! J(R, Phi) = -sum_nk P_nk log q_nk + eta_r sum_n |r_n|^2 + eta_phi sum_k |phi_k|^2   (2), (6)
+//! ```
+//!
+//! Given the centres, J splits into N strictly convex problems (the Hessian of object n is
+//! `Cov_q(phi) + 2 eta_r I`, eq. 5), solved here by damped Newton, in parallel over fixed
+//! chunks of objects. [`reduced`] fuses that step with the evaluation of J and dJ/dPhi, so
+//! one L-BFGS evaluation of the reduced objective `min_R J(R, Phi)` is one pass over P.
+//! Reductions add per-chunk partial sums in chunk order, so results do not depend on the
+//! number of threads.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use vastml_embed::parametric::{Problem, RStep, r_step};
+//!
+//! // two objects, two classes on a line (D = 1), uniform prior
+//! let p = [0.9, 0.1, 0.5, 0.5];
+//! let phi = [-1.3, 1.3];
+//! let lp = [0.5f64.ln(), 0.5f64.ln()];
+//! let pb = Problem::new(&p, &phi, &lp, 2, 1).unwrap();
+//! let mut r = [0.0, 0.0];
+//! r_step(&pb, &mut r, &RStep::default(), &AtomicBool::new(false)).unwrap();
+//! assert!(r[0] < 0.0 && r[1].abs() < 1e-12);
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::error::{EmbedError, Result, check_finite, invalid};
+
+/// Objects per parallel task (fixed, so sums are independent of the thread count).
+pub const CHUNK: usize = 2048;
+
+/// The inputs that stay fixed during an R-step: posteriors P (n x k), centres Phi (k x d)
+/// and log priors (k), all row-major.
+#[derive(Clone, Debug)]
+pub struct Problem<'a> {
+    p: &'a [f64],
+    phi: &'a [f64],
+    phi_t: Vec<f64>,
+    log_prior: &'a [f64],
+    n: usize,
+    k: usize,
+    d: usize,
+}
+
+impl<'a> Problem<'a> {
+    /// Checks shapes and finiteness.
+    ///
+    /// # Errors
+    /// `ShapeMismatch` when the slices disagree with `k`, `d`; `NonFinite` on NaN / inf;
+    /// `InvalidParameter` when `k < 1` or `d < 1`.
+    pub fn new(
+        p: &'a [f64],
+        phi: &'a [f64],
+        log_prior: &'a [f64],
+        k: usize,
+        d: usize,
+    ) -> Result<Self> {
+        if k == 0 {
+            return Err(invalid("n_classes", "must be >= 1"));
+        }
+        if d == 0 {
+            return Err(invalid("n_components", "must be >= 1"));
+        }
+        if p.len() % k != 0 {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "P has {} values, not a multiple of {k} classes",
+                p.len()
+            )));
+        }
+        if phi.len() != k * d || log_prior.len() != k {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "Phi must be {k} x {d} and log_prior {k} long"
+            )));
+        }
+        check_finite(p, "P")?;
+        check_finite(phi, "Phi")?;
+        check_finite(log_prior, "log_prior")?;
+        let mut phi_t = vec![0.0; k * d];
+        for kk in 0..k {
+            for j in 0..d {
+                phi_t[j * k + kk] = phi[kk * d + j];
+            }
+        }
+        Ok(Self {
+            p,
+            phi,
+            phi_t,
+            log_prior,
+            n: p.len() / k,
+            k,
+            d,
+        })
+    }
+
+    /// Number of objects.
+    pub fn n_objects(&self) -> usize {
+        self.n
+    }
+}
+
+/// Options of the per-object Newton iteration.
+#[derive(Clone, Copy, Debug)]
+pub struct RStep {
+    /// eta_r > 0 (the penalty is `eta_r |r|^2`).
+    pub eta_r: f64,
+    /// Stop an object when `|dJ/dr_n|^2 < tol`.
+    pub tol: f64,
+    /// Newton steps per object at most.
+    pub max_iter: usize,
+    /// Armijo backtracking (c = 1e-4, halving, 40 trials) on each Newton step.
+    pub damped: bool,
+}
+
+impl Default for RStep {
+    fn default() -> Self {
+        Self {
+            eta_r: 0.1,
+            tol: 1e-12,
+            max_iter: 50,
+            damped: true,
+        }
+    }
+}
+
+/// J, its parts and the gradients of one evaluation.
+#[derive(Clone, Debug, Default)]
+pub struct Evaluation {
+    /// J of eq. (6).
+    pub objective: f64,
+    /// Cross-entropy E of eq. (2).
+    pub cross_entropy: f64,
+    /// Sum of input entropies (KL = E - entropy).
+    pub entropy: f64,
+    /// dJ/dPhi (k x d).
+    pub grad_phi: Vec<f64>,
+    /// dJ/dR (n x d), when asked for.
+    pub grad_r: Option<Vec<f64>>,
+}
+
+/// `exp(x)` for x <= 0 to about 1 ulp: 2^n times a degree-12 Taylor polynomial on
+/// |r| <= ln2 / 2; branch-free so the class loops vectorise; 0 below -708.
+#[inline(always)]
+fn exp_nonpositive(x: f64) -> f64 {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    // round to nearest by the 1.5 * 2^52 trick (no libm call, so the loops vectorise)
+    const MAGIC: f64 = 6_755_399_441_055_744.0;
+    let xc = x.max(-708.0);
+    let t = xc * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let r = xc - n * LN2_HI - n * LN2_LO;
+    let mut p = 1.0 / 479_001_600.0;
+    p = p * r + 1.0 / 39_916_800.0;
+    p = p * r + 1.0 / 3_628_800.0;
+    p = p * r + 1.0 / 362_880.0;
+    p = p * r + 1.0 / 40_320.0;
+    p = p * r + 1.0 / 5_040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    // the low mantissa bits of t hold n; n + 1023 lies in [1, 1023] here
+    let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
+    if x < -708.0 { 0.0 } else { p * scale }
+}
+
+/// Logits `a_k = log pi_k - |r - phi_k|^2 / 2`, posteriors q and their log-normaliser.
+struct Post {
+    a: Vec<f64>,
+    q: Vec<f64>,
+    lse: f64,
+}
+
+impl Post {
+    fn new(k: usize) -> Self {
+        Self {
+            a: vec![0.0; k],
+            q: vec![0.0; k],
+            lse: 0.0,
+        }
+    }
+
+    /// Eq. (1) at r (centres read column-wise from `phi_t`, d x k).
+    #[inline]
+    fn at(&mut self, pb: &Problem<'_>, r: &[f64]) {
+        let k = pb.k;
+        self.a.copy_from_slice(pb.log_prior);
+        for (j, &rj) in r.iter().enumerate() {
+            let col = &pb.phi_t[j * k..j * k + k];
+            for (a, &c) in self.a.iter_mut().zip(col) {
+                let t = rj - c;
+                *a -= 0.5 * t * t;
+            }
+        }
+        let m = self.a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mut z = 0.0;
+        for (q, &a) in self.q.iter_mut().zip(&self.a) {
+            *q = exp_nonpositive(a - m);
+            z += *q;
+        }
+        let inv = 1.0 / z;
+        self.q.iter_mut().for_each(|q| *q *= inv);
+        self.lse = m + z.ln();
+    }
+
+    /// `-sum_k P_k log q_k`, terms with P_k = 0 skipped.
+    #[inline]
+    fn cross_entropy(&self, p: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for (&pk, &a) in p.iter().zip(&self.a) {
+            if pk > 0.0 {
+                s -= pk * (a - self.lse);
+            }
+        }
+        s
+    }
+}
+
+#[inline]
+fn sq(r: &[f64]) -> f64 {
+    r.iter().map(|v| v * v).sum()
+}
+
+/// Per-thread scratch of one object.
+struct Scratch {
+    post: Post,
+    trial_post: Post,
+    w: Vec<f64>,
+    g: Vec<f64>,
+    step: Vec<f64>,
+    trial: Vec<f64>,
+    mu: Vec<f64>,
+    h: Vec<f64>,
+}
+
+impl Scratch {
+    fn new(k: usize, d: usize) -> Self {
+        Self {
+            post: Post::new(k),
+            trial_post: Post::new(k),
+            w: vec![0.0; k],
+            g: vec![0.0; d],
+            step: vec![0.0; d],
+            trial: vec![0.0; d],
+            mu: vec![0.0; d],
+            h: vec![0.0; d * d],
+        }
+    }
+}
+
+/// `w = P - q` into `s.w` and `sum_k phi_k w_k` into `s.g`; returns `sum_k w_k`.
+#[inline]
+fn residual(pb: &Problem<'_>, p: &[f64], s: &mut Scratch) -> f64 {
+    let k = pb.k;
+    let mut wsum = 0.0;
+    for ((w, &pk), &q) in s.w.iter_mut().zip(p).zip(&s.post.q) {
+        *w = pk - q;
+        wsum += *w;
+    }
+    for (j, g) in s.g.iter_mut().enumerate() {
+        let col = &pb.phi_t[j * k..j * k + k];
+        *g = col.iter().zip(&s.w).map(|(c, w)| c * w).sum();
+    }
+    wsum
+}
+
+/// Gradient of J_n at r (needs `s.post` at r) into `s.g`; returns `|g|^2`.
+#[inline]
+fn object_gradient(pb: &Problem<'_>, p: &[f64], r: &[f64], eta_r: f64, s: &mut Scratch) -> f64 {
+    let wsum = residual(pb, p, s);
+    let mut gn = 0.0;
+    for (g, &rj) in s.g.iter_mut().zip(r) {
+        *g = wsum * rj - *g + 2.0 * eta_r * rj;
+        gn += *g * *g;
+    }
+    gn
+}
+
+/// Newton direction `-H^{-1} g` into `s.step`, H = Pw Cov_q(phi) + 2 eta_r I (centred).
+fn newton_direction(pb: &Problem<'_>, pw: f64, eta_r: f64, s: &mut Scratch) {
+    let (k, d) = (pb.k, pb.d);
+    let q = &s.post.q;
+    for (j, mu) in s.mu.iter_mut().enumerate() {
+        let col = &pb.phi_t[j * k..j * k + k];
+        *mu = col.iter().zip(q).map(|(c, q)| c * q).sum();
+    }
+    for i in 0..d {
+        let ci = &pb.phi_t[i * k..i * k + k];
+        for j in 0..=i {
+            let cj = &pb.phi_t[j * k..j * k + k];
+            let (mi, mj) = (s.mu[i], s.mu[j]);
+            let c: f64 = ci
+                .iter()
+                .zip(cj)
+                .zip(q)
+                .map(|((a, b), q)| q * (a - mi) * (b - mj))
+                .sum();
+            let v = pw * c + if i == j { 2.0 * eta_r } else { 0.0 };
+            s.h[i * d + j] = v;
+            s.h[j * d + i] = v;
+        }
+    }
+    solve_spd(&mut s.h, &s.g, &mut s.step, d);
+    s.step.iter_mut().for_each(|v| *v = -*v);
+}
+
+/// Solves H x = b for a symmetric positive definite H (d x d, overwritten by its Cholesky
+/// factor); closed form for d <= 2.
+fn solve_spd(h: &mut [f64], b: &[f64], x: &mut [f64], d: usize) {
+    if d == 1 {
+        x[0] = b[0] / h[0];
+        return;
+    }
+    if d == 2 {
+        let (a, bb, c, dd) = (h[0], h[1], h[2], h[3]);
+        let det = a * dd - bb * c;
+        x[0] = (dd * b[0] - bb * b[1]) / det;
+        x[1] = (a * b[1] - c * b[0]) / det;
+        return;
+    }
+    for j in 0..d {
+        let mut s = h[j * d + j];
+        for t in 0..j {
+            s -= h[j * d + t] * h[j * d + t];
+        }
+        let l = s.max(f64::MIN_POSITIVE).sqrt();
+        h[j * d + j] = l;
+        for i in j + 1..d {
+            let mut s = h[i * d + j];
+            for t in 0..j {
+                s -= h[i * d + t] * h[j * d + t];
+            }
+            h[i * d + j] = s / l;
+        }
+    }
+    for i in 0..d {
+        let mut s = b[i];
+        for t in 0..i {
+            s -= h[i * d + t] * x[t];
+        }
+        x[i] = s / h[i * d + i];
+    }
+    for i in (0..d).rev() {
+        let mut s = x[i];
+        for t in i + 1..d {
+            s -= h[t * d + i] * x[t];
+        }
+        x[i] = s / h[i * d + i];
+    }
+}
+
+/// Damped (or pure) Newton on one object, in place; leaves `s.post` at the final r and
+/// returns the number of Newton steps.
+fn newton_object(pb: &Problem<'_>, p: &[f64], r: &mut [f64], opt: &RStep, s: &mut Scratch) -> u32 {
+    let pw: f64 = p.iter().sum();
+    s.post.at(pb, r);
+    let mut iters = 0u32;
+    for _ in 0..opt.max_iter {
+        let gn = object_gradient(pb, p, r, opt.eta_r, s);
+        if gn < opt.tol {
+            break;
+        }
+        newton_direction(pb, pw, opt.eta_r, s);
+        iters += 1;
+        if !opt.damped {
+            r.iter_mut().zip(&s.step).for_each(|(v, st)| *v += st);
+            s.post.at(pb, r);
+            continue;
+        }
+        let f0 = s.post.cross_entropy(p) + opt.eta_r * sq(r);
+        let slope: f64 = s.g.iter().zip(&s.step).map(|(g, st)| g * st).sum();
+        if -slope <= 1e-15 * f0.abs().max(1.0) {
+            // Newton decrement below what f resolves: take the quadratic-region step, stop
+            r.iter_mut().zip(&s.step).for_each(|(v, st)| *v += st);
+            s.post.at(pb, r);
+            break;
+        }
+        let mut t = 1.0;
+        let mut accepted = false;
+        for _ in 0..40 {
+            for ((tr, &v), &st) in s.trial.iter_mut().zip(r.iter()).zip(&s.step) {
+                *tr = v + t * st;
+            }
+            s.trial_post.at(pb, &s.trial);
+            let ft = s.trial_post.cross_entropy(p) + opt.eta_r * sq(&s.trial);
+            if ft <= f0 + 1e-4 * t * slope {
+                r.copy_from_slice(&s.trial);
+                std::mem::swap(&mut s.post, &mut s.trial_post);
+                accepted = true;
+                break;
+            }
+            t *= 0.5;
+        }
+        if !accepted {
+            // no decrease even for tiny steps: the object sits at the rounding floor
+            break;
+        }
+    }
+    iters
+}
+
+fn check_r(pb: &Problem<'_>, r: &[f64], opt: &RStep) -> Result<()> {
+    if r.len() != pb.n * pb.d {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "R must be {} x {}",
+            pb.n, pb.d
+        )));
+    }
+    check_finite(r, "R")?;
+    if !(opt.eta_r.is_finite() && opt.eta_r > 0.0) {
+        return Err(invalid("eta_r", "must be a finite number > 0"));
+    }
+    if !(opt.tol.is_finite() && opt.tol >= 0.0) {
+        return Err(invalid("tol_r", "must be a finite number >= 0"));
+    }
+    Ok(())
+}
+
+/// Minimises J over R with Phi fixed (the global minimum: each object's problem is strictly
+/// convex), in place from the warm start in `r` (n x d). Returns Newton steps per object.
+///
+/// # Errors
+/// Shape / finiteness / parameter errors, and `Cancelled` when `cancel` is raised.
+pub fn r_step(
+    pb: &Problem<'_>,
+    r: &mut [f64],
+    opt: &RStep,
+    cancel: &AtomicBool,
+) -> Result<Vec<u32>> {
+    check_r(pb, r, opt)?;
+    let (k, d) = (pb.k, pb.d);
+    let mut iters = vec![0u32; pb.n];
+    r.par_chunks_mut(CHUNK * d)
+        .zip(iters.par_chunks_mut(CHUNK))
+        .enumerate()
+        .try_for_each(|(c, (rc, ic))| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            let mut s = Scratch::new(k, d);
+            let base = c * CHUNK;
+            for (i, it) in ic.iter_mut().enumerate() {
+                let n = base + i;
+                *it = newton_object(
+                    pb,
+                    &pb.p[n * k..n * k + k],
+                    &mut rc[i * d..i * d + d],
+                    opt,
+                    &mut s,
+                );
+            }
+            Ok(())
+        })?;
+    Ok(iters)
+}
+
+/// Per-chunk partial sums of an evaluation.
+struct Partial {
+    with_entropy: bool,
+    ce: f64,
+    ent: f64,
+    rr: f64,
+    gphi: Vec<f64>,
+}
+
+/// Adds object n's terms (with `s.post` at r) to the partial sums; writes dJ/dr_n when asked.
+fn accumulate(
+    pb: &Problem<'_>,
+    p: &[f64],
+    r: &[f64],
+    s: &mut Scratch,
+    part: &mut Partial,
+    gr: Option<&mut [f64]>,
+    eta_r: f64,
+) {
+    let (k, d) = (pb.k, pb.d);
+    part.ce += s.post.cross_entropy(p);
+    if gr.is_some() || part.with_entropy {
+        for &pk in p {
+            if pk > 0.0 {
+                part.ent -= pk * pk.ln();
+            }
+        }
+    }
+    part.rr += sq(r);
+    let wsum = residual(pb, p, s);
+    // dE/dphi_k = w_k (phi_k - r), stored column-wise (d x k) and transposed in `combine`
+    for (j, &rj) in r.iter().enumerate() {
+        let col = &pb.phi_t[j * k..j * k + k];
+        let acc = &mut part.gphi[j * k..j * k + k];
+        for ((a, &c), &w) in acc.iter_mut().zip(col).zip(&s.w) {
+            *a += w * (c - rj);
+        }
+    }
+    if let Some(out) = gr {
+        for j in 0..d {
+            out[j] = wsum * r[j] - s.g[j] + 2.0 * eta_r * r[j];
+        }
+    }
+}
+
+fn combine(pb: &Problem<'_>, parts: Vec<Partial>, eta_r: f64, eta_phi: f64) -> Evaluation {
+    let (k, d) = (pb.k, pb.d);
+    let mut ce = 0.0;
+    let mut ent = 0.0;
+    let mut rr = 0.0;
+    let mut gphi_t = vec![0.0; k * d];
+    for part in parts {
+        ce += part.ce;
+        ent += part.ent;
+        rr += part.rr;
+        for (g, v) in gphi_t.iter_mut().zip(&part.gphi) {
+            *g += v;
+        }
+    }
+    let mut gphi = vec![0.0; k * d];
+    for kk in 0..k {
+        for j in 0..d {
+            gphi[kk * d + j] = gphi_t[j * k + kk];
+        }
+    }
+    let pp = sq(pb.phi);
+    for (g, &ph) in gphi.iter_mut().zip(pb.phi) {
+        *g += 2.0 * eta_phi * ph;
+    }
+    Evaluation {
+        objective: ce + eta_r * rr + eta_phi * pp,
+        cross_entropy: ce,
+        entropy: ent,
+        grad_phi: gphi,
+        grad_r: None,
+    }
+}
+
+/// J, E, the input entropy and dJ/dPhi at (R, Phi); dJ/dR too when `with_grad_r`.
+///
+/// # Errors
+/// Shape / finiteness / parameter errors, `Cancelled`.
+pub fn evaluate(
+    pb: &Problem<'_>,
+    r: &[f64],
+    eta_r: f64,
+    eta_phi: f64,
+    with_grad_r: bool,
+    cancel: &AtomicBool,
+) -> Result<Evaluation> {
+    if !(eta_r.is_finite() && eta_r >= 0.0 && eta_phi.is_finite() && eta_phi >= 0.0) {
+        return Err(invalid(
+            "eta",
+            "eta_r and eta_phi must be finite numbers >= 0",
+        ));
+    }
+    if r.len() != pb.n * pb.d {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "R must be {} x {}",
+            pb.n, pb.d
+        )));
+    }
+    check_finite(r, "R")?;
+    let (k, d) = (pb.k, pb.d);
+    let mut grad_r = if with_grad_r {
+        vec![0.0; pb.n * d]
+    } else {
+        Vec::new()
+    };
+    let n_chunks = pb.n.div_ceil(CHUNK);
+    let mut gr_chunks: Vec<Option<&mut [f64]>> = if with_grad_r {
+        grad_r.chunks_mut(CHUNK * d).map(Some).collect()
+    } else {
+        (0..n_chunks).map(|_| None).collect()
+    };
+    let parts: Vec<Partial> = gr_chunks
+        .par_iter_mut()
+        .enumerate()
+        .map(|(c, gr)| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            let mut s = Scratch::new(k, d);
+            let mut part = Partial {
+                with_entropy: true,
+                ce: 0.0,
+                ent: 0.0,
+                rr: 0.0,
+                gphi: vec![0.0; k * d],
+            };
+            let lo = c * CHUNK;
+            let hi = (lo + CHUNK).min(pb.n);
+            for n in lo..hi {
+                let rn = &r[n * d..n * d + d];
+                s.post.at(pb, rn);
+                let out = gr
+                    .as_deref_mut()
+                    .map(|g| &mut g[(n - lo) * d..(n - lo) * d + d]);
+                accumulate(
+                    pb,
+                    &pb.p[n * k..n * k + k],
+                    rn,
+                    &mut s,
+                    &mut part,
+                    out,
+                    eta_r,
+                );
+            }
+            Ok(part)
+        })
+        .collect::<Result<_>>()?;
+    drop(gr_chunks);
+    let mut ev = combine(pb, parts, eta_r, eta_phi);
+    if with_grad_r {
+        ev.grad_r = Some(grad_r);
+    }
+    Ok(ev)
+}
+
+/// One evaluation of the reduced objective `J~(Phi) = min_R J(R, Phi)`: the R-step (in place
+/// on the warm start `r`) fused with J and dJ/dPhi at the new R (the envelope theorem makes
+/// the latter the gradient of J~). Returns the evaluation (its `entropy`, a constant of P,
+/// is not computed: NaN) and the Newton steps per object.
+///
+/// # Errors
+/// Shape / finiteness / parameter errors, `Cancelled`.
+pub fn reduced(
+    pb: &Problem<'_>,
+    r: &mut [f64],
+    opt: &RStep,
+    eta_phi: f64,
+    cancel: &AtomicBool,
+) -> Result<(Evaluation, Vec<u32>)> {
+    check_r(pb, r, opt)?;
+    if !(eta_phi.is_finite() && eta_phi >= 0.0) {
+        return Err(invalid("eta_phi", "must be a finite number >= 0"));
+    }
+    let (k, d) = (pb.k, pb.d);
+    let mut iters = vec![0u32; pb.n];
+    let parts: Vec<Partial> = r
+        .par_chunks_mut(CHUNK * d)
+        .zip(iters.par_chunks_mut(CHUNK))
+        .enumerate()
+        .map(|(c, (rc, ic))| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(EmbedError::Cancelled);
+            }
+            let mut s = Scratch::new(k, d);
+            let mut part = Partial {
+                with_entropy: false,
+                ce: 0.0,
+                ent: 0.0,
+                rr: 0.0,
+                gphi: vec![0.0; k * d],
+            };
+            let base = c * CHUNK;
+            for (i, it) in ic.iter_mut().enumerate() {
+                let n = base + i;
+                let p = &pb.p[n * k..n * k + k];
+                let rn = &mut rc[i * d..i * d + d];
+                *it = newton_object(pb, p, rn, opt, &mut s);
+                accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r);
+            }
+            Ok(part)
+        })
+        .collect::<Result<_>>()?;
+    let mut ev = combine(pb, parts, opt.eta_r, eta_phi);
+    ev.entropy = f64::NAN;
+    Ok((ev, iters))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(
+        n: usize,
+        k: usize,
+        d: usize,
+        seed: u64,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        let mut p = vec![0.0; n * k];
+        for row in p.chunks_mut(k) {
+            let mut s = 0.0;
+            for v in row.iter_mut() {
+                *v = rng.random::<f64>().powi(3);
+                s += *v;
+            }
+            row.iter_mut().for_each(|v| *v /= s);
+        }
+        let phi: Vec<f64> = (0..k * d)
+            .map(|_| rng.random::<f64>() * 4.0 - 2.0)
+            .collect();
+        let r: Vec<f64> = (0..n * d)
+            .map(|_| rng.random::<f64>() * 2.0 - 1.0)
+            .collect();
+        let lp = vec![-(k as f64).ln(); k];
+        (p, phi, r, lp)
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        for d in [1, 2, 3] {
+            let (p, phi, r, lp) = problem(9, 4, d, d as u64);
+            let pb = Problem::new(&p, &phi, &lp, 4, d).unwrap();
+            let no = AtomicBool::new(false);
+            let ev = evaluate(&pb, &r, 0.1, 0.7, true, &no).unwrap();
+            let j = |rr: &[f64], ph: &[f64]| {
+                let pb = Problem::new(&p, ph, &lp, 4, d).unwrap();
+                evaluate(&pb, rr, 0.1, 0.7, false, &no).unwrap().objective
+            };
+            let h = 1e-6;
+            let gr = ev.grad_r.unwrap();
+            for i in 0..r.len() {
+                let (mut a, mut b) = (r.clone(), r.clone());
+                a[i] += h;
+                b[i] -= h;
+                assert!(((j(&a, &phi) - j(&b, &phi)) / (2.0 * h) - gr[i]).abs() < 1e-6);
+            }
+            for i in 0..phi.len() {
+                let (mut a, mut b) = (phi.clone(), phi.clone());
+                a[i] += h;
+                b[i] -= h;
+                assert!(((j(&r, &a) - j(&r, &b)) / (2.0 * h) - ev.grad_phi[i]).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn r_step_reaches_stationarity_and_reduced_agrees() {
+        for d in [1, 2, 4] {
+            let (p, phi, r0, lp) = problem(5000, 6, d, 7);
+            let pb = Problem::new(&p, &phi, &lp, 6, d).unwrap();
+            let no = AtomicBool::new(false);
+            let opt = RStep::default();
+            let mut r = r0.clone();
+            r_step(&pb, &mut r, &opt, &no).unwrap();
+            let ev = evaluate(&pb, &r, opt.eta_r, 0.5, true, &no).unwrap();
+            let g = ev.grad_r.unwrap();
+            // every object stops at |g|^2 < tol = 1e-12
+            for gn in g.chunks(d) {
+                assert!(gn.iter().map(|v| v * v).sum::<f64>() < 1e-12);
+            }
+            let mut r2 = r0.clone();
+            let (ev2, _) = reduced(&pb, &mut r2, &opt, 0.5, &no).unwrap();
+            assert_eq!(r, r2);
+            assert_eq!(ev.objective, ev2.objective);
+            assert_eq!(ev.grad_phi, ev2.grad_phi);
+        }
+    }
+
+    #[test]
+    fn results_do_not_depend_on_thread_count() {
+        let (p, phi, r0, lp) = problem(3 * CHUNK + 17, 5, 2, 3);
+        let pb = Problem::new(&p, &phi, &lp, 5, 2).unwrap();
+        let no = AtomicBool::new(false);
+        let run = |t: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut r = r0.clone();
+                let (ev, _) = reduced(&pb, &mut r, &RStep::default(), 0.3, &no).unwrap();
+                (r, ev.objective, ev.grad_phi)
+            })
+        };
+        assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn fast_exp_matches_std_exp() {
+        let mut x = 0.0f64;
+        while x > -760.0 {
+            let (a, b) = (exp_nonpositive(x), x.exp());
+            if x < -708.0 {
+                assert!(a == 0.0 && b < 1e-307);
+            } else {
+                assert!((a - b).abs() <= 4.0 * f64::EPSILON * b, "{x}: {a} vs {b}");
+            }
+            x -= 0.0137;
+        }
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let (p, phi, mut r, lp) = problem(4, 3, 2, 1);
+        assert!(Problem::new(&p, &phi[..4], &lp, 3, 2).is_err());
+        let pb = Problem::new(&p, &phi, &lp, 3, 2).unwrap();
+        let no = AtomicBool::new(false);
+        let bad = RStep {
+            eta_r: 0.0,
+            ..RStep::default()
+        };
+        assert!(r_step(&pb, &mut r, &bad, &no).is_err());
+        assert!(r_step(&pb, &mut r[..6], &RStep::default(), &no).is_err());
+        let yes = AtomicBool::new(true);
+        assert!(matches!(
+            r_step(&pb, &mut r, &RStep::default(), &yes),
+            Err(EmbedError::Cancelled)
+        ));
+    }
+}
