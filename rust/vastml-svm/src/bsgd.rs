@@ -229,8 +229,7 @@ impl Bsgd {
             gram: Vec::new(),
             kinv: Vec::new(),
             since_refresh: 0,
-        }
-        .with_gram())
+        })
     }
 
     /// Number of support vectors.
@@ -267,9 +266,11 @@ impl Bsgd {
         self.params.budget + 1
     }
 
-    /// Builds the SV kernel matrix when the maintenance is projection.
-    fn with_gram(mut self) -> Self {
-        if self.params.maintenance == Maintenance::Project {
+    /// Builds the SV kernel matrix and its inverse when the maintenance is projection and
+    /// they are not built yet (lazily, at the first training epoch: a model rebuilt for
+    /// prediction never needs them).
+    fn ensure_gram(&mut self) {
+        if self.params.maintenance == Maintenance::Project && self.gram.is_empty() {
             let (st, d, n) = (self.stride(), self.dim, self.n_support());
             self.gram = vec![0.0; st * st];
             for i in 0..n {
@@ -284,7 +285,6 @@ impl Bsgd {
             self.kinv = vec![0.0; st * st];
             self.refresh_inverse();
         }
-        self
     }
 
     /// Ridge of SV `j`'s diagonal entry.
@@ -675,6 +675,7 @@ impl Bsgd {
             return Err(shape("X", "feature count differs from the model's"));
         }
         check_labels(labels, data.len(), self.n_classes)?;
+        self.ensure_gram();
         let mut rng = Pcg64::seed_from_u64(seed);
         let order = permutation(data.len(), shuffle, &mut rng);
         let mut stats = EpochStats::default();
@@ -711,6 +712,13 @@ impl Bsgd {
                 st[f * nsv + j] = v;
             }
         }
+        // Coefficients transposed `(n_classes, nsv)`, scale folded in.
+        let mut alpha_t = vec![0.0; c * nsv];
+        for (j, a) in self.alpha.chunks_exact(c).enumerate() {
+            for (i, &v) in a.iter().enumerate() {
+                alpha_t[i * nsv + j] = self.scale * v;
+            }
+        }
         let mut out = vec![0.0; data.len() * c];
         out.par_chunks_mut(c).enumerate().for_each_init(
             || vec![0.0; nsv],
@@ -731,9 +739,10 @@ impl Bsgd {
                         *dj = k.eval(*dj, xx, zz);
                     }
                 }
-                for (&kv, a) in dots.iter().zip(self.alpha.chunks_exact(c)) {
-                    let kv = kv * self.scale;
-                    o.iter_mut().zip(a).for_each(|(v, ai)| *v += kv * ai);
+                // g(i, x) = k(x) . alpha[.., i]: one dot product per class (independent
+                // accumulators instead of a read-modify-write of `o` per SV).
+                for (oi, ai) in o.iter_mut().zip(alpha_t.chunks_exact(nsv.max(1))) {
+                    *oi = dot(dots, ai);
                 }
             },
         );
