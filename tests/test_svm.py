@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from vastml import _core
 from vastml.datasets import make_checkerboard
 from vastml.svm import AMMClassifier, AROWClassifier, BSGDClassifier, LLSVMClassifier, PegasosClassifier
+from vastml.svm._base import core_examples
 
 
 def naive_pegasos(X, y, n_classes, lam, bias, epochs):
@@ -118,7 +119,15 @@ def test_arow_model_arrays_round_trip(rng):
         assert back.covariance == cov
         np.testing.assert_array_equal(back.predict(X), clf.predict(X))
         back.partial_fit(X, y)  # a rebuilt model keeps learning
-    with pytest.raises(ValueError, match="covariance"):
+        # The array is `sigma`; `covariance=` is the estimator parameter and must agree.
+        kw = AROWClassifier.from_model(mean=clf.mean_, sigma=clf.covariance_, classes=clf.classes_,
+                                       covariance=cov, r=2.0)
+        assert kw.covariance == cov and kw.r == 2.0
+        np.testing.assert_array_equal(kw.predict(X), clf.predict(X))
+        other = "full" if cov == "diagonal" else "diagonal"
+        with pytest.raises(ValueError, match="disagrees"):
+            AROWClassifier.from_model(clf.mean_, clf.covariance_, clf.classes_, covariance=other)
+    with pytest.raises(ValueError, match="sigma"):
         AROWClassifier.from_model(np.zeros((1, 3)), np.zeros((1, 4)), [0, 1])
 
 
@@ -187,6 +196,22 @@ def test_kmeans_binding(rng):
     assert inertia == pytest.approx(((X - C[labels]) ** 2).sum())
     with pytest.raises(ValueError, match="k"):
         _core.kmeans(X, 0)
+
+
+def test_llsvm_kmeans_binding(rng):
+    # BudgetedSVM-style k-means (random distinct rows, then Lloyd): the centres are the means
+    # of their clusters, and CSR input gives the dense result.
+    centres = np.array([[0.0, 0.0, 1.0], [5.0, 5.0, 0.0], [0.0, 5.0, 0.0]])
+    X = np.vstack([c + 0.1 * rng.normal(size=(60, 3)) for c in centres])
+    X[np.abs(X) < 0.05] = 0.0
+    C, labels = _core.llsvm_kmeans(X, 3, max_iter=10, seed=4)
+    for k in range(3):
+        np.testing.assert_allclose(C[k], X[labels == k].mean(0), atol=1e-12)
+    C2, labels2 = _core.llsvm_kmeans(core_examples(sp.csr_matrix(X)), 3, max_iter=10, seed=4)
+    np.testing.assert_array_equal(labels, labels2)
+    np.testing.assert_allclose(C, C2, atol=1e-12)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        _core.llsvm_kmeans(X, 0)
 
 
 @pytest.mark.parametrize(

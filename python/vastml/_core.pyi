@@ -211,6 +211,9 @@ def llsvm_decision(
 def kmeans(
     x: _Examples, k: int, max_iter: int = 100, tol: float = 0.0, seed: int = 0, n_jobs: int | None = None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], float, int]: ...
+def llsvm_kmeans(
+    x: _Examples, k: int, max_iter: int = 10, seed: int = 0, n_jobs: int | None = None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
 # vastml-order (matrix reordering); codes are uint32, n_colours 0 means binary.
 def convolution_error(
     codes: npt.NDArray[np.uint32],

@@ -95,28 +95,48 @@ class AROWClassifier(BudgetedClassifier):
         self._n_jobs()
 
     @classmethod
-    def from_model(cls, mean, covariance, classes, **params):
-        """An AROW classifier from model arrays (e.g. combined from shard models).
+    def from_model(cls, mean, sigma, classes, **params):
+        r"""An AROW classifier from model arrays (e.g. combined from shard models).
 
-        ``mean`` has shape (n_models, n_features + 1) and ``covariance`` (n_models, d + 1, d + 1)
-        or (n_models, d + 1) for ``covariance="diagonal"`` (inferred); ``classes`` the labels.
-        Other keyword arguments are estimator parameters.
+        Parameters
+        ----------
+        mean : array of shape (n_models, n_features + 1)
+            :math:`\mu` of every one-vs-rest model (one model for two classes).
+        sigma : array of shape (n_models, n_features + 1, n_features + 1) or (n_models, n_features + 1)
+            :math:`\Sigma` of every model, full or its diagonal. (Named ``sigma`` so that
+            ``covariance=`` keeps meaning the estimator parameter.)
+        classes : array-like
+            The class labels.
+        **params
+            Estimator parameters. ``covariance`` is inferred from ``sigma``'s shape; passing it
+            is allowed but it must agree.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> clf = AROWClassifier.from_model(np.array([[1.0, 0.0]]), np.ones((1, 2)), [0, 1])
+        >>> clf.covariance, clf.predict(np.array([[2.0], [-2.0]])).tolist()
+        ('diagonal', [1, 0])
         """
         mean = np.atleast_2d(np.asarray(mean, dtype=np.float64))
-        cov = np.asarray(covariance, dtype=np.float64)
+        cov = np.asarray(sigma, dtype=np.float64)
         classes = np.asarray(classes)
         n_models = 1 if len(classes) == 2 else len(classes)
         if len(classes) < 2 or mean.shape[0] != n_models:
             raise ValueError(f"`mean` must have {n_models} rows for {len(classes)} classes, got {mean.shape[0]}")
         w = mean.shape[1]
         if cov.shape == (n_models, w):
-            params.setdefault("covariance", "diagonal")
+            kind = "diagonal"
         elif cov.shape == (n_models, w, w):
-            params.setdefault("covariance", "full")
+            kind = "full"
         else:
-            raise ValueError(f"`covariance` must have shape ({n_models}, {w}, {w}) or ({n_models}, {w}), got {cov.shape}")
+            raise ValueError(f"`sigma` must have shape ({n_models}, {w}, {w}) or ({n_models}, {w}), got {cov.shape}")
+        if params.setdefault("covariance", kind) != kind:
+            raise ValueError(
+                f"`covariance={params['covariance']!r}` disagrees with `sigma` of shape {cov.shape} ({kind!r})"
+            )
         if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
-            raise ValueError("`mean` and `covariance` must be finite")
+            raise ValueError("`mean` and `sigma` must be finite")
         est = cls(**params)
         est._check_params()
         est.classes_ = np.unique(classes)

@@ -29,7 +29,8 @@ class BSGDClassifier(BudgetedClassifier):
     the merge point is found by golden-section search), one is removed (``"remove"``: the one
     with the smallest :math:`\lVert\alpha_j\rVert^2 k(z_j, z_j)`; ``"remove-random"``), or the
     smallest is removed and its contribution projected onto the span of the others
-    (``"project"``, any kernel, :math:`O(B^3)` per maintenance step).
+    (``"project"``, any kernel, :math:`O(B^2)` per maintenance step: the inverse of the SVs'
+    kernel matrix is updated by bordering and downdating, and recomputed every B steps).
 
     Kernels use scikit-learn's widths: ``rbf`` is :math:`\exp(-\gamma\lVert x-y\rVert^2)`.
     BudgetedSVM's ``-g g`` is ``gamma = g / 2`` here.

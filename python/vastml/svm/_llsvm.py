@@ -135,8 +135,9 @@ class LLSVMClassifier(BudgetedClassifier):
         if self.landmarks == "random":
             picked = sample[rng.choice(sample.shape[0], size=b, replace=False)]
             return np.ascontiguousarray(picked.toarray() if sp.issparse(picked) else picked, dtype=np.float64)
-        # k-means reads CSR directly (distances at O(nnz)); only the centres are dense.
-        centers, labels, _, _ = _core.kmeans(
+        # BudgetedSVM's k-means: b random distinct rows, then Lloyd iterations; CSR is read
+        # directly (distances at O(nnz) per centre), only the centres are dense.
+        centers, labels = _core.llsvm_kmeans(
             core_examples(sample), b, max_iter=int(self.kmeans_iter), seed=int(seed), n_jobs=self._n_jobs()
         )
         if self.landmarks == "kmedoids":

@@ -43,7 +43,7 @@ mod _core {
     #[pymodule_export]
     use super::sums::{erfc_sum, hermite_gauss_sum};
     #[pymodule_export]
-    use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit};
+    use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit, llsvm_kmeans};
     #[pymodule_export]
     use super::tsp::{tsp_means_order, tsp_path_order};
 

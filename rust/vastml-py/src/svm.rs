@@ -598,6 +598,32 @@ pub fn llsvm_decision<'py>(
     matrix(py, out, k)
 }
 
+/// llsvm_kmeans(x, k, max_iter=10, seed=0, n_jobs=None)
+/// --
+///
+/// LLSVM's k-means landmarks (BudgetedSVM's: k random distinct rows, then `max_iter` Lloyd
+/// iterations) on dense rows or a CSR tuple (not densified). Returns (centers, labels).
+#[pyfunction]
+#[pyo3(signature = (x, k, max_iter=10, seed=0, n_jobs=None))]
+#[allow(clippy::type_complexity)]
+pub fn llsvm_kmeans<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    k: usize,
+    max_iter: usize,
+    seed: u64,
+    n_jobs: Option<isize>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>)> {
+    let px = PyX::new(x)?;
+    let ex = px.examples()?;
+    let d = ex.dim();
+    let (c, l) = enter(py, n_jobs, |cancel| {
+        vastml_svm::kmeans_landmarks(&ex, k, max_iter, seed, cancel)
+    })?;
+    let l: Vec<i64> = l.into_iter().map(|v| v as i64).collect();
+    Ok((matrix(py, c, d)?, l.into_pyarray(py)))
+}
+
 /// kmeans(x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None)
 /// --
 ///

@@ -626,16 +626,32 @@ impl Amm {
         let w = self.width();
         let d = self.dim;
         let floors: Vec<f64> = (0..c).map(|k| self.floor(k)).collect();
-        out.par_chunks_mut(c).enumerate().for_each(|(i, o)| {
-            let x = data.row(i);
-            o.copy_from_slice(&floors);
-            for (vj, &cls) in self.v.chunks_exact(w).zip(&self.class_of) {
-                let s = self.scale * (x.dot(&vj[..d]) + self.params.bias * vj[d]);
-                if s > o[cls] {
-                    o[cls] = s;
-                }
+        let nw = self.n_weights();
+        // Weights transposed `(dim, n_weights)`, scale folded in: a row's scores against
+        // every weight are one contiguous update per non-zero.
+        let mut wt = vec![0.0; d * nw];
+        let mut bias_w = vec![0.0; nw];
+        for (j, vj) in self.v.chunks_exact(w).enumerate() {
+            for (f, &v) in vj[..d].iter().enumerate() {
+                wt[f * nw + j] = self.scale * v;
             }
-        });
+            bias_w[j] = self.scale * self.params.bias * vj[d];
+        }
+        out.par_chunks_mut(c).enumerate().for_each_init(
+            || vec![0.0; nw],
+            |sc, (i, o)| {
+                sc.copy_from_slice(&bias_w);
+                if nw > 0 {
+                    data.row(i).dots_transposed(&wt, sc);
+                }
+                o.copy_from_slice(&floors);
+                for (&s, &cls) in sc.iter().zip(&self.class_of) {
+                    if s > o[cls] {
+                        o[cls] = s;
+                    }
+                }
+            },
+        );
         Ok(out)
     }
 }

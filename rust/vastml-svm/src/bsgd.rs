@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use crate::amm::{CANCEL_EVERY, EpochStats, permutation};
 use crate::data::{Examples, Row, check_labels, check_positive, dot};
 use crate::error::{SvmError, invalid, shape};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, exp_in_place};
 
 /// How BSGD keeps its budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +35,11 @@ pub enum Maintenance {
     /// Merge two SVs (Gaussian kernel only).
     Merge,
     /// Remove the SV with the smallest `||alpha_j||` and project its contribution onto the
-    /// span of the others: `alpha_R += K_RR^{-1} k_Rp alpha_p` (any kernel; keeps the
-    /// `B x B` kernel matrix of the SVs, O(B^3) per maintenance step).
+    /// span of the others: `alpha_R += K_RR^{-1} k_Rp alpha_p` (any kernel). Keeps the SV
+    /// kernel matrix and its inverse `A = K^{-1}`: adding an SV is a bordered (rank-one)
+    /// update of `A`, and `K_RR^{-1} k_Rp = -A_Rp / A_pp` with the downdate
+    /// `A_RR - A_Rp A_pR / A_pp`, so a maintenance step costs O(B^2); `A` is recomputed
+    /// from `K` (O(B^3)) once every `B` steps against round-off drift.
     Project,
 }
 
@@ -151,7 +154,14 @@ pub struct Bsgd {
     n_merged: usize,
     /// Projection only: kernel matrix of the SVs, row-major with stride `budget + 1`.
     gram: Vec<f64>,
+    /// Projection only: inverse of `gram + ridge` (same layout), updated incrementally.
+    kinv: Vec<f64>,
+    /// Projection only: maintenance steps since `kinv` was last recomputed from `gram`.
+    since_refresh: usize,
 }
+
+/// Relative ridge added to the SV kernel diagonal for the projection's inverse.
+const PROJECT_RIDGE: f64 = 1e-10;
 
 impl Bsgd {
     /// A model without support vectors.
@@ -217,8 +227,9 @@ impl Bsgd {
             kx: Vec::new(),
             n_merged: 0,
             gram: Vec::new(),
-        }
-        .with_gram())
+            kinv: Vec::new(),
+            since_refresh: 0,
+        })
     }
 
     /// Number of support vectors.
@@ -255,9 +266,11 @@ impl Bsgd {
         self.params.budget + 1
     }
 
-    /// Builds the SV kernel matrix when the maintenance is projection.
-    fn with_gram(mut self) -> Self {
-        if self.params.maintenance == Maintenance::Project {
+    /// Builds the SV kernel matrix and its inverse when the maintenance is projection and
+    /// they are not built yet (lazily, at the first training epoch: a model rebuilt for
+    /// prediction never needs them).
+    fn ensure_gram(&mut self) {
+        if self.params.maintenance == Maintenance::Project && self.gram.is_empty() {
             let (st, d, n) = (self.stride(), self.dim, self.n_support());
             self.gram = vec![0.0; st * st];
             for i in 0..n {
@@ -269,63 +282,177 @@ impl Bsgd {
                             .eval(dot(zi, zj), self.sv_sq[i], self.sv_sq[j]);
                 }
             }
+            self.kinv = vec![0.0; st * st];
+            self.refresh_inverse();
         }
-        self
     }
 
-    /// Removes SV `p` and adds its projection onto the span of the others to their alphas.
-    fn project_out(&mut self, p: usize) {
-        let (st, c, n) = (self.stride(), self.n_classes, self.n_support());
-        let rest: Vec<usize> = (0..n).filter(|&j| j != p).collect();
-        let m = rest.len();
-        if m > 0 {
-            // Cholesky of K_RR (+ a tiny ridge for numerical safety), then solve K_RR d = k_Rp.
-            let trace: f64 = rest.iter().map(|&j| self.gram[j * st + j]).sum();
-            let ridge = 1e-10 * trace / m as f64;
-            let mut l = vec![0.0; m * m];
-            let mut ok = true;
-            for a in 0..m {
-                for b in 0..=a {
-                    let mut v = self.gram[rest[a] * st + rest[b]];
-                    if a == b {
-                        v += ridge;
-                    }
-                    for t in 0..b {
-                        v -= l[a * m + t] * l[b * m + t];
-                    }
-                    if a == b {
-                        if v <= 0.0 {
-                            ok = false;
-                            break;
-                        }
-                        l[a * m + a] = v.sqrt();
-                    } else {
-                        l[a * m + b] = v / l[b * m + b];
-                    }
-                }
-                if !ok {
-                    break;
+    /// Ridge of SV `j`'s diagonal entry.
+    fn ridge(&self, j: usize) -> f64 {
+        let st = self.stride();
+        PROJECT_RIDGE * self.gram[j * st + j].abs() + 1e-300
+    }
+
+    /// Recomputes `kinv = (K + ridge)^{-1}` from `gram` by Gauss-Jordan elimination with
+    /// partial pivoting, O(n^3).
+    fn refresh_inverse(&mut self) {
+        let (st, n) = (self.stride(), self.n_support());
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                a[i * n + j] = self.gram[i * st + j];
+            }
+            a[i * n + i] += self.ridge(i);
+        }
+        let mut inv = vec![0.0; n * n];
+        (0..n).for_each(|i| inv[i * n + i] = 1.0);
+        for col in 0..n {
+            let piv = (col..n)
+                .max_by(|&x, &y| a[x * n + col].abs().total_cmp(&a[y * n + col].abs()))
+                .unwrap_or(col);
+            if piv != col {
+                for k in 0..n {
+                    a.swap(piv * n + k, col * n + k);
+                    inv.swap(piv * n + k, col * n + k);
                 }
             }
-            if ok {
-                let mut y: Vec<f64> = rest.iter().map(|&j| self.gram[j * st + p]).collect();
-                for a in 0..m {
-                    let s: f64 = (0..a).map(|t| l[a * m + t] * y[t]).sum();
-                    y[a] = (y[a] - s) / l[a * m + a];
+            let d = a[col * n + col];
+            let d = if d.abs() < 1e-300 { 1e-300 } else { d };
+            for k in 0..n {
+                a[col * n + k] /= d;
+                inv[col * n + k] /= d;
+            }
+            for r in 0..n {
+                if r != col {
+                    let f = a[r * n + col];
+                    if f != 0.0 {
+                        for k in 0..n {
+                            a[r * n + k] -= f * a[col * n + k];
+                            inv[r * n + k] -= f * inv[col * n + k];
+                        }
+                    }
                 }
-                for a in (0..m).rev() {
-                    let s: f64 = (a + 1..m).map(|t| l[t * m + a] * y[t]).sum();
-                    y[a] = (y[a] - s) / l[a * m + a];
+            }
+        }
+        for i in 0..n {
+            for j in 0..n {
+                self.kinv[i * st + j] = inv[i * n + j];
+            }
+        }
+        self.since_refresh = 0;
+    }
+
+    /// Bordered update of `kinv` after SV `m = n - 1` was appended (its `gram` row and
+    /// column filled): with `u = A k` and `s = k_mm + ridge - k'u`,
+    /// `A' = [[A + u u'/s, -u/s], [-u'/s, 1/s]]`. O(n^2).
+    fn grow_inverse(&mut self) {
+        let (st, n) = (self.stride(), self.n_support());
+        let m = n - 1;
+        let k: Vec<f64> = (0..m).map(|j| self.gram[m * st + j]).collect();
+        let u: Vec<f64> = (0..m)
+            .map(|i| dot(&self.kinv[i * st..i * st + m], &k))
+            .collect();
+        let s = self.gram[m * st + m] + self.ridge(m) - dot(&k, &u);
+        if s.is_nan() || s <= 1e-12 * self.gram[m * st + m].abs() {
+            // x lies (numerically) in the span of the SVs: rebuild A from K.
+            self.refresh_inverse();
+            return;
+        }
+        let inv_s = 1.0 / s;
+        for i in 0..m {
+            let ui = u[i] * inv_s;
+            let row = &mut self.kinv[i * st..i * st + m];
+            row.iter_mut().zip(&u).for_each(|(a, &uj)| *a += ui * uj);
+            self.kinv[i * st + m] = -ui;
+            self.kinv[m * st + i] = -ui;
+        }
+        self.kinv[m * st + m] = inv_s;
+    }
+
+    /// `K_RR^{-1} k_Rp` for `R` = every SV but `p`, from the inverse: `-A_Rp / A_pp`
+    /// (entry `p` of the result is 0). O(n).
+    fn projection_coefficients(&self, p: usize) -> Vec<f64> {
+        let (st, n) = (self.stride(), self.n_support());
+        let app = self.kinv[p * st + p];
+        (0..n)
+            .map(|j| {
+                if j == p {
+                    0.0
+                } else {
+                    -self.kinv[j * st + p] / app
                 }
-                let ap: Vec<f64> = self.alpha[p * c..(p + 1) * c].to_vec();
-                for (&j, &dj) in rest.iter().zip(&y) {
+            })
+            .collect()
+    }
+
+    /// The same coefficients by a direct dense solve of `(K_RR + ridge) d = k_Rp`, O(n^3):
+    /// the oracle the incremental inverse is tested against.
+    #[cfg(test)]
+    fn projection_coefficients_direct(&self, p: usize) -> Vec<f64> {
+        let (st, n) = (self.stride(), self.n_support());
+        let rest: Vec<usize> = (0..n).filter(|&j| j != p).collect();
+        let m = rest.len();
+        let mut a = vec![0.0; m * (m + 1)];
+        for (r, &i) in rest.iter().enumerate() {
+            for (c, &j) in rest.iter().enumerate() {
+                a[r * (m + 1) + c] = self.gram[i * st + j];
+            }
+            a[r * (m + 1) + r] += self.ridge(i);
+            a[r * (m + 1) + m] = self.gram[i * st + p];
+        }
+        let w = m + 1;
+        for col in 0..m {
+            let piv = (col..m)
+                .max_by(|&x, &y| a[x * w + col].abs().total_cmp(&a[y * w + col].abs()))
+                .unwrap();
+            for k in 0..w {
+                a.swap(piv * w + k, col * w + k);
+            }
+            for r in 0..m {
+                if r != col {
+                    let f = a[r * w + col] / a[col * w + col];
+                    for k in 0..w {
+                        a[r * w + k] -= f * a[col * w + k];
+                    }
+                }
+            }
+        }
+        let mut out = vec![0.0; n];
+        for (r, &i) in rest.iter().enumerate() {
+            out[i] = a[r * w + m] / a[r * w + r];
+        }
+        out
+    }
+
+    /// Removes SV `p` and adds its projection onto the span of the others to their alphas,
+    /// in O(n^2) from the maintained inverse.
+    fn project_out(&mut self, p: usize) {
+        let (st, c, n) = (self.stride(), self.n_classes, self.n_support());
+        if n > 1 {
+            let d = self.projection_coefficients(p);
+            let ap: Vec<f64> = self.alpha[p * c..(p + 1) * c].to_vec();
+            for (j, &dj) in d.iter().enumerate() {
+                if j != p && dj != 0.0 {
                     for (cls, a) in ap.iter().enumerate() {
                         self.alpha[j * c + cls] += dj * a;
                     }
                 }
             }
+            // Inverse of K_RR: A_RR - A_Rp A_pR / A_pp (row/column p become garbage, then
+            // `remove` moves the last SV into slot p).
+            let app = self.kinv[p * st + p];
+            let col: Vec<f64> = (0..n).map(|j| self.kinv[j * st + p]).collect();
+            for i in (0..n).filter(|&i| i != p) {
+                let f = col[i] / app;
+                let row = &mut self.kinv[i * st..i * st + n];
+                row.iter_mut().zip(&col).for_each(|(a, &cj)| *a -= f * cj);
+            }
         }
         self.remove(p);
+        self.since_refresh += 1;
+        if self.since_refresh >= self.params.budget {
+            self.refresh_inverse();
+        }
     }
 
     fn kernel_row(&mut self, x: Row<'_>) {
@@ -333,12 +460,23 @@ impl Bsgd {
         let k = self.params.kernel;
         let d = self.dim;
         self.kx.clear();
-        self.kx.extend(
-            self.sv
-                .chunks_exact(d)
-                .zip(&self.sv_sq)
-                .map(|(z, &zz)| k.eval(x.dot(z), xx, zz)),
-        );
+        match k {
+            Kernel::Gaussian { gamma } => {
+                self.kx.extend(
+                    self.sv
+                        .chunks_exact(d)
+                        .zip(&self.sv_sq)
+                        .map(|(z, &zz)| -gamma * (xx + zz - 2.0 * x.dot(z)).max(0.0)),
+                );
+                exp_in_place(&mut self.kx);
+            }
+            _ => self.kx.extend(
+                self.sv
+                    .chunks_exact(d)
+                    .zip(&self.sv_sq)
+                    .map(|(z, &zz)| k.eval(x.dot(z), xx, zz)),
+            ),
+        }
     }
 
     fn step(&mut self, x: Row<'_>, y: usize, rng: &mut Pcg64) -> f64 {
@@ -392,6 +530,7 @@ impl Bsgd {
                             self.gram[j * st + m] = kj;
                         }
                         self.gram[m * st + m] = kxx;
+                        self.grow_inverse();
                     }
                     let s = self.alpha.len();
                     self.alpha.resize(s + c, 0.0);
@@ -427,6 +566,14 @@ impl Bsgd {
                     self.gram[t * st + j] = self.gram[t * st + last];
                 }
                 self.gram[j * st + j] = self.gram[last * st + last];
+                let kv = &mut self.kinv;
+                for t in 0..=last {
+                    kv[j * st + t] = kv[last * st + t];
+                }
+                for t in 0..=last {
+                    kv[t * st + j] = kv[t * st + last];
+                }
+                kv[j * st + j] = kv[last * st + last];
             }
         }
         self.sv.truncate(last * d);
@@ -528,6 +675,7 @@ impl Bsgd {
             return Err(shape("X", "feature count differs from the model's"));
         }
         check_labels(labels, data.len(), self.n_classes)?;
+        self.ensure_gram();
         let mut rng = Pcg64::seed_from_u64(seed);
         let order = permutation(data.len(), shuffle, &mut rng);
         let mut stats = EpochStats::default();
@@ -564,6 +712,13 @@ impl Bsgd {
                 st[f * nsv + j] = v;
             }
         }
+        // Coefficients transposed `(n_classes, nsv)`, scale folded in.
+        let mut alpha_t = vec![0.0; c * nsv];
+        for (j, a) in self.alpha.chunks_exact(c).enumerate() {
+            for (i, &v) in a.iter().enumerate() {
+                alpha_t[i * nsv + j] = self.scale * v;
+            }
+        }
         let mut out = vec![0.0; data.len() * c];
         out.par_chunks_mut(c).enumerate().for_each_init(
             || vec![0.0; nsv],
@@ -574,13 +729,83 @@ impl Bsgd {
                 if nsv > 0 {
                     x.dots_transposed(&st, dots);
                 }
-                for ((&dj, &zz), a) in dots.iter().zip(&self.sv_sq).zip(self.alpha.chunks_exact(c))
-                {
-                    let kv = k.eval(dj, xx, zz) * self.scale;
-                    o.iter_mut().zip(a).for_each(|(v, ai)| *v += kv * ai);
+                if let Kernel::Gaussian { gamma } = k {
+                    for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
+                        *dj = -gamma * (xx + zz - 2.0 * *dj).max(0.0);
+                    }
+                    exp_in_place(dots);
+                } else {
+                    for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
+                        *dj = k.eval(*dj, xx, zz);
+                    }
+                }
+                // g(i, x) = k(x) . alpha[.., i]: one dot product per class (independent
+                // accumulators instead of a read-modify-write of `o` per SV).
+                for (oi, ai) in o.iter_mut().zip(alpha_t.chunks_exact(nsv.max(1))) {
+                    *oi = dot(dots, ai);
                 }
             },
         );
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The O(B^2) incremental inverse gives the same projection coefficients as a direct
+    /// dense solve, after many insertions, projections and periodic refreshes.
+    #[test]
+    fn incremental_projection_matches_direct_solve() {
+        let (n, d, budget) = (400, 3, 12);
+        let mut s: u64 = 7;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let x: Vec<f64> = (0..n * d).map(|_| 2.0 * next() - 1.0).collect();
+        let y: Vec<usize> = x
+            .chunks_exact(d)
+            .map(|r| usize::from(r[0] * r[1] > 0.0))
+            .collect();
+        for kernel in [
+            Kernel::Gaussian { gamma: 1.5 },
+            Kernel::Polynomial {
+                degree: 3,
+                coef: 1.0,
+            },
+        ] {
+            let params = BsgdParams {
+                lambda: 1e-2,
+                budget,
+                kernel,
+                maintenance: Maintenance::Project,
+            };
+            let mut m = Bsgd::new(params, d, 2).unwrap();
+            let cancel = AtomicBool::new(false);
+            let mut checked = 0;
+            for chunk in 0..20 {
+                let lo = chunk * 20;
+                let part = Examples::dense(&x[lo * d..(lo + 20) * d], d).unwrap();
+                m.epoch(&part, &y[lo..lo + 20], false, 0, &cancel).unwrap();
+                assert!(m.n_support() <= budget);
+                for p in 0..m.n_support() {
+                    let fast = m.projection_coefficients(p);
+                    let slow = m.projection_coefficients_direct(p);
+                    let scale = slow.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+                    for (f, w) in fast.iter().zip(&slow) {
+                        assert!(
+                            (f - w).abs() <= 1e-6 * scale,
+                            "{kernel:?} p={p}: {f} vs {w}"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+            assert!(checked > 100);
+        }
     }
 }

@@ -42,5 +42,5 @@ pub use arow::{Arow, UpdateOn, arow_decision, arow_one_vs_rest};
 pub use bsgd::{Bsgd, BsgdParams, Maintenance, Merge, golden_section, merge_pair};
 pub use data::{Examples, Row};
 pub use error::SvmError;
-pub use kernel::Kernel;
-pub use llsvm::{DcdOptions, Nystrom, dual_cd, dual_cd_full, symmetric_eigen};
+pub use kernel::{Kernel, exp_in_place};
+pub use llsvm::{DcdOptions, Nystrom, dual_cd, dual_cd_full, kmeans_landmarks, symmetric_eigen};

@@ -14,9 +14,9 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::data::{Examples, check_positive, dot};
+use crate::data::{Examples, Row, check_positive, dot};
 use crate::error::{SvmError, shape};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, exp_in_place};
 
 /// Eigen-decomposition of a symmetric `n x n` matrix by cyclic Jacobi rotations.
 ///
@@ -75,11 +75,29 @@ pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
 pub struct Nystrom {
     kernel: Kernel,
     dim: usize,
-    landmarks: Vec<f64>,
+    /// The landmarks transposed, `(dim, B)`: a row's dot products with every landmark are
+    /// one contiguous B-vector update per non-zero (GEMM-style, vectorised).
+    land_t: Vec<f64>,
     land_sq: Vec<f64>,
     /// `M`, row-major `(rank, B)`.
     map: Vec<f64>,
+    /// `M'`, row-major `(B, rank)`: `phi(x) = sum_j g_j(x) M'[j, ..]`.
+    map_t: Vec<f64>,
     rank: usize,
+}
+
+/// Rows per block of [`Nystrom::transform`]'s parallel loop.
+const BLOCK: usize = 64;
+
+/// `(rows, cols)` row-major -> `(cols, rows)` row-major.
+fn transpose(a: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut t = vec![0.0; a.len()];
+    for i in 0..rows {
+        for j in 0..cols {
+            t[j * rows + i] = a[i * cols + j];
+        }
+    }
+    t
 }
 
 impl Nystrom {
@@ -97,11 +115,12 @@ impl Nystrom {
             .collect();
         let mut kbb = vec![0.0; b * b];
         for i in 0..b {
-            for j in 0..b {
+            for j in i..b {
                 let zi = &landmarks[i * dim..(i + 1) * dim];
                 let zj = &landmarks[j * dim..(j + 1) * dim];
-                let dot: f64 = zi.iter().zip(zj).map(|(a, c)| a * c).sum();
-                kbb[i * b + j] = kernel.eval(dot, land_sq[i], land_sq[j]);
+                let kij = kernel.eval(dot(zi, zj), land_sq[i], land_sq[j]);
+                kbb[i * b + j] = kij;
+                kbb[j * b + i] = kij;
             }
         }
         let (vals, vecs) = symmetric_eigen(&kbb, b);
@@ -124,8 +143,9 @@ impl Nystrom {
         Ok(Nystrom {
             kernel,
             dim,
-            landmarks: landmarks.to_vec(),
+            land_t: transpose(landmarks, b, dim),
             land_sq,
+            map_t: transpose(&map, rank, b),
             map,
             rank,
         })
@@ -152,6 +172,7 @@ impl Nystrom {
         if !map.iter().all(|v| v.is_finite()) {
             return Err(SvmError::NonFinite { name: "map" });
         }
+        let rank = map.len() / b;
         Ok(Nystrom {
             kernel,
             dim,
@@ -159,8 +180,9 @@ impl Nystrom {
                 .chunks_exact(dim)
                 .map(|z| z.iter().map(|a| a * a).sum())
                 .collect(),
-            landmarks: landmarks.to_vec(),
-            rank: map.len() / b,
+            land_t: transpose(landmarks, b, dim),
+            rank,
+            map_t: transpose(map, rank, b),
             map: map.to_vec(),
         })
     }
@@ -180,7 +202,31 @@ impl Nystrom {
         &self.map
     }
 
-    /// `phi(x_i)` of every example, row-major `(n, rank)`, parallel over examples.
+    /// `g(x) = [k(x, z_j)]_j` into `g` (length B): the dot products with all landmarks at
+    /// once from the transposed landmarks (O(nnz(x) B), contiguous), then the kernel.
+    #[inline]
+    fn kernel_row(&self, x: Row<'_>, g: &mut [f64]) {
+        g.iter_mut().for_each(|v| *v = 0.0);
+        x.dots_transposed(&self.land_t, g);
+        let xx = x.sq_norm();
+        match self.kernel {
+            Kernel::Gaussian { gamma } => {
+                // exp(-gamma (xx + zz - 2 x.z)): the exponents in one pass, then a
+                // vectorised exp over the row (no libm call per element).
+                for (gj, &zz) in g.iter_mut().zip(&self.land_sq) {
+                    *gj = -gamma * (xx + zz - 2.0 * *gj).max(0.0);
+                }
+                exp_in_place(g);
+            }
+            k => {
+                for (gj, &zz) in g.iter_mut().zip(&self.land_sq) {
+                    *gj = k.eval(*gj, xx, zz);
+                }
+            }
+        }
+    }
+
+    /// `phi(x_i)` of every example, row-major `(n, rank)`, parallel over blocks of rows.
     ///
     /// # Errors
     /// A shape error on a dimension mismatch.
@@ -188,25 +234,108 @@ impl Nystrom {
         if data.dim() != self.dim {
             return Err(shape("X", "feature count differs from the landmarks'"));
         }
-        let (b, r, d) = (self.n_landmarks(), self.rank, self.dim);
+        let (b, r) = (self.n_landmarks(), self.rank);
         let mut out = vec![0.0; data.len() * r];
-        out.par_chunks_mut(r.max(1)).enumerate().for_each_init(
+        if r == 0 {
+            return Ok(out);
+        }
+        out.par_chunks_mut(r * BLOCK).enumerate().for_each_init(
             || vec![0.0; b],
-            |g, (i, o)| {
-                let x = data.row(i);
-                let xx = x.sq_norm();
-                for (j, gj) in g.iter_mut().enumerate() {
-                    let z = &self.landmarks[j * d..(j + 1) * d];
-                    *gj = self.kernel.eval(x.dot(z), xx, self.land_sq[j]);
-                }
-                for (k, ok) in o.iter_mut().enumerate() {
-                    let m = &self.map[k * b..(k + 1) * b];
-                    *ok = m.iter().zip(g.iter()).map(|(a, c)| a * c).sum();
+            |g, (blk, o)| {
+                for (k, orow) in o.chunks_exact_mut(r).enumerate() {
+                    self.kernel_row(data.row(blk * BLOCK + k), g);
+                    if r <= 4 {
+                        // Few outputs (folded prediction coefficients): dot products.
+                        for (q, oq) in orow.iter_mut().enumerate() {
+                            *oq = dot(&self.map[q * b..(q + 1) * b], g);
+                        }
+                    } else {
+                        // phi = sum_j g_j M'[j, ..]: contiguous axpys over `rank`.
+                        for (&gj, mrow) in g.iter().zip(self.map_t.chunks_exact(r)) {
+                            orow.iter_mut().zip(mrow).for_each(|(a, m)| *a += gj * m);
+                        }
+                    }
                 }
             },
         );
         Ok(out)
     }
+}
+
+/// k-means landmarks as BudgetedSVM picks them: `k` distinct random rows as the initial
+/// centres, then `iters` Lloyd iterations; an empty cluster restarts at a random row.
+/// Distances use `||x||^2 + ||c||^2 - 2 x.c` with the centres transposed, so a sparse row
+/// costs O(nnz(x) k) and is never densified. Returns the centres `(k, dim)` and labels.
+///
+/// # Errors
+/// [`SvmError::InvalidParameter`] if `k` is 0 or exceeds the number of rows.
+pub fn kmeans_landmarks(
+    data: &Examples<'_>,
+    k: usize,
+    iters: usize,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<usize>), SvmError> {
+    let (n, d) = (data.len(), data.dim());
+    if k == 0 || k > n {
+        return Err(crate::error::invalid(
+            "n_landmarks",
+            format!("must lie in 1..={n}, got {k}"),
+        ));
+    }
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let mut centres = vec![0.0; k * d];
+    // k distinct rows (partial Fisher-Yates).
+    let mut idx: Vec<usize> = (0..n).collect();
+    for c in 0..k {
+        let j = rand::RngExt::random_range(&mut rng, c..n);
+        idx.swap(c, j);
+        data.row(idx[c]).axpy(1.0, &mut centres[c * d..(c + 1) * d]);
+    }
+    let sq: Vec<f64> = (0..n).map(|i| data.row(i).sq_norm()).collect();
+    let mut labels = vec![0usize; n];
+    for _ in 0..iters.max(1) {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(SvmError::Cancelled);
+        }
+        let ct = transpose(&centres, k, d);
+        let csq: Vec<f64> = centres.chunks_exact(d).map(|c| dot(c, c)).collect();
+        labels.par_chunks_mut(BLOCK).enumerate().for_each_init(
+            || vec![0.0; k],
+            |g, (blk, lab)| {
+                for (q, l) in lab.iter_mut().enumerate() {
+                    let i = blk * BLOCK + q;
+                    g.iter_mut().for_each(|v| *v = 0.0);
+                    data.row(i).dots_transposed(&ct, g);
+                    let mut best = (f64::INFINITY, 0);
+                    for (c, (&xc, &cc)) in g.iter().zip(&csq).enumerate() {
+                        let dist = sq[i] + cc - 2.0 * xc;
+                        if dist < best.0 {
+                            best = (dist, c);
+                        }
+                    }
+                    *l = best.1;
+                }
+            },
+        );
+        let mut counts = vec![0usize; k];
+        centres.iter_mut().for_each(|v| *v = 0.0);
+        for (i, &l) in labels.iter().enumerate() {
+            counts[l] += 1;
+            data.row(i).axpy(1.0, &mut centres[l * d..(l + 1) * d]);
+        }
+        for c in 0..k {
+            let cen = &mut centres[c * d..(c + 1) * d];
+            if counts[c] == 0 {
+                let r = rand::RngExt::random_range(&mut rng, 0..n);
+                data.row(r).axpy(1.0, cen);
+            } else {
+                let inv = 1.0 / counts[c] as f64;
+                cen.iter_mut().for_each(|v| *v *= inv);
+            }
+        }
+    }
+    Ok((centres, labels))
 }
 
 /// Options of [`dual_cd`].
@@ -244,6 +373,35 @@ pub fn dual_cd(
 /// # Errors
 /// As [`dual_cd`].
 pub fn dual_cd_full(
+    features: &[f64],
+    dim: usize,
+    targets: &[f64],
+    options: DcdOptions,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::data::has_avx2() {
+        // SAFETY: the CPU supports AVX2 (checked at run time just above).
+        return unsafe { dual_cd_avx2(features, dim, targets, options, cancel) };
+    }
+    dual_cd_generic(features, dim, targets, options, cancel)
+}
+
+/// [`dual_cd_full`] compiled for 256-bit vectors (same operations, same results).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dual_cd_avx2(
+    features: &[f64],
+    dim: usize,
+    targets: &[f64],
+    options: DcdOptions,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
+    dual_cd_generic(features, dim, targets, options, cancel)
+}
+
+#[inline(always)]
+fn dual_cd_generic(
     features: &[f64],
     dim: usize,
     targets: &[f64],

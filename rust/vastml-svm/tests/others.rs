@@ -481,3 +481,103 @@ fn projection_keeps_budget_on_xor() {
     let err = pred.iter().zip(&y).filter(|(a, b)| a != b).count() as f64 / 1500.0;
     assert!(err < 0.1, "projection error {err}");
 }
+
+#[test]
+fn nystrom_transform_equals_naive_map_on_dense_and_csr() {
+    // The blocked transform (transposed landmarks, axpy over rank) against M g(x) computed
+    // element by element, for a sparse-ish data set given dense and as CSR, for kernels with
+    // and without the fused Gaussian path, and for a few-output map (the prediction path).
+    let mut next = lcg(21);
+    let (n, d, b) = (150, 7, 9);
+    let x: Vec<f64> = (0..n * d)
+        .map(|_| if next() < 0.6 { 0.0 } else { next() - 0.5 })
+        .collect();
+    let lm: Vec<f64> = (0..b * d).map(|_| next() - 0.5).collect();
+    let (mut ip, mut ix, mut dv) = (vec![0i64], vec![], vec![]);
+    for row in x.chunks(d) {
+        for (j, &v) in row.iter().enumerate() {
+            if v != 0.0 {
+                ix.push(j as i64);
+                dv.push(v);
+            }
+        }
+        ip.push(ix.len() as i64);
+    }
+    let dense = Examples::dense(&x, d).unwrap();
+    let csr = Examples::csr(&ip, &ix, &dv, d).unwrap();
+    for kern in [
+        Kernel::Gaussian { gamma: 0.7 },
+        Kernel::Polynomial {
+            degree: 2,
+            coef: 1.0,
+        },
+        Kernel::Exponential { gamma: 0.3 },
+    ] {
+        let full = Nystrom::new(kern, &lm, d).unwrap();
+        let few: Vec<f64> = full.map_matrix()[..2 * b].to_vec();
+        for ny in [
+            full.clone(),
+            Nystrom::from_parts(kern, &lm, d, &few).unwrap(),
+        ] {
+            let (r, m) = (ny.rank(), ny.map_matrix());
+            let want: Vec<f64> = x
+                .chunks(d)
+                .flat_map(|xi| {
+                    let g: Vec<f64> = lm
+                        .chunks(d)
+                        .map(|z| {
+                            let dot: f64 = xi.iter().zip(z).map(|(a, c)| a * c).sum();
+                            let xx: f64 = xi.iter().map(|a| a * a).sum();
+                            let zz: f64 = z.iter().map(|a| a * a).sum();
+                            kern.eval(dot, xx, zz)
+                        })
+                        .collect();
+                    (0..r)
+                        .map(|q| (0..b).map(|j| m[q * b + j] * g[j]).sum::<f64>())
+                        .collect::<Vec<f64>>()
+                })
+                .collect();
+            for data in [&dense, &csr] {
+                let got = ny.transform(data).unwrap();
+                assert_eq!(got.len(), n * r);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-10 * (1.0 + w.abs()),
+                        "{kern:?}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn kmeans_landmarks_centres_are_cluster_means_and_csr_equals_dense() {
+    let (x, _) = blobs(300, 8);
+    let d = 2;
+    let dense = Examples::dense(&x, d).unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let (c, l) = vastml_svm::kmeans_landmarks(&dense, 4, 10, 3, &cancel).unwrap();
+    for k in 0..4 {
+        let members: Vec<usize> = (0..300).filter(|&i| l[i] == k).collect();
+        assert!(!members.is_empty());
+        for f in 0..d {
+            let mean = members.iter().map(|&i| x[i * d + f]).sum::<f64>() / members.len() as f64;
+            assert!((c[k * d + f] - mean).abs() < 1e-12);
+        }
+    }
+    let (mut ip, mut ix, mut dv) = (vec![0i64], vec![], vec![]);
+    for row in x.chunks(d) {
+        for (j, &v) in row.iter().enumerate() {
+            ix.push(j as i64);
+            dv.push(v);
+        }
+        ip.push(ix.len() as i64);
+    }
+    let csr = Examples::csr(&ip, &ix, &dv, d).unwrap();
+    let (c2, l2) = vastml_svm::kmeans_landmarks(&csr, 4, 10, 3, &cancel).unwrap();
+    assert_eq!(l, l2);
+    assert!(c.iter().zip(&c2).all(|(a, b)| (a - b).abs() < 1e-12));
+    assert!(vastml_svm::kmeans_landmarks(&dense, 0, 10, 3, &cancel).is_err());
+    assert!(vastml_svm::kmeans_landmarks(&dense, 301, 10, 3, &cancel).is_err());
+}
