@@ -40,6 +40,19 @@ def test_em_ordering_lowers_fom_and_downweights_noise():
     assert em.active_[5:16].all()
 
 
+def test_wave_noisy_1500_drops_noise_and_lowers_fom():
+    # the thesis's setting (Table 2.3, wave noisy): n = 1,500, 21 appended N(0, 1) features,
+    # alpha = 1.1, 5 iterations; thesis FOM EM-1 0.282 -> EM-5 0.237 and > 90% of the noise
+    # found. Plain TSP-means drops about half here (see EMOrdering's docstring); the test pins
+    # that the M-step backend is the plain one (the polished one drops only ~2)
+    X, y = make_waveform(1500, noise_features=21, random_state=10)
+    em = EMOrdering(n_iter=5, random_state=0).fit(X)
+    f1, f5 = figure_of_merit(y, em.history_[0]["order"]), figure_of_merit(y, em.order_)
+    assert f5 < f1 and f5 < 0.26
+    assert (~em.active_[21:]).sum() >= 7
+    assert em.active_[3:18].all()
+
+
 def test_backends_and_bad_input():
     X, _ = make_waveform(12, random_state=2)
     ex = EMOrdering(n_iter=2, orderer="exact").fit(X)

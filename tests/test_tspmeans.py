@@ -96,6 +96,10 @@ def test_four_blobs_within_20_percent_of_two_opt():
     tm = TSPMeans(random_state=0).fit(x)
     two = tsp_path(x)
     assert tm.path_length_ <= 1.2 * path_length(x, two)
+    # L computed in Rust against the NumPy measure; stage timings are reported
+    assert tm.path_length_ == pytest.approx(path_length(x, tm.order_), rel=1e-12)
+    assert set(tm.stage_seconds_) == {"tree", "sweeps", "polish"}
+    assert all(v >= 0 for v in tm.stage_seconds_.values())
     # thesis Fig 2.4: FOM 0.033 for TSP-means (0.038 for LK)
     assert figure_of_merit(y, tm.order_) <= 1.2 * figure_of_merit(y, two) + 0.01
     assert figure_of_merit(y, tm.order_) < 0.06

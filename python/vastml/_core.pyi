@@ -295,7 +295,7 @@ def tsp_means_order(
     exact_max: int,
     polish_window: int,
     n_jobs: int | None = None,
-) -> tuple[npt.NDArray[np.int64], int, int, int, int]: ...
+) -> tuple[npt.NDArray[np.int64], int, int, int, int, tuple[float, float, float], float]: ...
 def tsp_path_order(
     x: npt.NDArray[np.float64],
     start: int | None,

@@ -30,8 +30,12 @@ class EMOrdering:
     n_iter : int, EM iterations (thesis: 5).
     alpha : float >= 1, tolerance of hard scaling (thesis: 1.1; 1.0 = plain hard scaling).
     scaling : "hard" or "soft".
-    orderer : "tsp_means" (default), "exact" (Held-Karp, at most 16 rows), "heuristic" (greedy +
-        2-opt + Or-opt on all rows), or a callable ``f(Xs) -> order``.
+    orderer : "tsp_means" (default: the thesis's plain TSP-means, no window polish),
+        "exact" (Held-Karp, at most 16 rows), "heuristic" (greedy + 2-opt + Or-opt on all rows),
+        or a callable ``f(Xs) -> order``. A shorter tour also orders the noise features, which
+        then look predictable and survive hard scaling: with the polished TSP-means only ~2 of
+        21 appended noise features are dropped on waveform (n = 1,500, 5 iterations), with the
+        plain one ~11, and FOM(EM-5) falls from 0.252 to 0.235 (thesis 0.237).
     standardize : bool, z-score the features first.
     random_state, n_jobs : passed to TSP-means.
 
@@ -67,7 +71,7 @@ class EMOrdering:
                 raise ValueError("the `orderer` callable must return a permutation of the rows")
             return out
         if o == "tsp_means":
-            return TSPMeans(random_state=seed, n_jobs=self.n_jobs).fit(xs).order_
+            return TSPMeans(random_state=seed, polish_window=0, n_jobs=self.n_jobs).fit(xs).order_
         return tsp_path(xs, method=o, n_jobs=self.n_jobs)
 
     def fit(self, X, y=None):

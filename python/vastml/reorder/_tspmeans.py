@@ -64,6 +64,8 @@ class TSPMeans:
     ----------
     order_ : ndarray of int64, the row order.
     levels_ : int; n_kmeans_, n_tsp_, n_sweeps_ : counts; path_length_ : float (L of order_).
+    stage_seconds_ : dict, wall-clock seconds of the stages "tree" (sampling, 2-means,
+        partition), "sweeps" (all local TSPs) and "polish".
 
     >>> import numpy as np
     >>> x = np.r_[np.zeros((50, 2)), np.full((50, 2), 10.0)] + np.random.default_rng(0).random((100, 2))
@@ -121,7 +123,7 @@ class TSPMeans:
         if 0 < window < 4:
             raise ValueError(f"`polish_window` must be 0 (off) or at least 4, got {window}")
         nb = _int(self.neighbours, "neighbours", 1)
-        order, lv, nk, nt, ns = _core.tsp_means_order(
+        order, lv, nk, nt, ns, secs, length = _core.tsp_means_order(
             x,
             levels,
             sample,
@@ -135,8 +137,9 @@ class TSPMeans:
         self.order_ = order
         self.levels_, self.n_kmeans_, self.n_tsp_, self.n_sweeps_ = lv, nk, nt, ns
         self.n_features_in_ = x.shape[1]
-        d = x[order[1:]] - x[order[:-1]] if n > 1 else np.zeros((0, x.shape[1]))
-        self.path_length_ = float(np.sqrt((d**2).sum(axis=1)).sum())
+        self.stage_seconds_ = dict(zip(("tree", "sweeps", "polish"), secs))
+        # L in Rust: no (n, d) temporaries, so a million rows cost no extra memory
+        self.path_length_ = float(length)
         return self
 
     def fit_transform(self, X, y=None):

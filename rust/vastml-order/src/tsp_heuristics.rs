@@ -231,6 +231,9 @@ pub fn neighbour_lists(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
             cand.sort_by(|p, q| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1)));
             out.extend(cand[..k].iter().map(|c| c.1));
         }
+    } else if dim >= 4 && m <= 8192 {
+        // a kd-tree prunes little in many dimensions or on small sets: scan all pairs once
+        out = brute_neighbours(x, dim, k);
     } else {
         // points were validated by the caller, so the tree cannot fail
         let tree = KdTree::build(x, dim, 16).expect("validated points");
@@ -252,6 +255,64 @@ pub fn neighbour_lists(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
         }
     }
     (out, k)
+}
+
+/// The `k` nearest other rows of every row by one pass over all pairs (each pair's distance
+/// is computed once and offered to both rows). Ties go to the smaller index, as in the direct
+/// scan of [`neighbour_lists`].
+fn brute_neighbours(x: &[f64], dim: usize, k: usize) -> Vec<usize> {
+    let m = x.len() / dim;
+    let mut bd = vec![f64::INFINITY; m * k];
+    let mut bi = vec![usize::MAX; m * k];
+    #[inline]
+    fn offer(bd: &mut [f64], bi: &mut [usize], d: f64, c: usize) {
+        let k = bd.len();
+        if d > bd[k - 1] || (d == bd[k - 1] && c >= bi[k - 1]) {
+            return;
+        }
+        let mut t = k - 1;
+        while t > 0 && (d < bd[t - 1] || (d == bd[t - 1] && c < bi[t - 1])) {
+            bd[t] = bd[t - 1];
+            bi[t] = bi[t - 1];
+            t -= 1;
+        }
+        bd[t] = d;
+        bi[t] = c;
+    }
+    // columns stored contiguously, so the distances from one row to all later rows are
+    // `dim` passes of a loop the compiler vectorises
+    let mut xt = vec![0.0; m * dim];
+    for (b, r) in x.chunks_exact(dim).enumerate() {
+        for (t, &v) in r.iter().enumerate() {
+            xt[t * m + b] = v;
+        }
+    }
+    let mut dd = vec![0.0; m];
+    for a in 0..m {
+        let pa = &x[a * dim..(a + 1) * dim];
+        let dd_a = &mut dd[a + 1..];
+        dd_a.fill(0.0);
+        for (t, &va) in pa.iter().enumerate() {
+            for (d, &vb) in dd_a.iter_mut().zip(&xt[t * m + a + 1..(t + 1) * m]) {
+                let v = va - vb;
+                *d += v * v;
+            }
+        }
+        let (head, tail) = bd.split_at_mut((a + 1) * k);
+        let (hi, ti) = bi.split_at_mut((a + 1) * k);
+        let (bda, bia) = (&mut head[a * k..], &mut hi[a * k..]);
+        for (t, &d) in dd[a + 1..].iter().enumerate() {
+            let b = a + 1 + t;
+            if d < bda[k - 1] || (d == bda[k - 1] && b < bia[k - 1]) {
+                offer(bda, bia, d, b);
+            }
+            let o = t * k;
+            if d < tail[o + k - 1] || (d == tail[o + k - 1] && a < ti[o + k - 1]) {
+                offer(&mut tail[o..o + k], &mut ti[o..o + k], d, a);
+            }
+        }
+    }
+    bi
 }
 
 fn find(parent: &mut [usize], mut a: usize) -> usize {
@@ -1006,6 +1067,29 @@ mod tests {
             }
         }
         assert!(checked > 100);
+    }
+
+    #[test]
+    fn brute_and_kd_tree_neighbour_lists_agree() {
+        for (m, dim) in [(300usize, 2usize), (500, 10), (3000, 3)] {
+            let x = uniform(m, dim, 40 + dim as u64);
+            let (nb, k) = neighbour_lists(&x, dim, 6);
+            assert_eq!(k, 6);
+            // oracle: sort every row's candidates
+            for a in (0..m).step_by(7) {
+                let mut c: Vec<(f64, usize)> = (0..m)
+                    .filter(|&b| b != a)
+                    .map(|b| (dist(&x, dim, a, b), b))
+                    .collect();
+                c.sort_by(|p, q| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1)));
+                let want: Vec<usize> = c[..6].iter().map(|p| p.1).collect();
+                assert_eq!(
+                    &nb[a * 6..(a + 1) * 6],
+                    &want[..],
+                    "m={m} dim={dim} row {a}"
+                );
+            }
+        }
     }
 
     #[test]

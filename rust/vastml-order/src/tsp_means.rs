@@ -78,6 +78,9 @@ pub struct TspMeans {
     pub n_tsp: usize,
     /// Number of sweeps over the list.
     pub n_sweeps: usize,
+    /// Wall-clock seconds of the stages: tree (sampling, 2-means, partition, centroids),
+    /// sweeps (all local TSPs), polish.
+    pub stage_seconds: [f64; 3],
 }
 
 /// Default subtree depth: ceil(0.5 log2 n), at least 1.
@@ -108,8 +111,10 @@ fn d2(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
 }
 
+/// Tree construction. The rows are copied once into `xs` and moved with `perm`, so every
+/// node's members are a contiguous block of rows: centroids, samples and the 2-means partition
+/// read memory in order instead of jumping through a million-row array.
 struct Ctx<'a> {
-    x: &'a [f64],
     dim: usize,
     leaf: usize,
     p: &'a TspMeansParams,
@@ -117,35 +122,32 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn row(&self, i: usize) -> &[f64] {
-        &self.x[i * self.dim..(i + 1) * self.dim]
-    }
-
-    fn centroid(&self, idx: &[usize]) -> Vec<f64> {
+    fn centroid(&self, rows: &[f64]) -> Vec<f64> {
         let mut c = vec![0.0; self.dim];
-        for &i in idx {
-            for (s, v) in c.iter_mut().zip(self.row(i)) {
+        for r in rows.chunks_exact(self.dim) {
+            for (s, v) in c.iter_mut().zip(r) {
                 *s += v;
             }
         }
-        let n = idx.len().max(1) as f64;
+        let n = (rows.len() / self.dim).max(1) as f64;
         c.iter_mut().for_each(|s| *s /= n);
         c
     }
 
-    /// 2-means on a sample of `idx`; returns the two centres (None if they coincide).
-    fn two_means(&self, idx: &[usize], seed: u64) -> Option<[Vec<f64>; 2]> {
+    /// 2-means on a sample of the rows; returns the two centres (None if they coincide).
+    fn two_means(&self, rows: &[f64], seed: u64) -> Option<[Vec<f64>; 2]> {
+        let dim = self.dim;
+        let n = rows.len() / dim;
+        let row = |i: usize| &rows[i * dim..(i + 1) * dim];
         let mut rng = Pcg64::seed_from_u64(seed);
-        let sample: Vec<usize> = if idx.len() <= self.p.sample {
-            idx.to_vec()
+        let sample: Vec<usize> = if n <= self.p.sample {
+            (0..n).collect()
         } else {
-            (0..self.p.sample)
-                .map(|_| idx[rng.random_range(0..idx.len())])
-                .collect()
+            (0..self.p.sample).map(|_| rng.random_range(0..n)).collect()
         };
         // k-means++ seeding
-        let c0 = self.row(sample[rng.random_range(0..sample.len())]).to_vec();
-        let w: Vec<f64> = sample.iter().map(|&i| d2(self.row(i), &c0)).collect();
+        let c0 = row(sample[rng.random_range(0..sample.len())]).to_vec();
+        let w: Vec<f64> = sample.iter().map(|&i| d2(row(i), &c0)).collect();
         let total: f64 = w.iter().sum();
         if total <= 0.0 {
             return None;
@@ -159,12 +161,12 @@ impl Ctx<'_> {
             }
             t -= wk;
         }
-        let mut c = [c0, self.row(pick).to_vec()];
+        let mut c = [c0, row(pick).to_vec()];
         let mut assign = vec![0u8; sample.len()];
         for it in 0..self.p.kmeans_iter.max(1) {
             let mut changed = false;
             for (a, &i) in assign.iter_mut().zip(&sample) {
-                let side = u8::from(d2(self.row(i), &c[1]) < d2(self.row(i), &c[0]));
+                let side = u8::from(d2(row(i), &c[1]) < d2(row(i), &c[0]));
                 if side != *a || it == 0 {
                     changed |= side != *a;
                     *a = side;
@@ -173,11 +175,11 @@ impl Ctx<'_> {
             if it > 0 && !changed {
                 break;
             }
-            let mut sums = [vec![0.0; self.dim], vec![0.0; self.dim]];
+            let mut sums = [vec![0.0; dim], vec![0.0; dim]];
             let mut counts = [0usize; 2];
             for (&a, &i) in assign.iter().zip(&sample) {
                 counts[a as usize] += 1;
-                for (s, v) in sums[a as usize].iter_mut().zip(self.row(i)) {
+                for (s, v) in sums[a as usize].iter_mut().zip(row(i)) {
                     *s += v;
                 }
             }
@@ -194,10 +196,19 @@ impl Ctx<'_> {
         }
     }
 
-    /// Splits `perm` (the members, at offset `lo` of the whole permutation) recursively.
-    fn build(&self, perm: &mut [usize], lo: usize, depth: u64, kmeans: &mut usize) -> BNode {
+    /// Splits `perm` (the members, at offset `lo` of the whole permutation) recursively;
+    /// `rows` holds their rows in the same order and is permuted along.
+    fn build(
+        &self,
+        perm: &mut [usize],
+        rows: &mut [f64],
+        lo: usize,
+        depth: u64,
+        kmeans: &mut usize,
+    ) -> BNode {
         let n = perm.len();
-        let centroid = self.centroid(perm);
+        let dim = self.dim;
+        let centroid = self.centroid(rows);
         let range = lo..lo + n;
         if n <= self.leaf || self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return BNode {
@@ -209,16 +220,20 @@ impl Ctx<'_> {
         *kmeans += 1;
         let seed = mix(self.p.seed ^ mix(lo as u64 ^ mix(n as u64 ^ (depth << 48))));
         let mut cut = 0;
-        if let Some(c) = self.two_means(perm, seed) {
+        if let Some(c) = self.two_means(rows, seed) {
             // partition: members nearer to c[0] first
             let (mut i, mut j) = (0, n);
             while i < j {
-                let r = self.row(perm[i]);
+                let r = &rows[i * dim..(i + 1) * dim];
                 if d2(r, &c[0]) <= d2(r, &c[1]) {
                     i += 1;
                 } else {
                     j -= 1;
-                    perm.swap(i, j);
+                    if i < j {
+                        perm.swap(i, j);
+                        let (a, b) = rows.split_at_mut(j * dim);
+                        a[i * dim..(i + 1) * dim].swap_with_slice(&mut b[..dim]);
+                    }
                 }
             }
             cut = i;
@@ -228,16 +243,17 @@ impl Ctx<'_> {
             cut = n / 2;
         }
         let (a, b) = perm.split_at_mut(cut);
+        let (ra, rb) = rows.split_at_mut(cut * dim);
         let (mut ka, mut kb) = (0, 0);
         let (na, nb) = if n > 4096 {
             rayon::join(
-                || self.build(a, lo, depth + 1, &mut ka),
-                || self.build(b, lo + cut, depth + 1, &mut kb),
+                || self.build(a, ra, lo, depth + 1, &mut ka),
+                || self.build(b, rb, lo + cut, depth + 1, &mut kb),
             )
         } else {
             (
-                self.build(a, lo, depth + 1, &mut ka),
-                self.build(b, lo + cut, depth + 1, &mut kb),
+                self.build(a, ra, lo, depth + 1, &mut ka),
+                self.build(b, rb, lo + cut, depth + 1, &mut kb),
             )
         };
         *kmeans += ka + kb;
@@ -292,22 +308,20 @@ enum Item {
     Ex(usize),
 }
 
-struct Tree<'a> {
-    x: &'a [f64],
+struct Tree {
+    /// The rows in permutation order (`xs[p]` is row `perm[p]` of the input).
+    xs: Vec<f64>,
     dim: usize,
     perm: Vec<usize>,
     nodes: Vec<TNode>,
     cent: Vec<f64>,
 }
 
-impl Tree<'_> {
+impl Tree {
     fn rep(&self, it: Item) -> &[f64] {
         match it {
             Item::Node(z) => &self.cent[z * self.dim..(z + 1) * self.dim],
-            Item::Ex(p) => {
-                let i = self.perm[p];
-                &self.x[i * self.dim..(i + 1) * self.dim]
-            }
+            Item::Ex(p) => &self.xs[p * self.dim..(p + 1) * self.dim],
         }
     }
 
@@ -411,25 +425,29 @@ pub fn tsp_means_progress(
             n_kmeans: 0,
             n_tsp: 0,
             n_sweeps: 0,
+            stage_seconds: [0.0; 3],
         });
     }
     let ctx = Ctx {
-        x,
         dim,
         leaf: 1 << levels,
         p: params,
         cancel,
     };
+    let clock = std::time::Instant::now();
+    let mut stage_seconds = [0.0; 3];
     let mut perm: Vec<usize> = (0..n).collect();
     let mut n_kmeans = 0;
-    let root = ctx.build(&mut perm, 0, 0, &mut n_kmeans);
+    let mut xs = x.to_vec();
+    let root = ctx.build(&mut perm, &mut xs, 0, 0, &mut n_kmeans);
+    stage_seconds[0] = clock.elapsed().as_secs_f64();
     check_cancel(cancel)?;
     let mut nodes = Vec::new();
     let mut cent = Vec::new();
     build_tl(&root, levels, &mut nodes, &mut cent);
     drop(root);
     let tree = Tree {
-        x,
+        xs,
         dim,
         perm,
         nodes,
@@ -487,6 +505,7 @@ pub fn tsp_means_progress(
             .collect();
         on_sweep(&ranges, &tree.perm);
     }
+    stage_seconds[1] = clock.elapsed().as_secs_f64() - stage_seconds[0];
     let mut order: Vec<usize> = list
         .into_iter()
         .map(|it| match it {
@@ -504,6 +523,7 @@ pub fn tsp_means_progress(
             cancel,
         )?;
         check_cancel(cancel)?;
+        stage_seconds[2] = clock.elapsed().as_secs_f64() - stage_seconds[0] - stage_seconds[1];
     }
     Ok(TspMeans {
         order,
@@ -511,6 +531,7 @@ pub fn tsp_means_progress(
         n_kmeans,
         n_tsp,
         n_sweeps,
+        stage_seconds,
     })
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, solve_path};
+use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path};
 use vastml_order::{TspMeansParams, tsp_means};
 
 use crate::arrays::rows;
@@ -35,7 +35,8 @@ fn to_i64(v: Vec<usize>) -> Vec<i64> {
 /// tsp_means_order(x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None)
 /// --
 ///
-/// TSP-means ordering of the rows of `x`: (order, levels, n_kmeans, n_tsp, n_sweeps).
+/// TSP-means ordering of the rows of `x`: (order, levels, n_kmeans, n_tsp, n_sweeps,
+/// (tree, sweeps, polish) seconds, path length).
 #[pyfunction]
 #[pyo3(signature = (x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -50,7 +51,15 @@ pub fn tsp_means_order<'py>(
     exact_max: usize,
     polish_window: usize,
     n_jobs: Option<isize>,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, usize, usize, usize, usize)> {
+) -> PyResult<(
+    Bound<'py, PyArray1<i64>>,
+    usize,
+    usize,
+    usize,
+    usize,
+    (f64, f64, f64),
+    f64,
+)> {
     let (data, dim) = rows(&x, "x")?;
     let params = TspMeansParams {
         levels,
@@ -61,15 +70,21 @@ pub fn tsp_means_order<'py>(
         polish_window,
         ..TspMeansParams::default()
     };
-    let r = enter(py, n_jobs, |c: &AtomicBool| {
-        tsp_means(data, dim, &params, Some(c))
+    let (r, length) = enter(py, n_jobs, |c: &AtomicBool| {
+        tsp_means(data, dim, &params, Some(c)).map(|r| {
+            let length = path_length(data, dim, &r.order);
+            (r, length)
+        })
     })?;
+    let s = r.stage_seconds;
     Ok((
         to_i64(r.order).into_pyarray(py),
         r.levels,
         r.n_kmeans,
         r.n_tsp,
         r.n_sweeps,
+        (s[0], s[1], s[2]),
+        length,
     ))
 }
 
