@@ -106,6 +106,47 @@ class GaussTransform:
     def dim(self) -> int: ...
     def info(self) -> dict[str, Any]: ...
 
+# The IFGT with its sources split in parts (vastml.distributed's plan="split").
+def split_ifgt_centers(
+    sample: npt.NDArray[np.float64],
+    bandwidth: float,
+    epsilon: float,
+    n_sources: int,
+    n_targets: int,
+    n_weights: int = 1,
+    method: str = "auto",
+) -> npt.NDArray[np.float64] | None: ...
+def split_ifgt_radii(
+    sources: npt.NDArray[np.float64],
+    centers: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+
+class SplitIfgt:
+    def __init__(
+        self,
+        centers: npt.NDArray[np.float64],
+        radii: npt.NDArray[np.float64],
+        bandwidth: float,
+        epsilon: float = 1e-6,
+        method: str = "ifgt",
+        target_sample: npt.NDArray[np.float64] | None = None,
+    ) -> None: ...
+    def coefficients(
+        self,
+        sources: npt.NDArray[np.float64],
+        weights: npt.NDArray[np.float64],
+        n_jobs: int | None = None,
+    ) -> npt.NDArray[np.float64]: ...
+    def evaluate(
+        self,
+        targets: npt.NDArray[np.float64],
+        coefficients: npt.NDArray[np.float64],
+        n_weights: int,
+        n_jobs: int | None = None,
+    ) -> npt.NDArray[np.float64]: ...
+    def info(self) -> dict[str, Any]: ...
+
 # -- vastml.svm ------------------------------------------------------------------------------
 # X is a C-contiguous float64 2-D array or a CSR tuple (indptr int64, indices int64,
 # data float64, n_features).
