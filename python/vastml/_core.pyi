@@ -84,6 +84,14 @@ def kernel_sums(
     n_jobs: int | None = None,
     n_interp: int = 3,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def symmetrize_csr(
+    n: int,
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    scale: float,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
 
 class GaussTransform:
     def __init__(

@@ -200,3 +200,38 @@ pub fn kernel_sums<'py>(
         matrix(py, s.sx, n, dim)?,
     ))
 }
+
+type CsrOut<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// symmetrize_csr(n, indptr, indices, data, scale, n_jobs=None)
+/// --
+///
+/// scale * (P + P^T) with the diagonal dropped, for an n x n CSR matrix (rows in any
+/// column order, duplicates summed). Returns canonical (indptr, indices, data).
+#[pyfunction]
+#[pyo3(signature = (n, indptr, indices, data, scale, n_jobs=None))]
+pub fn symmetrize_csr<'py>(
+    py: Python<'py>,
+    n: usize,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, f64>,
+    scale: f64,
+    n_jobs: Option<isize>,
+) -> PyResult<CsrOut<'py>> {
+    let ip = index_vector(&indptr, "indptr")?;
+    let ix = index_vector(&indices, "indices")?;
+    let dt = vector(&data, "data")?;
+    let s = enter(py, n_jobs, |_cancel| {
+        vastml_embed::affinity::symmetrize_csr(n, ip, ix, dt, scale)
+    })?;
+    Ok((
+        s.indptr.into_pyarray(py),
+        s.indices.into_pyarray(py),
+        s.data.into_pyarray(py),
+    ))
+}
