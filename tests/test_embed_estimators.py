@@ -58,6 +58,24 @@ def test_tsne_matches_scikit_learn_quality(digits):
     assert bh.kl_divergence_ <= sk.kl_divergence_ * 1.05
 
 
+def test_tsne_fft_gradient(digits):
+    X, y = digits
+    m = TSNE(perplexity=30, random_state=0, max_iter=400, gradient="fft").fit(X)
+    ex = TSNE(perplexity=30, random_state=0, max_iter=400, gradient="exact").fit(X)
+    assert m.kl_divergence_ <= ex.kl_divergence_ * 1.05, (m.kl_divergence_, ex.kl_divergence_)
+    assert knn_accuracy(m.embedding_, y) > 0.9
+    kw = dict(perplexity=10, max_iter=40, random_state=0, gradient="fft")
+    a = TSNE(n_jobs=1, **kw).fit_transform(X[:300])
+    b = TSNE(n_jobs=2, **kw).fit_transform(X[:300])
+    assert np.array_equal(a, b)
+    # "auto" picks it for large 1-D/2-D t-SNE problems only.
+    assert TSNE()._gradient_method(50_000) == "fft"
+    assert TSNE()._gradient_method(5_000) == "barnes_hut"
+    assert TSNE(n_components=3)._gradient_method(50_000) == "barnes_hut"
+    with pytest.raises(ValueError, match="n_components <= 2"):
+        TSNE(n_components=3, gradient="fft").fit(X[:50])
+
+
 def test_tsne_other_optimisers(digits):
     X, y = digits
     for method in ("spectral", "lbfgs"):

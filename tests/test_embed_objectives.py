@@ -98,6 +98,35 @@ def test_barnes_hut_and_fgt_against_exact():
         kernel_sums(X, kernel="student", method="fgt")
 
 
+def test_fft_interpolation_against_exact():
+    """FIt-SNE-style sums: the t-SNE repulsive gradient and normaliser against the exact
+    O(N^2) ones; the error falls with the number of interpolation nodes per box."""
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(size=(600, 2)) * 5, rng.normal(size=(600, 2)) * 3 + 25])
+    W = sp.csr_array((np.full(1200, 1 / 1200), (np.arange(1200), np.roll(np.arange(1200), 1))))
+    W = (W + W.T) / 2
+    for d in (1, 2):
+        Xd = np.ascontiguousarray(X[:, :d])
+        ex = EmbeddingObjective("tsne", W).parts(Xd)
+        errs = []
+        for p in (2, 3, 5):
+            ap = EmbeddingObjective("tsne", W, gradient="fft", n_interp=p).parts(Xd)
+            z_err = abs(ap[2] - ex[2]) / abs(ex[2])  # log-normaliser E-
+            g_err = np.linalg.norm(ap[3] - ex[3]) / np.linalg.norm(ex[3])
+            errs.append(max(z_err, g_err))
+        assert errs[1] < 2e-2 and errs[2] < 2e-3, (d, errs)
+        assert errs[2] < 0.25 * errs[0], (d, errs)
+    for kernel in ("gaussian", "student"):
+        ex = kernel_sums(X, kernel=kernel)
+        ap = kernel_sums(X, kernel=kernel, method="fft", n_interp=5)
+        for a, b in zip(ap, ex):
+            assert np.linalg.norm(a - b) < 2e-3 * np.linalg.norm(b)
+    with pytest.raises(ValueError, match="1 or 2"):
+        kernel_sums(rng.normal(size=(20, 3)), kernel="student", method="fft")
+    with pytest.raises(ValueError, match="n_interp"):
+        EmbeddingObjective("tsne", W, gradient="fft", n_interp=0)
+
+
 def test_spectral_direction(small):
     _, P = small
     W = symmetrize(P, "mean")

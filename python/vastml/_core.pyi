@@ -72,6 +72,7 @@ def embedding_objective(
     epsilon: float = 1e-6,
     need_objective: bool = True,
     n_jobs: int | None = None,
+    n_interp: int = 3,
 ) -> tuple[float, float, float, npt.NDArray[np.float64]]: ...
 def kernel_sums(
     x: npt.NDArray[np.float64],
@@ -81,7 +82,16 @@ def kernel_sums(
     epsilon: float = 1e-6,
     weights: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
+    n_interp: int = 3,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def symmetrize_csr(
+    n: int,
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    scale: float,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
 
 class GaussTransform:
     def __init__(

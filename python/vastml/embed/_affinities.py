@@ -301,7 +301,7 @@ def entropic_affinities(
     return P, np.exp(log_beta), info
 
 
-def symmetrize(P, mode="joint"):
+def symmetrize(P, mode="joint", *, n_jobs=None):
     """Symmetric affinities from conditional ones.
 
     ``mode="joint"``: :math:`(P + P^T) / (2N)` (sums to 1; for symmetric SNE and t-SNE);
@@ -315,10 +315,19 @@ def symmetrize(P, mode="joint"):
     """
     choice(mode, "mode", ("joint", "mean"))
     P = sp.csr_array(P, dtype=np.float64)
-    W = sp.csr_array(P + P.T)
-    W.data *= 0.5 / P.shape[0] if mode == "joint" else 0.5
-    if W.diagonal().any():
-        W.setdiag(0)
-        W.eliminate_zeros()
-    W.sum_duplicates()
+    n = P.shape[0]
+    if P.shape != (n, n):
+        raise ValueError(f"`P` must be square, got shape {P.shape}")
+    # In Rust: transpose by counting sort, rows sorted and merged in parallel (no SciPy
+    # sparse addition, which first sorts and canonicalises both operands).
+    indptr, indices, data = _core.symmetrize_csr(
+        n,
+        np.ascontiguousarray(P.indptr, dtype=np.int64),
+        np.ascontiguousarray(P.indices, dtype=np.int64),
+        np.ascontiguousarray(P.data, dtype=np.float64),
+        0.5 / n if mode == "joint" else 0.5,
+        n_jobs_arg(n_jobs),
+    )
+    W = sp.csr_array((data, indices, indptr), shape=(n, n))
+    W.has_canonical_format = True
     return W

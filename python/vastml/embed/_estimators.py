@@ -28,9 +28,11 @@ from vastml.embed._optim import (
 )
 from vastml.embed._out_of_sample import embed_new_points
 
-GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt")
+GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt", "fft")
 #: Above this many points, gradient="auto" leaves the exact O(N^2) repulsion.
 AUTO_EXACT_MAX = 1500
+#: From this many points on, gradient="auto" uses the FFT interpolation for t-SNE in 1-D/2-D.
+AUTO_FFT_MIN = 10_000
 
 
 class _NeighborEmbedding(TransformerMixin, BaseEstimator):
@@ -55,6 +57,8 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             )
         if self.gradient == "barnes_hut" and self.n_components > 3:
             raise ValueError("gradient='barnes_hut' handles n_components <= 3")
+        if self.gradient == "fft" and self.n_components > 2:
+            raise ValueError("gradient='fft' handles n_components <= 2")
         n_jobs_arg(self.n_jobs)
 
     def _affinities(self, X):
@@ -89,6 +93,8 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         if n <= AUTO_EXACT_MAX:
             return "exact"
         if self._model == "tsne":
+            if n >= AUTO_FFT_MIN and self.n_components <= 2:
+                return "fft"
             return "barnes_hut" if self.n_components <= 3 else "exact"
         return "fgt" if self.n_components <= 3 else "exact"
 
@@ -163,15 +169,18 @@ class TSNE(_NeighborEmbedding):
         Factor on the attraction during the first ``n_iter_exaggeration`` iterations.
     n_iter_exaggeration : int, default=250
     learning_rate : float or "auto", default="auto"
-        Step of ``method="gd"``; "auto" = max(N / early_exaggeration / 4, 50).
+        Step of ``method="gd"``; "auto" = max(N / early_exaggeration / 4, 50) during the
+        exaggeration phase and max(N / 4, 50) after it (openTSNE's N / exaggeration; our
+        gradient carries the factor 4).
     max_iter : int, default=1000
         Total iterations (exaggeration phase included).
     method : {"gd", "spectral", "fp", "lbfgs"}, default="gd"
         Optimiser: momentum gradient descent with gains (the usual t-SNE optimiser),
         spectral direction (the Laplacian of P, factorised once; thesis §3.4), fixed point,
         or L-BFGS; the last three use a backtracking line search.
-    gradient : {"auto", "exact", "barnes_hut"}, default="auto"
-        "auto": exact up to 1,500 points, Barnes-Hut above.
+    gradient : {"auto", "exact", "barnes_hut", "fft"}, default="auto"
+        "auto": exact up to 1,500 points, Barnes-Hut above, and the FFT-accelerated
+        interpolation (FIt-SNE; ``n_components <= 2``) from 10,000 points on.
     theta : float, default=0.5
         Barnes-Hut opening angle (0 = exact).
     n_neighbors : int, default=None
@@ -268,15 +277,18 @@ class TSNE(_NeighborEmbedding):
         n2 = int(self.max_iter) - n1
         cb = self._progress()
         if self.method == "gd":
+            # "auto": openTSNE's N / exaggeration per phase (Belkina et al. 2019), divided by
+            # 4 because our gradient keeps the factor 4 that openTSNE folds into the step.
             lr = self.learning_rate
             if lr == "auto":
-                lr = max(n / exag / 4.0, 50.0)
-            lr = positive_float(lr, "learning_rate")
+                lr1, lr2 = max(n / exag / 4.0, 50.0), max(n / 4.0, 50.0)
+            else:
+                lr1 = lr2 = positive_float(lr, "learning_rate")
             Y, state, _ = tsne_gradient_descent(
-                obj, Y, n_iter=n1, learning_rate=lr, momentum=0.5, exaggeration=exag, callback=cb
+                obj, Y, n_iter=n1, learning_rate=lr1, momentum=0.5, exaggeration=exag, callback=cb
             )
             Y, _, _ = tsne_gradient_descent(
-                obj, Y, n_iter=n2, learning_rate=lr, momentum=0.8, state=state, callback=cb, it0=n1
+                obj, Y, n_iter=n2, learning_rate=lr2, momentum=0.8, state=state, callback=cb, it0=n1
             )
             self.n_iter_ = int(self.max_iter)
         else:

@@ -9,7 +9,7 @@ from vastml import _core
 from vastml._validation import as_points, choice, n_jobs_arg
 
 MODELS = ("ee", "sne", "ssne", "tsne")
-GRADIENTS = ("exact", "barnes_hut", "fgt")
+GRADIENTS = ("exact", "barnes_hut", "fgt", "fft")
 
 
 def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
@@ -48,7 +48,16 @@ class EmbeddingObjective:
     """
 
     def __init__(
-        self, model, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+        self,
+        model,
+        W,
+        *,
+        lam=1.0,
+        gradient="exact",
+        theta=0.5,
+        epsilon=1e-6,
+        n_interp=3,
+        n_jobs=None,
     ):
         self.model = choice(model, "model", MODELS)
         self.gradient = choice(gradient, "gradient", GRADIENTS)
@@ -63,6 +72,9 @@ class EmbeddingObjective:
         self.lam = float(lam)
         self.theta = float(theta)
         self.epsilon = float(epsilon)
+        if not (isinstance(n_interp, (int, np.integer)) and n_interp >= 1):
+            raise ValueError(f"`n_interp` must be an int >= 1, got {n_interp!r}")
+        self.n_interp = int(n_interp)
         self.n_jobs = n_jobs_arg(n_jobs)
         self.n_evaluations = 0
         self.attraction_scale = 1.0
@@ -89,6 +101,7 @@ class EmbeddingObjective:
             self.epsilon,
             need_objective,
             self.n_jobs,
+            n_interp=self.n_interp,
         )
 
     def grad(self, X):
@@ -115,13 +128,14 @@ class EmbeddingObjective:
             self.epsilon,
             True,
             self.n_jobs,
+            n_interp=self.n_interp,
         )
         p = self._data[self._data > 0]
         return float(E + np.sum(p * np.log(p)))
 
 
 def embedding_objective(
-    model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_jobs=None
+    model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_interp=3, n_jobs=None
 ):
     """E and its gradient at ``X`` (see :class:`EmbeddingObjective`); returns ``(E, G)``.
 
@@ -134,12 +148,27 @@ def embedding_objective(
     X = as_points(X, "X")
     W = as_attraction(W, X.shape[0])
     return EmbeddingObjective(
-        model, W, lam=lam, gradient=gradient, theta=theta, epsilon=epsilon, n_jobs=n_jobs
+        model,
+        W,
+        lam=lam,
+        gradient=gradient,
+        theta=theta,
+        epsilon=epsilon,
+        n_interp=n_interp,
+        n_jobs=n_jobs,
     )(X)
 
 
 def kernel_sums(
-    X, *, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None
+    X,
+    *,
+    kernel="gaussian",
+    method="exact",
+    theta=0.5,
+    epsilon=1e-6,
+    n_interp=3,
+    weights=None,
+    n_jobs=None,
 ):
     r"""N-body sums over all other points: :math:`S(x_n) = \sum_{m \ne n} v_m K`,
     :math:`\sum v_m K^q` and :math:`\sum v_m K^q x_m` (q = 1 Gaussian, 2 Student-t).
@@ -153,4 +182,6 @@ def kernel_sums(
     choice(kernel, "kernel", ("gaussian", "student"))
     choice(method, "method", GRADIENTS)
     w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-    return _core.kernel_sums(X, kernel, method, float(theta), float(epsilon), w, n_jobs_arg(n_jobs))
+    return _core.kernel_sums(
+        X, kernel, method, float(theta), float(epsilon), w, n_jobs_arg(n_jobs), n_interp=int(n_interp)
+    )

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize as scipy_minimize
 
 from vastml._validation import choice
 
 METHODS = ("spectral", "fp", "gd", "lbfgs")
+#: Up to this many points the spectral direction uses a dense Cholesky factor.
+DENSE_CHOLESKY_MAX = 4000
 
 
 def _laplacian_parts(W):
@@ -66,7 +69,9 @@ class SpectralDirection:
         positive = degree[degree > 0]
         self.mu = mu_rel * (positive.min() if positive.size else 1.0)
         self.diagonal = 4.0 * degree + self.mu
+        self._chol = None
         if kappa == 0:
+            self.factorization = "diagonal"
             self._lu = None
             self.matrix = sp.diags_array(self.diagonal).tocsc()
             return
@@ -76,12 +81,29 @@ class SpectralDirection:
             Wo = _sparsify(Wo, int(kappa))
         B = sp.diags_array(self.diagonal) - 4.0 * Wo
         self.matrix = sp.csc_array(B)
-        self._lu = spla.splu(self.matrix, permc_spec="MMD_AT_PLUS_A")
+        n = self.matrix.shape[0]
+        self._lu = None
+        if n <= DENSE_CHOLESKY_MAX:
+            # B is symmetric positive definite (diagonally dominant + mu I): a cached dense
+            # Cholesky factor (LAPACK potrf), two triangular solves per iteration.
+            try:
+                self._chol = cho_factor(self.matrix.toarray(), lower=False, check_finite=False)
+                self.factorization = "cholesky"
+            except np.linalg.LinAlgError:  # mu lost to rounding: fall back to LU
+                self._chol = None
+        if self._chol is None and n > 0 and self._lu is None:
+            # SciPy has no sparse Cholesky: SuperLU with a symmetric minimum-degree order.
+            self.factorization = "superlu"
+            self._chol = None
+            self._lu = spla.splu(self.matrix, permc_spec="MMD_AT_PLUS_A")
 
     def __call__(self, G):
+        G = np.asarray(G, dtype=np.float64)
+        if self._chol is not None:
+            return -cho_solve(self._chol, G, check_finite=False)
         if self._lu is None:
             return -G / self.diagonal[:, None]
-        return -self._lu.solve(np.asarray(G, dtype=np.float64))
+        return -self._lu.solve(G)
 
 
 @dataclass

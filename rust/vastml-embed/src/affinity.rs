@@ -696,6 +696,116 @@ pub fn row_entropy(d2: &[f64], log_beta: f64) -> f64 {
     entropy_gap(&s, log_beta, 0.0, 0, &mut w).0
 }
 
+/// A sparse matrix in CSR form with sorted column indices and no duplicates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsrMatrix {
+    /// Row pointers (n + 1).
+    pub indptr: Vec<i64>,
+    /// Column indices, increasing within each row.
+    pub indices: Vec<i64>,
+    /// Values.
+    pub data: Vec<f64>,
+}
+
+/// `scale · (P + Pᵀ)` with a zero (dropped) diagonal for an n x n CSR matrix `P` whose rows
+/// may be in any column order (kNN rows are sorted by distance); duplicate entries are
+/// summed. The transpose is built by a counting sort (its rows come out sorted), the rows
+/// of `P` are sorted and merged with those of `Pᵀ` in parallel. The result is canonical.
+///
+/// # Errors
+/// [`EmbedError::ShapeMismatch`] for inconsistent arrays or out-of-range indices;
+/// [`EmbedError::NonFinite`].
+pub fn symmetrize_csr(
+    n: usize,
+    indptr: &[i64],
+    indices: &[i64],
+    data: &[f64],
+    scale: f64,
+) -> Result<CsrMatrix> {
+    let bad = |why: &str| Err(EmbedError::ShapeMismatch(format!("affinity matrix: {why}")));
+    if indptr.len() != n + 1 || indptr[0] != 0 || indptr.windows(2).any(|w| w[0] > w[1]) {
+        return bad("row pointers must have n + 1 non-decreasing entries from 0");
+    }
+    let nnz = indptr[n] as usize;
+    if indices.len() != nnz || data.len() != nnz {
+        return bad("indices and data must have indptr[-1] entries");
+    }
+    if indices.iter().any(|&j| j < 0 || j as usize >= n) {
+        return bad("column index out of range");
+    }
+    check_finite(data, "affinities")?;
+    // Transpose by counting sort: row j of Pᵀ lists (i, p_ij) with i increasing.
+    let mut tptr = vec![0usize; n + 1];
+    for &j in indices {
+        tptr[j as usize + 1] += 1;
+    }
+    for j in 0..n {
+        tptr[j + 1] += tptr[j];
+    }
+    let mut cursor = tptr.clone();
+    let mut tind = vec![0u32; nnz];
+    let mut tdat = vec![0.0; nnz];
+    for i in 0..n {
+        for e in indptr[i] as usize..indptr[i + 1] as usize {
+            let j = indices[e] as usize;
+            tind[cursor[j]] = i as u32;
+            tdat[cursor[j]] = data[e];
+            cursor[j] += 1;
+        }
+    }
+    // Rows of P sorted by column, then merged with Pᵀ (diagonal dropped).
+    let merged: Vec<(Vec<i64>, Vec<f64>)> = (0..n)
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|i| {
+            let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
+            let mut row: Vec<(u32, f64)> = (a..b).map(|e| (indices[e] as u32, data[e])).collect();
+            row.sort_unstable_by_key(|&(j, _)| j);
+            let t = &tind[tptr[i]..tptr[i + 1]];
+            let td = &tdat[tptr[i]..tptr[i + 1]];
+            let mut ci = Vec::with_capacity(row.len() + t.len());
+            let mut cd = Vec::with_capacity(row.len() + t.len());
+            let (mut x, mut y) = (0, 0);
+            let mut push = |j: u32, v: f64| {
+                if j as usize == i {
+                    return;
+                }
+                if ci.last() == Some(&(j as i64)) {
+                    *cd.last_mut().expect("pushed together") += scale * v;
+                } else {
+                    ci.push(j as i64);
+                    cd.push(scale * v);
+                }
+            };
+            while x < row.len() || y < t.len() {
+                if y == t.len() || (x < row.len() && row[x].0 <= t[y]) {
+                    push(row[x].0, row[x].1);
+                    x += 1;
+                } else {
+                    push(t[y], td[y]);
+                    y += 1;
+                }
+            }
+            (ci, cd)
+        })
+        .collect();
+    let mut out_ptr = Vec::with_capacity(n + 1);
+    out_ptr.push(0i64);
+    let total: usize = merged.iter().map(|(c, _)| c.len()).sum();
+    let mut out_ind = Vec::with_capacity(total);
+    let mut out_dat = Vec::with_capacity(total);
+    for (c, d) in merged {
+        out_ind.extend_from_slice(&c);
+        out_dat.extend_from_slice(&d);
+        out_ptr.push(out_ind.len() as i64);
+    }
+    Ok(CsrMatrix {
+        indptr: out_ptr,
+        indices: out_ind,
+        data: out_dat,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,5 +831,32 @@ mod tests {
         assert!(p > 0.75 && p < 1.0);
         let q = 2.0 * (1.0 - p);
         assert!((q * (1000.0 / q).ln() - 5f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn symmetrize_matches_dense() {
+        // 4 x 4 with a diagonal entry, unsorted rows and a one-sided pair.
+        let indptr = [0i64, 2, 4, 5, 6];
+        let indices = [2i64, 1, 0, 1, 0, 1];
+        let data = [0.5, 0.25, 0.75, 9.0, 1.0, 2.0];
+        let s = symmetrize_csr(4, &indptr, &indices, &data, 0.5).unwrap();
+        let mut dense = [[0.0; 4]; 4];
+        let mut want = [[0.0; 4]; 4];
+        for i in 0..4 {
+            for e in indptr[i] as usize..indptr[i + 1] as usize {
+                let j = indices[e] as usize;
+                if i != j {
+                    want[i][j] += 0.5 * data[e];
+                    want[j][i] += 0.5 * data[e];
+                }
+            }
+            let r = s.indptr[i] as usize..s.indptr[i + 1] as usize;
+            assert!(s.indices[r.clone()].windows(2).all(|w| w[0] < w[1]));
+            for e in r {
+                dense[i][s.indices[e] as usize] = s.data[e];
+            }
+        }
+        assert_eq!(dense, want);
+        assert!(symmetrize_csr(4, &indptr, &[2, 1, 0, 1, 0, 7], &data, 1.0).is_err());
     }
 }

@@ -6,7 +6,7 @@
 //!   order, in parallel chunks.
 //! * [`objective`]: E = E⁺ + λ E⁻ and ∇E for elastic embedding, SNE, symmetric SNE and
 //!   t-SNE, with a sparse attraction and the repulsion by exact sums, Barnes-Hut or the
-//!   fast Gauss transform ([`nbody`]).
+//!   fast Gauss transform ([`nbody`]), or FFT-accelerated interpolation ([`interp`]).
 //!
 //! The optimisers (spectral direction, fixed point, gradient descent, L-BFGS, homotopy)
 //! live in the Python layer, which calls these kernels once per iteration.
@@ -31,6 +31,7 @@
 
 pub mod affinity;
 mod error;
+pub mod interp;
 pub mod nbody;
 pub mod objective;
 pub mod parametric;

@@ -65,6 +65,12 @@ pub enum Repulsion {
         /// Accuracy of the transform.
         epsilon: f64,
     },
+    /// Polynomial interpolation on a grid plus FFT convolution (FIt-SNE; 1-D and 2-D),
+    /// see [`crate::interp`].
+    Interpolation {
+        /// Interpolation nodes per box and dimension.
+        n_interp: usize,
+    },
 }
 
 impl FromStr for Kernel {
@@ -634,5 +640,16 @@ pub fn kernel_sums(
             }
             fgt_sums(x, dim, weights, epsilon, cancel)
         }
+        Repulsion::Interpolation { n_interp } => crate::interp::interpolation_sums(
+            x,
+            dim,
+            kernel,
+            weights,
+            crate::interp::InterpOptions {
+                n_interp,
+                ..Default::default()
+            },
+            cancel,
+        ),
     }
 }

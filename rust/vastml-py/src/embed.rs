@@ -35,13 +35,14 @@ fn matrix<'py>(
         .map(|a| a.into_pyarray(py))
 }
 
-fn repulsion(gradient: &str, theta: f64, epsilon: f64) -> PyResult<Repulsion> {
+fn repulsion(gradient: &str, theta: f64, epsilon: f64, n_interp: usize) -> PyResult<Repulsion> {
     match gradient {
         "exact" => Ok(Repulsion::Exact),
         "barnes_hut" => Ok(Repulsion::BarnesHut { theta }),
         "fgt" => Ok(Repulsion::Fgt { epsilon }),
+        "fft" => Ok(Repulsion::Interpolation { n_interp }),
         _ => Err(PyValueError::new_err(format!(
-            "`gradient` must be 'exact', 'barnes_hut' or 'fgt', got {gradient:?}"
+            "`gradient` must be 'exact', 'barnes_hut', 'fgt' or 'fft', got {gradient:?}"
         ))),
     }
 }
@@ -114,13 +115,13 @@ pub fn entropic_affinities_knn<'py>(
     ))
 }
 
-/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None)
+/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3)
 /// --
 ///
 /// E = E+ + lam E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
 /// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
 #[pyfunction]
-#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None))]
+#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3))]
 #[allow(clippy::too_many_arguments)]
 pub fn embedding_objective<'py>(
     py: Python<'py>,
@@ -135,9 +136,10 @@ pub fn embedding_objective<'py>(
     epsilon: f64,
     need_objective: bool,
     n_jobs: Option<isize>,
+    n_interp: usize,
 ) -> PyResult<(f64, f64, f64, Bound<'py, PyArray2<f64>>)> {
     let model = model.parse::<Model>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion(gradient, theta, epsilon)?;
+    let rep = repulsion(gradient, theta, epsilon, n_interp)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let ip = index_vector(&indptr, "indptr")?;
@@ -165,13 +167,13 @@ type SumsOut<'py> = (
     Bound<'py, PyArray2<f64>>,
 );
 
-/// kernel_sums(x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None)
+/// kernel_sums(x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3)
 /// --
 ///
 /// Per point (self excluded): s0 = sum v K, s1 = sum v K^q, sx = sum v K^q x_m, with
 /// q = 1 (gaussian exp(-t)) or 2 (student 1/(1+t)), t the squared distance.
 #[pyfunction]
-#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None))]
+#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3))]
 #[allow(clippy::too_many_arguments)]
 pub fn kernel_sums<'py>(
     py: Python<'py>,
@@ -182,9 +184,10 @@ pub fn kernel_sums<'py>(
     epsilon: f64,
     weights: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
+    n_interp: usize,
 ) -> PyResult<SumsOut<'py>> {
     let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion(method, theta, epsilon)?;
+    let rep = repulsion(method, theta, epsilon, n_interp)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
@@ -347,5 +350,40 @@ pub fn pe_reduced<'py>(
         matrix(py, ev.grad_phi, k, d)?,
         matrix(py, out, n, d)?,
         it.into_pyarray(py),
+    ))
+}
+
+type CsrOut<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// symmetrize_csr(n, indptr, indices, data, scale, n_jobs=None)
+/// --
+///
+/// scale * (P + P^T) with the diagonal dropped, for an n x n CSR matrix (rows in any
+/// column order, duplicates summed). Returns canonical (indptr, indices, data).
+#[pyfunction]
+#[pyo3(signature = (n, indptr, indices, data, scale, n_jobs=None))]
+pub fn symmetrize_csr<'py>(
+    py: Python<'py>,
+    n: usize,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, f64>,
+    scale: f64,
+    n_jobs: Option<isize>,
+) -> PyResult<CsrOut<'py>> {
+    let ip = index_vector(&indptr, "indptr")?;
+    let ix = index_vector(&indices, "indices")?;
+    let dt = vector(&data, "data")?;
+    let s = enter(py, n_jobs, |_cancel| {
+        vastml_embed::affinity::symmetrize_csr(n, ip, ix, dt, scale)
+    })?;
+    Ok((
+        s.indptr.into_pyarray(py),
+        s.indices.into_pyarray(py),
+        s.data.into_pyarray(py),
     ))
 }

@@ -1,0 +1,502 @@
+//! Interpolation-based kernel sums (FIt-SNE; Linderman, Rachh, Hoskins, Steinerberger &
+//! Kluger 2019) for 1-D and 2-D embeddings.
+//!
+//! The bounding square of the points is cut into `B` boxes per dimension (`B = max(50,
+//! ceil(range))`, so a box is about one unit wide, the scale of the kernels); each box holds
+//! `p` equispaced interpolation nodes, so the nodes of all boxes form one equispaced grid of
+//! `M = B p` nodes per dimension. A point's charge is spread to the `p^d` nodes of its box
+//! with Lagrange-polynomial weights, the kernel sums between grid nodes are a discrete
+//! convolution (a Toeplitz / block-Toeplitz product) done by FFT on a zero-padded `2M`
+//! grid, and the node potentials are interpolated back to the points with the same
+//! weights. Cost O(N p^d + (2M)^d log M) per evaluation; the error falls quickly with `p`
+//! (the kernels are smooth at the box scale). Self terms (K(0) = 1) are subtracted exactly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use rustfft::num_complex::Complex64;
+use rustfft::{Fft, FftPlanner};
+
+use crate::error::{EmbedError, Result, invalid};
+use crate::nbody::{Kernel, KernelSums, check_points};
+
+/// Parameters of the interpolation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InterpOptions {
+    /// Interpolation nodes per box and dimension (p >= 1; 3 is FIt-SNE's default).
+    pub n_interp: usize,
+    /// Fewest boxes per dimension.
+    pub min_boxes: usize,
+    /// Largest number of boxes per dimension (bounds the FFT size; boxes widen beyond).
+    pub max_boxes: usize,
+}
+
+impl Default for InterpOptions {
+    fn default() -> Self {
+        InterpOptions {
+            n_interp: 3,
+            min_boxes: 50,
+            max_boxes: 400,
+        }
+    }
+}
+
+/// Smallest integer >= n whose only prime factors are 2, 3 and 5 (fast FFT sizes).
+fn smooth_size(n: usize) -> usize {
+    let mut m = n.max(1);
+    loop {
+        let mut r = m;
+        for f in [2, 3, 5] {
+            while r % f == 0 {
+                r /= f;
+            }
+        }
+        if r == 1 {
+            return m;
+        }
+        m += 1;
+    }
+}
+
+/// Lagrange weights of the `p` nodes at (k + 1/2) / p, k = 0..p, evaluated at u in [0, 1].
+#[inline]
+fn lagrange(u: f64, nodes: &[f64], denom: &[f64], out: &mut [f64]) {
+    let p = nodes.len();
+    for k in 0..p {
+        let mut num = 1.0;
+        for (l, node) in nodes.iter().enumerate() {
+            if l != k {
+                num *= u - node;
+            }
+        }
+        out[k] = num / denom[k];
+    }
+}
+
+/// A zero-padded FFT convolution on a `L^d` grid (L = 2M) with a symmetric kernel.
+struct Convolver {
+    dim: usize,
+    l: usize,
+    fwd: Arc<dyn Fft<f64>>,
+    inv: Arc<dyn Fft<f64>>,
+}
+
+impl Convolver {
+    fn new(dim: usize, l: usize) -> Convolver {
+        let mut planner = FftPlanner::new();
+        Convolver {
+            dim,
+            l,
+            fwd: planner.plan_fft_forward(l),
+            inv: planner.plan_fft_inverse(l),
+        }
+    }
+
+    fn rows(&self, buf: &mut [Complex64], inverse: bool) {
+        let f = if inverse { &self.inv } else { &self.fwd };
+        let scratch_len = f.get_inplace_scratch_len();
+        buf.par_chunks_mut(self.l * 16.min(self.l)).for_each_init(
+            || vec![Complex64::new(0.0, 0.0); scratch_len],
+            |scratch, chunk| f.process_with_scratch(chunk, scratch),
+        );
+    }
+
+    fn transpose(&self, buf: &mut [Complex64], tmp: &mut [Complex64]) {
+        let l = self.l;
+        const T: usize = 32;
+        tmp.par_chunks_mut(l * T).enumerate().for_each(|(bi, out)| {
+            let r0 = bi * T;
+            let rows = out.len() / l;
+            for c0 in (0..l).step_by(T) {
+                for r in 0..rows {
+                    for c in c0..(c0 + T).min(l) {
+                        // tmp[r0 + r][c] = buf[c][r0 + r]
+                        out[r * l + c] = buf[c * l + r0 + r];
+                    }
+                }
+            }
+        });
+        buf.copy_from_slice(tmp);
+    }
+
+    /// The d-dimensional FFT (or inverse, unnormalised). In 2-D the result is transposed
+    /// (forward) / expects a transposed input (inverse); with a symmetric kernel the
+    /// pointwise product is unaffected.
+    fn transform(&self, buf: &mut [Complex64], tmp: &mut [Complex64], inverse: bool) {
+        if self.dim == 1 {
+            self.rows(buf, inverse);
+        } else {
+            self.rows(buf, inverse);
+            self.transpose(buf, tmp);
+            self.rows(buf, inverse);
+        }
+    }
+}
+
+#[allow(clippy::needless_range_loop)] // index loops mirror the tensor-product grid formulas
+/// The sums of [`crate::nbody`] (s0 = Σ v K, s1 = Σ v K^q, sx = Σ v K^q x_m, self
+/// excluded) by polynomial interpolation on a grid and FFT convolution, for `dim` 1 or 2.
+///
+/// # Errors
+/// [`EmbedError::InvalidParameter`] for dim > 2 or `n_interp` = 0; shape, finiteness and
+/// weight errors; [`EmbedError::Cancelled`].
+pub fn interpolation_sums(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    weights: Option<&[f64]>,
+    opts: InterpOptions,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
+    let n = check_points(x, dim)?;
+    if dim > 2 {
+        return Err(invalid(
+            "gradient",
+            format!(
+                "the FFT-interpolation repulsion handles 1 or 2 output dimensions, got {dim}; use barnes_hut"
+            ),
+        ));
+    }
+    if opts.n_interp == 0 || opts.min_boxes == 0 || opts.max_boxes < opts.min_boxes {
+        return Err(invalid(
+            "n_interp",
+            "needs n_interp >= 1 and 1 <= min_boxes <= max_boxes",
+        ));
+    }
+    if let Some(v) = weights {
+        if v.len() != n {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "{} weights for {n} points",
+                v.len()
+            )));
+        }
+        crate::error::check_finite(v, "weights")?;
+        if v.iter().any(|&w| w <= 0.0) {
+            return Err(invalid("weights", "must be positive"));
+        }
+    }
+    if n == 0 {
+        return Ok(KernelSums {
+            s0: vec![],
+            s1: vec![],
+            sx: vec![],
+        });
+    }
+    let p = opts.n_interp;
+    let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let range = (hi - lo).max(1e-300);
+    let n_boxes = smooth_size(
+        (range.ceil() as usize)
+            .max(opts.min_boxes)
+            .min(opts.max_boxes),
+    );
+    // A hair of margin so the largest coordinate falls inside the last box.
+    let h = range * (1.0 + 1e-12) / n_boxes as f64;
+    let m = n_boxes * p; // nodes per dimension
+    let spacing = h / p as f64;
+    let nodes: Vec<f64> = (0..p).map(|k| (k as f64 + 0.5) / p as f64).collect();
+    let denom: Vec<f64> = (0..p)
+        .map(|k| {
+            (0..p)
+                .filter(|&l| l != k)
+                .map(|l| nodes[k] - nodes[l])
+                .product()
+        })
+        .collect();
+
+    // Per point: base grid index per dimension and the p weights per dimension.
+    let mut base = vec![0u32; n * dim];
+    let mut lw = vec![0.0; n * dim * p];
+    base.par_chunks_mut(dim)
+        .zip(lw.par_chunks_mut(dim * p))
+        .enumerate()
+        .for_each(|(i, (b, w))| {
+            for c in 0..dim {
+                let s = (x[i * dim + c] - lo) / h;
+                let bx = (s.floor() as usize).min(n_boxes - 1);
+                b[c] = (bx * p) as u32;
+                lagrange(s - bx as f64, &nodes, &denom, &mut w[c * p..(c + 1) * p]);
+            }
+        });
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+
+    // Charges: kernel A = K with [v] (Student-t) or [v, v x...] (Gaussian);
+    // kernel B = K^2 with [v, v x...] (Student-t only).
+    let n_ch = 1 + dim; // v, v x_1..x_d
+    let grid_len = m.pow(dim as u32);
+    // Spread all n_ch charges to the grid (per-thread grids, then summed).
+    let spread = |range: std::ops::Range<usize>| -> Vec<f64> {
+        let mut g = vec![0.0; grid_len * n_ch];
+        let mut ch = [0.0; 3];
+        for i in range {
+            let v = weights.map_or(1.0, |w| w[i]);
+            ch[0] = v;
+            for c in 0..dim {
+                ch[1 + c] = v * x[i * dim + c];
+            }
+            let w = &lw[i * dim * p..(i + 1) * dim * p];
+            if dim == 1 {
+                let b0 = base[i] as usize;
+                for a in 0..p {
+                    let node = (b0 + a) * n_ch;
+                    for q in 0..n_ch {
+                        g[node + q] += w[a] * ch[q];
+                    }
+                }
+            } else {
+                let (b0, b1) = (base[2 * i] as usize, base[2 * i + 1] as usize);
+                for a in 0..p {
+                    for b in 0..p {
+                        let wt = w[a] * w[p + b];
+                        let node = ((b0 + a) * m + b1 + b) * n_ch;
+                        for q in 0..n_ch {
+                            g[node + q] += wt * ch[q];
+                        }
+                    }
+                }
+            }
+        }
+        g
+    };
+    // A fixed number of partial grids, summed in a fixed order: the result does not depend
+    // on the number of threads.
+    let n_chunks = n.div_ceil(8192).clamp(1, 4);
+    let chunk = n.div_ceil(n_chunks);
+    let parts: Vec<Vec<f64>> = (0..n_chunks)
+        .into_par_iter()
+        .map(|c| spread(c * chunk..((c + 1) * chunk).min(n)))
+        .collect();
+    let mut parts = parts.into_iter();
+    let mut grid = parts.next().unwrap_or_default();
+    for g in parts {
+        grid.par_iter_mut().zip(&g).for_each(|(a, b)| *a += b);
+    }
+
+    // Convolutions on the zero-padded grid of L >= 2M - 1 nodes per dimension. Five
+    // complex FFTs: the two real, even kernels packed as K + i K^2 (their spectra are
+    // real, so they come out as the real and imaginary parts), the charge v, and the
+    // charges v x_1 + i v x_2; the products are packed so that each inverse FFT returns
+    // two real potentials.
+    let l = smooth_size(2 * m - 1);
+    let full = l.pow(dim as u32);
+    let conv = Convolver::new(dim, l);
+    let mut tmp = vec![Complex64::new(0.0, 0.0); full];
+    let signed = |a: usize| -> Option<f64> {
+        if a < m {
+            Some(a as f64)
+        } else if a > l - m {
+            Some(a as f64 - l as f64)
+        } else {
+            None // in the padding gap: never reaches a result node
+        }
+    };
+    let two_kernels = kernel == Kernel::StudentT;
+    let mut spec = vec![Complex64::new(0.0, 0.0); full];
+    spec.par_chunks_mut(if dim == 1 { full } else { l })
+        .enumerate()
+        .for_each(|(r, row)| {
+            let d0 = if dim == 1 { Some(0.0) } else { signed(r) };
+            let Some(d0) = d0 else { return };
+            let d0 = d0 * spacing;
+            for (c, o) in row.iter_mut().enumerate() {
+                if let Some(d1) = signed(c) {
+                    let d1 = d1 * spacing;
+                    let k = kernel.value(d0 * d0 + d1 * d1);
+                    *o = Complex64::new(k, if two_kernels { k * k } else { 0.0 });
+                }
+            }
+        });
+    conv.transform(&mut spec, &mut tmp, false);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+    let load = |buf: &mut [Complex64], qa: usize, qb: Option<usize>| {
+        buf.par_chunks_mut(if dim == 1 { full } else { l })
+            .take(if dim == 1 { 1 } else { m })
+            .enumerate()
+            .for_each(|(r, row)| {
+                for (c, o) in row.iter_mut().take(m).enumerate() {
+                    let node = (r * m + c) * n_ch;
+                    *o = Complex64::new(grid[node + qa], qb.map_or(0.0, |q| grid[node + q]));
+                }
+            });
+    };
+    let scale = 1.0 / full as f64;
+    // Potentials of the charge v: K * v (+ i K^2 * v for Student-t).
+    let mut a = vec![Complex64::new(0.0, 0.0); full];
+    load(&mut a, 0, None);
+    conv.transform(&mut a, &mut tmp, false);
+    a.par_iter_mut().zip(&spec).for_each(|(z, k)| {
+        *z *= if two_kernels {
+            *k
+        } else {
+            Complex64::new(k.re, 0.0)
+        } * scale;
+    });
+    conv.transform(&mut a, &mut tmp, true);
+    // Potentials of v x: K^q * (v x_1 + i v x_2).
+    let mut b = a.clone();
+    b.iter_mut().for_each(|z| *z = Complex64::new(0.0, 0.0));
+    load(&mut b, 1, if dim == 2 { Some(2) } else { None });
+    conv.transform(&mut b, &mut tmp, false);
+    b.par_iter_mut().zip(&spec).for_each(|(z, k)| {
+        *z *= if two_kernels { k.im } else { k.re } * scale;
+    });
+    conv.transform(&mut b, &mut tmp, true);
+    drop(tmp);
+    let node_index = |f: usize| -> usize { if dim == 1 { f } else { (f / m) * l + f % m } };
+    let phi0: Vec<f64> = (0..grid_len).map(|f| a[node_index(f)].re).collect();
+    let phi1: Vec<f64> = if two_kernels {
+        (0..grid_len).map(|f| a[node_index(f)].im).collect()
+    } else {
+        phi0.clone()
+    };
+    let mut phix: Vec<Vec<f64>> = vec![(0..grid_len).map(|f| b[node_index(f)].re).collect()];
+    if dim == 2 {
+        phix.push((0..grid_len).map(|f| b[node_index(f)].im).collect());
+    }
+    drop((a, b, spec));
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+
+    // Gather back to the points; subtract the self terms exactly (K(0) = 1).
+    let mut s0 = vec![0.0; n];
+    let mut s1 = vec![0.0; n];
+    let mut sx = vec![0.0; n * dim];
+    s0.par_iter_mut()
+        .zip(s1.par_iter_mut())
+        .zip(sx.par_chunks_mut(dim))
+        .enumerate()
+        .for_each(|(i, ((o0, o1), ox))| {
+            let w = &lw[i * dim * p..(i + 1) * dim * p];
+            let (mut a0, mut a1, mut ax) = (0.0, 0.0, [0.0; 2]);
+            let mut add = |node: usize, wt: f64| {
+                a0 += wt * phi0[node];
+                a1 += wt * phi1[node];
+                for c in 0..dim {
+                    ax[c] += wt * phix[c][node];
+                }
+            };
+            if dim == 1 {
+                let b0 = base[i] as usize;
+                for a in 0..p {
+                    add(b0 + a, w[a]);
+                }
+            } else {
+                let (b0, b1) = (base[2 * i] as usize, base[2 * i + 1] as usize);
+                for a in 0..p {
+                    for b in 0..p {
+                        add((b0 + a) * m + b1 + b, w[a] * w[p + b]);
+                    }
+                }
+            }
+            let v = weights.map_or(1.0, |w| w[i]);
+            *o0 = a0 - v;
+            *o1 = a1 - v;
+            for c in 0..dim {
+                ox[c] = ax[c] - v * x[i * dim + c];
+            }
+        });
+    Ok(KernelSums { s0, s1, sx })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nbody::exact_sums;
+    use rand::{RngExt, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    fn points(n: usize, dim: usize, spread: f64, seed: u64) -> Vec<f64> {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        (0..n * dim)
+            .map(|i| {
+                // a few clusters, as t-SNE embeddings look
+                let c = ((i / dim) % 5) as f64;
+                spread * (c * 0.7 + rng.random::<f64>() - 0.5)
+            })
+            .collect()
+    }
+
+    fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+        let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+        let den: f64 = b.iter().map(|y| y * y).sum();
+        (num / den).sqrt()
+    }
+
+    #[test]
+    fn matches_exact_and_error_falls_with_nodes() {
+        let cancel = AtomicBool::new(false);
+        for dim in [1, 2] {
+            for kernel in [Kernel::StudentT, Kernel::Gaussian] {
+                let x = points(2000, dim, 10.0, 3);
+                let ex = exact_sums(&x, dim, kernel, None, &cancel).unwrap();
+                let mut errs = vec![];
+                for p in [2, 3, 5] {
+                    let opts = InterpOptions {
+                        n_interp: p,
+                        ..InterpOptions::default()
+                    };
+                    let s = interpolation_sums(&x, dim, kernel, None, opts, &cancel).unwrap();
+                    let e = rel_err(&s.s0, &ex.s0)
+                        .max(rel_err(&s.s1, &ex.s1))
+                        .max(rel_err(&s.sx, &ex.sx));
+                    errs.push(e);
+                }
+                assert!(errs[1] < 1e-2, "{dim} {kernel:?} {errs:?}");
+                assert!(errs[2] < 0.2 * errs[0], "{dim} {kernel:?} {errs:?}");
+                assert!(errs[2] < 1e-3, "{dim} {kernel:?} {errs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn weights_and_tiny_embeddings() {
+        let cancel = AtomicBool::new(false);
+        let x = points(300, 2, 1e-4, 5);
+        let mut rng = Pcg64::seed_from_u64(1);
+        let v: Vec<f64> = (0..300).map(|_| 0.5 + rng.random::<f64>()).collect();
+        let ex = exact_sums(&x, 2, Kernel::StudentT, Some(&v), &cancel).unwrap();
+        let s = interpolation_sums(
+            &x,
+            2,
+            Kernel::StudentT,
+            Some(&v),
+            InterpOptions::default(),
+            &cancel,
+        )
+        .unwrap();
+        assert!(rel_err(&s.s0, &ex.s0) < 1e-8);
+        assert!(rel_err(&s.s1, &ex.s1) < 1e-8);
+        assert!(rel_err(&s.sx, &ex.sx) < 1e-6);
+    }
+
+    #[test]
+    fn rejects_three_dimensions() {
+        let cancel = AtomicBool::new(false);
+        let x = vec![0.0; 30];
+        assert!(
+            interpolation_sums(
+                &x,
+                3,
+                Kernel::StudentT,
+                None,
+                InterpOptions::default(),
+                &cancel
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn smooth_sizes() {
+        assert_eq!(smooth_size(7), 8);
+        assert_eq!(smooth_size(300), 300);
+        assert_eq!(smooth_size(301), 320);
+    }
+}
