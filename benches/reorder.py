@@ -3,6 +3,8 @@
 Rows:
 - ``move``: one incremental move evaluation vs one full recomputation of the error on a random
   2,000 x 400 binary matrix with GBS(25) (one thread); target >= 100x per move kind.
+- ``memory``: peak-RSS growth of a child process while it builds our representation of a
+  10,000 x 10,000 binary matrix (target < 100 MB).
 - ``convomap``: TSP + P-LS on the data sets of Tables A.7-A.9 (artificial 300 x 300 at 0/10/25%
   noise, GBS(49), shuffled with a fixed seed), A.10 (Gene, Football), A.11 (Mammals,
   Mushrooms) and A.13 (news_3cl_1). The peer is the thesis's published TSP+P-LS time (Scala,
@@ -190,6 +192,29 @@ def main(argv=None) -> int:
             )
             b.check(f"{kind}: incremental >= 100x faster than full", full / secs >= 100,
                     f"{full / secs:.0f}x", row)
+
+    # 1b. memory of a 10,000 x 10,000 binary matrix in our representation (bit-packed rows in
+    # both orientations + the arrangement), measured as the peak-RSS growth of a child process
+    # across the construction (the uint32 input is allocated before the baseline is taken)
+    if wanted("memory"):
+        code = (
+            "import resource, numpy as np\n"
+            "from vastml import _core\n"
+            "rng = np.random.default_rng(0); n = 10000\n"
+            "M = np.empty((n, n), dtype=np.uint32)\n"
+            "for i in range(0, n, 500): M[i:i + 500] = rng.random((500, n)) < 0.3\n"
+            "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "e = _core.convolution_error(M, 0, 'gbs', (3, 3), None, 'zeros_and_ones', 'abs')\n"
+            "r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print((r1 - r0) * 1024, e)\n"
+        )
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        dt = time.perf_counter() - t0
+        grown = int(p.stdout.split()[0])
+        row = b.compare("memory 10000x10000 binary", Timing([dt]), {}, {"m": 10000, "n": 10000},
+                        {"peak RSS growth": f"{grown / 1e6:.1f} MB"})
+        b.check("10,000 x 10,000 binary matrix < 100 MB", grown < 100e6, f"{grown / 1e6:.1f} MB", row)
 
     # 2. TSP + P-LS vs the thesis tables
     have_data = _data_dir(None).is_dir()
