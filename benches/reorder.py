@@ -84,6 +84,8 @@ def add_args(ap):
     ap.add_argument("--n-jobs", type=int, default=None)
     ap.add_argument("--r-cap", type=float, default=300.0, help="seconds before an R seriation run is killed")
     ap.add_argument("--r-max-n", type=int, default=24, help="largest n run through R seriation")
+    ap.add_argument("--g-sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    help="object counts of the gradient rows (default 20,22,...,30)")
     ap.add_argument("--g-cap", type=float, default=300.0,
                     help="seconds before our gradient branch and bound is killed (n = 26..30 rows)")
 
@@ -273,7 +275,7 @@ def main(argv=None) -> int:
         # published R times are the peers.
         r_pub = {20: (1.2, 0.3), 22: (39.0, 6.0), 24: (110.0, 8.0)}
         have_r = _r_seriation_available()
-        g_sizes = [20] if b.quick else [20, 22, 24, 26, 28, 30]
+        g_sizes = b.args.g_sizes or ([20] if b.quick else [20, 22, 24, 26, 28, 30])
         for n in g_sizes:
             rng = np.random.default_rng(100 + n)
             X = rng.random((n, 5))
