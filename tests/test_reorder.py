@@ -333,3 +333,17 @@ def test_bidirectional_closest_interval_ignores_isolated_one():
     assert start.tolist() == [3, 2] and end.tolist() == [5, 3]
     start, end = _closest_intervals(A, only_fill=True)
     assert start.tolist() == [0, 2] and end.tolist() == [5, 3]
+
+
+@pytest.mark.parametrize("init", ["heatmap", "bidirectional", "nested"])
+def test_convomap_baseline_init_is_the_starting_order(init):
+    rng = np.random.default_rng(3)
+    M = (rng.random((40, 30)) < 0.3).astype(int)
+    from vastml.reorder._convomap import _BASELINE_INITS
+
+    r, c = _BASELINE_INITS[init](M)
+    cm = ConvoMap(kernel_size=5, init=init, max_iter=200, random_state=0).fit(M)
+    assert cm.initial_error_ == pytest.approx(convolution_error(M[r][:, c], kernel_size=5))
+    assert cm.error_ <= cm.initial_error_ + 1e-9
+    with pytest.raises(ValueError, match="binary"):
+        ConvoMap(kernel_size=3, init=init).fit(rng.integers(0, 3, (10, 8)))
