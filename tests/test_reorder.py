@@ -14,6 +14,7 @@ from scipy.signal import correlate2d
 from vastml.reorder import (
     ConvoMap,
     barycentric_order,
+    bidirectional_order,
     branch_and_bound_order,
     compress,
     convolution_error,
@@ -295,3 +296,54 @@ def test_gradient_order_equals_brute_force(seed, weighted):
     assert gradient_value(D, order, weighted) == pytest.approx(value, abs=1e-9)
     with pytest.raises(ValueError, match="symmetric"):
         gradient_order(D + np.triu(np.ones_like(D), 1))
+
+
+def _is_banded(A):
+    """Every row's ones are consecutive and their starts and ends never decrease."""
+    starts, ends = [], []
+    for row in A:
+        ones = np.flatnonzero(row)
+        if len(ones) == 0:
+            continue
+        if ones[-1] - ones[0] + 1 != len(ones):
+            return False
+        starts.append(ones[0])
+        ends.append(ones[-1])
+    return bool(np.all(np.diff(starts) >= 0) and np.all(np.diff(ends) >= 0))
+
+
+@pytest.mark.parametrize("only_fill", [False, True])
+def test_bidirectional_recovers_shuffled_band(only_fill):
+    n, w = 30, 5
+    B = (np.abs(np.subtract.outer(np.arange(n), np.arange(n))) < w).astype(int)
+    rng = np.random.default_rng(1)
+    S = B[rng.permutation(n)]
+    assert not _is_banded(S)
+    r, c = bidirectional_order(S, only_fill=only_fill)
+    assert sorted(r.tolist()) == list(range(n)) and sorted(c.tolist()) == list(range(n))
+    assert _is_banded(S[r][:, c])
+
+
+def test_bidirectional_closest_interval_ignores_isolated_one():
+    # the isolated 1 in the first row is a flip away from the interval [3, 5]
+    from vastml.reorder._baselines import _closest_intervals
+
+    A = np.array([[1, 0, 0, 1, 1, 1, 0], [0, 0, 1, 1, 0, 0, 0]], dtype=bool)
+    start, end = _closest_intervals(A, only_fill=False)
+    assert start.tolist() == [3, 2] and end.tolist() == [5, 3]
+    start, end = _closest_intervals(A, only_fill=True)
+    assert start.tolist() == [0, 2] and end.tolist() == [5, 3]
+
+
+@pytest.mark.parametrize("init", ["heatmap", "bidirectional", "nested"])
+def test_convomap_baseline_init_is_the_starting_order(init):
+    rng = np.random.default_rng(3)
+    M = (rng.random((40, 30)) < 0.3).astype(int)
+    from vastml.reorder._convomap import _BASELINE_INITS
+
+    r, c = _BASELINE_INITS[init](M)
+    cm = ConvoMap(kernel_size=5, init=init, max_iter=200, random_state=0).fit(M)
+    assert cm.initial_error_ == pytest.approx(convolution_error(M[r][:, c], kernel_size=5))
+    assert cm.error_ <= cm.initial_error_ + 1e-9
+    with pytest.raises(ValueError, match="binary"):
+        ConvoMap(kernel_size=3, init=init).fit(rng.integers(0, 3, (10, 8)))

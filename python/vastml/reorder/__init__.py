@@ -11,8 +11,8 @@
   :func:`tsp_path` -- exact / 2-opt + Or-opt open paths on points.
 - Measures: :func:`figure_of_merit`, :func:`path_length`, :func:`dpc`, :func:`dpc_sigma`,
   :func:`dpc_entropy`.
-- Baselines: :func:`nested_order`, :func:`barycentric_order`, :func:`spectral_order`,
-  :func:`heatmap_order`.
+- Baselines: :func:`nested_order`, :func:`barycentric_order`, :func:`bidirectional_order`,
+  :func:`spectral_order`, :func:`heatmap_order`.
 - :func:`compress`, :func:`plot_matrix`, :func:`save_png`, :func:`knn_accuracy`,
   :func:`load_matrix`, :func:`save_matrix`, data loaders and the thesis's planted matrices.
 """
@@ -20,6 +20,7 @@
 from vastml._core import planted_categorical, planted_matrix
 from vastml.reorder._baselines import (
     barycentric_order,
+    bidirectional_order,
     heatmap_order,
     nested_order,
     spectral_order,
@@ -54,6 +55,7 @@ __all__ = [
     "path_length",
     "tsp_path",
     "barycentric_order",
+    "bidirectional_order",
     "branch_and_bound_order",
     "compress",
     "convolution_error",

@@ -22,6 +22,20 @@ MOVES = ("swap_rectangles", "swap", "adjacent_swap", "reverse", "relocate", "blo
 DEFAULT_SCHEDULE = ("block_ordering", 3, 2, "block_ordering", 3, 1)
 
 
+def _baseline_inits():
+    from vastml.reorder import _baselines as b
+
+    return {
+        "heatmap": b.heatmap_order,
+        "bidirectional": b.bidirectional_order,
+        "barycentric": b.barycentric_order,
+        "nested": b.nested_order,
+    }
+
+
+_BASELINE_INITS = _baseline_inits()
+
+
 def _positive_int(v, name, minimum=1):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {v!r}")
@@ -48,8 +62,10 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     error : {"abs", "quadratic"}, default="abs"
     moves : "all" or sequence of str, default="all"
         Among "swap_rectangles", "swap", "adjacent_swap", "reverse", "relocate", "block_swap".
-    init : {"tsp", "none"}, default="tsp"
-        Initial order ("none" keeps the input order).
+    init : {"tsp", "none", "heatmap", "bidirectional", "barycentric", "nested"}, default="tsp"
+        Initial order ("none" keeps the input order; the baselines are binary only). The thesis
+        (Q7) finds the best initialiser data dependent: HeatMap for Mammals, Bidirectional for
+        Mushrooms and the artificial sets, TSP for the UCL sets.
     method : {"pls", "ls"}, default="pls"
         P-LS pipeline or a single local search.
     max_iter : int or None
@@ -160,7 +176,7 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         name, size, weights = kernel_args(self.kernel, self.kernel_size)
         check_choice(self.padding, "padding", PADDINGS)
         check_choice(self.error, "error", ERRORS)
-        check_choice(self.init, "init", ("tsp", "none"))
+        check_choice(self.init, "init", ("tsp", "none") + tuple(_BASELINE_INITS))
         method = check_choice(self.method, "method", ("pls", "ls"))
         axes = check_choice(self.axes, "axes", ("both", "rows", "columns"))
         moves = list(MOVES) if self.moves == "all" else list(self.moves)
@@ -219,6 +235,12 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         p = self._params()
         codes, n_colours, _ = as_codes(X, self.categorical, name="X")
         seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        init, r0, c0 = p["init"], None, None
+        if init in _BASELINE_INITS:
+            if n_colours:
+                raise ValueError(f"`init={init!r}` needs a binary matrix")
+            r0, c0 = (o.tolist() for o in _BASELINE_INITS[init](codes))
+            init = "none"
         rows, cols, err, history, weights = _core.convomap_fit(
             codes,
             n_colours,
@@ -227,9 +249,9 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             p["kernel_weights"],
             p["padding"],
             p["error"],
-            None,
-            None,
-            p["init"],
+            r0,
+            c0,
+            init,
             p["method"],
             p["moves"],
             p["max_iter"],

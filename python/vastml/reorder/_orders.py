@@ -84,7 +84,11 @@ def gradient_order(dissimilarities, *, weighted=False, n_jobs=None) -> tuple[np.
     The within-row-and-column gradient of an order ψ is
     Σ_{i<k<j} f(d(ψi,ψj) − d(ψi,ψk)) + f(d(ψi,ψj) − d(ψk,ψj)) with f = sign (``weighted=False``,
     R seriation's ``BBURCG``) or f(x) = x (``weighted=True``, ``BBWRCG``), after Brusco & Stahl.
-    Branch and bound, parallel over the first object.
+    Branch and bound: an incumbent from a multi-start insertion local search, Brusco & Stahl's
+    bound (pair choices shared by all placed objects) tightened by a bound over quadruples of
+    unplaced objects, the reversal symmetry cut, the insertion / interchange tests and a memo of
+    dominated prefixes; parallel over the first two objects with a shared incumbent. Exponential:
+    n = 20 takes about a second, n = 24 about a minute on 2 cores.
 
     Returns
     -------

@@ -4,14 +4,40 @@
 //! For an order ψ the within-row-and-column gradient is
 //! Σ_{i<k<j} f(d(ψi,ψj) − d(ψi,ψk)) + f(d(ψi,ψj) − d(ψk,ψj)), with f = sign (unweighted) or
 //! the identity (weighted); it is maximised. Each triple only cares which of its objects is in
-//! the middle, so an order and its reversal score the same. The bound adds to the completed
-//! triples: the exact value of triples with two placed objects, the better of two middles for
-//! triples with one placed object and the best of three middles for unplaced triples, all
-//! maintained incrementally (O(n²) per node).
+//! the middle, so an order and its reversal score the same.
+//!
+//! The search places objects from the left. With a prefix P placed and U unplaced:
+//!
+//! * triples inside P and triples with two objects of P and one of U are exact (the unplaced
+//!   object comes last, the later placed one is the middle);
+//! * a triple (i ∈ P, a, b ∈ U) has its middle decided by which of a, b comes first, one choice
+//!   shared by every i: the bound takes max(Σ_i g(i,a,b), Σ_i g(i,b,a)) per pair (Brusco &
+//!   Stahl's bound, kept incrementally in O(n²) per node);
+//! * a triple inside U gets the best of its three middles.
+//!
+//! Pruning, besides the bound:
+//!
+//! * **symmetry**: of an order and its reversal only the one with object `a` before object `b`
+//!   is searched (a, b = the ends of the heuristic incumbent, whose reversed subtree is the one
+//!   worth cutting);
+//! * **insertion test** (Brusco & Stahl): if moving the last placed object to an earlier place
+//!   of the prefix strictly improves the triples it changes (placed and unplaced alike), the
+//!   prefix is dominated;
+//! * **prefix dominance**: the value of a completion only depends on the prefix through
+//!   F = (triples inside P) + (triples with two in P, one in U); a prefix whose set was already
+//!   seen with an F at least as large (and then fully searched or itself dominated) is cut.
+//!   Kept in a per-thread memo.
+//!
+//! The incumbent starts from a multi-start insertion local search, and the tree is searched in
+//! parallel over the first two objects with a shared atomic incumbent.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::error::{OrderError, invalid};
@@ -34,15 +60,28 @@ pub struct GradientResult {
     pub value: f64,
     /// Nodes visited.
     pub nodes: u64,
+    /// Value of the heuristic incumbent the search started from.
+    pub heuristic_value: f64,
 }
 
 struct Tables {
     n: usize,
-    /// g[(a * n + m) * n + c]: value of the triple with a first, m in the middle, c last.
+    /// g[(a * n + m) * n + c]: value of the triple with a first, m in the middle, c last
+    /// (symmetric in a and c).
     g: Vec<f64>,
     /// best middle of an unordered triple.
     best3: Vec<f64>,
+    /// best4[((x * n + a) * n + b) * n + c]: best order of the quadruple {x, a, b, c}
+    /// (sum of its four triples), for n <= [`QUAD_MAX`] (empty otherwise).
+    best4: Vec<f64>,
+    /// tolerance of "strictly better".
+    eps: f64,
+    /// whether f is the identity (BBWRCG).
+    weighted: bool,
 }
+
+/// Largest n with the quadruple table (n⁴ values).
+const QUAD_MAX: usize = 40;
 
 impl Tables {
     fn new(d: &[f64], n: usize, kind: Gradient) -> Self {
@@ -62,12 +101,15 @@ impl Tables {
         for a in 0..n {
             for m in 0..n {
                 for c in 0..n {
-                    g[(a * n + m) * n + c] =
-                        f(d[a * n + c] - d[a * n + m]) + f(d[a * n + c] - d[m * n + c]);
+                    if a != m && a != c && m != c {
+                        g[(a * n + m) * n + c] =
+                            f(d[a * n + c] - d[a * n + m]) + f(d[a * n + c] - d[m * n + c]);
+                    }
                 }
             }
         }
         let mut best3 = vec![0.0; n * n * n];
+        let mut scale = 0.0f64;
         for a in 0..n {
             for b in 0..n {
                 for c in 0..n {
@@ -75,18 +117,79 @@ impl Tables {
                         .max(g[(a * n + b) * n + c])
                         .max(g[(a * n + c) * n + b]);
                     best3[(a * n + b) * n + c] = v;
+                    scale += v.abs();
                 }
             }
         }
-        Self { n, g, best3 }
+        let eps = match kind {
+            Gradient::Unweighted => 0.5,
+            Gradient::Weighted => 1e-11 * scale.max(1.0),
+        };
+        let mut t = Self {
+            n,
+            g,
+            best3,
+            best4: Vec::new(),
+            eps,
+            weighted: kind == Gradient::Weighted,
+        };
+        if (4..=QUAD_MAX).contains(&n) {
+            t.best4 = t.quads();
+        }
+        t
+    }
+
+    /// The best value of each quadruple over its 12 orders (up to reversal).
+    fn quads(&self) -> Vec<f64> {
+        let n = self.n;
+        const PERMS: [[usize; 4]; 12] = [
+            [0, 1, 2, 3],
+            [0, 1, 3, 2],
+            [0, 2, 1, 3],
+            [0, 2, 3, 1],
+            [0, 3, 1, 2],
+            [0, 3, 2, 1],
+            [1, 0, 2, 3],
+            [1, 0, 3, 2],
+            [1, 2, 0, 3],
+            [1, 3, 0, 2],
+            [2, 0, 1, 3],
+            [2, 1, 0, 3],
+        ];
+        let mut out = vec![0.0; n * n * n * n];
+        let idx = |x: usize, a: usize, b: usize, c: usize| ((x * n + a) * n + b) * n + c;
+        for a in 0..n {
+            for b in a + 1..n {
+                for c in b + 1..n {
+                    for d in c + 1..n {
+                        let q = [a, b, c, d];
+                        let mut best = f64::NEG_INFINITY;
+                        for p in &PERMS {
+                            let o = [q[p[0]], q[p[1]], q[p[2]], q[p[3]]];
+                            let v = self.g(o[0], o[1], o[2])
+                                + self.g(o[0], o[1], o[3])
+                                + self.g(o[0], o[2], o[3])
+                                + self.g(o[1], o[2], o[3]);
+                            best = best.max(v);
+                        }
+                        // every placement of the first index with the rest ascending
+                        for (x, r) in [
+                            (a, [b, c, d]),
+                            (b, [a, c, d]),
+                            (c, [a, b, d]),
+                            (d, [a, b, c]),
+                        ] {
+                            out[idx(x, r[0], r[1], r[2])] = best;
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
     #[inline]
     fn g(&self, a: usize, m: usize, c: usize) -> f64 {
         self.g[(a * self.n + m) * self.n + c]
-    }
-    #[inline]
-    fn max2(&self, i: usize, a: usize, b: usize) -> f64 {
-        self.g(i, a, b).max(self.g(i, b, a))
     }
 }
 
@@ -108,154 +211,500 @@ pub fn gradient_value(d: &[f64], n: usize, order: &[usize], kind: Gradient) -> f
     v
 }
 
-struct Node {
-    /// s2[j]: value of the triples (placed, placed, j) for unplaced j.
+fn order_value(t: &Tables, order: &[usize]) -> f64 {
+    let mut v = 0.0;
+    for i in 0..order.len() {
+        for k in i + 1..order.len() {
+            for j in k + 1..order.len() {
+                v += t.g(order[i], order[k], order[j]);
+            }
+        }
+    }
+    v
+}
+
+/// Change of the value when the objects at positions k and k + 1 swap.
+fn adjacent_delta(t: &Tables, o: &[usize], k: usize) -> f64 {
+    let (x, y) = (o[k], o[k + 1]);
+    let mut d = 0.0;
+    for &a in &o[..k] {
+        d += t.g(a, y, x) - t.g(a, x, y);
+    }
+    for &c in &o[k + 2..] {
+        d += t.g(y, x, c) - t.g(x, y, c);
+    }
+    d
+}
+
+/// Insertion local search: moves single objects to their best place until none improves.
+fn insertion_local_search(t: &Tables, order: &mut [usize]) {
+    let n = order.len();
+    let mut work = order.to_vec();
+    loop {
+        let mut improved = false;
+        for j in 0..n {
+            let mut best = (t.eps, j);
+            work.copy_from_slice(order);
+            let mut acc = 0.0;
+            for k in (0..j).rev() {
+                acc += adjacent_delta(t, &work, k);
+                work.swap(k, k + 1);
+                if acc > best.0 {
+                    best = (acc, k);
+                }
+            }
+            work.copy_from_slice(order);
+            acc = 0.0;
+            for k in j..n - 1 {
+                acc += adjacent_delta(t, &work, k);
+                work.swap(k, k + 1);
+                if acc > best.0 {
+                    best = (acc, k + 1);
+                }
+            }
+            let p = best.1;
+            if p < j {
+                order[p..=j].rotate_right(1);
+                improved = true;
+            } else if p > j {
+                order[j..=p].rotate_left(1);
+                improved = true;
+            }
+        }
+        if !improved {
+            return;
+        }
+    }
+}
+
+/// Best of `restarts` insertion local searches from random orders (parallel).
+fn heuristic(t: &Tables, restarts: usize, seed: u64) -> (f64, Vec<usize>) {
+    let n = t.n;
+    (0..restarts)
+        .into_par_iter()
+        .map(|r| {
+            let mut rng = Pcg64::seed_from_u64(seed ^ (r as u64).wrapping_mul(0x9E37_79B9));
+            let mut o: Vec<usize> = (0..n).collect();
+            o.shuffle(&mut rng);
+            insertion_local_search(t, &mut o);
+            (order_value(t, &o), r, o)
+        })
+        .reduce_with(|a, b| {
+            if b.0 > a.0 || (b.0 == a.0 && b.1 < a.1) {
+                b
+            } else {
+                a
+            }
+        })
+        .map(|(v, _, o)| (v, o))
+        .unwrap_or((0.0, (0..n).collect()))
+}
+
+/// Search state of one depth.
+#[derive(Clone)]
+struct Frame {
+    /// a[x * n + y] = Σ_{i ∈ P} g(i, x, y) for unplaced x, y.
+    a: Vec<f64>,
+    /// h[x * n + y] = Σ_{u ∈ U} g(x, y, u) for placed x, y.
+    h: Vec<f64>,
+    /// s2[u] = Σ_{i<j ∈ P} g(i, j, u) for unplaced u.
     s2: Vec<f64>,
-    /// s1[a * n + b]: Σ over placed i of max2(i; a, b).
-    s1: Vec<f64>,
-    /// best middles of the unplaced triples.
+    /// Σ best3 over the unplaced triples.
     c: f64,
+    /// Σ best4 over the unplaced quadruples.
+    c4: f64,
+    /// value of the triples inside P.
+    value: f64,
 }
 
-struct Dfs<'a> {
+/// Multiplicative hash of a set (the keys are bit masks).
+#[derive(Default)]
+struct MaskHasher(u64);
+
+impl std::hash::Hasher for MaskHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ x >> 29).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 ^= self.0 >> 32;
+    }
+}
+
+type Memo = HashMap<u64, f64, std::hash::BuildHasherDefault<MaskHasher>>;
+
+/// Entries of each thread's prefix-dominance memo.
+const MEMO_CAPACITY: usize = 1 << 21;
+
+struct Shared<'a> {
     t: &'a Tables,
-    best: &'a AtomicU64,
+    best: AtomicU64,
+    best_order: Mutex<Vec<usize>>,
     cancel: &'a AtomicBool,
-    nodes: u64,
-    cancelled: bool,
-    prefix: Vec<usize>,
-    used: Vec<bool>,
-    best_value: f64,
-    best_order: Vec<usize>,
+    cancelled: AtomicBool,
+    nodes: AtomicU64,
+    /// symmetry: `sym.0` must come before `sym.1`.
+    sym: (usize, usize),
+    memos: Vec<Mutex<Memo>>,
 }
 
-const EPS: f64 = 1e-9;
-
-impl Dfs<'_> {
-    fn global_best(&self) -> f64 {
+impl Shared<'_> {
+    fn best(&self) -> f64 {
         f64::from_bits(self.best.load(Ordering::Relaxed))
     }
 
-    fn raise_best(&self, v: f64) {
-        let mut cur = self.best.load(Ordering::Relaxed);
-        while f64::from_bits(cur) < v {
-            match self.best.compare_exchange_weak(
-                cur,
-                v.to_bits(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(x) => cur = x,
+    fn offer(&self, v: f64, order: &[usize]) {
+        let Ok(mut o) = self.best_order.lock() else {
+            return;
+        };
+        if v > self.best() {
+            self.best.store(v.to_bits(), Ordering::Relaxed);
+            o.clear();
+            o.extend_from_slice(order);
+        }
+    }
+}
+
+struct Worker<'a, 'b> {
+    s: &'a Shared<'b>,
+    frames: Vec<Frame>,
+    prefix: Vec<usize>,
+    used: u64,
+    nodes: u64,
+    memo: std::sync::MutexGuard<'a, Memo>,
+}
+
+impl Worker<'_, '_> {
+    /// Fills frame `k + 1` from frame `k` with `x` placed at position k.
+    fn place(&mut self, k: usize, x: usize) {
+        let t = self.s.t;
+        let n = t.n;
+        let (lo, hi) = self.frames.split_at_mut(k + 1);
+        let (f, nf) = (&lo[k], &mut hi[0]);
+        let used = self.used | 1 << x;
+        nf.value = f.value + f.s2[x];
+        let mut c = f.c;
+        let gx = &t.g[x * n * n..(x + 1) * n * n];
+        let bx = &t.best3[x * n * n..(x + 1) * n * n];
+        for u in 0..n {
+            if used >> u & 1 == 1 {
+                continue;
             }
+            nf.s2[u] = f.s2[u] + f.a[x * n + u];
+            let row = u * n;
+            for v in 0..n {
+                if used >> v & 1 == 0 {
+                    nf.a[row + v] = f.a[row + v] + gx[row + v];
+                    if v > u {
+                        c -= bx[row + v];
+                    }
+                }
+            }
+        }
+        nf.c = c;
+        // h loses u = x for the previously placed pairs; the rows of x are complete already
+        for &y in &self.prefix {
+            for &z in &self.prefix {
+                nf.h[y * n + z] = f.h[y * n + z] - t.g(y, z, x);
+            }
+            let (mut yx, mut xy) = (0.0, 0.0);
+            for u in 0..n {
+                if used >> u & 1 == 0 {
+                    yx += t.g(y, x, u);
+                    xy += t.g(x, y, u);
+                }
+            }
+            nf.h[y * n + x] = yx;
+            nf.h[x * n + y] = xy;
         }
     }
 
-    /// Places `x` at the end: returns the child node and the value it adds.
-    fn place(&self, node: &Node, x: usize) -> (Node, f64) {
-        let n = self.t.n;
-        let gain = node.s2[x];
-        let unplaced: Vec<usize> = (0..n).filter(|&u| !self.used[u] && u != x).collect();
-        let mut s2 = node.s2.clone();
-        for &j in &unplaced {
-            // new triples (i, x, j) with i placed, and (x, a, j)... only i before x count here
-            let mut add = 0.0;
-            for &i in &self.prefix {
-                add += self.t.g(i, x, j);
+    /// Sets `frames[m].c4` from `frames[m - 1].c4`: the quadruples with the last placed
+    /// object leave the unplaced set. Computed only for nodes the cheaper bound keeps.
+    fn update_quads(&mut self, m: usize) {
+        let t = self.s.t;
+        let n = t.n;
+        let x = self.prefix[m - 1];
+        let used = self.used;
+        let q = &t.best4[x * n * n * n..(x + 1) * n * n * n];
+        let all = u64::MAX >> (64 - n);
+        let mut sub = 0.0;
+        let mut fa = !used & all;
+        while fa != 0 {
+            let a = fa.trailing_zeros() as usize;
+            fa &= fa - 1;
+            let mut fb = fa;
+            while fb != 0 {
+                let b = fb.trailing_zeros() as usize;
+                fb &= fb - 1;
+                let row = &q[(a * n + b) * n..(a * n + b + 1) * n];
+                let mut fc = fb;
+                let (mut s0, mut s1) = (0.0, 0.0);
+                while fc != 0 {
+                    s0 += row[fc.trailing_zeros() as usize];
+                    fc &= fc - 1;
+                    if fc != 0 {
+                        s1 += row[fc.trailing_zeros() as usize];
+                        fc &= fc - 1;
+                    }
+                }
+                sub += s0 + s1;
             }
-            // triples (x, a, j) where a is unplaced are not complete yet: they are in s1
-            s2[j] += add;
         }
-        let mut s1 = node.s1.clone();
-        let mut c = node.c;
-        for (ai, &a) in unplaced.iter().enumerate() {
-            for &b in &unplaced[ai + 1..] {
-                s1[a * n + b] += self.t.max2(x, a, b);
-                c -= self.t.best3[(x * n + a) * n + b];
-            }
-        }
-        // pairs (x, j): the triples (i, x, j) moved from s1 to s2
-        (Node { s2, s1, c }, gain)
+        self.frames[m].c4 = self.frames[m - 1].c4 - sub;
     }
 
-    fn bound(&self, node: &Node) -> f64 {
-        let n = self.t.n;
-        let unplaced: Vec<usize> = (0..n).filter(|&u| !self.used[u]).collect();
-        let mut b = node.c;
-        for (ai, &a) in unplaced.iter().enumerate() {
-            b += node.s2[a];
-            for &c in &unplaced[ai + 1..] {
-                b += node.s1[a * n + c];
+    /// Bound on the triples inside U plus the (placed, unplaced, unplaced) triples: every
+    /// unplaced triple takes its best order of its own middle plus its share 1/(u-2) of the
+    /// three pair terms that order implies.
+    fn joint_bound(&self, m: usize) -> f64 {
+        let t = self.s.t;
+        let n = t.n;
+        let f = &self.frames[m];
+        let un: Vec<usize> = (0..n).filter(|&v| self.used >> v & 1 == 0).collect();
+        let w = 1.0 / (un.len() - 2) as f64;
+        let mut total = 0.0;
+        for (i, &a) in un.iter().enumerate() {
+            for (j, &b) in un.iter().enumerate().skip(i + 1) {
+                let (ab, ba) = (f.a[a * n + b] * w, f.a[b * n + a] * w);
+                for &c in &un[j + 1..] {
+                    let (ac, ca) = (f.a[a * n + c] * w, f.a[c * n + a] * w);
+                    let (bc, cb) = (f.a[b * n + c] * w, f.a[c * n + b] * w);
+                    let (gb, ga, gc) = (t.g(a, b, c), t.g(b, a, c), t.g(a, c, b));
+                    let v = (gb + ab + ac + bc)
+                        .max(gb + cb + ca + ba)
+                        .max(ga + ba + bc + ac)
+                        .max(ga + ca + cb + ab)
+                        .max(gc + ac + ab + cb)
+                        .max(gc + bc + ba + ca);
+                    total += v;
+                }
             }
         }
-        b
+        total
     }
 
-    fn dfs(&mut self, node: &Node, value: f64) {
+    /// Brusco & Stahl's insertion test for the last placed object `r` (frame `m`, prefix of
+    /// length m): true when moving it earlier strictly improves.
+    fn insertion_dominated(&self, m: usize) -> bool {
+        let t = self.s.t;
+        let n = t.n;
+        let h = &self.frames[m].h;
+        let q = &self.prefix;
+        let r = q[m - 1];
+        let mut delta = 0.0;
+        for p in (0..m - 1).rev() {
+            let b = q[p];
+            let mut d = h[r * n + b] - h[b * n + r];
+            for &x in &q[..p] {
+                d += t.g(x, r, b) - t.g(x, b, r);
+            }
+            for &b2 in &q[p + 1..m - 1] {
+                d += t.g(r, b, b2) - t.g(b, b2, r);
+            }
+            delta += d;
+            if delta > t.eps {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// True when moving an earlier object of the prefix to its end (after the last placed
+    /// one) strictly improves. Moves that do not cross the last placed object were tested by
+    /// the ancestors: their change does not depend on it.
+    fn move_to_end_dominated(&self, m: usize) -> bool {
+        let t = self.s.t;
+        let n = t.n;
+        let h = &self.frames[m].h;
+        let q = &self.prefix;
+        for p in (0..m - 2).rev() {
+            let b = q[p];
+            let blk = &q[p + 1..m];
+            let mut d = 0.0;
+            for (i, &c) in blk.iter().enumerate() {
+                d += h[c * n + b] - h[b * n + c];
+                for &x in &q[..p] {
+                    d += t.g(x, c, b) - t.g(x, b, c);
+                }
+                for &c2 in &blk[i + 1..] {
+                    d += t.g(c, c2, b) - t.g(b, c, c2);
+                }
+            }
+            if d > t.eps {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Brusco & Stahl's interchange test: true when swapping the last placed object with an
+    /// earlier one (not its neighbour) strictly improves.
+    fn interchange_dominated(&self, m: usize) -> bool {
+        let t = self.s.t;
+        let n = t.n;
+        let h = &self.frames[m].h;
+        let q = &self.prefix;
+        let r = q[m - 1];
+        for p in (0..m - 2).rev() {
+            let s = q[p];
+            let blk = &q[p + 1..m - 1];
+            let mut d = h[r * n + s] - h[s * n + r];
+            for &x in &q[..p] {
+                d += t.g(x, r, s) - t.g(x, s, r);
+                for &b in blk {
+                    d += t.g(x, r, b) - t.g(x, s, b) + t.g(x, b, s) - t.g(x, b, r);
+                }
+            }
+            for (i, &b1) in blk.iter().enumerate() {
+                d += h[r * n + b1] - h[s * n + b1] + h[b1 * n + s] - h[b1 * n + r];
+                for &b2 in &blk[i + 1..] {
+                    d += t.g(r, b1, b2) - t.g(s, b1, b2) + t.g(b1, b2, s) - t.g(b1, b2, r);
+                }
+            }
+            if d > t.eps {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn dfs(&mut self, m: usize) {
         self.nodes += 1;
-        if self.nodes % 4096 == 0 && self.cancel.load(Ordering::Relaxed) {
-            self.cancelled = true;
+        if self.nodes % 1024 == 0 {
+            if self.s.cancel.load(Ordering::Relaxed) {
+                self.s.cancelled.store(true, Ordering::Relaxed);
+            }
+            if self.s.cancelled.load(Ordering::Relaxed) {
+                return;
+            }
         }
-        if self.cancelled {
-            return;
+        let t = self.s.t;
+        let n = t.n;
+        let f = &self.frames[m];
+        let mut fval = f.value;
+        let mut pairs = 0.0;
+        let mut last_unplaced = n;
+        for u in 0..n {
+            if self.used >> u & 1 == 1 {
+                continue;
+            }
+            last_unplaced = u;
+            fval += f.s2[u];
+            for v in u + 1..n {
+                if self.used >> v & 1 == 0 {
+                    pairs += f.a[u * n + v].max(f.a[v * n + u]);
+                }
+            }
         }
-        let n = self.t.n;
-        let k = self.prefix.len();
-        if k == n {
-            if value > self.best_value + EPS {
-                self.best_value = value;
-                self.best_order = self.prefix.clone();
-                self.raise_best(value);
+        if m + 1 == n {
+            // one object left: the bound is exact
+            if fval > self.s.best() + t.eps {
+                self.prefix.push(last_unplaced);
+                self.s.offer(fval, &self.prefix);
+                self.prefix.pop();
             }
             return;
         }
-        let first = self.prefix[0];
-        if (0..n)
-            .rev()
-            .find(|&u| !self.used[u])
-            .is_none_or(|u| u < first)
-        {
+        let u = n - m;
+        let cheap = fval + pairs + f.c;
+        let _ = f;
+        if cheap <= self.s.best() + t.eps {
             return;
         }
-        let target = self.global_best().max(self.best_value);
-        if value + self.bound(node) <= target + EPS {
+        if !t.best4.is_empty() {
+            self.update_quads(m);
+            if u >= 4 && fval + pairs + self.frames[m].c4 / (u - 3) as f64 <= self.s.best() + t.eps
+            {
+                return;
+            }
+        }
+        // the joint bound pays for itself on the weighted criterion only (measured)
+        if t.weighted && u >= 3 && fval + self.joint_bound(m) <= self.s.best() + t.eps {
             return;
         }
+        if m >= 2 && self.insertion_dominated(m) {
+            return;
+        }
+        if m >= 3 && self.move_to_end_dominated(m) {
+            return;
+        }
+        if m >= 3 && self.interchange_dominated(m) {
+            return;
+        }
+        if m >= 3 && m + 2 < n {
+            match self.memo.get_mut(&self.used) {
+                Some(v) if *v >= fval - t.eps => {
+                    return;
+                }
+                Some(v) => *v = fval,
+                None => {
+                    if self.memo.len() < MEMO_CAPACITY {
+                        self.memo.insert(self.used, fval);
+                    }
+                }
+            }
+        }
+        let f = &self.frames[m];
         let mut children: Vec<(f64, usize)> = (0..n)
-            .filter(|&u| !self.used[u] && (k + 1 < n || u > first))
-            .map(|u| (node.s2[u], u))
+            .filter(|&u| self.used >> u & 1 == 0)
+            .filter(|&u| u != self.s.sym.1 || self.used >> self.s.sym.0 & 1 == 1)
+            .map(|u| (f.s2[u], u))
             .collect();
         children.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         for (_, u) in children {
-            let (child, gain) = self.place(node, u);
+            self.place(m, u);
             self.prefix.push(u);
-            self.used[u] = true;
-            self.dfs(&child, value + gain);
-            self.used[u] = false;
+            self.used |= 1 << u;
+            self.dfs(m + 1);
+            self.used &= !(1 << u);
             self.prefix.pop();
-            if self.cancelled {
-                return;
-            }
         }
     }
 }
 
 /// The order maximising the gradient criterion of the dissimilarity matrix `d` (n x n,
-/// row-major, symmetric), by branch and bound, parallel over the first object.
+/// row-major, symmetric), by branch and bound, parallel over the first two objects.
 ///
 /// # Errors
-/// A non-square or asymmetric or non-finite matrix, or cancellation.
+/// A non-square or asymmetric or non-finite matrix, more than 64 objects, or cancellation.
 pub fn gradient_order(
     d: &[f64],
     n: usize,
     kind: Gradient,
     cancel: &AtomicBool,
 ) -> Result<GradientResult, OrderError> {
+    gradient_order_with(d, n, kind, cancel, 20 + 2 * n)
+}
+
+/// [`gradient_order`] with the number of restarts of the heuristic incumbent (0: start from
+/// no incumbent, for testing the tree search alone).
+///
+/// # Errors
+/// As [`gradient_order`].
+pub fn gradient_order_with(
+    d: &[f64],
+    n: usize,
+    kind: Gradient,
+    cancel: &AtomicBool,
+    restarts: usize,
+) -> Result<GradientResult, OrderError> {
     if d.len() != n * n {
         return Err(OrderError::ShapeMismatch(format!(
             "{} dissimilarities for {n} objects",
             d.len()
         )));
+    }
+    if n > 64 {
+        return Err(invalid(
+            "dissimilarities",
+            format!("branch and bound handles at most 64 objects (got {n})"),
+        ));
     }
     if d.iter().any(|x| !x.is_finite()) {
         return Err(invalid("dissimilarities", "must be finite"));
@@ -273,67 +722,95 @@ pub fn gradient_order(
             value: 0.0,
             order,
             nodes: 1,
+            heuristic_value: 0.0,
         });
     }
     let t = Tables::new(d, n, kind);
-    let ident: Vec<usize> = (0..n).collect();
-    let init = gradient_value(d, n, &ident, kind);
-    let best = AtomicU64::new(init.to_bits());
-    let found: Mutex<Vec<(usize, f64, Vec<usize>)>> = Mutex::new(Vec::new());
-    let nodes = AtomicU64::new(0);
-    let cancelled = AtomicBool::new(false);
-    let mut c_all = 0.0;
+    let (init_value, init) = if restarts > 0 {
+        heuristic(&t, restarts, 0x5eed)
+    } else {
+        (f64::NEG_INFINITY, (0..n).collect())
+    };
+    let sym = (init[0].min(init[n - 1]), init[0].max(init[n - 1]));
+    let threads = rayon::current_num_threads().max(1);
+    let shared = Shared {
+        t: &t,
+        best: AtomicU64::new(init_value.to_bits()),
+        best_order: Mutex::new(init.clone()),
+        cancel,
+        cancelled: AtomicBool::new(false),
+        nodes: AtomicU64::new(0),
+        sym,
+        memos: (0..threads).map(|_| Mutex::new(Memo::default())).collect(),
+    };
+    // root frame
+    let mut root = Frame {
+        a: vec![0.0; n * n],
+        h: vec![0.0; n * n],
+        s2: vec![0.0; n],
+        c: 0.0,
+        c4: 0.0,
+        value: 0.0,
+    };
+    for x in 0..n {
+        for y in 0..n {
+            root.h[x * n + y] = (0..n).map(|u| t.g(x, y, u)).sum();
+        }
+    }
     for a in 0..n {
         for b in a + 1..n {
             for c in b + 1..n {
-                c_all += t.best3[(a * n + b) * n + c];
+                root.c += t.best3[(a * n + b) * n + c];
+                if !t.best4.is_empty() {
+                    for d4 in c + 1..n {
+                        root.c4 += t.best4[((a * n + b) * n + c) * n + d4];
+                    }
+                }
             }
         }
     }
-    (0..n - 1).into_par_iter().for_each(|first| {
-        let root = Node {
-            s2: vec![0.0; n],
-            s1: vec![0.0; n * n],
-            c: c_all,
+    let tasks: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| a != b && a != sym.1 && !(b == sym.1 && a != sym.0))
+        .collect();
+    tasks.par_iter().for_each(|&(a, b)| {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return;
+        }
+        let idx = rayon::current_thread_index().unwrap_or(0) % threads;
+        let Ok(memo) = shared.memos[idx].lock() else {
+            return;
         };
-        let mut dfs = Dfs {
-            t: &t,
-            best: &best,
-            cancel,
+        let mut w = Worker {
+            s: &shared,
+            frames: vec![root.clone(); n + 1],
+            prefix: Vec::with_capacity(n),
+            used: 0,
             nodes: 0,
-            cancelled: false,
-            prefix: Vec::new(),
-            used: vec![false; n],
-            best_value: f64::NEG_INFINITY,
-            best_order: Vec::new(),
+            memo,
         };
-        let (child, _) = dfs.place(&root, first);
-        dfs.prefix.push(first);
-        dfs.used[first] = true;
-        dfs.dfs(&child, 0.0);
-        nodes.fetch_add(dfs.nodes, Ordering::Relaxed);
-        if dfs.cancelled {
-            cancelled.store(true, Ordering::Relaxed);
+        w.place(0, a);
+        w.prefix.push(a);
+        w.used |= 1 << a;
+        if !t.best4.is_empty() {
+            w.update_quads(1);
         }
-        if !dfs.best_order.is_empty()
-            && let Ok(mut f) = found.lock()
-        {
-            f.push((first, dfs.best_value, dfs.best_order));
-        }
+        w.place(1, b);
+        w.prefix.push(b);
+        w.used |= 1 << b;
+        w.dfs(2);
+        shared.nodes.fetch_add(w.nodes, Ordering::Relaxed);
     });
-    if cancelled.load(Ordering::Relaxed) {
+    if shared.cancelled.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
         return Err(OrderError::Cancelled);
     }
-    let mut found = found.into_inner().unwrap_or_default();
-    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let (order, value) = match found.into_iter().next() {
-        Some((_, v, o)) if v > init + EPS => (o, v),
-        _ => (ident, init),
-    };
+    let order = shared.best_order.into_inner().unwrap_or(init);
+    let value = order_value(&t, &order);
     Ok(GradientResult {
         order,
         value,
-        nodes: nodes.load(Ordering::Relaxed),
+        nodes: shared.nodes.load(Ordering::Relaxed),
+        heuristic_value: init_value,
     })
 }
 
@@ -360,36 +837,91 @@ mod tests {
         best
     }
 
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *s >> 33
+    }
+
+    fn points(n: usize, s: &mut u64) -> Vec<f64> {
+        let pts: Vec<[f64; 2]> = (0..n)
+            .map(|_| [(lcg(s) % 1_000_000) as f64, (lcg(s) % 1_000_000) as f64])
+            .collect();
+        (0..n * n)
+            .map(|k| {
+                let (a, b) = (pts[k / n], pts[k % n]);
+                ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt()
+            })
+            .collect()
+    }
+
+    /// small integer dissimilarities: many ties, the hard case for strict dominance tests
+    fn ties(n: usize, s: &mut u64) -> Vec<f64> {
+        let mut d = vec![0.0; n * n];
+        for a in 0..n {
+            for b in a + 1..n {
+                let v = (lcg(s) % 4) as f64;
+                d[a * n + b] = v;
+                d[b * n + a] = v;
+            }
+        }
+        d
+    }
+
+    fn check(d: &[f64], n: usize) {
+        for kind in [Gradient::Unweighted, Gradient::Weighted] {
+            let ex = exhaustive(d, n, kind);
+            // the tree search alone (no heuristic incumbent) and with it
+            for restarts in [0, 5] {
+                let r = gradient_order_with(d, n, kind, &AtomicBool::new(false), restarts).unwrap();
+                assert!(
+                    (r.value - ex).abs() < 1e-6,
+                    "{n} {kind:?} restarts {restarts}: {} vs {ex}",
+                    r.value
+                );
+                assert!((gradient_value(d, n, &r.order, kind) - r.value).abs() < 1e-6);
+                let mut o = r.order.clone();
+                o.sort_unstable();
+                assert_eq!(o, (0..n).collect::<Vec<_>>());
+            }
+        }
+    }
+
     #[test]
     fn equals_exhaustive() {
         let mut s = 7u64;
-        for n in 3..=7 {
-            for _ in 0..4 {
-                let pts: Vec<[f64; 2]> = (0..n)
-                    .map(|_| {
-                        s = s
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        [(s >> 40) as f64 / 1e6, (s >> 20 & 0xFFFFF) as f64 / 1e6]
-                    })
-                    .collect();
-                let d: Vec<f64> = (0..n * n)
-                    .map(|k| {
-                        let (a, b) = (pts[k / n], pts[k % n]);
-                        ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt()
-                    })
-                    .collect();
-                for kind in [Gradient::Unweighted, Gradient::Weighted] {
-                    let r = gradient_order(&d, n, kind, &AtomicBool::new(false)).unwrap();
-                    let ex = exhaustive(&d, n, kind);
-                    assert!(
-                        (r.value - ex).abs() < 1e-9,
-                        "{n} {kind:?}: {} vs {ex}",
-                        r.value
-                    );
-                    assert!((gradient_value(&d, n, &r.order, kind) - r.value).abs() < 1e-9);
-                }
+        for n in 3..=8 {
+            for _ in 0..3 {
+                check(&points(n, &mut s), n);
             }
+        }
+    }
+
+    #[test]
+    fn equals_exhaustive_with_ties() {
+        let mut s = 11u64;
+        for n in 3..=8 {
+            for _ in 0..3 {
+                check(&ties(n, &mut s), n);
+            }
+        }
+    }
+
+    #[test]
+    fn heuristic_is_a_local_optimum() {
+        let mut s = 3u64;
+        let n = 12;
+        let d = points(n, &mut s);
+        let t = Tables::new(&d, n, Gradient::Unweighted);
+        let (v, o) = heuristic(&t, 4, 1);
+        assert_eq!(v, order_value(&t, &o));
+        // no single swap of neighbours improves
+        for k in 0..n - 1 {
+            let mut p = o.clone();
+            p.swap(k, k + 1);
+            assert!(order_value(&t, &p) <= v);
+            assert_eq!(adjacent_delta(&t, &o, k), order_value(&t, &p) - v);
         }
     }
 }
