@@ -34,6 +34,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use vastml_fgt::exp_nonpositive;
 
 use crate::error::{EmbedError, Result, check_finite, invalid};
 
@@ -146,37 +147,6 @@ pub struct Evaluation {
     pub grad_phi: Vec<f64>,
     /// dJ/dR (n x d), when asked for.
     pub grad_r: Option<Vec<f64>>,
-}
-
-/// `exp(x)` for x <= 0 to about 1 ulp: 2^n times a degree-12 Taylor polynomial on
-/// |r| <= ln2 / 2; branch-free so the class loops vectorise; 0 below -708.
-#[inline(always)]
-fn exp_nonpositive(x: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    // round to nearest by the 1.5 * 2^52 trick (no libm call, so the loops vectorise)
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
-    let xc = x.max(-708.0);
-    let t = xc * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.0 / 479_001_600.0;
-    p = p * r + 1.0 / 39_916_800.0;
-    p = p * r + 1.0 / 3_628_800.0;
-    p = p * r + 1.0 / 362_880.0;
-    p = p * r + 1.0 / 40_320.0;
-    p = p * r + 1.0 / 5_040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    // the low mantissa bits of t hold n; n + 1023 lies in [1, 1023] here
-    let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
-    if x < -708.0 { 0.0 } else { p * scale }
 }
 
 /// Logits `a_k = log pi_k - |r - phi_k|^2 / 2`, posteriors q and their log-normaliser.
@@ -779,21 +749,6 @@ mod tests {
             })
         };
         assert_eq!(run(1), run(3));
-    }
-
-    #[test]
-    fn fast_exp_matches_std_exp() {
-        let mut x = 0.0f64;
-        while x > -760.0 {
-            let (a, b) = (exp_nonpositive(x), x.exp());
-            if x < -708.0 {
-                assert!(a == 0.0 && b < 1e-307);
-            } else {
-                assert!((a - b).abs() <= 4.0 * f64::EPSILON * b, "{x}: {a} vs {b}");
-            }
-            x -= 0.0137;
-        }
-        assert_eq!(exp_nonpositive(0.0), 1.0);
     }
 
     #[test]
