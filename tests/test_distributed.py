@@ -340,7 +340,14 @@ def test_split_plan_meets_epsilon_on_the_cluster(client, rng):
             got = sharded_gauss_transform(x, y, q, 0.2, eps, method, client=client, plan="split")
             err = (np.abs(got - direct).max(0) / np.abs(q).sum(0)).max()
             assert err <= eps, (method, eps, err)
-            assert err > 0  # an expansion, not the direct sum
+    # the split path really ran: a plan of centres, radii covering every source, summed coefficients
+    from vastml.distributed import _gauss
+
+    plan = _gauss._plan_split(x, q, False, 0.2, 1e-6, "ifgt", len(y), "split", client, 2, 1)
+    assert isinstance(plan, _gauss._SplitPlan) and 1 < plan.centers.shape[0] < len(x)
+    nearest = ((x[:, None] - plan.centers[None]) ** 2).sum(-1)
+    assert np.all(np.sqrt(nearest.min(1)) <= plan.radii[nearest.argmin(1)] * (1 + 1e-12))
+    assert _gauss._plan_split(x, q, False, 0.2, 1e-6, "ifgt", len(y), "auto", client, 2, 1) is None  # < 100k: local
     # 1-D, lazy targets, three parts (more parts than workers)
     lazy = sharded_gauss_transform(x[:, 0], da.from_array(y[:, 0], chunks=300), q[:, 0], 0.05, 1e-6,
                                    "ifgt", n_partitions=3, client=client, plan="split")

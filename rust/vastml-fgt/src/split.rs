@@ -143,8 +143,8 @@ impl SplitIfgt {
     /// targets; flat when the sample is empty).
     ///
     /// # Errors
-    /// Mismatched shapes, non-finite values, negative radii, or an IFGT that cannot reach
-    /// epsilon with these radii.
+    /// Mismatched shapes, non-finite values, negative radii, a direct method, or an IFGT
+    /// that cannot reach epsilon with these radii.
     pub fn new(
         centers: Vec<f64>,
         radii: Vec<f64>,
@@ -156,6 +156,12 @@ impl SplitIfgt {
     ) -> Result<SplitIfgt> {
         let k = check_points(&centers, dim, "centers")?;
         check_scalars(bandwidth, epsilon)?;
+        if matches!(method, Method::Direct | Method::DirectTree) {
+            return Err(invalid(
+                "method",
+                "a split plan is an IFGT: use 'auto', 'ifgt' or 'ifgt-tree'",
+            ));
+        }
         if radii.len() != k {
             return Err(FgtError::ShapeMismatch(format!(
                 "{} radii for {k} centres",

@@ -169,6 +169,18 @@ fn bad_arguments_are_rejected() {
         .is_err()
     );
     assert!(SplitIfgt::new(vec![0.0, 0.0], vec![-1.0], 2, 0.3, 1e-6, Method::Ifgt, &[]).is_err());
+    assert!(
+        SplitIfgt::new(
+            vec![0.0, 0.0],
+            vec![0.1],
+            2,
+            0.3,
+            1e-3,
+            Method::DirectTree,
+            &[]
+        )
+        .is_err()
+    );
     let plan = SplitIfgt::new(vec![0.0, 0.0], vec![0.1], 2, 0.3, 1e-3, Method::Ifgt, &[]).unwrap();
     assert!(plan.evaluate(&pts, &[1.0], 1, &cancel).is_err());
 }
