@@ -72,7 +72,8 @@ struct Tables {
     /// best middle of an unordered triple.
     best3: Vec<f64>,
     /// best4[((x * n + a) * n + b) * n + c]: best order of the quadruple {x, a, b, c}
-    /// (sum of its four triples), for n <= [`QUAD_MAX`] (empty otherwise).
+    /// (sum of its four triples; symmetric in the four indices), for n <= [`QUAD_MAX`]
+    /// (empty otherwise).
     best4: Vec<f64>,
     /// tolerance of "strictly better".
     eps: f64,
@@ -172,14 +173,23 @@ impl Tables {
                                 + self.g(o[1], o[2], o[3]);
                             best = best.max(v);
                         }
-                        // every placement of the first index with the rest ascending
-                        for (x, r) in [
-                            (a, [b, c, d]),
-                            (b, [a, c, d]),
-                            (c, [a, b, d]),
-                            (d, [a, b, c]),
-                        ] {
-                            out[idx(x, r[0], r[1], r[2])] = best;
+                        // the table is symmetric: every permutation of the four indices
+                        for &p0 in &q {
+                            for &p1 in &q {
+                                for &p2 in &q {
+                                    for &p3 in &q {
+                                        if p0 != p1
+                                            && p0 != p2
+                                            && p0 != p3
+                                            && p1 != p2
+                                            && p1 != p3
+                                            && p2 != p3
+                                        {
+                                            out[idx(p0, p1, p2, p3)] = best;
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -300,15 +310,20 @@ fn heuristic(t: &Tables, restarts: usize, seed: u64) -> (f64, Vec<usize>) {
         .unwrap_or((0.0, (0..n).collect()))
 }
 
-/// Search state of one depth.
+/// Search state of one depth (prefix P placed, U unplaced).
 #[derive(Clone)]
 struct Frame {
     /// a[x * n + y] = Σ_{i ∈ P} g(i, x, y) for unplaced x, y.
     a: Vec<f64>,
-    /// h[x * n + y] = Σ_{u ∈ U} g(x, y, u) for placed x, y.
-    h: Vec<f64>,
+    /// ht[z * n + y] = Σ_{u ∈ U} g(y, z, u) (transposed so that placing x subtracts the
+    /// contiguous slab g(x, ·, ·)).
+    ht: Vec<f64>,
     /// s2[u] = Σ_{i<j ∈ P} g(i, j, u) for unplaced u.
     s2: Vec<f64>,
+    /// t3[x] = Σ best3 over the triples of U \ {x} with x, for unplaced x.
+    t3: Vec<f64>,
+    /// t4[x] = Σ best4 over the quadruples of U with x, for unplaced x.
+    t4: Vec<f64>,
     /// Σ best3 over the unplaced triples.
     c: f64,
     /// Σ best4 over the unplaced quadruples.
@@ -380,7 +395,8 @@ struct Worker<'a, 'b> {
 }
 
 impl Worker<'_, '_> {
-    /// Fills frame `k + 1` from frame `k` with `x` placed at position k.
+    /// Fills frame `k + 1` from frame `k` with `x` placed at position k (`self.used` does
+    /// not contain `x` yet).
     fn place(&mut self, k: usize, x: usize) {
         let t = self.s.t;
         let n = t.n;
@@ -388,75 +404,52 @@ impl Worker<'_, '_> {
         let (f, nf) = (&lo[k], &mut hi[0]);
         let used = self.used | 1 << x;
         nf.value = f.value + f.s2[x];
-        let mut c = f.c;
+        nf.c = f.c - f.t3[x];
+        nf.c4 = f.c4 - f.t4[x];
         let gx = &t.g[x * n * n..(x + 1) * n * n];
-        let bx = &t.best3[x * n * n..(x + 1) * n * n];
-        for u in 0..n {
-            if used >> u & 1 == 1 {
-                continue;
-            }
-            nf.s2[u] = f.s2[u] + f.a[x * n + u];
-            let row = u * n;
-            for v in 0..n {
-                if used >> v & 1 == 0 {
-                    nf.a[row + v] = f.a[row + v] + gx[row + v];
-                    if v > u {
-                        c -= bx[row + v];
-                    }
-                }
-            }
+        // whole-matrix updates: contiguous, and the rows of placed objects are never read
+        for ((na, &oa), &gv) in nf.a.iter_mut().zip(&f.a).zip(gx) {
+            *na = oa + gv;
         }
-        nf.c = c;
-        // h loses u = x for the previously placed pairs; the rows of x are complete already
-        for &y in &self.prefix {
-            for &z in &self.prefix {
-                nf.h[y * n + z] = f.h[y * n + z] - t.g(y, z, x);
-            }
-            let (mut yx, mut xy) = (0.0, 0.0);
-            for u in 0..n {
-                if used >> u & 1 == 0 {
-                    yx += t.g(y, x, u);
-                    xy += t.g(x, y, u);
-                }
-            }
-            nf.h[y * n + x] = yx;
-            nf.h[x * n + y] = xy;
+        for ((nh, &oh), &gv) in nf.ht.iter_mut().zip(&f.ht).zip(gx) {
+            *nh = oh - gv;
         }
-    }
-
-    /// Sets `frames[m].c4` from `frames[m - 1].c4`: the quadruples with the last placed
-    /// object leave the unplaced set. Computed only for nodes the cheaper bound keeps.
-    fn update_quads(&mut self, m: usize) {
-        let t = self.s.t;
-        let n = t.n;
-        let x = self.prefix[m - 1];
-        let used = self.used;
-        let q = &t.best4[x * n * n * n..(x + 1) * n * n * n];
+        let ax = &f.a[x * n..(x + 1) * n];
+        for ((ns, &os), &av) in nf.s2.iter_mut().zip(&f.s2).zip(ax) {
+            *ns = os + av;
+        }
         let all = u64::MAX >> (64 - n);
-        let mut sub = 0.0;
-        let mut fa = !used & all;
-        while fa != 0 {
-            let a = fa.trailing_zeros() as usize;
-            fa &= fa - 1;
-            let mut fb = fa;
-            while fb != 0 {
-                let b = fb.trailing_zeros() as usize;
-                fb &= fb - 1;
-                let row = &q[(a * n + b) * n..(a * n + b + 1) * n];
-                let mut fc = fb;
-                let (mut s0, mut s1) = (0.0, 0.0);
+        let un = !used & all;
+        let mut fy = un;
+        while fy != 0 {
+            let y = fy.trailing_zeros() as usize;
+            fy &= fy - 1;
+            let others = un & !(1 << y);
+            let b3 = &t.best3[(y * n + x) * n..(y * n + x + 1) * n];
+            let mut s3 = 0.0;
+            let mut fc = others;
+            while fc != 0 {
+                s3 += b3[fc.trailing_zeros() as usize];
+                fc &= fc - 1;
+            }
+            nf.t3[y] = f.t3[y] - s3;
+            if !t.best4.is_empty() {
+                let q = &t.best4[(y * n + x) * n * n..(y * n + x + 1) * n * n];
+                let mut s4 = 0.0;
+                let mut fc = others;
                 while fc != 0 {
-                    s0 += row[fc.trailing_zeros() as usize];
+                    let c = fc.trailing_zeros() as usize;
                     fc &= fc - 1;
-                    if fc != 0 {
-                        s1 += row[fc.trailing_zeros() as usize];
-                        fc &= fc - 1;
+                    let row = &q[c * n..(c + 1) * n];
+                    let mut fd = fc;
+                    while fd != 0 {
+                        s4 += row[fd.trailing_zeros() as usize];
+                        fd &= fd - 1;
                     }
                 }
-                sub += s0 + s1;
+                nf.t4[y] = f.t4[y] - s4;
             }
         }
-        self.frames[m].c4 = self.frames[m - 1].c4 - sub;
     }
 
     /// Bound on the triples inside U plus the (placed, unplaced, unplaced) triples: every
@@ -489,22 +482,22 @@ impl Worker<'_, '_> {
         total
     }
 
-    /// Brusco & Stahl's insertion test for the last placed object `r` (frame `m`, prefix of
-    /// length m): true when moving it earlier strictly improves.
-    fn insertion_dominated(&self, m: usize) -> bool {
+    /// Brusco & Stahl's insertion test for the unplaced object `r` appended to the prefix of
+    /// frame `m`: true when moving it earlier strictly improves. Uses the parent frame: the
+    /// terms of `h` with `r` itself in the third place vanish.
+    fn insertion_dominated(&self, m: usize, r: usize) -> bool {
         let t = self.s.t;
         let n = t.n;
-        let h = &self.frames[m].h;
-        let q = &self.prefix;
-        let r = q[m - 1];
+        let ht = &self.frames[m].ht;
+        let q = &self.prefix[..m];
         let mut delta = 0.0;
-        for p in (0..m - 1).rev() {
+        for p in (0..m).rev() {
             let b = q[p];
-            let mut d = h[r * n + b] - h[b * n + r];
+            let mut d = ht[b * n + r] - ht[r * n + b];
             for &x in &q[..p] {
                 d += t.g(x, r, b) - t.g(x, b, r);
             }
-            for &b2 in &q[p + 1..m - 1] {
+            for &b2 in &q[p + 1..] {
                 d += t.g(r, b, b2) - t.g(b, b2, r);
             }
             delta += d;
@@ -521,14 +514,15 @@ impl Worker<'_, '_> {
     fn move_to_end_dominated(&self, m: usize) -> bool {
         let t = self.s.t;
         let n = t.n;
-        let h = &self.frames[m].h;
+        let ht = &self.frames[m].ht;
+        let h = |y: usize, z: usize| ht[z * n + y];
         let q = &self.prefix;
         for p in (0..m - 2).rev() {
             let b = q[p];
             let blk = &q[p + 1..m];
             let mut d = 0.0;
             for (i, &c) in blk.iter().enumerate() {
-                d += h[c * n + b] - h[b * n + c];
+                d += h(c, b) - h(b, c);
                 for &x in &q[..p] {
                     d += t.g(x, c, b) - t.g(x, b, c);
                 }
@@ -548,13 +542,14 @@ impl Worker<'_, '_> {
     fn interchange_dominated(&self, m: usize) -> bool {
         let t = self.s.t;
         let n = t.n;
-        let h = &self.frames[m].h;
+        let ht = &self.frames[m].ht;
+        let h = |y: usize, z: usize| ht[z * n + y];
         let q = &self.prefix;
         let r = q[m - 1];
         for p in (0..m - 2).rev() {
             let s = q[p];
             let blk = &q[p + 1..m - 1];
-            let mut d = h[r * n + s] - h[s * n + r];
+            let mut d = h(r, s) - h(s, r);
             for &x in &q[..p] {
                 d += t.g(x, r, s) - t.g(x, s, r);
                 for &b in blk {
@@ -562,7 +557,7 @@ impl Worker<'_, '_> {
                 }
             }
             for (i, &b1) in blk.iter().enumerate() {
-                d += h[r * n + b1] - h[s * n + b1] + h[b1 * n + s] - h[b1 * n + r];
+                d += h(r, b1) - h(s, b1) + h(b1, s) - h(b1, r);
                 for &b2 in &blk[i + 1..] {
                     d += t.g(r, b1, b2) - t.g(s, b1, b2) + t.g(b1, b2, s) - t.g(b1, b2, r);
                 }
@@ -574,9 +569,94 @@ impl Worker<'_, '_> {
         false
     }
 
+    /// Upper bound on every completion of the prefix of frame `m` followed by the unplaced
+    /// `x`, from frame `m` alone (the child frame is never built for pruned children):
+    /// exact triples with two placed objects, the pair-coupled bound on the (placed,
+    /// unplaced, unplaced) triples and the better of the triple and quadruple bounds on the
+    /// triples inside U. `un` lists the unplaced objects of frame `m` (with `x`), `s2sum` is
+    /// Σ_{u ∈ un} s2[u]. Exact when one object remains after `x`.
+    fn child_bound(&self, m: usize, x: usize, un: &[usize], s2sum: f64) -> f64 {
+        let t = self.s.t;
+        let n = t.n;
+        let f = &self.frames[m];
+        let ax = &f.a[x * n..(x + 1) * n];
+        let mut fv = f.value + s2sum;
+        for &v in un {
+            fv += ax[v];
+        }
+        let gx = &t.g[x * n * n..(x + 1) * n * n];
+        let mut pairs = 0.0;
+        for (i, &p) in un.iter().enumerate() {
+            if p == x {
+                continue;
+            }
+            let (ap, gp) = (&f.a[p * n..(p + 1) * n], &gx[p * n..(p + 1) * n]);
+            for &q in &un[i + 1..] {
+                if q != x {
+                    pairs += (ap[q] + gp[q]).max(f.a[q * n + p] + gx[q * n + p]);
+                }
+            }
+        }
+        let left = un.len() - 1;
+        let mut rest = f.c - f.t3[x];
+        if !t.best4.is_empty() && left >= 4 {
+            rest = rest.min((f.c4 - f.t4[x]) / (left - 3) as f64);
+        }
+        fv + pairs + rest
+    }
+
+    /// Expands the node of frame `m` (`only`: the one child to consider): children are
+    /// bounded and insertion-tested from this frame, and only the survivors are placed.
+    fn expand(&mut self, m: usize, only: Option<usize>) {
+        let t = self.s.t;
+        let n = t.n;
+        let un: Vec<usize> = (0..n).filter(|&v| self.used >> v & 1 == 0).collect();
+        let s2sum: f64 = un.iter().map(|&v| self.frames[m].s2[v]).sum();
+        let mut kids: Vec<(f64, usize, f64)> = Vec::with_capacity(un.len());
+        for &x in &un {
+            if only.is_some_and(|o| o != x) {
+                continue;
+            }
+            if x == self.s.sym.1 && self.used >> self.s.sym.0 & 1 == 0 {
+                continue;
+            }
+            self.nodes += 1;
+            let bound = self.child_bound(m, x, &un, s2sum);
+            if un.len() == 2 {
+                // a complete order: the bound is its value
+                if bound > self.s.best() + t.eps {
+                    let last = un[usize::from(un[0] == x)];
+                    self.prefix.extend([x, last]);
+                    self.s.offer(bound, &self.prefix);
+                    self.prefix.truncate(m);
+                }
+                continue;
+            }
+            if bound <= self.s.best() + t.eps {
+                continue;
+            }
+            if m >= 1 && self.insertion_dominated(m, x) {
+                continue;
+            }
+            kids.push((self.frames[m].s2[x], x, bound));
+        }
+        kids.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (_, x, bound) in kids {
+            if bound <= self.s.best() + t.eps {
+                continue;
+            }
+            self.place(m, x);
+            self.prefix.push(x);
+            self.used |= 1 << x;
+            self.dfs(m + 1);
+            self.used &= !(1 << x);
+            self.prefix.pop();
+        }
+    }
+
+    /// A node that passed its parent's bound and insertion test.
     fn dfs(&mut self, m: usize) {
-        self.nodes += 1;
-        if self.nodes % 1024 == 0 {
+        if self.nodes % 1024 < 16 {
             if self.s.cancel.load(Ordering::Relaxed) {
                 self.s.cancelled.store(true, Ordering::Relaxed);
             }
@@ -586,55 +666,21 @@ impl Worker<'_, '_> {
         }
         let t = self.s.t;
         let n = t.n;
-        let f = &self.frames[m];
-        let mut fval = f.value;
-        let mut pairs = 0.0;
-        let mut last_unplaced = n;
-        for u in 0..n {
-            if self.used >> u & 1 == 1 {
-                continue;
-            }
-            last_unplaced = u;
-            fval += f.s2[u];
-            for v in u + 1..n {
-                if self.used >> v & 1 == 0 {
-                    pairs += f.a[u * n + v].max(f.a[v * n + u]);
-                }
-            }
-        }
-        if m + 1 == n {
-            // one object left: the bound is exact
-            if fval > self.s.best() + t.eps {
-                self.prefix.push(last_unplaced);
-                self.s.offer(fval, &self.prefix);
-                self.prefix.pop();
-            }
-            return;
-        }
-        let u = n - m;
-        let cheap = fval + pairs + f.c;
-        let _ = f;
-        if cheap <= self.s.best() + t.eps {
-            return;
-        }
-        if !t.best4.is_empty() {
-            self.update_quads(m);
-            if u >= 4 && fval + pairs + self.frames[m].c4 / (u - 3) as f64 <= self.s.best() + t.eps
-            {
-                return;
-            }
-        }
-        // the joint bound pays for itself on the weighted criterion only (measured)
-        if t.weighted && u >= 3 && fval + self.joint_bound(m) <= self.s.best() + t.eps {
-            return;
-        }
-        if m >= 2 && self.insertion_dominated(m) {
-            return;
-        }
         if m >= 3 && self.move_to_end_dominated(m) {
             return;
         }
         if m >= 3 && self.interchange_dominated(m) {
+            return;
+        }
+        let f = &self.frames[m];
+        let mut fval = f.value;
+        for u in 0..n {
+            if self.used >> u & 1 == 0 {
+                fval += f.s2[u];
+            }
+        }
+        // the joint bound pays for itself on the weighted criterion only (measured)
+        if t.weighted && n - m >= 3 && fval + self.joint_bound(m) <= self.s.best() + t.eps {
             return;
         }
         if m >= 3 && m + 2 < n {
@@ -650,22 +696,49 @@ impl Worker<'_, '_> {
                 }
             }
         }
-        let f = &self.frames[m];
-        let mut children: Vec<(f64, usize)> = (0..n)
-            .filter(|&u| self.used >> u & 1 == 0)
-            .filter(|&u| u != self.s.sym.1 || self.used >> self.s.sym.0 & 1 == 1)
-            .map(|u| (f.s2[u], u))
-            .collect();
-        children.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        for (_, u) in children {
-            self.place(m, u);
-            self.prefix.push(u);
-            self.used |= 1 << u;
-            self.dfs(m + 1);
-            self.used &= !(1 << u);
-            self.prefix.pop();
+        self.expand(m, None);
+    }
+}
+
+/// The frame with nothing placed.
+fn root_frame(t: &Tables) -> Frame {
+    let n = t.n;
+    let mut root = Frame {
+        a: vec![0.0; n * n],
+        ht: vec![0.0; n * n],
+        s2: vec![0.0; n],
+        t3: vec![0.0; n],
+        t4: vec![0.0; n],
+        c: 0.0,
+        c4: 0.0,
+        value: 0.0,
+    };
+    for z in 0..n {
+        for y in 0..n {
+            root.ht[z * n + y] = (0..n).map(|u| t.g(y, z, u)).sum();
         }
     }
+    for a in 0..n {
+        for b in a + 1..n {
+            for c in b + 1..n {
+                let v = t.best3[(a * n + b) * n + c];
+                root.c += v;
+                for x in [a, b, c] {
+                    root.t3[x] += v;
+                }
+                if !t.best4.is_empty() {
+                    for d4 in c + 1..n {
+                        let v = t.best4[((a * n + b) * n + c) * n + d4];
+                        root.c4 += v;
+                        for x in [a, b, c, d4] {
+                            root.t4[x] += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    root
 }
 
 /// The order maximising the gradient criterion of the dissimilarity matrix `d` (n x n,
@@ -743,32 +816,7 @@ pub fn gradient_order_with(
         sym,
         memos: (0..threads).map(|_| Mutex::new(Memo::default())).collect(),
     };
-    // root frame
-    let mut root = Frame {
-        a: vec![0.0; n * n],
-        h: vec![0.0; n * n],
-        s2: vec![0.0; n],
-        c: 0.0,
-        c4: 0.0,
-        value: 0.0,
-    };
-    for x in 0..n {
-        for y in 0..n {
-            root.h[x * n + y] = (0..n).map(|u| t.g(x, y, u)).sum();
-        }
-    }
-    for a in 0..n {
-        for b in a + 1..n {
-            for c in b + 1..n {
-                root.c += t.best3[(a * n + b) * n + c];
-                if !t.best4.is_empty() {
-                    for d4 in c + 1..n {
-                        root.c4 += t.best4[((a * n + b) * n + c) * n + d4];
-                    }
-                }
-            }
-        }
-    }
+    let root = root_frame(&t);
     let tasks: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (0..n).map(move |b| (a, b)))
         .filter(|&(a, b)| a != b && a != sym.1 && !(b == sym.1 && a != sym.0))
@@ -792,13 +840,7 @@ pub fn gradient_order_with(
         w.place(0, a);
         w.prefix.push(a);
         w.used |= 1 << a;
-        if !t.best4.is_empty() {
-            w.update_quads(1);
-        }
-        w.place(1, b);
-        w.prefix.push(b);
-        w.used |= 1 << b;
-        w.dfs(2);
+        w.expand(1, Some(b));
         shared.nodes.fetch_add(w.nodes, Ordering::Relaxed);
     });
     if shared.cancelled.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
