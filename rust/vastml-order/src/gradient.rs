@@ -29,7 +29,11 @@
 //!   Kept in a per-thread memo.
 //!
 //! The incumbent starts from a multi-start insertion local search, and the tree is searched in
-//! parallel over the first two objects with a shared atomic incumbent.
+//! parallel over the first two objects with a shared atomic incumbent. Children are bounded
+//! and insertion-tested from their parent's frame; only survivors get a frame of their own.
+//!
+//! The weighted criterion is a sum over the cuts of the prefixes (see [`weighted_dp`]), so up
+//! to [`DP_MAX`] objects it is solved by an O(2^n n) dynamic programme over sets instead.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -752,21 +756,14 @@ pub fn gradient_order(
     kind: Gradient,
     cancel: &AtomicBool,
 ) -> Result<GradientResult, OrderError> {
+    if kind == Gradient::Weighted && (3..=DP_MAX).contains(&n) {
+        validate(d, n)?;
+        return weighted_dp(d, n, cancel);
+    }
     gradient_order_with(d, n, kind, cancel, 20 + 2 * n)
 }
 
-/// [`gradient_order`] with the number of restarts of the heuristic incumbent (0: start from
-/// no incumbent, for testing the tree search alone).
-///
-/// # Errors
-/// As [`gradient_order`].
-pub fn gradient_order_with(
-    d: &[f64],
-    n: usize,
-    kind: Gradient,
-    cancel: &AtomicBool,
-    restarts: usize,
-) -> Result<GradientResult, OrderError> {
+fn validate(d: &[f64], n: usize) -> Result<(), OrderError> {
     if d.len() != n * n {
         return Err(OrderError::ShapeMismatch(format!(
             "{} dissimilarities for {n} objects",
@@ -789,6 +786,148 @@ pub fn gradient_order_with(
             }
         }
     }
+    Ok(())
+}
+
+/// Largest n for which the weighted criterion is solved by [`weighted_dp`] (2^n values:
+/// 512 MB at n = 26); larger n use the branch and bound.
+pub const DP_MAX: usize = 26;
+
+/// Low bits of a set handled inside one block of [`weighted_dp`].
+const DP_BLOCK_BITS: usize = 16;
+
+/// The weighted criterion (BBWRCG) exactly, by dynamic programming over the sets of placed
+/// objects.
+///
+/// With f the identity, a pair at positions p < q is the outer pair of q - p - 1 triples
+/// (weight +2), the left pair of n - 1 - q and the right pair of p (weight -1 each), so
+/// the gradient is Σ_{p<q} d(ψp, ψq) (3 (q - p) - n - 1) = 3 Σ_k cut(S_k) - (n + 1) Σ d,
+/// where S_k holds the first k objects and cut(S) = Σ_{i ∈ S, j ∉ S} d(i, j). The best
+/// chain of prefixes is V(S) = cut(S) + max_{x ∈ S} V(S \ {x}): O(2^n n) time, 2^n
+/// values. Sets are processed in blocks of their low [`DP_BLOCK_BITS`] objects, the blocks
+/// in parallel by the number of high objects (a set only reads subsets with one fewer).
+fn weighted_dp(d: &[f64], n: usize, cancel: &AtomicBool) -> Result<GradientResult, OrderError> {
+    weighted_dp_blocks(d, n, cancel, DP_BLOCK_BITS)
+}
+
+/// [`weighted_dp`] with blocks of `block_bits` low objects.
+fn weighted_dp_blocks(
+    d: &[f64],
+    n: usize,
+    cancel: &AtomicBool,
+    block_bits: usize,
+) -> Result<GradientResult, OrderError> {
+    let dd = |a: usize, b: usize| if a == b { 0.0 } else { d[a * n + b] };
+    let lbits = n.min(block_bits);
+    let hbits = n - lbits;
+    let lsize = 1usize << lbits;
+    let rowsum: Vec<f64> = (0..n).map(|a| (0..n).map(|b| dd(a, b)).sum()).collect();
+    // cut of every set of low objects
+    let mut cut_lo = vec![0.0; lsize];
+    for s in 1..lsize {
+        let x = s.trailing_zeros() as usize;
+        let rest = s & (s - 1);
+        let mut inner = 0.0;
+        let mut f = rest;
+        while f != 0 {
+            inner += dd(f.trailing_zeros() as usize, x);
+            f &= f - 1;
+        }
+        cut_lo[s] = cut_lo[rest] + rowsum[x] - 2.0 * inner;
+    }
+    let v: Vec<AtomicU64> = std::iter::repeat_with(|| AtomicU64::new(0))
+        .take(1usize << n)
+        .collect();
+    let get = |s: usize| f64::from_bits(v[s].load(Ordering::Relaxed));
+    let his: Vec<usize> = (0..1usize << hbits).collect();
+    for layer in 0..=hbits {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(OrderError::Cancelled);
+        }
+        his.par_iter()
+            .filter(|h| h.count_ones() as usize == layer)
+            .for_each_init(
+                || vec![0.0; lsize],
+                |cross, &h| {
+                    // the high objects of the block, as object indices
+                    let hset: Vec<usize> = (0..hbits)
+                        .filter(|&k| h >> k & 1 == 1)
+                        .map(|k| k + lbits)
+                        .collect();
+                    let mut cut_h = 0.0;
+                    for (i, &a) in hset.iter().enumerate() {
+                        cut_h += rowsum[a];
+                        for &b in &hset[..i] {
+                            cut_h -= 2.0 * dd(a, b);
+                        }
+                    }
+                    let w: Vec<f64> = (0..lbits)
+                        .map(|j| hset.iter().map(|&a| dd(a, j)).sum())
+                        .collect();
+                    cross[0] = 0.0;
+                    let base = h << lbits;
+                    for lo in 0..lsize {
+                        if lo > 0 {
+                            let x = lo.trailing_zeros() as usize;
+                            cross[lo] = cross[lo & (lo - 1)] + w[x];
+                        }
+                        let s = base | lo;
+                        if s == 0 {
+                            continue;
+                        }
+                        let cut = cut_h + cut_lo[lo] - 2.0 * cross[lo];
+                        let mut best = f64::NEG_INFINITY;
+                        let mut f = s;
+                        while f != 0 {
+                            let bit = f & f.wrapping_neg();
+                            f &= f - 1;
+                            best = best.max(get(s & !bit));
+                        }
+                        v[s].store((cut + best).to_bits(), Ordering::Relaxed);
+                    }
+                },
+            );
+    }
+    // the last object of the best chain of S is an argmax of V(S \ {x})
+    let mut order = vec![0; n];
+    let mut s = (1usize << n) - 1;
+    for pos in (0..n).rev() {
+        let mut best = (f64::NEG_INFINITY, 0);
+        let mut f = s;
+        while f != 0 {
+            let x = f.trailing_zeros() as usize;
+            f &= f - 1;
+            let val = get(s & !(1 << x));
+            if val > best.0 {
+                best = (val, x);
+            }
+        }
+        order[pos] = best.1;
+        s &= !(1 << best.1);
+    }
+    let t = Tables::new(d, n, Gradient::Weighted);
+    let value = order_value(&t, &order);
+    Ok(GradientResult {
+        order,
+        value,
+        nodes: 1 << n,
+        heuristic_value: value,
+    })
+}
+
+/// [`gradient_order`] with the number of restarts of the heuristic incumbent (0: start from
+/// no incumbent, for testing the tree search alone).
+///
+/// # Errors
+/// As [`gradient_order`].
+pub fn gradient_order_with(
+    d: &[f64],
+    n: usize,
+    kind: Gradient,
+    cancel: &AtomicBool,
+    restarts: usize,
+) -> Result<GradientResult, OrderError> {
+    validate(d, n)?;
     if n <= 2 {
         let order: Vec<usize> = (0..n).collect();
         return Ok(GradientResult {
@@ -927,6 +1066,52 @@ mod tests {
                 o.sort_unstable();
                 assert_eq!(o, (0..n).collect::<Vec<_>>());
             }
+        }
+    }
+
+    #[test]
+    fn weighted_dp_equals_exhaustive_and_branch_and_bound() {
+        let mut s = 5u64;
+        let no = AtomicBool::new(false);
+        for n in 3..=8 {
+            for k in 0..4 {
+                let d = if k % 2 == 0 {
+                    points(n, &mut s)
+                } else {
+                    ties(n, &mut s)
+                };
+                let ex = exhaustive(&d, n, Gradient::Weighted);
+                // one block, and blocks of 2 low objects (the parallel path over high sets)
+                for bits in [16, 2] {
+                    let r = weighted_dp_blocks(&d, n, &no, bits).unwrap();
+                    assert!(
+                        (r.value - ex).abs() < 1e-6,
+                        "{n} {bits}: {} vs {ex}",
+                        r.value
+                    );
+                    assert!(
+                        (gradient_value(&d, n, &r.order, Gradient::Weighted) - r.value).abs()
+                            < 1e-6
+                    );
+                    let mut o = r.order.clone();
+                    o.sort_unstable();
+                    assert_eq!(o, (0..n).collect::<Vec<_>>());
+                }
+            }
+        }
+        // larger: the DP (several blocks) against the branch and bound
+        for n in [12, 15] {
+            let d = points(n, &mut s);
+            let bb = gradient_order_with(&d, n, Gradient::Weighted, &no, 10).unwrap();
+            let dp = weighted_dp_blocks(&d, n, &no, 5).unwrap();
+            assert!(
+                (bb.value - dp.value).abs() < 1e-6 * bb.value.abs().max(1.0),
+                "{n}: {} vs {}",
+                bb.value,
+                dp.value
+            );
+            let r = gradient_order(&d, n, Gradient::Weighted, &no).unwrap();
+            assert!((r.value - dp.value).abs() < 1e-6 * dp.value.abs().max(1.0));
         }
     }
 
