@@ -324,7 +324,7 @@ struct Frame {
     ht: Vec<f64>,
     /// s2[u] = Σ_{i<j ∈ P} g(i, j, u) for unplaced u.
     s2: Vec<f64>,
-    /// t3[x] = Σ best3 over the triples of U \ {x} with x, for unplaced x.
+    /// t3[x] = Σ best3 over the triples of U containing x, for unplaced x.
     t3: Vec<f64>,
     /// t4[x] = Σ best4 over the quadruples of U with x, for unplaced x.
     t4: Vec<f64>,
@@ -1115,6 +1115,127 @@ mod tests {
         }
     }
 
+    /// Best value of `prefix` followed by any order of the remaining objects.
+    fn best_completion(t: &Tables, prefix: &mut Vec<usize>) -> f64 {
+        let n = t.n;
+        if prefix.len() == n {
+            return order_value(t, prefix);
+        }
+        let mut best = f64::NEG_INFINITY;
+        for u in 0..n {
+            if !prefix.contains(&u) {
+                prefix.push(u);
+                best = best.max(best_completion(t, prefix));
+                prefix.pop();
+            }
+        }
+        best
+    }
+
+    /// The incrementally kept frame equals its from-scratch definition after random
+    /// placements, and the child bound is >= the best completion (exact with one left).
+    #[test]
+    fn frames_and_child_bound() {
+        let mut s = 19u64;
+        let no = AtomicBool::new(false);
+        for case in 0..12 {
+            let n = 5 + case % 4;
+            let d = if case % 3 == 0 {
+                ties(n, &mut s)
+            } else {
+                points(n, &mut s)
+            };
+            for kind in [Gradient::Unweighted, Gradient::Weighted] {
+                let t = Tables::new(&d, n, kind);
+                let shared = Shared {
+                    t: &t,
+                    best: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+                    best_order: Mutex::new((0..n).collect()),
+                    cancel: &no,
+                    cancelled: AtomicBool::new(false),
+                    nodes: AtomicU64::new(0),
+                    sym: (0, 1),
+                    memos: vec![Mutex::new(Memo::default())],
+                };
+                let memo = shared.memos[0].lock().unwrap();
+                let mut w = Worker {
+                    s: &shared,
+                    frames: vec![root_frame(&t); n + 1],
+                    prefix: Vec::new(),
+                    used: 0,
+                    nodes: 0,
+                    memo,
+                };
+                let mut perm: Vec<usize> = (0..n).collect();
+                for k in (1..n).rev() {
+                    perm.swap(k, (lcg(&mut s) % (k as u64 + 1)) as usize);
+                }
+                for m in 0..n - 1 {
+                    // frame m against its definition
+                    let f = &w.frames[m];
+                    let (p, un): (Vec<usize>, Vec<usize>) =
+                        (perm[..m].to_vec(), perm[m..].to_vec());
+                    // incremental sums cancel: compare on the scale of the data
+                    let scale = d.iter().fold(1.0f64, |a, &v| a.max(v.abs())) * (n * n * n) as f64;
+                    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * scale;
+                    assert!(close(f.value, order_value(&t, &p)));
+                    for &x in &un {
+                        for &y in &un {
+                            let a: f64 = p.iter().map(|&i| t.g(i, x, y)).sum();
+                            assert!(close(f.a[x * n + y], a));
+                        }
+                        let mut s2 = 0.0;
+                        for i in 0..m {
+                            for j in i + 1..m {
+                                s2 += t.g(p[i], p[j], x);
+                            }
+                        }
+                        assert!(close(f.s2[x], s2));
+                        let rest: Vec<usize> = un.iter().copied().filter(|&v| v != x).collect();
+                        let (mut t3, mut t4) = (0.0, 0.0);
+                        for i in 0..rest.len() {
+                            for j in i + 1..rest.len() {
+                                t3 += t.best3[(x * n + rest[i]) * n + rest[j]];
+                                for k in j + 1..rest.len() {
+                                    t4 += t.best4[((x * n + rest[i]) * n + rest[j]) * n + rest[k]];
+                                }
+                            }
+                        }
+                        assert!(close(f.t3[x], t3));
+                        assert!(close(f.t4[x], t4));
+                    }
+                    for y in 0..n {
+                        for z in 0..n {
+                            let h: f64 = un.iter().map(|&u| t.g(y, z, u)).sum();
+                            assert!(close(f.ht[z * n + y], h));
+                        }
+                    }
+                    // every child's bound against its best completion
+                    if m >= 1 {
+                        let s2sum: f64 = un.iter().map(|&v| f.s2[v]).sum();
+                        for &x in &un {
+                            let bound = w.child_bound(m, x, &un, s2sum);
+                            let mut q = p.clone();
+                            q.push(x);
+                            let best = best_completion(&t, &mut q);
+                            assert!(
+                                bound >= best - 1e-9 * best.abs().max(1.0),
+                                "{kind:?} n {n} m {m}: {bound} < {best}"
+                            );
+                            if un.len() == 2 {
+                                assert!(close(bound, best));
+                            }
+                        }
+                    }
+                    let x = perm[m];
+                    w.place(m, x);
+                    w.prefix.push(x);
+                    w.used |= 1 << x;
+                }
+            }
+        }
+    }
+
     #[test]
     fn equals_exhaustive() {
         let mut s = 7u64;
@@ -1128,7 +1249,7 @@ mod tests {
     #[test]
     fn equals_exhaustive_with_ties() {
         let mut s = 11u64;
-        for n in 3..=8 {
+        for n in 3..=9 {
             for _ in 0..3 {
                 check(&ties(n, &mut s), n);
             }
