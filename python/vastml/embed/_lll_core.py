@@ -268,11 +268,30 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
     )
 
 
-def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitter=1e-12):
-    """Solve ``A_tilde u = lambda B_tilde u`` densely; return (eigenvalues, X_tilde (L x d)).
+def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitter=1e-12,
+                         solver="auto"):
+    """Solve ``A_tilde u = lambda B_tilde u``; return (eigenvalues, X_tilde (L x d)).
 
     Columns of ``X_tilde`` satisfy ``X_tilde^T B_tilde X_tilde = I``. ``B_tilde`` is psd (pd iff
     Z has full row rank); when Cholesky fails a ``jitter * trace / L`` ridge is added.
+
+    ``solver="dense"``: ``scipy.linalg.eigh`` with ``subset_by_index`` (reduction to standard
+    form and tridiagonalisation, ~3 L^3 flops whatever d). ``"shift-invert"`` (smallest
+    eigenvalues only, A psd): one Cholesky factorisation of ``A - sigma B`` with sigma just
+    below the spectrum (L^3 / 3 flops), then ARPACK Lanczos on ``(A - sigma B)^-1 B`` and a
+    final Rayleigh-Ritz step on the d vectors, so they are exactly B-orthonormal; about 10x
+    cheaper than ``"dense"`` at L = 4000. ``"auto"``: shift-invert when the smallest
+    ``n_components <= L / 50`` eigenpairs of an ``L >= 1500`` problem are asked for.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> F = rng.normal(size=(300, 300)); A = F @ F.T; B = np.eye(300) + 0.1 * A / 300
+    >>> w1, V1 = reduced_eigenproblem(A, B, 3, solver="dense")
+    >>> w2, V2 = reduced_eigenproblem(A, B, 3, solver="shift-invert")
+    >>> bool(np.allclose(w1, w2) and np.allclose(np.abs(V1), np.abs(V2), atol=1e-6))
+    True
     """
     A = np.asarray(A_tilde.toarray() if sp.issparse(A_tilde) else A_tilde, dtype=np.float64)
     B = np.asarray(B_tilde.toarray() if sp.issparse(B_tilde) else B_tilde, dtype=np.float64)
@@ -281,6 +300,16 @@ def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitte
     L = A.shape[0]
     if n_components > L:
         raise ValueError(f"`n_components` = {n_components} exceeds the number of landmarks {L}")
+    choice(solver, "solver", ("auto", "dense", "shift-invert"))
+    if solver == "auto":
+        solver = "shift-invert" if (not largest and L >= 1500 and 50 * n_components <= L) \
+            else "dense"
+    if solver == "shift-invert":
+        if largest:
+            raise ValueError('`solver="shift-invert"` computes the smallest eigenpairs only')
+        out = _shift_invert_smallest(A, B, n_components)
+        if out is not None:
+            return out[0], _fix_signs(out[1])
     sub = [L - n_components, L - 1] if largest else [0, n_components - 1]
     try:
         w, V = scipy.linalg.eigh(A, B, subset_by_index=sub)
@@ -290,6 +319,32 @@ def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitte
     if largest:
         w, V = w[::-1], V[:, ::-1]
     return w, _fix_signs(V)
+
+
+def _shift_invert_smallest(A, B, k):
+    """Smallest k eigenpairs of the pencil (A psd, B pd) by shift-invert Lanczos, or None when a
+    factorisation fails (the caller falls back to the dense solver)."""
+    L = A.shape[0]
+    tb = np.trace(B)
+    if not (tb > 0):
+        return None
+    sigma = -1e-3 * max(np.trace(A), 1e-300) / tb  # below the spectrum: A - sigma B is pd
+    try:
+        c = scipy.linalg.cho_factor(A - sigma * B, check_finite=False)
+        scipy.linalg.cho_factor(B, check_finite=False)  # B must be pd for ARPACK's M
+    except np.linalg.LinAlgError:
+        return None
+    op = scipy.sparse.linalg.LinearOperator(
+        (L, L), matvec=lambda v: scipy.linalg.cho_solve(c, v, check_finite=False), dtype=float)
+    v0 = np.random.default_rng(0).uniform(-1, 1, L)
+    try:
+        _, V = scipy.sparse.linalg.eigsh(A, k=k, M=B, sigma=sigma, which="LM", OPinv=op,
+                                         v0=v0, tol=1e-12, ncv=min(L, max(2 * k + 1, 20)))
+    except scipy.sparse.linalg.ArpackError:
+        return None
+    # Rayleigh-Ritz on span(V): exact B-orthonormality and sorted eigenvalues
+    w, R = scipy.linalg.eigh(V.T @ A @ V, V.T @ B @ V)
+    return w, V @ R
 
 
 def _fix_signs(V):

@@ -404,7 +404,7 @@ struct Sparse {
 /// `M` need not be symmetric (the result is then not symmetric either). Cost
 /// O(nnz(M)·K_Z + N·K_Z·s) with s ≤ L the support of a column of `Z (M + diag v)ᵀ`;
 /// every output row adds its terms in point order, so the result does not depend on the
-/// number of threads.
+/// number of threads (points are visited sorted by their nearest landmark, for locality).
 ///
 /// # Errors
 /// Shapes that disagree, landmark indices ≥ `l`, non-finite values, or cancellation.
@@ -456,6 +456,41 @@ pub fn z_m_zt(
     if l == 0 || n == 0 {
         return Ok(out);
     }
+    // Work in "positions": points sorted by their nearest landmark, Z stored in that order.
+    // The columns of Z fetched for the neighbours of a point are then close in memory (a
+    // graph neighbour mostly shares the nearest landmark), instead of one cache miss each.
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    {
+        let mut start = vec![0usize; l + 1];
+        for p in 0..n {
+            start[z.indices[p * z.k] as usize + 1] += 1;
+        }
+        for i in 0..l {
+            start[i + 1] += start[i];
+        }
+        order.resize(n, 0);
+        for p in 0..n {
+            let f = &mut start[z.indices[p * z.k] as usize];
+            order[*f] = p as u32;
+            *f += 1;
+        }
+    }
+    let mut pos = vec![0u32; n];
+    for (i, &p) in order.iter().enumerate() {
+        pos[p as usize] = i as u32;
+    }
+    let zp = Weights {
+        k: z.k,
+        indices: order
+            .iter()
+            .flat_map(|&p| z.column(p as usize).0.iter().copied())
+            .collect(),
+        values: order
+            .iter()
+            .flat_map(|&p| z.column(p as usize).1.iter().copied())
+            .collect(),
+    };
+    let z = &zp;
     const SUB: usize = 64;
     let mut s0 = 0;
     while s0 < n {
@@ -479,7 +514,8 @@ pub fn z_m_zt(
                     };
                     sp.start.push(0);
                     let mut touched: Vec<u32> = Vec::new();
-                    for p in a..b {
+                    for (c, &p) in order.iter().enumerate().take(b).skip(a) {
+                        let p = p as usize;
                         let mut add = |col: usize, f: f64| {
                             let (ix, vs) = z.column(col);
                             for (&i, &w) in ix.iter().zip(vs) {
@@ -493,11 +529,11 @@ pub fn z_m_zt(
                         };
                         if let Some(mm) = &m {
                             for q in mm.indptr[p] as usize..mm.indptr[p + 1] as usize {
-                                add(mm.indices[q] as usize, mm.data[q]);
+                                add(pos[mm.indices[q] as usize] as usize, mm.data[q]);
                             }
                         }
                         if let Some(v) = diag {
-                            add(p, v[p]);
+                            add(c, v[p]);
                         }
                         for &i in &touched {
                             let i = i as usize;
