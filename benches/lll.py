@@ -5,9 +5,15 @@ Rows
 - ``exact LE``: Laplacian eigenmaps on a Gaussian kNN graph (K_W = 100, sigma = 3 x median
   K_W-th neighbour distance) of digits-like 64-D points (10 classes of smooth curved 3-D
   sheets), ARPACK on the normalised affinity.
-- ``LLL L=...``: LLLEigenmaps on the same graph (graph build excluded from both), its Procrustes
-  error to exact LE, and ``Nystroem`` (scikit-learn's Nystroem features of the Gaussian kernel
-  with the same landmarks, eigenmaps of the approximate affinity) at equal landmarks.
+- ``LLL L=...``: LLLEigenmaps (random landmarks, K_Z = 10 = the estimator's default for 64-D
+  data) on the same graph (graph build excluded from both), its Procrustes error to exact LE,
+  and ``Nystroem`` (scikit-learn's Nystroem features of the Gaussian kernel with the same
+  landmarks, eigenmaps of the approximate affinity) at equal landmarks.
+- d = 9: the data has 10 classes, and the exact spectrum at N = 60,000 has its gap after the
+  9 non-trivial class eigenvectors (lambda_10 / lambda_9 = 2.2, lambda_11 / lambda_10 = 1.09):
+  with d = 10 the 10th exact eigenvector is nearly degenerate with the 11th and 12th, so its
+  Procrustes error measures ARPACK's choice inside a near-degenerate cluster, not the
+  approximation (``--d 10`` reproduces the old protocol).
 - ``PE N=...``: ParametricEmbedding, K = 20, D = 2, on Dirichlet-like posteriors.
 
 Targets (issue 8): LLL reaches 10% error >= 10x faster than exact LE at N = 60,000; LLL error
@@ -88,7 +94,8 @@ def main():
         ap.add_argument("--kw", type=int, default=100, help="K_W, neighbours of the affinity graph")
         ap.add_argument("--sigma-mult", type=float, default=3.0,
                         help="sigma = this x the median distance to the K_W-th neighbour")
-        ap.add_argument("--d", type=int, default=10, help="embedding dimension")
+        ap.add_argument("--d", type=int, default=9, help="embedding dimension")
+        ap.add_argument("--kz", type=int, default=10, help="K_Z, landmarks per point")
         ap.add_argument("--landmarks", type=str, default=None, help="comma-separated L values")
         ap.add_argument("--skip-le", action="store_true", help="PE rows only")
         ap.add_argument("--skip-pe", action="store_true", help="eigenmaps rows only")
@@ -113,7 +120,7 @@ def main():
 def eigenmaps_rows(bench, quick):
     a = bench.args
     n = a.n or (10_000 if quick else 60_000)
-    d, kw = a.d, a.kw
+    d, kw, kz = a.d, a.kw, a.kz
     X, _ = digits_like(n)
     log(f"graph on {n} points (K_W = {kw})")
     from sklearn.neighbors import NearestNeighbors
@@ -127,9 +134,9 @@ def eigenmaps_rows(bench, quick):
     E = exact.value[1]
     bench.compare("exact LE", exact, {}, {"N": n, "d": d, "K_W": kw, "nnz": W.nnz})
     Ls = ([int(v) for v in a.landmarks.split(",")] if a.landmarks
-          else ((200, 500, 1000) if quick else (500, 1000, 2000)))
+          else ((200, 500, 1000) if quick else (1000, 2000, 3000)))
     for L in Ls:
-        m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=20, affinity="precomputed",
+        m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=kz, affinity="precomputed",
                          random_state=0)
         log(f"LLL L={L}")
         t = bench.time(lambda m=m: m.fit(X, affinity_matrix=W), warmup=0)
@@ -142,7 +149,7 @@ def eigenmaps_rows(bench, quick):
             En = nystroem_eigenmaps(X, idx, 1 / (2 * sigma**2), d)
             peers["Nystroem"] = Timing([time.perf_counter() - t0], note="same landmarks")
             err_n = procrustes_error(En, E)
-        row = bench.compare(f"LLL L={L}", t, peers, {"N": n, "L": L, "K_Z": 20, "d": d})
+        row = bench.compare(f"LLL L={L}", t, peers, {"N": n, "L": L, "K_Z": kz, "d": d})
         row.extra.update({"err": err, "Nystroem err": err_n})
         if err_n is not None:
             bench.check(f"LLL L={L} error < Nystroem error", err < err_n,

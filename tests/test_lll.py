@@ -25,6 +25,7 @@ from vastml.embed import (
     select_landmarks,
 )
 from vastml.embed._lll import knn_gaussian
+from vastml.embed._lll_core import pieces_to_csr, reduced_matrix, weight_pieces
 
 
 def swiss(n=600, seed=0):
@@ -81,8 +82,10 @@ def test_weights_exact_reconstruction_with_d_plus_1_landmarks():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 3))
     lm = rng.normal(size=(30, 3)) * 3
-    Z = reconstruction_weights(X, lm, 4)
+    Z = reconstruction_weights(X, lm, 4, reg=0)
     assert np.abs(Z.T @ lm - X).max() < 1e-5  # 1e-12 * trace(G) ridge on a singular G
+    Zn = reconstruction_weights(X, lm, 4, reg=0, backend="numpy")
+    assert np.abs(Zn.T @ lm - X).max() < 1e-5
 
 
 def test_weights_invariant_to_similarity_transforms():
@@ -108,6 +111,100 @@ def test_weights_reject_bad_input():
         reconstruction_weights(X, X[:3], 4)
     with pytest.raises(ValueError, match="landmarks"):
         reconstruction_weights(X, np.zeros((3, 3)), 2)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "L", "kz", "reg"),
+    [
+        (3000, 64, 300, 20, 1e-3),  # high D, K_Z < D: several landmark-search blocks
+        (500, 3, 40, 10, 1e-3),  # K_Z > D + 1: regularised Gram
+        (500, 5, 40, 6, 0.0),  # K_Z = D + 1, reg = 0: exact affine reconstruction
+        (300, 8, 12, 12, 1e-2),  # K_Z = L: every landmark
+        (257, 2, 5, 1, 1e-3),  # K_Z = 1, block boundary at 256
+    ],
+)
+def test_rust_weights_match_numpy_oracle(n, d, L, kz, reg):
+    rng = np.random.default_rng(n + d)
+    X = rng.normal(size=(n, d)) + 5.0  # off-centre: the Rust screening centres the data
+    lm = X[rng.choice(n, L, replace=False)] + 0.01 * rng.normal(size=(L, d))
+    nr, wr, _ = weight_pieces(X, lm, kz, reg=reg)
+    nn, wn, _ = weight_pieces(X, lm, kz, reg=reg, backend="numpy")
+    assert nr.dtype == np.uint32 and nr.shape == wr.shape == (n, kz)
+    np.testing.assert_array_equal(nr, nn)  # same neighbours, nearest first
+    tol = 1e-5 if reg == 0 else 1e-9  # reg = 0 leaves a 1e-12 ridge on a near-singular G
+    np.testing.assert_allclose(wr, wn, atol=tol * max(1.0, np.abs(wn).max()))
+    np.testing.assert_allclose(wr.sum(axis=1), 1.0, atol=1e-12)
+    Zr = pieces_to_csr(nr, wr, L)
+    np.testing.assert_allclose(Zr.toarray(), reconstruction_weights(
+        X, lm, kz, reg=reg, backend="numpy").toarray(), atol=tol * max(1.0, np.abs(wn).max()))
+
+
+def test_rust_weights_coincident_points_and_threads():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(1000, 10))
+    idx = np.arange(0, 1000, 7)
+    nr, wr, L = weight_pieces(X, X[idx], 8)
+    np.testing.assert_array_equal(nr[idx, 0], np.arange(idx.size))
+    np.testing.assert_array_equal(wr[idx], np.eye(8)[np.zeros(idx.size, int)])
+    n1, w1, _ = weight_pieces(X, X[idx], 8, n_jobs=1)
+    np.testing.assert_array_equal(n1, nr)
+    np.testing.assert_array_equal(w1, wr)
+
+
+def test_regularisation_is_always_applied():
+    """reg * trace(G) also for K_Z <= D + 1 (the LLE convention): the weights shrink towards
+    uniform as reg grows, and differ from the unregularised ones."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 10))
+    lm = rng.normal(size=(40, 10))
+    _, w0, _ = weight_pieces(X, lm, 8, reg=0)
+    _, w1, _ = weight_pieces(X, lm, 8, reg=1e-1)
+    _, w2, _ = weight_pieces(X, lm, 8, reg=1e3)
+    assert np.abs(w1 - w0).max() > 1e-3
+    assert np.linalg.norm(w1 - 1 / 8) < np.linalg.norm(w0 - 1 / 8)
+    np.testing.assert_allclose(w2, 1 / 8, atol=1e-2)
+
+
+def test_reduced_matrix_matches_scipy_products():
+    rng = np.random.default_rng(9)
+    n, L = 3000, 70
+    X = rng.normal(size=(n, 4))
+    nbr, W, _ = weight_pieces(X, X[rng.choice(n, L, replace=False)], 6)
+    M = sp.random(n, n, density=0.004, random_state=1, format="csr") * 2 - sp.eye(n)
+    v = rng.uniform(1, 2, n)
+    for kw in ({"diag": v}, {"M": M}, {"diag": v, "M": M}):
+        got = reduced_matrix(nbr, W, L, **kw)
+        want = reduced_matrix(nbr, W, L, backend="numpy", **kw)
+        np.testing.assert_allclose(got, want, atol=1e-12 * np.abs(want).max())
+    np.testing.assert_array_equal(reduced_matrix(nbr, W, L, diag=v, M=M, n_jobs=1),
+                                  reduced_matrix(nbr, W, L, diag=v, M=M))
+    assert not np.any(reduced_matrix(nbr, W, L))
+    with pytest.raises(ValueError, match="diag"):
+        reduced_matrix(nbr, W, L, diag=v[:-1])
+    with pytest.raises(ValueError, match="M"):
+        reduced_matrix(nbr, W, L, M=M[:-1])
+
+
+def test_shift_invert_reduced_solver_matches_dense():
+    """The Lanczos shift-invert path (default for L >= 1500) against dense eigh on a real
+    reduced Laplacian pencil, including its near-degenerate cluster eigenvalues."""
+    from vastml.embed._lll_core import reduced_eigenproblem
+
+    X, _ = make_blobs(2000, centers=6, n_features=5, cluster_std=2.0, random_state=0)
+    W = knn_gaussian(X, 10, None)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    nbr, zw, L = weight_pieces(X, X[::8], 6)
+    B = reduced_matrix(nbr, zw, L, diag=deg)
+    A = reduced_matrix(nbr, zw, L, diag=deg, M=-W)
+    w1, V1 = reduced_eigenproblem(A, B, 8, solver="dense")
+    w2, V2 = reduced_eigenproblem(A, B, 8, solver="shift-invert")
+    np.testing.assert_allclose(w2, w1, atol=1e-10 * w1[-1] + 1e-13)
+    np.testing.assert_allclose(V2.T @ B @ V2, np.eye(8), atol=1e-8)
+    # same subspace (eigenvectors of near-equal eigenvalues may rotate): projector distance
+    P1 = V1 @ V1.T @ B
+    assert np.abs(P1 @ V2 - V2).max() < 1e-6 * np.abs(V2).max()
+    with pytest.raises(ValueError, match="smallest"):
+        reduced_eigenproblem(A, B, 2, largest=True, solver="shift-invert")
 
 
 # ------------------------------------------------------------------ landmark choice

@@ -397,3 +397,20 @@ def pe_reduced(
     npt.NDArray[np.float64],
     npt.NDArray[np.uint32],
 ]: ...
+def lll_weights(
+    x: npt.NDArray[np.float64],
+    landmarks: npt.NDArray[np.float64],
+    n_neighbors: int,
+    reg: float,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
+def lll_z_m_zt(
+    indices: npt.NDArray[np.uint32],
+    weights: npt.NDArray[np.float64],
+    n_landmarks: int,
+    diag: npt.NDArray[np.float64] | None = None,
+    indptr: npt.NDArray[np.int64] | None = None,
+    m_indices: npt.NDArray[np.int64] | None = None,
+    m_data: npt.NDArray[np.float64] | None = None,
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...

@@ -15,9 +15,12 @@ from vastml._validation import as_points, choice
 from vastml.embed._lll_core import (
     _positive_int,
     gaussian_knn_affinity,
+    pieces_to_csr,
     reconstruction_weights,
     reduced_eigenproblem,
+    reduced_matrix,
     select_landmarks,
+    weight_pieces,
 )
 
 
@@ -40,7 +43,9 @@ class _LLLBase(TransformerMixin, BaseEstimator):
         self.n_landmarks_ = idx.size
         self.n_neighbors_z_ = kz
         self.n_features_in_ = X.shape[1]
-        return reconstruction_weights(X, self.landmarks_, kz, reg=self.reg)
+        nbr, W, L = weight_pieces(X, self.landmarks_, kz, reg=self.reg)
+        self._z_pieces = (nbr, W)
+        return pieces_to_csr(nbr, W, L)
 
     def weights(self, X):
         """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
@@ -82,7 +87,8 @@ class LLLEigenmaps(_LLLBase):
         With ``"precomputed"`` pass the N x N sparse affinity as ``fit(X, affinity_matrix=W)``;
         X is still needed for the weights.
     reg : float, default=1e-3
-        Gram regulariser of the weights (relative to its trace).
+        Gram regulariser of the weights (relative to its trace, always applied: the LLE
+        convention; see :func:`reconstruction_weights`).
     random_state : int, RandomState instance or None
 
     Attributes
@@ -154,8 +160,11 @@ class LLLEigenmaps(_LLLBase):
         W = self._affinity(X, affinity_matrix)
         deg = np.asarray(W.sum(axis=1)).ravel()
         Z = self._landmarks_and_weights(X, rng)
-        B = Z @ sp.diags(deg) @ Z.T
-        A = B - (Z @ W) @ Z.T
+        nbr, zw = self._z_pieces
+        L = Z.shape[0]
+        # one Rust pass each over the points: B = Z D Z^T, A = Z (D - W) Z^T
+        B = reduced_matrix(nbr, zw, L, diag=deg)
+        A = reduced_matrix(nbr, zw, L, diag=deg, M=-W)
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
             raise ValueError(f"`n_components` needs at least {k} landmarks, got {Z.shape[0]}")

@@ -32,6 +32,7 @@
 pub mod affinity;
 mod error;
 pub mod interp;
+pub mod lll;
 pub mod nbody;
 pub mod objective;
 pub mod parametric;

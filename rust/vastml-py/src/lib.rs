@@ -6,6 +6,7 @@ mod door;
 mod embed;
 mod errors;
 mod fgt;
+mod lll;
 mod order;
 mod sums;
 mod svm;
@@ -37,6 +38,8 @@ mod _core {
     use super::fgt::{
         PyGaussTransform, PySplitIfgt, gauss_transform, split_ifgt_centers, split_ifgt_radii,
     };
+    #[pymodule_export]
+    use super::lll::{lll_weights, lll_z_m_zt};
     #[pymodule_export]
     use super::order::{
         branch_and_bound_order, convolution_error, convomap_fit, gradient_order,

@@ -1,0 +1,721 @@
+//! Locally Linear Landmarks (Vladymyrov & Carreira-Perpiñán 2013; thesis chapter 4): the two
+//! O(N) kernels of the method.
+//!
+//! * [`reconstruction_weights`]: for every point its K_Z nearest landmarks (brute force in
+//!   blocks through a matrix product, then exact distances of the candidates) and the
+//!   regularised LLE weights (thesis 4.6-4.8), parallel over blocks of points.
+//! * [`z_m_zt`]: the reduced matrix `Z (diag(v) + M) Zᵀ` (L×L, dense) for a sparse N×N `M`,
+//!   parallel and deterministic (every output row sums its terms in point order, whatever
+//!   the number of threads).
+//!
+//! `Z` (L×N, K_Z entries per column) is held by columns: [`Weights`].
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use vastml_embed::lll::{reconstruction_weights, z_m_zt};
+//!
+//! // 4 points on a line, landmarks at 0 and 3: every point is an affine combination.
+//! let x = [0.0, 1.0, 2.0, 3.0];
+//! let lm = [0.0, 3.0];
+//! let z = reconstruction_weights(&x, &lm, 1, 2, 0.0, &AtomicBool::new(false)).unwrap();
+//! assert_eq!(z.indices[2..4], [0, 1]);          // point 1: nearest landmark 0, then 1
+//! assert!((z.values[2] - 2.0 / 3.0).abs() < 1e-9 && (z.values[3] - 1.0 / 3.0).abs() < 1e-9);
+//! // Z Zᵀ: 2×2, entries sum to N (columns of Z sum to one).
+//! let b = z_m_zt(&z, 2, Some(&[1.0; 4]), None, &AtomicBool::new(false)).unwrap();
+//! assert!((b.iter().sum::<f64>() - 4.0).abs() < 1e-9);
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::error::{EmbedError, Result, check_finite, invalid};
+
+/// Points per block of the landmark search (the block's distances to all landmarks are held).
+const BLOCK: usize = 256;
+/// Extra candidates whose exact distance is computed after the matrix-product screening, so a
+/// rounding error of the screening cannot drop a true K_Z-th nearest landmark.
+const MARGIN: usize = 4;
+/// Points per block of [`z_m_zt`].
+const SANDWICH_BLOCK: usize = 1024;
+/// Ridge relative to trace(G) added when the regularised Gram matrix is still singular.
+const FALLBACK_RIDGE: f64 = 1e-12;
+
+/// The reconstruction weights Z (L×N) by columns: point `n` is reconstructed by the landmarks
+/// `indices[n*k..(n+1)*k]` (nearest first) with weights `values[n*k..(n+1)*k]` (sum one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Weights {
+    /// K_Z, the landmarks per point.
+    pub k: usize,
+    /// Landmark indices, N×K_Z row-major.
+    pub indices: Vec<u32>,
+    /// Weights, N×K_Z row-major.
+    pub values: Vec<f64>,
+}
+
+impl Weights {
+    /// Number of points (columns of Z).
+    pub fn n_points(&self) -> usize {
+        self.indices.len().checked_div(self.k).unwrap_or(0)
+    }
+
+    fn column(&self, n: usize) -> (&[u32], &[f64]) {
+        let r = n * self.k..(n + 1) * self.k;
+        (&self.indices[r.clone()], &self.values[r])
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    // four accumulators so the loop vectorises
+    let mut s = [0.0f64; 4];
+    let (ca, ra) = a.split_at(a.len() / 4 * 4);
+    let (cb, rb) = b.split_at(ca.len());
+    for (x, y) in ca.chunks_exact(4).zip(cb.chunks_exact(4)) {
+        s[0] += x[0] * y[0];
+        s[1] += x[1] * y[1];
+        s[2] += x[2] * y[2];
+        s[3] += x[3] * y[3];
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        t += x * y;
+    }
+    t
+}
+
+fn sqdist(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = [0.0f64; 4];
+    let (ca, ra) = a.split_at(a.len() / 4 * 4);
+    let (cb, rb) = b.split_at(ca.len());
+    for (x, y) in ca.chunks_exact(4).zip(cb.chunks_exact(4)) {
+        for l in 0..4 {
+            let d = x[l] - y[l];
+            s[l] += d * d;
+        }
+    }
+    let mut t = (s[0] + s[1]) + (s[2] + s[3]);
+    for (x, y) in ra.iter().zip(rb) {
+        t += (x - y) * (x - y);
+    }
+    t
+}
+
+/// Solves `g w = 1` (g: k×k row-major, overwritten) by LU with partial pivoting.
+/// Returns false when a pivot is zero or the result is not finite.
+fn solve_ones(g: &mut [f64], k: usize, w: &mut [f64]) -> bool {
+    w.iter_mut().for_each(|v| *v = 1.0);
+    for c in 0..k {
+        let (mut p, mut best) = (c, g[c * k + c].abs());
+        for r in c + 1..k {
+            let v = g[r * k + c].abs();
+            if v > best {
+                p = r;
+                best = v;
+            }
+        }
+        if best == 0.0 || !best.is_finite() {
+            return false;
+        }
+        if p != c {
+            for j in 0..k {
+                g.swap(c * k + j, p * k + j);
+            }
+            w.swap(c, p);
+        }
+        let piv = g[c * k + c];
+        for r in c + 1..k {
+            let f = g[r * k + c] / piv;
+            if f != 0.0 {
+                for j in c + 1..k {
+                    g[r * k + j] -= f * g[c * k + j];
+                }
+                w[r] -= f * w[c];
+            }
+        }
+    }
+    for c in (0..k).rev() {
+        let mut s = w[c];
+        for j in c + 1..k {
+            s -= g[c * k + j] * w[j];
+        }
+        w[c] = s / g[c * k + c];
+    }
+    w.iter().all(|v| v.is_finite())
+}
+
+/// Per-thread buffers of the weight computation.
+struct Scratch {
+    dots: Vec<f64>,
+    cand: Vec<(f64, u32)>,
+    diff: Vec<f64>,
+    g: Vec<f64>,
+    g0: Vec<f64>,
+    w: Vec<f64>,
+    xc: Vec<f64>,
+}
+
+/// LLE reconstruction weights of every point from its `k` nearest landmarks.
+///
+/// `x` (N×D) and `landmarks` (L×D) are row-major. Column n of Z solves
+/// `min ||x_n − Σ_i z_i l_i||² s.t. Σ_i z_i = 1` over its K_Z nearest landmarks: `G z = 1`
+/// with `G_ij = (x_n − l_i)ᵀ(x_n − l_j) + reg·tr(G)·δ_ij`, then rescaled to sum to one
+/// (thesis 4.7-4.8; the LLE convention). With `reg = 0` and a singular G (K_Z > D) a ridge
+/// of `1e-12·tr(G)` is added. A point that coincides with its nearest landmark gets exactly
+/// that landmark's unit vector. Landmarks within a point's list are ordered by distance
+/// (ties by index).
+///
+/// # Errors
+/// `k` = 0 or above L, `dim` = 0, shapes that disagree, non-finite input, negative `reg`,
+/// or cancellation.
+pub fn reconstruction_weights(
+    x: &[f64],
+    landmarks: &[f64],
+    dim: usize,
+    k: usize,
+    reg: f64,
+    cancel: &AtomicBool,
+) -> Result<Weights> {
+    if dim == 0 {
+        return Err(invalid("dim", "must be positive"));
+    }
+    if x.len() % dim != 0 || landmarks.len() % dim != 0 {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "x ({}) and landmarks ({}) must both hold rows of {dim} values",
+            x.len(),
+            landmarks.len()
+        )));
+    }
+    let n = x.len() / dim;
+    let l = landmarks.len() / dim;
+    if k == 0 || k > l {
+        return Err(invalid(
+            "n_neighbors_z",
+            format!("must lie in [1, {l}] (the number of landmarks), got {k}"),
+        ));
+    }
+    if l > u32::MAX as usize {
+        return Err(invalid("landmarks", "more than 2^32 landmarks"));
+    }
+    if !(reg.is_finite() && reg >= 0.0) {
+        return Err(invalid(
+            "reg",
+            format!("must be finite and >= 0, got {reg}"),
+        ));
+    }
+    check_finite(x, "x")?;
+    check_finite(landmarks, "landmarks")?;
+    // Centre at the landmarks' mean so the screening |x|² + |l|² − 2 x·l cancels less.
+    let mut mean = vec![0.0; dim];
+    for row in landmarks.chunks_exact(dim) {
+        mean.iter_mut().zip(row).for_each(|(m, v)| *m += v);
+    }
+    mean.iter_mut().for_each(|m| *m /= l as f64);
+    let lc: Vec<f64> = landmarks
+        .chunks_exact(dim)
+        .flat_map(|row| row.iter().zip(&mean).map(|(v, m)| v - m))
+        .collect();
+    let lnorm: Vec<f64> = lc.chunks_exact(dim).map(|r| dot(r, r)).collect();
+    let kc = (k + MARGIN).min(l);
+
+    let mut indices = vec![0u32; n * k];
+    let mut values = vec![0.0f64; n * k];
+    indices
+        .par_chunks_mut(BLOCK * k)
+        .zip(values.par_chunks_mut(BLOCK * k))
+        .enumerate()
+        .try_for_each_init(
+            || Scratch {
+                dots: vec![0.0; BLOCK * l],
+                cand: Vec::with_capacity(l),
+                diff: vec![0.0; k * dim],
+                g: vec![0.0; k * k],
+                g0: vec![0.0; k * k],
+                w: vec![0.0; k],
+                xc: vec![0.0; BLOCK * dim],
+            },
+            |s, (b, (idx_out, val_out))| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(EmbedError::Cancelled);
+                }
+                let start = b * BLOCK;
+                let m = idx_out.len() / k;
+                let xb = &x[start * dim..(start + m) * dim];
+                for (dst, src) in s.xc.chunks_exact_mut(dim).zip(xb.chunks_exact(dim)) {
+                    dst.iter_mut()
+                        .zip(src.iter().zip(&mean))
+                        .for_each(|(d, (v, mu))| *d = v - mu);
+                }
+                // dots = Xc_b · Lcᵀ  (m × L)
+                // SAFETY: the strides describe row-major m×dim, (L×dim)ᵀ and m×L arrays that
+                // the slices hold entirely.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        m,
+                        dim,
+                        l,
+                        1.0,
+                        s.xc.as_ptr(),
+                        dim as isize,
+                        1,
+                        lc.as_ptr(),
+                        1,
+                        dim as isize,
+                        0.0,
+                        s.dots.as_mut_ptr(),
+                        l as isize,
+                        1,
+                    );
+                }
+                for p in 0..m {
+                    let xp = &xb[p * dim..(p + 1) * dim];
+                    let xn = dot(&s.xc[p * dim..(p + 1) * dim], &s.xc[p * dim..(p + 1) * dim]);
+                    s.cand.clear();
+                    s.cand.extend(
+                        s.dots[p * l..(p + 1) * l]
+                            .iter()
+                            .zip(&lnorm)
+                            .enumerate()
+                            .map(|(j, (&d, &ln))| (xn + ln - 2.0 * d, j as u32)),
+                    );
+                    if kc < l {
+                        s.cand
+                            .select_nth_unstable_by(kc - 1, |a, b| a.0.total_cmp(&b.0));
+                        s.cand.truncate(kc);
+                    }
+                    for c in s.cand.iter_mut() {
+                        let j = c.1 as usize;
+                        c.0 = sqdist(xp, &landmarks[j * dim..(j + 1) * dim]);
+                    }
+                    s.cand
+                        .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    let io = &mut idx_out[p * k..(p + 1) * k];
+                    let vo = &mut val_out[p * k..(p + 1) * k];
+                    for (o, c) in io.iter_mut().zip(&s.cand) {
+                        *o = c.1;
+                    }
+                    if s.cand[0].0 == 0.0 {
+                        vo.iter_mut().for_each(|v| *v = 0.0);
+                        vo[0] = 1.0;
+                        continue;
+                    }
+                    for (i, &j) in io.iter().enumerate() {
+                        let lj = &landmarks[j as usize * dim..(j as usize + 1) * dim];
+                        s.diff[i * dim..(i + 1) * dim]
+                            .iter_mut()
+                            .zip(xp.iter().zip(lj))
+                            .for_each(|(d, (a, b))| *d = a - b);
+                    }
+                    let mut trace = 0.0;
+                    for i in 0..k {
+                        let di = &s.diff[i * dim..(i + 1) * dim];
+                        for j in 0..=i {
+                            let v = dot(di, &s.diff[j * dim..(j + 1) * dim]);
+                            s.g0[i * k + j] = v;
+                            s.g0[j * k + i] = v;
+                        }
+                        trace += s.g0[i * k + i];
+                    }
+                    let scale = if trace > 0.0 { trace } else { 1.0 };
+                    let mut ok = false;
+                    for r in [reg.max(FALLBACK_RIDGE), 1e-9, 1e-6] {
+                        s.g.copy_from_slice(&s.g0);
+                        for i in 0..k {
+                            s.g[i * k + i] += r * scale;
+                        }
+                        if solve_ones(&mut s.g, k, &mut s.w) {
+                            let sum: f64 = s.w.iter().sum();
+                            if sum != 0.0 && sum.is_finite() {
+                                vo.iter_mut().zip(&s.w).for_each(|(o, w)| *o = w / sum);
+                                ok = true;
+                                break;
+                            }
+                        }
+                    }
+                    if !ok {
+                        vo.iter_mut().for_each(|v| *v = 1.0 / k as f64);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+    Ok(Weights { k, indices, values })
+}
+
+/// For every landmark, the (point, weight) pairs of its row of Z, points in increasing order.
+struct Rows {
+    start: Vec<usize>,
+    point: Vec<u32>,
+    weight: Vec<f64>,
+}
+
+fn rows_of(z: &Weights, l: usize, points: std::ops::Range<usize>) -> Rows {
+    let mut start = vec![0usize; l + 1];
+    for n in points.clone() {
+        for &i in z.column(n).0 {
+            start[i as usize + 1] += 1;
+        }
+    }
+    for i in 0..l {
+        start[i + 1] += start[i];
+    }
+    let total = start[l];
+    let mut fill = start.clone();
+    let mut point = vec![0u32; total];
+    let mut weight = vec![0.0; total];
+    for n in points.clone() {
+        let (ix, vs) = z.column(n);
+        for (&i, &v) in ix.iter().zip(vs) {
+            let f = &mut fill[i as usize];
+            point[*f] = (n - points.start) as u32;
+            weight[*f] = v;
+            *f += 1;
+        }
+    }
+    Rows {
+        start,
+        point,
+        weight,
+    }
+}
+
+/// A sparse N×N matrix in CSR form (int64 indices, as SciPy hands them over); any signs.
+#[derive(Debug, Clone, Copy)]
+pub struct Csr<'a> {
+    /// Row pointers (N + 1 entries).
+    pub indptr: &'a [i64],
+    /// Column indices.
+    pub indices: &'a [i64],
+    /// Values.
+    pub data: &'a [f64],
+}
+
+/// `t_n = Σ_m M_nm z_m + v_n z_n` of a run of points as sparse vectors (offsets, index, value).
+struct Sparse {
+    start: Vec<usize>,
+    index: Vec<u32>,
+    value: Vec<f64>,
+}
+
+/// `Z (diag(v) + M) Zᵀ`, a dense L×L row-major matrix.
+///
+/// `z` holds Z (L×N); `diag` is v (length N) and `m` an N×N CSR matrix, each optional.
+/// `M` need not be symmetric (the result is then not symmetric either). Cost
+/// O(nnz(M)·K_Z + N·K_Z·s) with s ≤ L the support of a column of `Z (M + diag v)ᵀ`;
+/// every output row adds its terms in point order, so the result does not depend on the
+/// number of threads (points are visited sorted by their nearest landmark, for locality).
+///
+/// # Errors
+/// Shapes that disagree, landmark indices ≥ `l`, non-finite values, or cancellation.
+pub fn z_m_zt(
+    z: &Weights,
+    l: usize,
+    diag: Option<&[f64]>,
+    m: Option<Csr<'_>>,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let n = z.n_points();
+    if z.values.len() != z.indices.len() || (z.k == 0 && !z.indices.is_empty()) {
+        return Err(EmbedError::ShapeMismatch(
+            "weights: indices and values differ in length".into(),
+        ));
+    }
+    if z.indices.iter().any(|&i| i as usize >= l) {
+        return Err(invalid("indices", format!("landmark index >= {l}")));
+    }
+    check_finite(&z.values, "values")?;
+    if let Some(v) = diag {
+        if v.len() != n {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "diag has {} entries for {n} points",
+                v.len()
+            )));
+        }
+        check_finite(v, "diag")?;
+    }
+    if let Some(mm) = &m {
+        if mm.indptr.len() != n + 1 || mm.indices.len() != mm.data.len() {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "M must be a {n}×{n} CSR matrix (indptr of length {})",
+                n + 1
+            )));
+        }
+        if mm.indptr[0] != 0
+            || mm.indptr[n] != mm.indices.len() as i64
+            || mm.indptr.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(invalid("indptr", "not a valid CSR row pointer"));
+        }
+        if mm.indices.iter().any(|&j| j < 0 || j as usize >= n) {
+            return Err(invalid("indices", format!("column index >= {n}")));
+        }
+        check_finite(mm.data, "data")?;
+    }
+    let mut out = vec![0.0f64; l * l];
+    if l == 0 || n == 0 {
+        return Ok(out);
+    }
+    // Work in "positions": points sorted by their nearest landmark, Z stored in that order.
+    // The columns of Z fetched for the neighbours of a point are then close in memory (a
+    // graph neighbour mostly shares the nearest landmark), instead of one cache miss each.
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    {
+        let mut start = vec![0usize; l + 1];
+        for p in 0..n {
+            start[z.indices[p * z.k] as usize + 1] += 1;
+        }
+        for i in 0..l {
+            start[i + 1] += start[i];
+        }
+        order.resize(n, 0);
+        for p in 0..n {
+            let f = &mut start[z.indices[p * z.k] as usize];
+            order[*f] = p as u32;
+            *f += 1;
+        }
+    }
+    let mut pos = vec![0u32; n];
+    for (i, &p) in order.iter().enumerate() {
+        pos[p as usize] = i as u32;
+    }
+    let zp = Weights {
+        k: z.k,
+        indices: order
+            .iter()
+            .flat_map(|&p| z.column(p as usize).0.iter().copied())
+            .collect(),
+        values: order
+            .iter()
+            .flat_map(|&p| z.column(p as usize).1.iter().copied())
+            .collect(),
+    };
+    let z = &zp;
+    const SUB: usize = 64;
+    let mut s0 = 0;
+    while s0 < n {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(EmbedError::Cancelled);
+        }
+        let s1 = (s0 + SANDWICH_BLOCK).min(n);
+        // phase 1: t_p for the block's points, in sub-runs of SUB points
+        let subs: Vec<Sparse> = (s0..s1)
+            .step_by(SUB)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map_init(
+                || (vec![0.0f64; l], vec![false; l]),
+                |(acc, seen), a| {
+                    let b = (a + SUB).min(s1);
+                    let mut sp = Sparse {
+                        start: Vec::with_capacity(b - a + 1),
+                        index: Vec::new(),
+                        value: Vec::new(),
+                    };
+                    sp.start.push(0);
+                    let mut touched: Vec<u32> = Vec::new();
+                    for (c, &p) in order.iter().enumerate().take(b).skip(a) {
+                        let p = p as usize;
+                        let mut add = |col: usize, f: f64| {
+                            let (ix, vs) = z.column(col);
+                            for (&i, &w) in ix.iter().zip(vs) {
+                                let i = i as usize;
+                                if !seen[i] {
+                                    seen[i] = true;
+                                    touched.push(i as u32);
+                                }
+                                acc[i] += f * w;
+                            }
+                        };
+                        if let Some(mm) = &m {
+                            for q in mm.indptr[p] as usize..mm.indptr[p + 1] as usize {
+                                add(pos[mm.indices[q] as usize] as usize, mm.data[q]);
+                            }
+                        }
+                        if let Some(v) = diag {
+                            add(c, v[p]);
+                        }
+                        for &i in &touched {
+                            let i = i as usize;
+                            sp.index.push(i as u32);
+                            sp.value.push(acc[i]);
+                            acc[i] = 0.0;
+                            seen[i] = false;
+                        }
+                        touched.clear();
+                        sp.start.push(sp.index.len());
+                    }
+                    sp
+                },
+            )
+            .collect();
+        // phase 2: row i of the output gets Σ_p z_ip t_p, points in order
+        let rows = rows_of(z, l, s0..s1);
+        out.par_chunks_mut(l).enumerate().for_each(|(i, row)| {
+            for e in rows.start[i]..rows.start[i + 1] {
+                let p = rows.point[e] as usize;
+                let w = rows.weight[e];
+                let sp = &subs[p / SUB];
+                let r = p % SUB;
+                let (a, b) = (sp.start[r], sp.start[r + 1]);
+                for (&j, &v) in sp.index[a..b].iter().zip(&sp.value[a..b]) {
+                    row[j as usize] += w * v;
+                }
+            }
+        });
+        s0 = s1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    fn uniform(rng: &mut Pcg64, len: usize) -> Vec<f64> {
+        (0..len).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect()
+    }
+
+    /// Dense Z (L×N) from the weights.
+    fn dense(z: &Weights, l: usize) -> Vec<f64> {
+        let n = z.n_points();
+        let mut d = vec![0.0; l * n];
+        for p in 0..n {
+            let (ix, vs) = z.column(p);
+            for (&i, &v) in ix.iter().zip(vs) {
+                d[i as usize * n + p] += v;
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn weights_sum_to_one_use_nearest_landmarks_and_reconstruct() {
+        let mut rng = Pcg64::seed_from_u64(1);
+        let (n, l, dim, k) = (700, 40, 3, 4);
+        let x = uniform(&mut rng, n * dim);
+        let lm = uniform(&mut rng, l * dim);
+        let z = reconstruction_weights(&x, &lm, dim, k, 0.0, &AtomicBool::new(false)).unwrap();
+        for p in 0..n {
+            let (ix, vs) = z.column(p);
+            assert!((vs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            // nearest k by brute force
+            let xp = &x[p * dim..(p + 1) * dim];
+            let mut d: Vec<(f64, usize)> = (0..l)
+                .map(|j| (sqdist(xp, &lm[j * dim..(j + 1) * dim]), j))
+                .collect();
+            d.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let want: Vec<u32> = d[..k].iter().map(|v| v.1 as u32).collect();
+            assert_eq!(ix, &want[..]);
+            // K_Z = D + 1 and reg = 0: exact affine reconstruction
+            for c in 0..dim {
+                let r: f64 = ix
+                    .iter()
+                    .zip(vs)
+                    .map(|(&i, &w)| w * lm[i as usize * dim + c])
+                    .sum();
+                // the 1e-12 tr(G) ridge on the singular G leaves ~1e-7
+                assert!(
+                    (r - xp[c]).abs() < 1e-5,
+                    "point {p} coord {c}: {r} vs {}",
+                    xp[c]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn coincident_point_gets_its_landmark() {
+        let mut rng = Pcg64::seed_from_u64(2);
+        let x = uniform(&mut rng, 30 * 2);
+        let lm = x[10..30].to_vec(); // points 5..15 are landmarks 0..10
+        let z = reconstruction_weights(&x, &lm, 2, 3, 1e-3, &AtomicBool::new(false)).unwrap();
+        for p in 5..15 {
+            let (ix, vs) = z.column(p);
+            assert_eq!(ix[0] as usize, p - 5);
+            assert_eq!(vs, &[1.0, 0.0, 0.0]);
+        }
+    }
+
+    #[test]
+    fn sandwich_matches_dense_products_for_any_thread_count() {
+        let mut rng = Pcg64::seed_from_u64(3);
+        let (n, l, dim, k) = (2500, 60, 4, 6);
+        let x = uniform(&mut rng, n * dim);
+        let lm = uniform(&mut rng, l * dim);
+        let z = reconstruction_weights(&x, &lm, dim, k, 1e-3, &AtomicBool::new(false)).unwrap();
+        // random sparse M with ~8 entries per row, and a diagonal
+        let mut indptr = vec![0i64];
+        let mut indices = Vec::new();
+        let mut data = Vec::new();
+        for _ in 0..n {
+            for _ in 0..8 {
+                indices.push(rng.random_range(0..n as i64));
+                data.push(rng.random::<f64>());
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let v = uniform(&mut rng, n);
+        let zd = dense(&z, l);
+        let mut want = vec![0.0; l * l];
+        for i in 0..l {
+            for p in 0..n {
+                let zi = zd[i * n + p];
+                if zi == 0.0 {
+                    continue;
+                }
+                // (M Zᵀ)_{p j} + v_p Z_{j p}
+                for j in 0..l {
+                    let mut t = v[p] * zd[j * n + p];
+                    for q in indptr[p] as usize..indptr[p + 1] as usize {
+                        t += data[q] * zd[j * n + indices[q] as usize];
+                    }
+                    want[i * l + j] += zi * t;
+                }
+            }
+        }
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    z_m_zt(
+                        &z,
+                        l,
+                        Some(&v),
+                        Some(Csr {
+                            indptr: &indptr,
+                            indices: &indices,
+                            data: &data,
+                        }),
+                        &AtomicBool::new(false),
+                    )
+                    .unwrap()
+                })
+        };
+        let got1 = run(1);
+        let got3 = run(3);
+        assert_eq!(got1, got3);
+        let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        for (g, w) in got1.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12 * scale, "{g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let c = AtomicBool::new(false);
+        assert!(reconstruction_weights(&[0.0; 4], &[0.0; 2], 2, 2, 0.0, &c).is_err());
+        assert!(reconstruction_weights(&[0.0; 4], &[0.0; 4], 2, 1, -1.0, &c).is_err());
+        assert!(reconstruction_weights(&[f64::NAN; 4], &[0.0; 4], 2, 1, 0.0, &c).is_err());
+        let z = Weights {
+            k: 1,
+            indices: vec![3],
+            values: vec![1.0],
+        };
+        assert!(z_m_zt(&z, 2, None, None, &c).is_err());
+    }
+}

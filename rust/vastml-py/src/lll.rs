@@ -1,0 +1,112 @@
+//! Bindings of `vastml_embed::lll`: Locally Linear Landmarks weights and reduced products.
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use vastml_embed::lll::{Csr, Weights, reconstruction_weights, z_m_zt};
+
+use crate::arrays::{rows, vector};
+use crate::door::enter;
+
+fn matrix<'py, T: numpy::Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    r: usize,
+    c: usize,
+) -> PyResult<Bound<'py, PyArray2<T>>> {
+    numpy::ndarray::Array2::from_shape_vec((r, c), v)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+        .map(|a| a.into_pyarray(py))
+}
+
+fn ints<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
+    a.as_slice()
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous int64 array")))
+}
+
+type WeightsOut<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f64>>);
+
+/// lll_weights(x, landmarks, n_neighbors, reg, n_jobs=None)
+/// --
+///
+/// LLE reconstruction weights of every row of `x` (N x D) from its `n_neighbors` nearest
+/// rows of `landmarks` (L x D), G + reg tr(G) I. Returns (indices N x K uint32, nearest
+/// first; weights N x K, rows summing to one).
+#[pyfunction]
+#[pyo3(signature = (x, landmarks, n_neighbors, reg, n_jobs=None))]
+pub fn lll_weights<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    landmarks: PyReadonlyArray2<'py, f64>,
+    n_neighbors: usize,
+    reg: f64,
+    n_jobs: Option<isize>,
+) -> PyResult<WeightsOut<'py>> {
+    let (xs, d) = rows(&x, "x")?;
+    let (ls, dl) = rows(&landmarks, "landmarks")?;
+    if d != dl {
+        return Err(PyValueError::new_err(format!(
+            "`landmarks` has {dl} features, `x` has {d}"
+        )));
+    }
+    let n = xs.len().checked_div(d).unwrap_or(0);
+    let w = enter(py, n_jobs, |cancel| {
+        reconstruction_weights(xs, ls, d, n_neighbors, reg, cancel)
+    })?;
+    Ok((
+        matrix(py, w.indices, n, n_neighbors)?,
+        matrix(py, w.values, n, n_neighbors)?,
+    ))
+}
+
+/// lll_z_m_zt(indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None)
+/// --
+///
+/// Z (diag(v) + M) Z^T as a dense L x L array, for Z given by `lll_weights`'s (indices,
+/// weights) and an optional N x N CSR matrix M (int64 indptr / indices). Deterministic for any
+/// n_jobs.
+#[pyfunction]
+#[pyo3(signature = (indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn lll_z_m_zt<'py>(
+    py: Python<'py>,
+    indices: PyReadonlyArray2<'py, u32>,
+    weights: PyReadonlyArray2<'py, f64>,
+    n_landmarks: usize,
+    diag: Option<PyReadonlyArray1<'py, f64>>,
+    indptr: Option<PyReadonlyArray1<'py, i64>>,
+    m_indices: Option<PyReadonlyArray1<'py, i64>>,
+    m_data: Option<PyReadonlyArray1<'py, f64>>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (vs, k) = rows(&weights, "weights")?;
+    if indices.shape() != weights.shape() {
+        return Err(PyValueError::new_err(
+            "`indices` and `weights` differ in shape",
+        ));
+    }
+    let ix = indices
+        .as_slice()
+        .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous uint32 array"))?;
+    let z = Weights {
+        k,
+        indices: ix.to_vec(),
+        values: vs.to_vec(),
+    };
+    let dg = diag.as_ref().map(|v| vector(v, "diag")).transpose()?;
+    let m = match (&indptr, &m_indices, &m_data) {
+        (Some(p), Some(i), Some(v)) => Some(Csr {
+            indptr: ints(p, "indptr")?,
+            indices: ints(i, "m_indices")?,
+            data: vector(v, "m_data")?,
+        }),
+        (None, None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "give all of `indptr`, `m_indices`, `m_data` or none",
+            ));
+        }
+    };
+    let out = enter(py, n_jobs, |cancel| z_m_zt(&z, n_landmarks, dg, m, cancel))?;
+    matrix(py, out, n_landmarks, n_landmarks)
+}
