@@ -66,6 +66,10 @@ pub struct Arrangement {
     stamp: Vec<u32>,
     generation: u32,
     scratch_bits: Vec<bool>,
+    all_layers: Vec<usize>,
+    /// `colours[col * k + v]`: current colour of value `v` of original column `col` (k layers;
+    /// empty for binary matrices). Starts as the identity.
+    colours: Vec<u8>,
 }
 
 fn check_order(order: &[usize], n: usize, name: &'static str) -> Result<Vec<u32>, OrderError> {
@@ -120,10 +124,18 @@ impl Arrangement {
                 objective.padding,
             ),
         ];
+        let k = matrix.n_layers();
+        let colours = if k > 1 {
+            (0..n).flat_map(|_| (0..k).map(|v| v as u8)).collect()
+        } else {
+            Vec::new()
+        };
         let mut a = Self {
             stamp: vec![0; m.max(n)],
             generation: 0,
             scratch_bits: Vec::new(),
+            all_layers: (0..k).collect(),
+            colours,
             matrix,
             objective,
             kernels,
@@ -208,12 +220,18 @@ impl Arrangement {
     /// set neighbours of the row `ent` in the neighbour row at offset `d`.
     #[inline]
     fn contrib(&self, axis: usize, ent: u32, src: Src, d: isize) -> u128 {
+        self.contrib_in(axis, ent, src, d, &self.all_layers)
+    }
+
+    /// [`Self::contrib`] restricted to `layers`.
+    #[inline]
+    fn contrib_in(&self, axis: usize, ent: u32, src: Src, d: isize, layers: &[usize]) -> u128 {
         let k = &self.kernels[axis];
         let view = &self.views[axis];
         let kr = (d + k.rows() as isize / 2) as usize;
         let pad = view.pad as isize;
         let mut acc = 0u128;
-        for l in 0..view.n_layers {
+        for &l in layers {
             let x = view.real_of(l, ent as usize);
             let y = view.src_bits(l, src);
             for kc in 0..k.cols() {
@@ -233,15 +251,46 @@ impl Arrangement {
         self.contrib(axis, a as u32, Src::Real(b as u32), d)
     }
 
-    fn ones(&self, axis: usize, ent: u32) -> u128 {
+    /// Weighted overlap of original row (`axis` 0) or column `x` with the padding row at
+    /// offset `d`: above the display (`top`) or below it; `edge` is the first (last) displayed
+    /// entity, which the extension padding repeats.
+    pub(crate) fn padding_similarity(
+        &self,
+        axis: usize,
+        x: usize,
+        top: bool,
+        edge: usize,
+        d: isize,
+    ) -> u128 {
+        let src = match self.objective.padding {
+            Padding::Extension | Padding::Cyclic => Src::Real(edge as u32),
+            _ if top => Src::Top,
+            _ => Src::Bottom,
+        };
+        self.contrib(axis, x as u32, src, d)
+    }
+
+    fn ones(&self, axis: usize, ent: u32, layers: &[usize]) -> u128 {
         let v = &self.views[axis];
-        (0..v.n_layers)
-            .map(|l| u128::from(v.ones[l * v.n_ent + ent as usize]))
+        layers
+            .iter()
+            .map(|&l| u128::from(v.ones[l * v.n_ent + ent as usize]))
             .sum()
     }
 
     /// Raw error of the row `ent` with neighbour sources given by `src(d)`.
     fn row_raw(&self, axis: usize, ent: u32, src: impl Fn(isize) -> Src) -> i128 {
+        self.row_raw_in(axis, ent, src, &self.all_layers)
+    }
+
+    /// [`Self::row_raw`] restricted to `layers`.
+    fn row_raw_in(
+        &self,
+        axis: usize,
+        ent: u32,
+        src: impl Fn(isize) -> Src,
+        layers: &[usize],
+    ) -> i128 {
         let k = &self.kernels[axis];
         let h = (k.rows() / 2) as isize;
         let s = u128::from(k.sum());
@@ -249,15 +298,15 @@ impl Arrangement {
             ErrorKind::Abs => {
                 let mut c = 0u128;
                 for d in -h..=h {
-                    c += self.contrib(axis, ent, src(d), d);
+                    c += self.contrib_in(axis, ent, src(d), d, layers);
                 }
-                (self.ones(axis, ent) * s) as i128 - c as i128
+                (self.ones(axis, ent, layers) * s) as i128 - c as i128
             }
             ErrorKind::Quadratic => {
                 let view = &self.views[axis];
                 let pad = view.pad;
                 let mut total = 0i128;
-                for l in 0..view.n_layers {
+                for &l in layers {
                     let x = view.real_of(l, ent as usize);
                     let srcs: Vec<&[u64]> = (-h..=h).map(|d| view.src_bits(l, src(d))).collect();
                     for (wi, &xw) in x.iter().enumerate() {
@@ -453,21 +502,82 @@ impl Arrangement {
         Ok(())
     }
 
-    /// Swaps colours `a` and `b` in original column `col` (a relabelling of that attribute)
-    /// and returns the raw error change. Rebuilds the views, so it is not a cheap move.
-    pub fn swap_colours(&mut self, col: usize, a: usize, b: usize) -> i128 {
-        self.matrix.swap_colours_in_column(col, a, b);
-        for axis in 0..2 {
-            self.views[axis] = View::build(
-                &self.matrix,
-                axis,
-                &self.maps[1 - axis],
-                self.kernels[axis].cols() / 2,
-                self.objective.padding,
-            );
+    /// Swaps colours `a` and `b` in original column `col` (a relabelling of that attribute,
+    /// spec §9.5) and returns the exact raw error change, computed incrementally: the error of
+    /// the band of columns within the kernel's reach of `col`, in layers `a` and `b` only, is
+    /// subtracted, the colours are swapped, and the band's error is added back. Applying the
+    /// same swap again undoes it exactly.
+    ///
+    /// # Panics
+    /// A column or colour out of range.
+    pub fn recolour(&mut self, col: usize, a: usize, b: usize) -> i128 {
+        let k = self.matrix.n_layers();
+        assert!(col < self.len(1) && a < k && b < k, "recolour out of range");
+        if a == b {
+            return 0;
         }
-        let old = self.total;
-        self.total = self.full_raw(0);
-        self.total - old
+        let band = self.recolour_band(col);
+        let layers = [a, b];
+        let old = self.band_raw(&band, &layers);
+        self.matrix.swap_colours_in_column(col, a, b);
+        self.views[1].swap_entity_layers(col, a, b);
+        let pc = self.maps[1]
+            .iter()
+            .position(|&c| c as usize == col)
+            .expect("column in map");
+        self.views[0].swap_position_layers(pc, a, b);
+        for v in &mut self.colours[col * k..(col + 1) * k] {
+            if *v as usize == a {
+                *v = b as u8;
+            } else if *v as usize == b {
+                *v = a as u8;
+            }
+        }
+        let new = self.band_raw(&band, &layers);
+        self.total += new - old;
+        new - old
+    }
+
+    /// Displayed column positions whose error can change when original column `col` is
+    /// recoloured: those within the kernel's reach along the columns.
+    fn recolour_band(&self, col: usize) -> Vec<usize> {
+        let n = self.len(1);
+        let h = self.kernels[1].rows() / 2;
+        let pc = self.maps[1]
+            .iter()
+            .position(|&c| c as usize == col)
+            .expect("column in map");
+        if self.objective.padding == Padding::Cyclic {
+            if 2 * h + 1 >= n {
+                return (0..n).collect();
+            }
+            return (0..=2 * h).map(|t| (pc + n + t - h) % n).collect();
+        }
+        (pc.saturating_sub(h)..(pc + h + 1).min(n)).collect()
+    }
+
+    fn band_raw(&self, band: &[usize], layers: &[usize]) -> i128 {
+        let map = &self.maps[1];
+        band.iter()
+            .map(|&q| {
+                self.row_raw_in(
+                    1,
+                    map[q],
+                    |d| self.fetch(1, |i| map[i], q as isize + d),
+                    layers,
+                )
+            })
+            .sum()
+    }
+
+    /// Current colour of every value of every original column, row-major
+    /// (`n_cols` x `n_colours`; empty for a binary matrix).
+    pub fn colour_maps(&self) -> &[u8] {
+        &self.colours
+    }
+
+    /// Current colour of value `v` (its layer in the input matrix) of original column `col`.
+    pub fn colour_of(&self, col: usize, v: usize) -> usize {
+        self.colours[col * self.matrix.n_layers() + v] as usize
     }
 }

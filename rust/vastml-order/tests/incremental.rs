@@ -79,6 +79,7 @@ fn check_case(seed: u64, quadratic: bool) {
         } else {
             Tolerance::exact()
         },
+        recolour: false,
     };
     for step in 0..60 {
         let axis = rng.random_range(0..2);
