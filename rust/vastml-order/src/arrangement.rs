@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::error::{OrderError, invalid};
 use crate::kernel::Kernel;
 use crate::matrix::{ErrorKind, Matrix, Padding};
-use crate::view::{Src, View, dot_shift};
+use crate::view::{Src, View, dot_shift, weighted_overlap};
 
 /// New displayed positions `dst..dst+len` take the rows found at `src..src+len` before the
 /// move (in reverse when `mirrored`).
@@ -43,6 +43,10 @@ impl Segment {
     }
 }
 
+/// Pair overlaps computed by a delta, kept for its commit: (axis, segments, (upper entity,
+/// distance, overlap)).
+type Pending = (usize, Vec<Segment>, Vec<(u32, usize, u128)>);
+
 /// The objective: kernel, padding and error kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Objective {
@@ -67,6 +71,17 @@ pub struct Arrangement {
     generation: u32,
     scratch_bits: Vec<bool>,
     all_layers: Vec<usize>,
+    /// Integer weights of each axis's kernel, row-major (for the pair overlaps).
+    kernel_rows_raw: [Vec<u64>; 2],
+    /// Per axis, `pair_cache[e * h + d - 1]`: weighted overlap of entity `e` with the entity
+    /// shown `d` positions below it (valid while `cache_ok`). Moves on an axis keep its cache
+    /// up to date; they invalidate the other axis's cache (its bit positions moved).
+    pair_cache: [Vec<u128>; 2],
+    cache_ok: [bool; 2],
+    cache_misses: [usize; 2],
+    /// New pair overlaps found by the last `delta_pairs`, for `commit`: (axis, segments,
+    /// (upper entity, distance, overlap)).
+    pending: Option<Pending>,
     /// `colours[col * k + v]`: current colour of value `v` of original column `col` (k layers;
     /// empty for binary matrices). Starts as the identity.
     colours: Vec<u8>,
@@ -135,6 +150,16 @@ impl Arrangement {
             generation: 0,
             scratch_bits: Vec::new(),
             all_layers: (0..k).collect(),
+            pair_cache: [Vec::new(), Vec::new()],
+            cache_ok: [false, false],
+            cache_misses: [0, 0],
+            pending: None,
+            kernel_rows_raw: [0, 1].map(|a: usize| {
+                let kk = &kernels[a];
+                (0..kk.rows() * kk.cols())
+                    .map(|i| kk.raw(i / kk.cols(), i % kk.cols()))
+                    .collect()
+            }),
             colours,
             matrix,
             objective,
@@ -229,6 +254,20 @@ impl Arrangement {
         let k = &self.kernels[axis];
         let view = &self.views[axis];
         let kr = (d + k.rows() as isize / 2) as usize;
+        if view.pad < 64 {
+            let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
+            return layers
+                .iter()
+                .map(|&l| {
+                    weighted_overlap(
+                        view.real_of(l, ent as usize),
+                        view.src_bits(l, src),
+                        row,
+                        view.pad,
+                    )
+                })
+                .sum();
+        }
         let pad = view.pad as isize;
         let mut acc = 0u128;
         for &l in layers {
@@ -417,6 +456,214 @@ impl Arrangement {
         if segs.is_empty() {
             return 0;
         }
+        if self.objective.kind == ErrorKind::Abs
+            && matches!(
+                self.objective.padding,
+                Padding::ZerosAndOnes | Padding::Zero
+            )
+        {
+            return self.delta_pairs(axis, segs);
+        }
+        self.delta_rows(axis, segs)
+    }
+
+    /// Σ_kc K[d][kc] · |x ∩ shift(y, kc − pad)| over layers, real bits only: the weighted
+    /// overlap of two rows `d` apart. Symmetric in (x, y) because K is column-symmetric.
+    #[inline]
+    fn real_overlap(&self, axis: usize, x: u32, y: u32, d: usize) -> u128 {
+        let k = &self.kernels[axis];
+        let view = &self.views[axis];
+        let kr = d + k.rows() / 2;
+        let pad = view.pad;
+        let mut acc = 0u128;
+        if pad < 64 {
+            let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
+            for &l in &self.all_layers {
+                let xb = view.real_of(l, x as usize);
+                let yb = view.real_of(l, y as usize);
+                acc += weighted_overlap(xb, yb, row, pad);
+            }
+            return acc;
+        }
+        for &l in &self.all_layers {
+            let xb = view.real_of(l, x as usize);
+            let yb = view.real_of(l, y as usize);
+            for kc in 0..k.cols() {
+                let wgt = k.raw(kr, kc);
+                if wgt != 0 {
+                    acc +=
+                        u128::from(wgt) * u128::from(dot_shift(xb, yb, kc as isize - pad as isize));
+                }
+            }
+        }
+        acc
+    }
+
+    /// The position-dependent part of the error of entity `x` shown at `p` that is not a
+    /// pair overlap: its weighted overlap with the left padding bits of its neighbours (one
+    /// per neighbour in range) and with the padding rows above and below the display.
+    fn edge_term(&self, axis: usize, x: u32, p: usize) -> u128 {
+        let m = self.len(axis) as isize;
+        let h = (self.kernels[axis].rows() / 2) as isize;
+        let p = p as isize;
+        let mut g = 0u128;
+        for d in 1..=h {
+            let cnt = u128::from(p - d >= 0) + u128::from(p + d < m);
+            // the bottom padding row is a row of left padding bits only
+            if cnt > 0 {
+                g += cnt * self.contrib(axis, x, Src::Bottom, d);
+            }
+        }
+        for d in -h..=h {
+            let q = p + d;
+            if q < 0 {
+                g += self.contrib(axis, x, Src::Top, d);
+            } else if q >= m {
+                g += self.contrib(axis, x, Src::Bottom, d);
+            }
+        }
+        g
+    }
+
+    /// [`Self::delta`] for the abs error with zero or ZerosAndOnes padding, by pairs: the
+    /// error is a constant minus twice the weighted overlap of every pair of rows at most
+    /// h apart, minus terms of rows near the ends (see [`Self::edge_term`]). Only pairs
+    /// that are not at the same distance before and after the move change; each is
+    /// evaluated once (not once per row).
+    fn delta_pairs(&mut self, axis: usize, segs: &[Segment]) -> i128 {
+        let m = self.len(axis);
+        let h = self.kernels[axis].rows() / 2;
+        let inverse: Vec<Segment> = segs
+            .iter()
+            .map(|s| Segment {
+                dst: s.src,
+                src: s.dst,
+                len: s.len,
+                mirrored: s.mirrored,
+            })
+            .collect();
+        if !self.cache_ok[axis] && h > 0 {
+            // rebuild once enough moves were evaluated without a cache to pay for it
+            self.cache_misses[axis] += 1;
+            if self.cache_misses[axis] >= (m * h / 256).max(16) {
+                self.rebuild_cache(axis);
+            }
+        }
+        let new_cands = self.candidates(axis, segs);
+        let old_cands = self.candidates(axis, &inverse);
+        let map = &self.maps[axis];
+        let through = |ss: &[Segment], p: usize| -> usize {
+            for s in ss {
+                if let Some(q) = s.source_of(p) {
+                    return q;
+                }
+            }
+            p
+        };
+        let src = |p: usize| through(segs, p);
+        let dst = |p: usize| through(&inverse, p);
+        let cached = self.cache_ok[axis];
+        let mut fresh = Vec::new();
+        let mut pairs = 0i128;
+        for &p in &new_cands {
+            let sp = src(p);
+            for d in 1..=h.min(m - 1 - p) {
+                let q = p + d;
+                let sq = src(q);
+                if sq.abs_diff(sp) != d {
+                    let v = self.real_overlap(axis, map[sp], map[sq], d);
+                    pairs += v as i128;
+                    if cached {
+                        fresh.push((map[sp], d, v));
+                    }
+                } else if cached && sq + d == sp {
+                    // the same pair upside down: same overlap, new upper entity
+                    let v = self.pair_cache[axis][map[sq] as usize * h + d - 1];
+                    fresh.push((map[sp], d, v));
+                }
+            }
+        }
+        let cache = &self.pair_cache[axis];
+        for &p in &old_cands {
+            let dp = dst(p);
+            for d in 1..=h.min(m - 1 - p) {
+                let q = p + d;
+                if dst(q).abs_diff(dp) != d {
+                    pairs -= if cached {
+                        cache[map[p] as usize * h + d - 1]
+                    } else {
+                        self.real_overlap(axis, map[p], map[q], d)
+                    } as i128;
+                }
+            }
+        }
+        // rows whose old or new position is within h of an end
+        let mut edge = 0i128;
+        let near = |p: usize| p < h || p + h >= m;
+        for p in (0..h.min(m)).chain(m.saturating_sub(h).max(h.min(m))..m) {
+            let sp = src(p);
+            if sp != p {
+                let x = map[sp];
+                edge += self.edge_term(axis, x, p) as i128 - self.edge_term(axis, x, sp) as i128;
+            }
+            let dp = dst(p);
+            if dp != p && !near(dp) {
+                let x = map[p];
+                edge += self.edge_term(axis, x, dp) as i128 - self.edge_term(axis, x, p) as i128;
+            }
+        }
+        if cached {
+            self.pending = Some((axis, segs.to_vec(), fresh));
+        }
+        -2 * pairs - edge
+    }
+
+    /// Whether moves on `axis` currently read old pair overlaps from the cache (tests).
+    pub fn pair_cache_ready(&self, axis: usize) -> bool {
+        self.cache_ok[axis]
+    }
+
+    /// Builds the pair-overlap cache of `axis` now (a search builds it by itself after a few
+    /// moves on one axis; benchmarks call this to keep the build out of the timed moves).
+    pub fn warm_pair_cache(&mut self, axis: usize) {
+        if !self.cache_ok[axis] && self.kernels[axis].rows() > 1 {
+            self.rebuild_cache(axis);
+        }
+    }
+
+    /// Recomputes the pair-overlap cache of `axis`.
+    fn rebuild_cache(&mut self, axis: usize) {
+        let m = self.len(axis);
+        let h = self.kernels[axis].rows() / 2;
+        let map = &self.maps[axis];
+        let rows: Vec<Vec<u128>> = (0..m)
+            .into_par_iter()
+            .map(|p| {
+                (1..=h.min(m - 1 - p))
+                    .map(|d| self.real_overlap(axis, map[p], map[p + d], d))
+                    .collect()
+            })
+            .collect();
+        let mut cache = std::mem::take(&mut self.pair_cache[axis]);
+        cache.clear();
+        cache.resize(self.views[axis].n_ent * h, 0);
+        for (p, vals) in rows.into_iter().enumerate() {
+            let e = self.maps[axis][p] as usize;
+            cache[e * h..e * h + vals.len()].copy_from_slice(&vals);
+        }
+        self.pair_cache[axis] = cache;
+        self.cache_ok[axis] = true;
+        self.cache_misses[axis] = 0;
+    }
+
+    fn invalidate_caches(&mut self) {
+        self.cache_ok = [false, false];
+        self.cache_misses = [0, 0];
+        self.pending = None;
+    }
+
+    /// [`Self::delta`] row by row: every dirty row's error before and after.
+    fn delta_rows(&mut self, axis: usize, segs: &[Segment]) -> i128 {
         let cands = self.candidates(axis, segs);
         let map = &self.maps[axis];
         let h = (self.kernels[axis].rows() / 2) as isize;
@@ -464,6 +711,36 @@ impl Arrangement {
 
     /// Applies `segs` on `axis`; `delta` must be the value [`Arrangement::delta`] returned.
     pub fn commit(&mut self, axis: usize, segs: &[Segment], delta: i128) {
+        let pending = self.pending.take();
+        if self.cache_ok[axis] {
+            match pending {
+                Some((a, ref sg, ref fresh)) if a == axis && sg.as_slice() == segs => {
+                    let h = self.kernels[axis].rows() / 2;
+                    // pairs inside a reversed block keep their overlap but swap their ends
+                    let mut moved = Vec::new();
+                    for s in segs.iter().filter(|s| s.mirrored) {
+                        for p in s.dst..s.dst + s.len {
+                            for d in 1..=h.min(s.dst + s.len - 1 - p) {
+                                let upper_new = self.maps[axis][s.source_of(p).unwrap_or(p)];
+                                let upper_old =
+                                    self.maps[axis][s.source_of(p + d).unwrap_or(p + d)];
+                                let v = self.pair_cache[axis][upper_old as usize * h + d - 1];
+                                moved.push((upper_new, d, v));
+                            }
+                        }
+                    }
+                    let cache = &mut self.pair_cache[axis];
+                    for &(e, d, v) in moved.iter().chain(fresh.iter()) {
+                        cache[e as usize * h + d - 1] = v;
+                    }
+                }
+                _ => self.cache_ok[axis] = false,
+            }
+        }
+        if !segs.is_empty() {
+            self.cache_ok[1 - axis] = false;
+            self.cache_misses[1 - axis] = 0;
+        }
         let mut pairs: Vec<(usize, usize)> = Vec::new();
         for s in segs {
             for i in 0..s.len {
@@ -490,6 +767,7 @@ impl Arrangement {
     pub fn set_order(&mut self, axis: usize, order: &[usize]) -> Result<(), OrderError> {
         let name = if axis == 0 { "row_order" } else { "col_order" };
         self.maps[axis] = check_order(order, self.len(axis), name)?;
+        self.invalidate_caches();
         let other = 1 - axis;
         self.views[other] = View::build(
             &self.matrix,
@@ -516,6 +794,7 @@ impl Arrangement {
         if a == b {
             return 0;
         }
+        self.invalidate_caches();
         let band = self.recolour_band(col);
         let layers = [a, b];
         let old = self.band_raw(&band, &layers);

@@ -297,7 +297,9 @@ pub fn local_search(
 }
 
 /// Mean seconds of one incremental evaluation ([`Arrangement::delta`]) of random moves of
-/// each kind on the rows, and of one full recomputation of the error, for benchmarks.
+/// each kind on the rows, and of one full recomputation of the error, for benchmarks. The
+/// pair-overlap cache of the rows is built before the timed moves (a search builds it after
+/// its first moves on an axis and keeps it current).
 pub fn time_moves(
     arr: &mut Arrangement,
     kinds: &[MoveKind],
@@ -307,6 +309,7 @@ pub fn time_moves(
     let mut rng = Pcg64::seed_from_u64(seed);
     let cfg = MoveConfig::default();
     let m = arr.len(0);
+    arr.warm_pair_cache(0);
     let mut out = Vec::new();
     for &kind in kinds {
         let moves: Vec<_> = (0..n_moves)

@@ -247,3 +247,39 @@ pub(crate) fn dot_shift(x: &[u64], y: &[u64], s: isize) -> u64 {
     }
     acc
 }
+
+/// Σ_j weights[j] · |x ∩ shift(y, j − pad)| (y read as 0 outside its words): the weighted
+/// overlaps of `x` with `y` shifted by every offset −pad..=pad in one pass over the words.
+/// Needs `pad < 64` and `weights.len() == 2 pad + 1 <= 127`.
+#[inline]
+pub(crate) fn weighted_overlap(x: &[u64], y: &[u64], weights: &[u64], pad: usize) -> u128 {
+    debug_assert!(pad < 64 && weights.len() == 2 * pad + 1);
+    let nw = x.len();
+    let mut counts = [0u32; 127];
+    let counts = &mut counts[..weights.len()];
+    for (i, &xw) in x.iter().enumerate() {
+        if xw == 0 {
+            continue;
+        }
+        let lo = if i > 0 { y[i - 1] } else { 0 };
+        let mid = y[i];
+        let hi = if i + 1 < nw { y[i + 1] } else { 0 };
+        for (j, c) in counts.iter_mut().enumerate() {
+            // bit b of the shifted word is bit b + s of y around word i
+            let s = j as isize - pad as isize;
+            let yw = if s > 0 {
+                (mid >> s) | (hi << (64 - s))
+            } else if s < 0 {
+                (mid << -s) | (lo >> (64 + s))
+            } else {
+                mid
+            };
+            *c += (xw & yw).count_ones();
+        }
+    }
+    counts
+        .iter()
+        .zip(weights)
+        .map(|(&c, &w)| u128::from(c) * u128::from(w))
+        .sum()
+}
