@@ -117,3 +117,20 @@ def test_progress_callback_and_verbose(capsys):
 
     with pytest.raises(RuntimeError, match="stop here"):
         ConvoMap(kernel_size=5, random_state=0, callback=boom).fit(M)
+
+
+def test_load_mushrooms_categorical():
+    from conftest import SHARED_DATA
+
+    from vastml.reorder import load_mushrooms
+
+    if not (SHARED_DATA / "convomap" / "Mushrooms").is_dir():
+        pytest.skip("shared data not found")
+    X, y = load_mushrooms(categorical=True)
+    assert X.shape == (8124, 20)
+    assert X.min() == 0 and X.max() == 11  # value index within attribute, 12 colours at most
+    assert set(np.unique(y)) == {0, 1}
+    # each column's codes are 0..k-1 in order of first appearance
+    for j in range(20):
+        _, first = np.unique(X[:, j], return_index=True)
+        assert list(np.argsort(first)) == list(range(len(first)))
