@@ -40,6 +40,7 @@ def test_reorder_file(tmp_path, ext):
         ("hello", ".xyz", [], "unknown format"),
         ("a,b\nc,d\n", ".csv", [], "not a matrix"),
         ("x\n2 2\n", ".backup", [], "backup"),
+        ("0,1\n1,1\n", ".csv", ["--recolor"], "categorical"),
     ],
 )
 def test_bad_input_writes_nothing(tmp_path, content, ext, args, match):
@@ -49,3 +50,15 @@ def test_bad_input_writes_nothing(tmp_path, content, ext, args, match):
     assert out.returncode != 0
     assert match in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
+
+
+def test_reorder_recolor_verbose(tmp_path):
+    stripes = np.repeat(np.arange(3), 6)[:, None]
+    A = np.hstack([(stripes + s) % 3 for s in (0, 2, 1, 1, 0, 2)])
+    src = tmp_path / "c.csv"
+    save_matrix(src, A)
+    out = run("reorder", str(src), "--kernel-size", "3", "--recolor", "--verbose")
+    assert out.returncode == 0, out.stderr
+    assert "[ConvoMap]" in out.stderr
+    R = load_matrix(tmp_path / "c.reordered.csv")
+    assert convolution_error(R, kernel_size=3) < convolution_error(A, kernel_size=3)

@@ -300,11 +300,16 @@ def convomap_fit(
     swap_radius: int,
     max_block: int,
     tolerance: tuple[int, int, int, float],
-    schedule: list[int],
+    schedule: list[str],
     n_blocks: int,
     seed: int,
     n_jobs: int | None = None,
-) -> tuple[list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]]]: ...
+    recolor: bool = False,
+    kmax_k: int = 5,
+    progress: Any = None,
+) -> tuple[
+    list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int]
+]: ...
 def tsp_order(
     codes: npt.NDArray[np.uint32], n_colours: int, axis: int, n_jobs: int | None = None
 ) -> list[int]: ...

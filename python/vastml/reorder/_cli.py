@@ -52,6 +52,8 @@ def run_reorder(args) -> int:
             method=args.method,
             max_iter=args.max_iter,
             categorical=categorical,
+            recolor=bool(getattr(args, "recolor", False)),
+            verbose=bool(getattr(args, "verbose", False)),
             n_jobs=args.n_jobs,
             random_state=args.seed,
         )
@@ -89,6 +91,9 @@ def add_parser(sub) -> None:
     r.add_argument("--method", default="pls", choices=["pls", "ls"])
     r.add_argument("--max-iter", type=int, default=None)
     r.add_argument("--categorical", default="auto", choices=["auto", "yes", "no"])
+    r.add_argument("--recolor", action="store_true",
+                   help="colours may be relabelled per column (each column its own attribute)")
+    r.add_argument("--verbose", action="store_true", help="print the error after every step")
     r.add_argument("--n-jobs", type=int, default=None)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", default=None, help="output matrix (default FILE.reordered.EXT)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import sys
+import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -89,9 +91,30 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     rectangle_tolerance : (int, int, int, float), default=(2, 1, 4, 0.8)
         Noise tolerance of swap-rectangles: zeros t, extra zeros z per u ones, trim density.
     schedule : sequence, default=("block_ordering", 3, 2, "block_ordering", 3, 1)
-        Steps of P-LS: "block_ordering" or a number of splits.
+        Steps of P-LS: "block_ordering", "kmax" or a number of splits. "kmax" cuts the
+        display at the ``kmax_k`` rows of largest error (rows within the kernel height of a
+        cut are skipped), puts the blocks in the exactly best order of their junction errors,
+        and repeats on rows and columns until the error changes by less than 0.01 (thesis
+        §7.1, Table A.14).
     n_blocks : int, default=10
         Blocks of the block ordering.
+    kmax_k : int, default=5
+        Cuts of a "kmax" step (k = 5 in Table A.14).
+    recolor : bool, default=False
+        Categorical data whose columns are different attributes ("notCommonAttributes", e.g.
+        Mushrooms): the colours of each column may be relabelled. Then the TSP orders the
+        columns by a recolouring-invariant distance (eq. 5.10), Algorithm 5 aligns the
+        colours of neighbouring columns, the search gets the "recolor" move (a cell takes
+        its neighbour's colour by swapping two colours over its whole column), and on the
+        column axis swap-rectangles may join rectangles of two colours by recolouring the
+        narrower one. The default keeps every colour as given ("commonAttributes", e.g.
+        similarity matrices). Needs a categorical matrix.
+    verbose : bool or int, default=False
+        Print the error after the TSP and after every P-LS step (every segment of
+        ``segment_length`` iterations with ``method="ls"``) to stderr.
+    callback : callable or None, default=None
+        ``callback(stage, step, error)`` at the same points; an exception raised by it stops
+        the fit and propagates.
     categorical : None or bool, default=None
         None: binary iff the values are in {0, 1}.
     n_jobs : int or None
@@ -110,6 +133,11 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         Error after each stage.
     n_colours_ : int
         0 for a binary matrix, else the number of colours.
+    values_ : ndarray
+        The distinct values, in colour order (colour ``c`` is ``values_[c]``).
+    color_maps_ : ndarray of int, shape (n_features, n_colours) or None
+        With ``recolor=True``: ``color_maps_[j, c]`` is the colour now shown for the value
+        ``values_[c]`` of column j (``transform`` applies it). None otherwise.
 
     Examples
     --------
@@ -123,6 +151,16 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     True
     >>> cm.transform(shuffled).shape
     (30, 30)
+
+    Per-column colours: the same stripes under a different labelling in every column are
+    aligned into one colour per stripe.
+
+    >>> stripes = np.repeat(np.arange(3), 8)[:, None]
+    >>> A = np.hstack([(stripes + s) % 3 for s in (0, 1, 2, 1, 0, 2)])
+    >>> cm = ConvoMap(kernel_size=3, recolor=True, random_state=0).fit(A)
+    >>> out = cm.transform(A)
+    >>> bool((out == out[:, :1]).all())
+    True
     """
 
     def __init__(
@@ -146,6 +184,10 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         rectangle_tolerance=(2, 1, 4, 0.8),
         schedule=DEFAULT_SCHEDULE,
         n_blocks=10,
+        kmax_k=5,
+        recolor=False,
+        verbose=False,
+        callback=None,
         categorical=None,
         n_jobs=None,
         random_state=None,
@@ -168,6 +210,10 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         self.rectangle_tolerance = rectangle_tolerance
         self.schedule = schedule
         self.n_blocks = n_blocks
+        self.kmax_k = kmax_k
+        self.recolor = recolor
+        self.verbose = verbose
+        self.callback = callback
         self.categorical = categorical
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -179,9 +225,17 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         check_choice(self.init, "init", ("tsp", "none") + tuple(_BASELINE_INITS))
         method = check_choice(self.method, "method", ("pls", "ls"))
         axes = check_choice(self.axes, "axes", ("both", "rows", "columns"))
-        moves = list(MOVES) if self.moves == "all" else list(self.moves)
-        if not moves or any(m not in MOVES for m in moves):
-            raise ValueError(f"`moves` must be 'all' or a non-empty list from {list(MOVES)}")
+        if self.recolor not in (True, False):
+            raise ValueError(f"`recolor` must be True or False, got {self.recolor!r}")
+        known = MOVES + ("recolor",) if self.recolor else MOVES
+        moves = list(known) if self.moves == "all" else list(self.moves)
+        if not moves or any(m not in known for m in moves):
+            raise ValueError(
+                f"`moves` must be 'all' or a non-empty list from {list(known)}"
+                + ("" if self.recolor else " ('recolor' needs recolor=True)")
+            )
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"`callback` must be callable or None, got {self.callback!r}")
         max_iter = self.max_iter if self.max_iter is not None else (5000 if method == "pls" else 100_000)
         seg = self.segment_length if self.segment_length is not None else (100 if method == "pls" else 500)
         max_iter = _positive_int(max_iter, "max_iter", 0)
@@ -204,10 +258,10 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         )
         schedule = []
         for s in self.schedule:
-            if s == "block_ordering":
-                schedule.append(0)
+            if s in ("block_ordering", "kmax"):
+                schedule.append(s)
             else:
-                schedule.append(_positive_int(s, "schedule"))
+                schedule.append(str(_positive_int(s, "schedule")))
         return dict(
             kernel=name,
             kernel_size=size,
@@ -228,12 +282,15 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             tolerance=tol,
             schedule=schedule,
             n_blocks=_positive_int(self.n_blocks, "n_blocks", 2),
+            kmax_k=_positive_int(self.kmax_k, "kmax_k"),
         )
 
     def fit(self, X, y=None):
         """Find the row and column orders of ``X``; returns ``self``."""
         p = self._params()
-        codes, n_colours, _ = as_codes(X, self.categorical, name="X")
+        codes, n_colours, values = as_codes(X, self.categorical, name="X")
+        if self.recolor and n_colours == 0:
+            raise ValueError("`recolor=True` needs a categorical matrix (colours are swapped per column)")
         seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
         init, r0, c0 = p["init"], None, None
         if init in _BASELINE_INITS:
@@ -241,7 +298,20 @@ class ConvoMap(TransformerMixin, BaseEstimator):
                 raise ValueError(f"`init={init!r}` needs a binary matrix")
             r0, c0 = (o.tolist() for o in _BASELINE_INITS[init](codes))
             init = "none"
-        rows, cols, err, history, weights = _core.convomap_fit(
+        t0 = time.perf_counter()
+
+        def progress(stage, step, error):
+            if self.verbose:
+                where = f"{stage} {step}" if stage == "iteration" else f"step {step} {stage}"
+                print(
+                    f"[ConvoMap] {where}: error={error:.6g}, {time.perf_counter() - t0:.2f} s",
+                    file=sys.stderr,
+                )
+            if self.callback is not None:
+                self.callback(stage, step, error)
+
+        hook = progress if (self.verbose or self.callback is not None) else None
+        rows, cols, err, history, weights, cmaps = _core.convomap_fit(
             codes,
             n_colours,
             p["kernel"],
@@ -267,6 +337,9 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             p["n_blocks"],
             seed,
             n_jobs=self.n_jobs,
+            recolor=bool(self.recolor),
+            kmax_k=p["kmax_k"],
+            progress=hook,
         )
         self.row_order_ = np.asarray(rows, dtype=np.intp)
         self.col_order_ = np.asarray(cols, dtype=np.intp)
@@ -275,6 +348,12 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         self.history_ = [(str(a), float(b)) for a, b in history]
         self.move_weights_ = dict(weights)
         self.n_colours_ = int(n_colours)
+        self.values_ = np.asarray(values)
+        self.color_maps_ = (
+            np.frombuffer(bytes(cmaps), dtype=np.uint8).astype(np.intp).reshape(codes.shape[1], n_colours)
+            if self.recolor
+            else None
+        )
         self.n_features_in_ = codes.shape[1]
         self.n_rows_ = codes.shape[0]
         return self
@@ -287,7 +366,18 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"`X` must have the fitted shape {(self.n_rows_, self.n_features_in_)}, got {a.shape}"
             )
-        return a[self.row_order_][:, self.col_order_]
+        out = a[self.row_order_][:, self.col_order_]
+        if self.color_maps_ is None:
+            return out
+        # shown colour of each cell: its value's colour in its column, as the value of that colour
+        order = np.argsort(self.values_, kind="stable")
+        pos = np.searchsorted(self.values_[order], out)
+        pos = np.clip(pos, 0, len(order) - 1)
+        codes = order[pos]
+        if not np.array_equal(self.values_[codes], out):
+            raise ValueError("`X` has values not seen in fit")
+        colours = self.color_maps_[self.col_order_][np.arange(out.shape[1])[None, :], codes]
+        return self.values_[colours]
 
     def fit_transform(self, X, y=None):
         """Fit, then return the reordered ``X``."""

@@ -183,9 +183,29 @@ def load_news(name="news_3cl_1", root=None) -> tuple[np.ndarray, np.ndarray]:
     return C[keep_r][:, keep_c], labels
 
 
-def load_mushrooms(root=None) -> tuple[np.ndarray, np.ndarray]:
+def load_mushrooms(root=None, categorical=False) -> tuple[np.ndarray, np.ndarray]:
     """Mushrooms binary 8124 x 111 (LIBSVM one-hot file, zero-variance columns dropped) and
-    the edible / poisonous labels."""
+    the edible / poisonous labels.
+
+    With ``categorical=True``: the UCI file as 8124 x 20 colour codes (the reference code's
+    choice: stalk-root, which has '?' values, and the constant veil-type are dropped; each
+    value is coded by its index of first appearance within its column, so at most 12
+    colours) and labels 0 = edible, 1 = poisonous. Its columns are different attributes: fit
+    it with ``ConvoMap(recolor=True)``.
+    """
+    if categorical:
+        path = _data_dir(root) / "Mushrooms" / "agaricus-lepiota.data.txt"
+        rows = [line.strip().split(",") for line in path.read_text().splitlines() if line.strip()]
+        A = np.array(rows)
+        y = (A[:, 0] == "p").astype(np.int64)
+        keep = [j for j in range(1, A.shape[1]) if j not in (11, 16)]  # stalk-root, veil-type
+        X = np.empty((A.shape[0], len(keep)), dtype=np.int64)
+        for out, j in enumerate(keep):
+            _, first, inv = np.unique(A[:, j], return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+            X[:, out] = rank[inv.ravel()]
+        return X, y
     from sklearn.datasets import load_svmlight_file
 
     X, y = load_svmlight_file(str(_data_dir(root) / "Mushrooms" / "mushrooms.txt"))

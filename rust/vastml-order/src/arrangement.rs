@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::error::{OrderError, invalid};
 use crate::kernel::Kernel;
 use crate::matrix::{ErrorKind, Matrix, Padding};
-use crate::view::{Src, View, dot_shift};
+use crate::view::{Src, View, dot_shift, weighted_overlap};
 
 /// New displayed positions `dst..dst+len` take the rows found at `src..src+len` before the
 /// move (in reverse when `mirrored`).
@@ -43,6 +43,10 @@ impl Segment {
     }
 }
 
+/// Pair overlaps computed by a delta, kept for its commit: (axis, segments, (upper entity,
+/// distance, overlap)).
+type Pending = (usize, Vec<Segment>, Vec<(u32, usize, u128)>);
+
 /// The objective: kernel, padding and error kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Objective {
@@ -66,6 +70,21 @@ pub struct Arrangement {
     stamp: Vec<u32>,
     generation: u32,
     scratch_bits: Vec<bool>,
+    all_layers: Vec<usize>,
+    /// Integer weights of each axis's kernel, row-major (for the pair overlaps).
+    kernel_rows_raw: [Vec<u64>; 2],
+    /// Per axis, `pair_cache[e * h + d - 1]`: weighted overlap of entity `e` with the entity
+    /// shown `d` positions below it (valid while `cache_ok`). Moves on an axis keep its cache
+    /// up to date; they invalidate the other axis's cache (its bit positions moved).
+    pair_cache: [Vec<u128>; 2],
+    cache_ok: [bool; 2],
+    cache_misses: [usize; 2],
+    /// New pair overlaps found by the last `delta_pairs`, for `commit`: (axis, segments,
+    /// (upper entity, distance, overlap)).
+    pending: Option<Pending>,
+    /// `colours[col * k + v]`: current colour of value `v` of original column `col` (k layers;
+    /// empty for binary matrices). Starts as the identity.
+    colours: Vec<u8>,
 }
 
 fn check_order(order: &[usize], n: usize, name: &'static str) -> Result<Vec<u32>, OrderError> {
@@ -120,10 +139,28 @@ impl Arrangement {
                 objective.padding,
             ),
         ];
+        let k = matrix.n_layers();
+        let colours = if k > 1 {
+            (0..n).flat_map(|_| (0..k).map(|v| v as u8)).collect()
+        } else {
+            Vec::new()
+        };
         let mut a = Self {
             stamp: vec![0; m.max(n)],
             generation: 0,
             scratch_bits: Vec::new(),
+            all_layers: (0..k).collect(),
+            pair_cache: [Vec::new(), Vec::new()],
+            cache_ok: [false, false],
+            cache_misses: [0, 0],
+            pending: None,
+            kernel_rows_raw: [0, 1].map(|a: usize| {
+                let kk = &kernels[a];
+                (0..kk.rows() * kk.cols())
+                    .map(|i| kk.raw(i / kk.cols(), i % kk.cols()))
+                    .collect()
+            }),
+            colours,
             matrix,
             objective,
             kernels,
@@ -208,12 +245,32 @@ impl Arrangement {
     /// set neighbours of the row `ent` in the neighbour row at offset `d`.
     #[inline]
     fn contrib(&self, axis: usize, ent: u32, src: Src, d: isize) -> u128 {
+        self.contrib_in(axis, ent, src, d, &self.all_layers)
+    }
+
+    /// [`Self::contrib`] restricted to `layers`.
+    #[inline]
+    fn contrib_in(&self, axis: usize, ent: u32, src: Src, d: isize, layers: &[usize]) -> u128 {
         let k = &self.kernels[axis];
         let view = &self.views[axis];
         let kr = (d + k.rows() as isize / 2) as usize;
+        if view.pad < 64 {
+            let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
+            return layers
+                .iter()
+                .map(|&l| {
+                    weighted_overlap(
+                        view.real_of(l, ent as usize),
+                        view.src_bits(l, src),
+                        row,
+                        view.pad,
+                    )
+                })
+                .sum();
+        }
         let pad = view.pad as isize;
         let mut acc = 0u128;
-        for l in 0..view.n_layers {
+        for &l in layers {
             let x = view.real_of(l, ent as usize);
             let y = view.src_bits(l, src);
             for kc in 0..k.cols() {
@@ -233,15 +290,46 @@ impl Arrangement {
         self.contrib(axis, a as u32, Src::Real(b as u32), d)
     }
 
-    fn ones(&self, axis: usize, ent: u32) -> u128 {
+    /// Weighted overlap of original row (`axis` 0) or column `x` with the padding row at
+    /// offset `d`: above the display (`top`) or below it; `edge` is the first (last) displayed
+    /// entity, which the extension padding repeats.
+    pub(crate) fn padding_similarity(
+        &self,
+        axis: usize,
+        x: usize,
+        top: bool,
+        edge: usize,
+        d: isize,
+    ) -> u128 {
+        let src = match self.objective.padding {
+            Padding::Extension | Padding::Cyclic => Src::Real(edge as u32),
+            _ if top => Src::Top,
+            _ => Src::Bottom,
+        };
+        self.contrib(axis, x as u32, src, d)
+    }
+
+    fn ones(&self, axis: usize, ent: u32, layers: &[usize]) -> u128 {
         let v = &self.views[axis];
-        (0..v.n_layers)
-            .map(|l| u128::from(v.ones[l * v.n_ent + ent as usize]))
+        layers
+            .iter()
+            .map(|&l| u128::from(v.ones[l * v.n_ent + ent as usize]))
             .sum()
     }
 
     /// Raw error of the row `ent` with neighbour sources given by `src(d)`.
     fn row_raw(&self, axis: usize, ent: u32, src: impl Fn(isize) -> Src) -> i128 {
+        self.row_raw_in(axis, ent, src, &self.all_layers)
+    }
+
+    /// [`Self::row_raw`] restricted to `layers`.
+    fn row_raw_in(
+        &self,
+        axis: usize,
+        ent: u32,
+        src: impl Fn(isize) -> Src,
+        layers: &[usize],
+    ) -> i128 {
         let k = &self.kernels[axis];
         let h = (k.rows() / 2) as isize;
         let s = u128::from(k.sum());
@@ -249,15 +337,15 @@ impl Arrangement {
             ErrorKind::Abs => {
                 let mut c = 0u128;
                 for d in -h..=h {
-                    c += self.contrib(axis, ent, src(d), d);
+                    c += self.contrib_in(axis, ent, src(d), d, layers);
                 }
-                (self.ones(axis, ent) * s) as i128 - c as i128
+                (self.ones(axis, ent, layers) * s) as i128 - c as i128
             }
             ErrorKind::Quadratic => {
                 let view = &self.views[axis];
                 let pad = view.pad;
                 let mut total = 0i128;
-                for l in 0..view.n_layers {
+                for &l in layers {
                     let x = view.real_of(l, ent as usize);
                     let srcs: Vec<&[u64]> = (-h..=h).map(|d| view.src_bits(l, src(d))).collect();
                     for (wi, &xw) in x.iter().enumerate() {
@@ -368,6 +456,214 @@ impl Arrangement {
         if segs.is_empty() {
             return 0;
         }
+        if self.objective.kind == ErrorKind::Abs
+            && matches!(
+                self.objective.padding,
+                Padding::ZerosAndOnes | Padding::Zero
+            )
+        {
+            return self.delta_pairs(axis, segs);
+        }
+        self.delta_rows(axis, segs)
+    }
+
+    /// Σ_kc K[d][kc] · |x ∩ shift(y, kc − pad)| over layers, real bits only: the weighted
+    /// overlap of two rows `d` apart. Symmetric in (x, y) because K is column-symmetric.
+    #[inline]
+    fn real_overlap(&self, axis: usize, x: u32, y: u32, d: usize) -> u128 {
+        let k = &self.kernels[axis];
+        let view = &self.views[axis];
+        let kr = d + k.rows() / 2;
+        let pad = view.pad;
+        let mut acc = 0u128;
+        if pad < 64 {
+            let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
+            for &l in &self.all_layers {
+                let xb = view.real_of(l, x as usize);
+                let yb = view.real_of(l, y as usize);
+                acc += weighted_overlap(xb, yb, row, pad);
+            }
+            return acc;
+        }
+        for &l in &self.all_layers {
+            let xb = view.real_of(l, x as usize);
+            let yb = view.real_of(l, y as usize);
+            for kc in 0..k.cols() {
+                let wgt = k.raw(kr, kc);
+                if wgt != 0 {
+                    acc +=
+                        u128::from(wgt) * u128::from(dot_shift(xb, yb, kc as isize - pad as isize));
+                }
+            }
+        }
+        acc
+    }
+
+    /// The position-dependent part of the error of entity `x` shown at `p` that is not a
+    /// pair overlap: its weighted overlap with the left padding bits of its neighbours (one
+    /// per neighbour in range) and with the padding rows above and below the display.
+    fn edge_term(&self, axis: usize, x: u32, p: usize) -> u128 {
+        let m = self.len(axis) as isize;
+        let h = (self.kernels[axis].rows() / 2) as isize;
+        let p = p as isize;
+        let mut g = 0u128;
+        for d in 1..=h {
+            let cnt = u128::from(p - d >= 0) + u128::from(p + d < m);
+            // the bottom padding row is a row of left padding bits only
+            if cnt > 0 {
+                g += cnt * self.contrib(axis, x, Src::Bottom, d);
+            }
+        }
+        for d in -h..=h {
+            let q = p + d;
+            if q < 0 {
+                g += self.contrib(axis, x, Src::Top, d);
+            } else if q >= m {
+                g += self.contrib(axis, x, Src::Bottom, d);
+            }
+        }
+        g
+    }
+
+    /// [`Self::delta`] for the abs error with zero or ZerosAndOnes padding, by pairs: the
+    /// error is a constant minus twice the weighted overlap of every pair of rows at most
+    /// h apart, minus terms of rows near the ends (see [`Self::edge_term`]). Only pairs
+    /// that are not at the same distance before and after the move change; each is
+    /// evaluated once (not once per row).
+    fn delta_pairs(&mut self, axis: usize, segs: &[Segment]) -> i128 {
+        let m = self.len(axis);
+        let h = self.kernels[axis].rows() / 2;
+        let inverse: Vec<Segment> = segs
+            .iter()
+            .map(|s| Segment {
+                dst: s.src,
+                src: s.dst,
+                len: s.len,
+                mirrored: s.mirrored,
+            })
+            .collect();
+        if !self.cache_ok[axis] && h > 0 {
+            // rebuild once enough moves were evaluated without a cache to pay for it
+            self.cache_misses[axis] += 1;
+            if self.cache_misses[axis] >= (m * h / 256).max(16) {
+                self.rebuild_cache(axis);
+            }
+        }
+        let new_cands = self.candidates(axis, segs);
+        let old_cands = self.candidates(axis, &inverse);
+        let map = &self.maps[axis];
+        let through = |ss: &[Segment], p: usize| -> usize {
+            for s in ss {
+                if let Some(q) = s.source_of(p) {
+                    return q;
+                }
+            }
+            p
+        };
+        let src = |p: usize| through(segs, p);
+        let dst = |p: usize| through(&inverse, p);
+        let cached = self.cache_ok[axis];
+        let mut fresh = Vec::new();
+        let mut pairs = 0i128;
+        for &p in &new_cands {
+            let sp = src(p);
+            for d in 1..=h.min(m - 1 - p) {
+                let q = p + d;
+                let sq = src(q);
+                if sq.abs_diff(sp) != d {
+                    let v = self.real_overlap(axis, map[sp], map[sq], d);
+                    pairs += v as i128;
+                    if cached {
+                        fresh.push((map[sp], d, v));
+                    }
+                } else if cached && sq + d == sp {
+                    // the same pair upside down: same overlap, new upper entity
+                    let v = self.pair_cache[axis][map[sq] as usize * h + d - 1];
+                    fresh.push((map[sp], d, v));
+                }
+            }
+        }
+        let cache = &self.pair_cache[axis];
+        for &p in &old_cands {
+            let dp = dst(p);
+            for d in 1..=h.min(m - 1 - p) {
+                let q = p + d;
+                if dst(q).abs_diff(dp) != d {
+                    pairs -= if cached {
+                        cache[map[p] as usize * h + d - 1]
+                    } else {
+                        self.real_overlap(axis, map[p], map[q], d)
+                    } as i128;
+                }
+            }
+        }
+        // rows whose old or new position is within h of an end
+        let mut edge = 0i128;
+        let near = |p: usize| p < h || p + h >= m;
+        for p in (0..h.min(m)).chain(m.saturating_sub(h).max(h.min(m))..m) {
+            let sp = src(p);
+            if sp != p {
+                let x = map[sp];
+                edge += self.edge_term(axis, x, p) as i128 - self.edge_term(axis, x, sp) as i128;
+            }
+            let dp = dst(p);
+            if dp != p && !near(dp) {
+                let x = map[p];
+                edge += self.edge_term(axis, x, dp) as i128 - self.edge_term(axis, x, p) as i128;
+            }
+        }
+        if cached {
+            self.pending = Some((axis, segs.to_vec(), fresh));
+        }
+        -2 * pairs - edge
+    }
+
+    /// Whether moves on `axis` currently read old pair overlaps from the cache (tests).
+    pub fn pair_cache_ready(&self, axis: usize) -> bool {
+        self.cache_ok[axis]
+    }
+
+    /// Builds the pair-overlap cache of `axis` now (a search builds it by itself after a few
+    /// moves on one axis; benchmarks call this to keep the build out of the timed moves).
+    pub fn warm_pair_cache(&mut self, axis: usize) {
+        if !self.cache_ok[axis] && self.kernels[axis].rows() > 1 {
+            self.rebuild_cache(axis);
+        }
+    }
+
+    /// Recomputes the pair-overlap cache of `axis`.
+    fn rebuild_cache(&mut self, axis: usize) {
+        let m = self.len(axis);
+        let h = self.kernels[axis].rows() / 2;
+        let map = &self.maps[axis];
+        let rows: Vec<Vec<u128>> = (0..m)
+            .into_par_iter()
+            .map(|p| {
+                (1..=h.min(m - 1 - p))
+                    .map(|d| self.real_overlap(axis, map[p], map[p + d], d))
+                    .collect()
+            })
+            .collect();
+        let mut cache = std::mem::take(&mut self.pair_cache[axis]);
+        cache.clear();
+        cache.resize(self.views[axis].n_ent * h, 0);
+        for (p, vals) in rows.into_iter().enumerate() {
+            let e = self.maps[axis][p] as usize;
+            cache[e * h..e * h + vals.len()].copy_from_slice(&vals);
+        }
+        self.pair_cache[axis] = cache;
+        self.cache_ok[axis] = true;
+        self.cache_misses[axis] = 0;
+    }
+
+    fn invalidate_caches(&mut self) {
+        self.cache_ok = [false, false];
+        self.cache_misses = [0, 0];
+        self.pending = None;
+    }
+
+    /// [`Self::delta`] row by row: every dirty row's error before and after.
+    fn delta_rows(&mut self, axis: usize, segs: &[Segment]) -> i128 {
         let cands = self.candidates(axis, segs);
         let map = &self.maps[axis];
         let h = (self.kernels[axis].rows() / 2) as isize;
@@ -415,6 +711,36 @@ impl Arrangement {
 
     /// Applies `segs` on `axis`; `delta` must be the value [`Arrangement::delta`] returned.
     pub fn commit(&mut self, axis: usize, segs: &[Segment], delta: i128) {
+        let pending = self.pending.take();
+        if self.cache_ok[axis] {
+            match pending {
+                Some((a, ref sg, ref fresh)) if a == axis && sg.as_slice() == segs => {
+                    let h = self.kernels[axis].rows() / 2;
+                    // pairs inside a reversed block keep their overlap but swap their ends
+                    let mut moved = Vec::new();
+                    for s in segs.iter().filter(|s| s.mirrored) {
+                        for p in s.dst..s.dst + s.len {
+                            for d in 1..=h.min(s.dst + s.len - 1 - p) {
+                                let upper_new = self.maps[axis][s.source_of(p).unwrap_or(p)];
+                                let upper_old =
+                                    self.maps[axis][s.source_of(p + d).unwrap_or(p + d)];
+                                let v = self.pair_cache[axis][upper_old as usize * h + d - 1];
+                                moved.push((upper_new, d, v));
+                            }
+                        }
+                    }
+                    let cache = &mut self.pair_cache[axis];
+                    for &(e, d, v) in moved.iter().chain(fresh.iter()) {
+                        cache[e as usize * h + d - 1] = v;
+                    }
+                }
+                _ => self.cache_ok[axis] = false,
+            }
+        }
+        if !segs.is_empty() {
+            self.cache_ok[1 - axis] = false;
+            self.cache_misses[1 - axis] = 0;
+        }
         let mut pairs: Vec<(usize, usize)> = Vec::new();
         for s in segs {
             for i in 0..s.len {
@@ -441,6 +767,7 @@ impl Arrangement {
     pub fn set_order(&mut self, axis: usize, order: &[usize]) -> Result<(), OrderError> {
         let name = if axis == 0 { "row_order" } else { "col_order" };
         self.maps[axis] = check_order(order, self.len(axis), name)?;
+        self.invalidate_caches();
         let other = 1 - axis;
         self.views[other] = View::build(
             &self.matrix,
@@ -453,21 +780,83 @@ impl Arrangement {
         Ok(())
     }
 
-    /// Swaps colours `a` and `b` in original column `col` (a relabelling of that attribute)
-    /// and returns the raw error change. Rebuilds the views, so it is not a cheap move.
-    pub fn swap_colours(&mut self, col: usize, a: usize, b: usize) -> i128 {
-        self.matrix.swap_colours_in_column(col, a, b);
-        for axis in 0..2 {
-            self.views[axis] = View::build(
-                &self.matrix,
-                axis,
-                &self.maps[1 - axis],
-                self.kernels[axis].cols() / 2,
-                self.objective.padding,
-            );
+    /// Swaps colours `a` and `b` in original column `col` (a relabelling of that attribute,
+    /// spec §9.5) and returns the exact raw error change, computed incrementally: the error of
+    /// the band of columns within the kernel's reach of `col`, in layers `a` and `b` only, is
+    /// subtracted, the colours are swapped, and the band's error is added back. Applying the
+    /// same swap again undoes it exactly.
+    ///
+    /// # Panics
+    /// A column or colour out of range.
+    pub fn recolour(&mut self, col: usize, a: usize, b: usize) -> i128 {
+        let k = self.matrix.n_layers();
+        assert!(col < self.len(1) && a < k && b < k, "recolour out of range");
+        if a == b {
+            return 0;
         }
-        let old = self.total;
-        self.total = self.full_raw(0);
-        self.total - old
+        self.invalidate_caches();
+        let band = self.recolour_band(col);
+        let layers = [a, b];
+        let old = self.band_raw(&band, &layers);
+        self.matrix.swap_colours_in_column(col, a, b);
+        self.views[1].swap_entity_layers(col, a, b);
+        let pc = self.maps[1]
+            .iter()
+            .position(|&c| c as usize == col)
+            .expect("column in map");
+        self.views[0].swap_position_layers(pc, a, b);
+        for v in &mut self.colours[col * k..(col + 1) * k] {
+            if *v as usize == a {
+                *v = b as u8;
+            } else if *v as usize == b {
+                *v = a as u8;
+            }
+        }
+        let new = self.band_raw(&band, &layers);
+        self.total += new - old;
+        new - old
+    }
+
+    /// Displayed column positions whose error can change when original column `col` is
+    /// recoloured: those within the kernel's reach along the columns.
+    fn recolour_band(&self, col: usize) -> Vec<usize> {
+        let n = self.len(1);
+        let h = self.kernels[1].rows() / 2;
+        let pc = self.maps[1]
+            .iter()
+            .position(|&c| c as usize == col)
+            .expect("column in map");
+        if self.objective.padding == Padding::Cyclic {
+            if 2 * h + 1 >= n {
+                return (0..n).collect();
+            }
+            return (0..=2 * h).map(|t| (pc + n + t - h) % n).collect();
+        }
+        (pc.saturating_sub(h)..(pc + h + 1).min(n)).collect()
+    }
+
+    fn band_raw(&self, band: &[usize], layers: &[usize]) -> i128 {
+        let map = &self.maps[1];
+        band.iter()
+            .map(|&q| {
+                self.row_raw_in(
+                    1,
+                    map[q],
+                    |d| self.fetch(1, |i| map[i], q as isize + d),
+                    layers,
+                )
+            })
+            .sum()
+    }
+
+    /// Current colour of every value of every original column, row-major
+    /// (`n_cols` x `n_colours`; empty for a binary matrix).
+    pub fn colour_maps(&self) -> &[u8] {
+        &self.colours
+    }
+
+    /// Current colour of value `v` (its layer in the input matrix) of original column `col`.
+    pub fn colour_of(&self, col: usize, v: usize) -> usize {
+        self.colours[col * self.matrix.n_layers() + v] as usize
     }
 }

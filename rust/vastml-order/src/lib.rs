@@ -19,9 +19,11 @@
 
 mod arrangement;
 pub mod bnb;
+pub mod colours;
 mod error;
 pub mod gradient;
 mod kernel;
+pub mod kmax;
 mod matrix;
 mod moves;
 pub mod pls;
@@ -37,9 +39,11 @@ pub use arrangement::{Arrangement, Objective, Segment};
 pub use error::OrderError;
 pub use kernel::{Kernel, KernelKind};
 pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
-pub use moves::{Move, MoveConfig, MoveKind, random_move};
+pub use moves::{Move, MoveConfig, MoveKind, Proposal, Recolour, random_move, random_proposal};
 pub use pls::{PlsParams, PlsReport, Step, block_ordering, pls, split_search};
 pub use rectangles::{Rect, Tolerance, max_rectangle};
-pub use search::{Axes, MoveWeights, SearchParams, SearchReport, local_search, time_moves};
+pub use search::{
+    Axes, MoveWeights, Progress, SearchParams, SearchReport, local_search, time_moves,
+};
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};
 pub use tsp_means::{TspMeans, TspMeansParams, tsp_means};

@@ -21,10 +21,14 @@ pub enum MoveKind {
     Reverse,
     /// Bring two all-ones rectangles sharing a column next to each other.
     SwapRectangles,
+    /// Swap two colours of one attribute (original column) so that a cell takes the colour
+    /// of its left or right neighbour (categorical data with per-column colours, spec §9.5).
+    Recolor,
 }
 
 impl MoveKind {
-    /// All move kinds, in the thesis's order.
+    /// All permutation move kinds, in the thesis's order ([`MoveKind::Recolor`] changes
+    /// colours, not positions, and is not among them).
     pub const ALL: [MoveKind; 6] = [
         MoveKind::SwapRectangles,
         MoveKind::Swap,
@@ -42,6 +46,7 @@ impl MoveKind {
             MoveKind::Relocate => "relocate",
             MoveKind::Reverse => "reverse",
             MoveKind::SwapRectangles => "swap_rectangles",
+            MoveKind::Recolor => "recolor",
         }
     }
 }
@@ -52,12 +57,13 @@ impl std::str::FromStr for MoveKind {
         MoveKind::ALL
             .iter()
             .copied()
+            .chain([MoveKind::Recolor])
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 invalid(
                     "moves",
                     format!(
-                        "unknown move {s:?}; expected swap, adjacent_swap, block_swap, relocate, reverse or swap_rectangles"
+                        "unknown move {s:?}; expected swap, adjacent_swap, block_swap, relocate, reverse, swap_rectangles or recolor"
                     ),
                 )
             })
@@ -128,6 +134,10 @@ pub struct MoveConfig {
     pub max_block: usize,
     /// Noise tolerance of the rectangle finder.
     pub tolerance: Tolerance,
+    /// Colours may be swapped per original column (categorical "notCommonAttributes"): on
+    /// the column axis swap-rectangles may pair rectangles of different colours and recolour
+    /// the narrower one (spec §9.5).
+    pub recolour: bool,
 }
 
 impl Default for MoveConfig {
@@ -136,7 +146,85 @@ impl Default for MoveConfig {
             swap_radius: 10,
             max_block: 50,
             tolerance: Tolerance::default(),
+            recolour: false,
         }
+    }
+}
+
+/// A recolouring of whole attributes: colours `a` and `b` swap in every original column of
+/// `cols`, then the optional position move `then` is applied on the column axis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recolour {
+    /// Original columns to recolour.
+    pub cols: Vec<usize>,
+    /// First colour.
+    pub a: usize,
+    /// Second colour.
+    pub b: usize,
+    /// Relocation applied after the recolouring (columns axis).
+    pub then: Option<Move>,
+}
+
+/// A proposal of the search: a permutation of positions, or a recolouring (+ relocation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proposal {
+    /// Positions move on the given axis.
+    Perm(Move),
+    /// Colours change (and columns may move).
+    Recolour(Recolour),
+}
+
+/// Draws a recolouring move (columns `lo..hi` on the column axis): a random cell takes the
+/// colour of its left or right neighbour by swapping the two colours in its whole column.
+pub fn random_recolour(
+    arr: &Arrangement,
+    lo: usize,
+    hi: usize,
+    rng: &mut impl Rng,
+) -> Option<Recolour> {
+    let (m, n) = (arr.len(0), arr.len(1));
+    let k = arr.matrix().n_layers();
+    if k < 2 || n < 2 || hi <= lo {
+        return None;
+    }
+    let pc = rng.random_range(lo..hi);
+    let nb = if pc == 0 || (pc + 1 < n && rng.random_bool(0.5)) {
+        pc + 1
+    } else {
+        pc - 1
+    };
+    let r = rng.random_range(0..m);
+    let colour = |c: usize| (0..k).find(|&l| arr.cell(0, l, r, c));
+    let (b, a) = (colour(pc)?, colour(nb)?);
+    if a == b {
+        return None;
+    }
+    Some(Recolour {
+        cols: vec![arr.order(1)[pc]],
+        a,
+        b,
+        then: None,
+    })
+}
+
+/// Draws a proposal of `kind` on `axis` (recolourings only on the column axis, and only
+/// with `cfg.recolour` for swap-rectangles).
+pub fn random_proposal(
+    arr: &Arrangement,
+    axis: usize,
+    kind: MoveKind,
+    lo: usize,
+    hi: usize,
+    cfg: &MoveConfig,
+    rng: &mut impl Rng,
+) -> Option<Proposal> {
+    match kind {
+        MoveKind::Recolor if axis == 1 => random_recolour(arr, lo, hi, rng).map(Proposal::Recolour),
+        MoveKind::Recolor => None,
+        MoveKind::SwapRectangles if axis == 1 && cfg.recolour => {
+            swap_rectangles_recolour(arr, lo, hi, cfg, rng)
+        }
+        _ => random_move(arr, axis, kind, lo, hi, cfg, rng).map(Proposal::Perm),
     }
 }
 
@@ -203,6 +291,7 @@ pub fn random_move(
             Move::Reverse(a.min(b), a.max(b))
         }
         MoveKind::SwapRectangles => return swap_rectangles(arr, axis, lo, hi, cfg, rng),
+        MoveKind::Recolor => return None,
     })
 }
 
@@ -265,4 +354,71 @@ fn swap_rectangles(
         first: lower.top - upper.bottom - 1,
         second: lower.bottom - lower.top + 1,
     })
+}
+
+/// The categorical variant of swap-rectangles on the column axis (spec §9.5): the rows of the
+/// transposed matrix are attributes, so the second rectangle may have another colour; the
+/// narrower of the two (fewer attributes) is recoloured to the other's colour over its whole
+/// attributes, then relocated next to the other.
+fn swap_rectangles_recolour(
+    arr: &Arrangement,
+    lo: usize,
+    hi: usize,
+    cfg: &MoveConfig,
+    rng: &mut impl Rng,
+) -> Option<Proposal> {
+    let axis = 1;
+    let n = arr.len(0);
+    let k = arr.matrix().n_layers();
+    let layer_at = |r: usize, c: usize| (0..k).find(|&l| arr.cell(axis, l, r, c));
+    let (r1, c) = (rng.random_range(lo..hi), rng.random_range(0..n));
+    let l1 = layer_at(r1, c)?;
+    let cell1 = |r: usize, c: usize| arr.cell(axis, l1, r, c);
+    let rect1 = max_rectangle(&cell1, lo, hi, n, r1, c, &cfg.tolerance, None);
+    let mut p2 = None;
+    for _ in 0..20 {
+        let r = rng.random_range(lo..hi);
+        if r < rect1.top || r > rect1.bottom {
+            p2 = Some(r);
+            break;
+        }
+    }
+    let r2 = p2?;
+    let l2 = layer_at(r2, c)?;
+    let cell2 = |r: usize, c: usize| arr.cell(axis, l2, r, c);
+    let rect2 = max_rectangle(
+        &cell2,
+        lo,
+        hi,
+        n,
+        r2,
+        c,
+        &cfg.tolerance,
+        Some((rect1.left, rect1.right)),
+    );
+    let (upper, lower) = if rect1.top < rect2.top {
+        (rect1, rect2)
+    } else {
+        (rect2, rect1)
+    };
+    if lower.top <= upper.bottom + 1 {
+        return None;
+    }
+    let then = Move::AdjacentBlocks {
+        start: upper.bottom + 1,
+        first: lower.top - upper.bottom - 1,
+        second: lower.bottom - lower.top + 1,
+    };
+    if l1 == l2 {
+        return Some(Proposal::Perm(then));
+    }
+    let h = |r: &crate::Rect| r.bottom - r.top + 1;
+    let narrow = if h(&rect2) <= h(&rect1) { rect2 } else { rect1 };
+    let order = arr.order(1);
+    Some(Proposal::Recolour(Recolour {
+        cols: order[narrow.top..=narrow.bottom].to_vec(),
+        a: l1,
+        b: l2,
+        then: Some(then),
+    }))
 }

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use crate::arrangement::{Arrangement, Objective};
 use crate::bnb::{Bound, PairCosts, branch_and_bound};
+use crate::colours::set_colour_map;
 use crate::error::{OrderError, invalid};
 use crate::kernel::{Kernel, KernelKind};
 use crate::matrix::{ErrorKind, Matrix, Padding};
@@ -19,6 +20,9 @@ pub enum Step {
     BlockOrdering,
     /// Independent local searches on this many blocks of each axis, in parallel.
     Split(usize),
+    /// KMax with this many cuts on the rows and columns alternately until the error changes
+    /// by less than 0.01 (spec §9.6).
+    KMax(usize),
 }
 
 /// Parameters of [`pls`].
@@ -121,8 +125,9 @@ pub fn block_ordering(
     arr.set_order(axis, &order)
 }
 
-/// (axis, first position, new order of the block) of one split job.
-type JobResult = (usize, usize, Vec<usize>);
+/// (axis, first position, new order of the block, colour maps of the block's original
+/// columns when colours may change) of one split job.
+type JobResult = (usize, usize, Vec<usize>, Vec<(usize, Vec<u8>)>);
 
 /// N-SplitSearch: every block of `n_splits` consecutive positions of each axis gets its own
 /// local search from the same snapshot, in parallel; all results are applied together.
@@ -155,12 +160,15 @@ pub fn split_search(
             }
         }
     }
+    let recolour = arr.matrix().n_layers() > 1
+        && (params.config.recolour || params.moves.contains(&crate::moves::MoveKind::Recolor));
     let snapshot: &Arrangement = arr;
     let results: Vec<Result<JobResult, OrderError>> = jobs
         .par_iter()
         .map(|&(axis, lo, hi, b)| {
             let mut local = snapshot.clone();
             let mut p = params.clone();
+            p.progress = None;
             p.axes = if axis == 0 { Axes::Rows } else { Axes::Cols };
             p.seed = params
                 .seed
@@ -169,13 +177,25 @@ pub fn split_search(
             let mut ranges = [(0, local.len(0)), (0, local.len(1))];
             ranges[axis] = (lo, hi);
             local_search(&mut local, &p, Some(ranges), cancel)?;
-            Ok((axis, lo, local.order(axis)[lo..hi].to_vec()))
+            let seg = local.order(axis)[lo..hi].to_vec();
+            let k = local.matrix().n_layers();
+            let maps = if axis == 1 && recolour {
+                seg.iter()
+                    .map(|&c| (c, local.colour_maps()[c * k..(c + 1) * k].to_vec()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Ok((axis, lo, seg, maps))
         })
         .collect();
     let mut orders = [arr.order(0), arr.order(1)];
     for r in results {
-        let (axis, lo, seg) = r?;
+        let (axis, lo, seg, maps) = r?;
         orders[axis][lo..lo + seg.len()].copy_from_slice(&seg);
+        for (col, target) in maps {
+            set_colour_map(arr, col, &target);
+        }
     }
     for &axis in axes {
         arr.set_order(axis, &orders[axis])?;
@@ -200,7 +220,12 @@ pub fn pls(
     params: &PlsParams,
     cancel: &AtomicBool,
 ) -> Result<PlsReport, OrderError> {
-    let mut best = (arr.raw_error(), arr.order(0), arr.order(1));
+    let mut best = (
+        arr.raw_error(),
+        arr.order(0),
+        arr.order(1),
+        arr.colour_maps().to_vec(),
+    );
     let mut history = vec![("start".to_string(), arr.error())];
     for (i, step) in params.schedule.iter().enumerate() {
         let name = match *step {
@@ -219,13 +244,38 @@ pub fn pls(
                 split_search(arr, k, &params.search, i as u64, cancel)?;
                 format!("split_{k}")
             }
+            Step::KMax(k) => {
+                let axes: &[usize] = match params.search.axes {
+                    Axes::Rows => &[0],
+                    Axes::Cols => &[1],
+                    Axes::Both => &[0, 1],
+                };
+                crate::kmax::kmax(arr, axes, k, 100, cancel)?;
+                "kmax".to_string()
+            }
         };
-        history.push((name, arr.error()));
+        history.push((name.clone(), arr.error()));
         if arr.raw_error() < best.0 {
-            best = (arr.raw_error(), arr.order(0), arr.order(1));
+            best = (
+                arr.raw_error(),
+                arr.order(0),
+                arr.order(1),
+                arr.colour_maps().to_vec(),
+            );
+        }
+        if let Some(p) = &params.search.progress {
+            if !p.report(&name, i + 1, arr.error()) {
+                return Err(OrderError::Cancelled);
+            }
         }
     }
     if arr.raw_error() > best.0 {
+        let k = arr.matrix().n_layers();
+        if k > 1 {
+            for col in 0..arr.len(1) {
+                set_colour_map(arr, col, &best.3[col * k..(col + 1) * k]);
+            }
+        }
         arr.set_order(0, &best.1)?;
         arr.set_order(1, &best.2)?;
     }

@@ -1,5 +1,6 @@
 //! Local search with adaptive move probabilities (spec §9.1, §9.7, §9.8).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rand::{RngExt, SeedableRng};
@@ -7,7 +8,34 @@ use rand_pcg::Pcg64;
 
 use crate::arrangement::Arrangement;
 use crate::error::{OrderError, invalid};
-use crate::moves::{MoveConfig, MoveKind, random_move};
+use crate::moves::{MoveConfig, MoveKind, Proposal, random_move, random_proposal};
+
+/// A progress hook: called with (stage, iteration or step number, current error); returning
+/// `false` stops the work as a cancellation would.
+#[derive(Clone)]
+pub struct Progress(pub Arc<ProgressFn>);
+
+/// The function behind [`Progress`].
+pub type ProgressFn = dyn Fn(&str, usize, f64) -> bool + Send + Sync;
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Progress {
+    /// Calls the hook.
+    pub fn report(&self, stage: &str, step: usize, error: f64) -> bool {
+        (self.0)(stage, step, error)
+    }
+}
 
 /// Which axes the search may reorder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +70,8 @@ pub struct SearchParams {
     pub config: MoveConfig,
     /// Seed of the random generator.
     pub seed: u64,
+    /// Called after every segment of `segment` iterations (not inside P-LS split jobs).
+    pub progress: Option<Progress>,
 }
 
 impl Default for SearchParams {
@@ -57,6 +87,7 @@ impl Default for SearchParams {
             axes: Axes::Both,
             config: MoveConfig::default(),
             seed: 0,
+            progress: None,
         }
     }
 }
@@ -191,20 +222,51 @@ pub fn local_search(
             return Err(OrderError::Cancelled);
         }
         let j = weights.sample(rng.random::<f64>());
-        let axis = usize::from(rng.random::<f64>() < p_cols);
+        let mut axis = usize::from(rng.random::<f64>() < p_cols);
+        if params.moves[j] == MoveKind::Recolor && params.axes != Axes::Rows {
+            axis = 1;
+        }
         let (lo, hi) = ranges[axis];
         let mut gain = 0.0;
-        if let Some(mv) = random_move(arr, axis, params.moves[j], lo, hi, &params.config, &mut rng)
-        {
-            let segs = mv.segments();
-            if !segs.is_empty() {
-                let d = arr.delta(axis, &segs);
-                if d < 0 || (d == 0 && params.accept_ties) {
-                    arr.commit(axis, &segs, d);
-                    report.accepted += 1;
-                    gain = -arr.to_error(d);
+        let accept = |d: i128| d < 0 || (d == 0 && params.accept_ties);
+        match random_proposal(arr, axis, params.moves[j], lo, hi, &params.config, &mut rng) {
+            Some(Proposal::Perm(mv)) => {
+                let segs = mv.segments();
+                if !segs.is_empty() {
+                    let d = arr.delta(axis, &segs);
+                    if accept(d) {
+                        arr.commit(axis, &segs, d);
+                        report.accepted += 1;
+                        gain = -arr.to_error(d);
+                    }
                 }
             }
+            Some(Proposal::Recolour(rc)) => {
+                let saved = arr.raw_error();
+                let mut d = 0;
+                for &col in &rc.cols {
+                    d += arr.recolour(col, rc.a, rc.b);
+                }
+                let segs = rc.then.map(|m| m.segments()).unwrap_or_default();
+                let dm = if segs.is_empty() {
+                    0
+                } else {
+                    arr.delta(1, &segs)
+                };
+                if accept(d + dm) {
+                    if !segs.is_empty() {
+                        arr.commit(1, &segs, dm);
+                    }
+                    report.accepted += 1;
+                    gain = -arr.to_error(d + dm);
+                } else {
+                    for &col in rc.cols.iter().rev() {
+                        arr.recolour(col, rc.a, rc.b);
+                    }
+                    debug_assert_eq!(arr.raw_error(), saved);
+                }
+            }
+            None => {}
         }
         weights.record(j, gain);
         report.iterations = it + 1;
@@ -212,6 +274,11 @@ pub fn local_search(
             weights.end_segment();
             let now = arr.raw_error();
             report.history.push((it + 1, arr.error()));
+            if let Some(p) = &params.progress {
+                if !p.report("iteration", it + 1, arr.error()) {
+                    return Err(OrderError::Cancelled);
+                }
+            }
             if let Some(thr) = params.stop_threshold {
                 let slope = arr.to_error(now - segment_start) / params.segment as f64;
                 if slope > thr {
@@ -230,7 +297,9 @@ pub fn local_search(
 }
 
 /// Mean seconds of one incremental evaluation ([`Arrangement::delta`]) of random moves of
-/// each kind on the rows, and of one full recomputation of the error, for benchmarks.
+/// each kind on the rows, and of one full recomputation of the error, for benchmarks. The
+/// pair-overlap cache of the rows is built before the timed moves (a search builds it after
+/// its first moves on an axis and keeps it current).
 pub fn time_moves(
     arr: &mut Arrangement,
     kinds: &[MoveKind],
@@ -240,6 +309,7 @@ pub fn time_moves(
     let mut rng = Pcg64::seed_from_u64(seed);
     let cfg = MoveConfig::default();
     let m = arr.len(0);
+    arr.warm_pair_cache(0);
     let mut out = Vec::new();
     for &kind in kinds {
         let moves: Vec<_> = (0..n_moves)

@@ -156,6 +156,49 @@ impl View {
         get(self.real_of(l, e), self.pad + j)
     }
 
+    /// Swaps layers `a` and `b` of entity `e` (all its bits move between the two layers).
+    pub fn swap_entity_layers(&mut self, e: usize, a: usize, b: usize) {
+        let w = self.w;
+        let (ia, ib) = ((a * self.n_ent + e) * w, (b * self.n_ent + e) * w);
+        for k in 0..w {
+            self.real.swap(ia + k, ib + k);
+            self.padded.swap(ia + k, ib + k);
+        }
+        self.ones.swap(a * self.n_ent + e, b * self.n_ent + e);
+    }
+
+    /// Swaps layers `a` and `b` at displayed position `j` of every entity.
+    pub fn swap_position_layers(&mut self, j: usize, a: usize, b: usize) {
+        let (w, pad, n) = (self.w, self.pad, self.n_pos);
+        let i = pad + j;
+        let edge = j < pad || j + pad >= n;
+        let refresh = edge && matches!(self.padding, Padding::Extension | Padding::Cyclic);
+        for e in 0..self.n_ent {
+            let (ia, ib) = ((a * self.n_ent + e) * w, (b * self.n_ent + e) * w);
+            let ga = get(&self.real[ia..ia + w], i);
+            let gb = get(&self.real[ib..ib + w], i);
+            if ga == gb {
+                continue;
+            }
+            put(&mut self.real[ia..ia + w], i, gb);
+            put(&mut self.real[ib..ib + w], i, ga);
+            put(&mut self.padded[ia..ia + w], i, gb);
+            put(&mut self.padded[ib..ib + w], i, ga);
+            let (oa, ob) = (a * self.n_ent + e, b * self.n_ent + e);
+            if ga {
+                self.ones[oa] -= 1;
+                self.ones[ob] += 1;
+            } else {
+                self.ones[oa] += 1;
+                self.ones[ob] -= 1;
+            }
+            if refresh {
+                self.refresh_padding(a, e);
+                self.refresh_padding(b, e);
+            }
+        }
+    }
+
     /// Permutes the displayed positions of every entity: new position `dst` takes the bit of
     /// old position `src` for each pair in `moves` (a permutation of the listed positions).
     pub fn permute_positions(&mut self, moves: &[(usize, usize)], scratch: &mut Vec<bool>) {
@@ -203,4 +246,40 @@ pub(crate) fn dot_shift(x: &[u64], y: &[u64], s: isize) -> u64 {
         acc += u64::from((xw & yw).count_ones());
     }
     acc
+}
+
+/// Σ_j weights[j] · |x ∩ shift(y, j − pad)| (y read as 0 outside its words): the weighted
+/// overlaps of `x` with `y` shifted by every offset −pad..=pad in one pass over the words.
+/// Needs `pad < 64` and `weights.len() == 2 pad + 1 <= 127`.
+#[inline]
+pub(crate) fn weighted_overlap(x: &[u64], y: &[u64], weights: &[u64], pad: usize) -> u128 {
+    debug_assert!(pad < 64 && weights.len() == 2 * pad + 1);
+    let nw = x.len();
+    let mut counts = [0u32; 127];
+    let counts = &mut counts[..weights.len()];
+    for (i, &xw) in x.iter().enumerate() {
+        if xw == 0 {
+            continue;
+        }
+        let lo = if i > 0 { y[i - 1] } else { 0 };
+        let mid = y[i];
+        let hi = if i + 1 < nw { y[i + 1] } else { 0 };
+        for (j, c) in counts.iter_mut().enumerate() {
+            // bit b of the shifted word is bit b + s of y around word i
+            let s = j as isize - pad as isize;
+            let yw = if s > 0 {
+                (mid >> s) | (hi << (64 - s))
+            } else if s < 0 {
+                (mid << -s) | (lo >> (64 + s))
+            } else {
+                mid
+            };
+            *c += (xw & yw).count_ones();
+        }
+    }
+    counts
+        .iter()
+        .zip(weights)
+        .map(|(&c, &w)| u128::from(c) * u128::from(w))
+        .sum()
 }

@@ -79,6 +79,7 @@ fn check_case(seed: u64, quadratic: bool) {
         } else {
             Tolerance::exact()
         },
+        recolour: false,
     };
     for step in 0..60 {
         let axis = rng.random_range(0..2);
@@ -215,6 +216,67 @@ fn cross_kernel_separability() {
             } else if p == Padding::Zero {
                 assert!(s.abs() > 1e-6, "{kind:?} {p:?} {s}");
             }
+        }
+    }
+}
+
+/// Long runs of moves on one axis (as in the P-LS split jobs) go through the pair-overlap
+/// cache of the abs error: it must stay exact through accepted, rejected and reversed moves,
+/// and after the other axis moves (which invalidates it).
+#[test]
+fn pair_cache_stays_exact_on_single_axis_runs() {
+    for seed in 0..12u64 {
+        let mut rng = Pcg64::seed_from_u64(100 + seed);
+        let (m, n) = (rng.random_range(20..=60), rng.random_range(20..=60));
+        let colours = if seed % 3 == 0 { 3 } else { 1 };
+        let matrix = random_matrix(&mut rng, m, n, colours, 0.4);
+        let kr = 2 * rng.random_range(1..=5) + 1;
+        let kc = 2 * rng.random_range(0..=4) + 1;
+        let obj = Objective {
+            kernel: Kernel::new(KINDS[(seed % 5) as usize], kr, kc).unwrap(),
+            padding: if seed % 2 == 0 {
+                Padding::ZerosAndOnes
+            } else {
+                Padding::Zero
+            },
+            kind: ErrorKind::Abs,
+        };
+        let mut arr = Arrangement::new(matrix, obj, None, None).unwrap();
+        let cfg = MoveConfig {
+            max_block: 15,
+            ..MoveConfig::default()
+        };
+        let mut used = [false, false];
+        for axis in [0, 1, 0] {
+            let len = arr.len(axis);
+            for step in 0..300 {
+                let kind = MoveKind::ALL[rng.random_range(0..MoveKind::ALL.len())];
+                let mv = if step % 50 == 49 {
+                    Some(Move::Reverse(0, len - 1))
+                } else {
+                    random_move(&arr, axis, kind, 0, len, &cfg, &mut rng)
+                };
+                let Some(mv) = mv else { continue };
+                let segs = mv.segments();
+                used[axis] |= arr.pair_cache_ready(axis);
+                let d = arr.delta(axis, &segs);
+                if rng.random_bool(0.5) {
+                    continue;
+                }
+                arr.commit(axis, &segs, d);
+                assert_eq!(
+                    arr.raw_error(),
+                    arr.full_raw(0),
+                    "seed {seed} axis {axis} {mv:?}"
+                );
+            }
+        }
+        for (axis, &u) in used.iter().enumerate() {
+            // a kernel one row tall along an axis has no pairs there, hence no cache
+            assert!(
+                u || arr.kernel_rows(axis) == 1,
+                "seed {seed}: the cache of axis {axis} was never used"
+            );
         }
     }
 }

@@ -11,7 +11,7 @@ use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
 use vastml_order::tsp::{hamming_distances, tsp_arrange, tsp_path};
 use vastml_order::{
     Arrangement, Axes, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
-    OrderError, Pattern, PlsParams, SearchParams, Step, Tolerance, local_search, pls,
+    OrderError, Pattern, PlsParams, Progress, SearchParams, Step, Tolerance, local_search, pls,
 };
 
 use crate::door::enter;
@@ -112,13 +112,15 @@ pub fn convolution_error(
     })
 }
 
-/// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights).
+/// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights,
+/// colour maps (n_cols x n_colours, row-major; empty for binary)).
 type FitResult = (
     Vec<usize>,
     Vec<usize>,
     f64,
     Vec<(String, f64)>,
     Vec<(String, f64)>,
+    Vec<u8>,
 );
 
 /// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, ...)
@@ -129,7 +131,7 @@ type FitResult = (
 #[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
     row_order, col_order, init, method, moves, max_iter, segment_length, reaction,
     stop_threshold, accept_ties, axes_name, swap_radius, max_block, tolerance, schedule,
-    n_blocks, seed, n_jobs=None))]
+    n_blocks, seed, n_jobs=None, recolor=false, kmax_k=5, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn convomap_fit(
     py: Python<'_>,
@@ -154,17 +156,50 @@ pub fn convomap_fit(
     swap_radius: usize,
     max_block: usize,
     tolerance: (usize, usize, usize, f64),
-    schedule: Vec<usize>,
+    schedule: Vec<String>,
     n_blocks: usize,
     seed: u64,
     n_jobs: Option<isize>,
+    recolor: bool,
+    kmax_k: usize,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<FitResult> {
     let m = matrix(&codes, n_colours)?;
+    if recolor && n_colours == 0 {
+        return Err(PyValueError::new_err(
+            "`recolor=True` needs a categorical matrix (colours are swapped per column)",
+        ));
+    }
+    let callback_error: std::sync::Arc<std::sync::Mutex<Option<PyErr>>> = Default::default();
+    let hook = progress.map(|cb| {
+        let slot = callback_error.clone();
+        Progress(std::sync::Arc::new(
+            move |stage: &str, step: usize, err: f64| {
+                Python::attach(|py| match cb.call1(py, (stage, step, err)) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        if let Ok(mut g) = slot.lock() {
+                            g.get_or_insert(e);
+                        }
+                        false
+                    }
+                })
+            },
+        ))
+    });
     let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
-    let moves: Vec<MoveKind> = moves
+    let mut moves: Vec<MoveKind> = moves
         .iter()
         .map(|s| s.parse().map_err(perr))
         .collect::<PyResult<_>>()?;
+    if !recolor {
+        moves.retain(|&k| k != MoveKind::Recolor);
+        if moves.is_empty() {
+            return Err(PyValueError::new_err(
+                "the 'recolor' move needs `recolor=True`; give at least one other move",
+            ));
+        }
+    }
     let ax = axes(axes_name)?;
     if !matches!(init, "tsp" | "none") {
         return Err(PyValueError::new_err(format!(
@@ -193,25 +228,43 @@ pub fn convomap_fit(
                 per_ones: tolerance.2,
                 min_density: tolerance.3,
             },
+            recolour: recolor,
         },
         seed,
+        progress: hook.clone(),
     };
     let schedule: Vec<Step> = schedule
         .iter()
-        .map(|&k| {
-            if k == 0 {
-                Step::BlockOrdering
-            } else {
-                Step::Split(k)
-            }
+        .map(|s| match s.as_str() {
+            "block_ordering" => Ok(Step::BlockOrdering),
+            "kmax" => Ok(Step::KMax(kmax_k)),
+            k => k
+                .parse::<usize>()
+                .ok()
+                .filter(|&k| k > 0)
+                .map(Step::Split)
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "`schedule` entries must be 'block_ordering', 'kmax' or a positive number of splits, got {k:?}"
+                    ))
+                }),
         })
-        .collect();
-    enter(py, n_jobs, |cancel: &AtomicBool| {
+        .collect::<PyResult<_>>()?;
+    let result = enter(py, n_jobs, |cancel: &AtomicBool| {
         let mut arr = Arrangement::new(m, obj, row_order.as_deref(), col_order.as_deref())?;
         let mut history = vec![("start".to_string(), arr.error())];
         if init == "tsp" {
-            tsp_arrange(&mut arr, ax)?;
+            if recolor {
+                vastml_order::colours::tsp_arrange_recolour(&mut arr, ax)?;
+            } else {
+                tsp_arrange(&mut arr, ax)?;
+            }
             history.push(("tsp".to_string(), arr.error()));
+            if let Some(h) = &hook {
+                if !h.report("tsp", 0, arr.error()) {
+                    return Err(OrderError::Cancelled);
+                }
+            }
         }
         let mut weights = Vec::new();
         if method == "pls" {
@@ -239,8 +292,19 @@ pub fn convomap_fit(
                 .map(|(k, w)| (k.name().to_string(), w))
                 .collect();
         }
-        Ok::<_, OrderError>((arr.order(0), arr.order(1), arr.error(), history, weights))
-    })
+        Ok::<_, OrderError>((
+            arr.order(0),
+            arr.order(1),
+            arr.error(),
+            history,
+            weights,
+            arr.colour_maps().to_vec(),
+        ))
+    });
+    if let Some(e) = callback_error.lock().ok().and_then(|mut g| g.take()) {
+        return Err(e);
+    }
+    result
 }
 
 /// tsp_order(codes, n_colours, axis) -> list[int]
