@@ -460,8 +460,8 @@ def test_coarse_to_fine_reaches_the_single_stage_optimum(monkeypatch):
     B = np.vstack([one.class_embedding_, one.embedding_])
     U, _, Vt = np.linalg.svd(A.T @ B)
     assert np.abs(A @ U @ Vt - B).max() < 1e-5
-    # few iterations on all objects (Hessian from the last subset: linear, fast convergence)
-    assert sum(1 for h in c2f.history_ if h["n_objects"] == N) <= 6
+    # few iterations on all objects: the subsets did the rest
+    assert sum(1 for h in c2f.history_ if h["n_objects"] == N) <= 4
     for n in (2000, N):  # monotone within a stage
         J = [h["J"] for h in c2f.history_ if h["n_objects"] == n]
         assert np.all(np.diff(J) < 0)

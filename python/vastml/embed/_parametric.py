@@ -476,8 +476,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         With ``phi_step="newton"`` and N >= 100,000: first fit the centres on nested random
         subsets of N / 5^j >= 20,000 objects (eta_phi scaled by the subset's share, so the
         subset's optimum estimates the full one), then finish on all objects; the final
-        iterations and the convergence test use the full objective (J and dJ/dPhi exact, the
-        Hessian estimated from the last subset, computed at accepted points only).
+        iterations and the convergence test use the full objective.
     backend : {"rust", "numpy"}, default="rust"
         Where the O(N K) work runs: compiled, parallel over objects (``n_jobs``), or the
         vectorised NumPy oracle (same results to ~1e-10).
@@ -686,7 +685,6 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         history, nit, newton, converged = [], 0, 0, False
         t0 = time.perf_counter()
         done = np.zeros(N, dtype=bool)  # objects whose R has been optimised once
-        prev = None  # the previous stage: (kernels, indices) of its objects
         for n_s in sizes:
             idx = np.sort(perm[:n_s]) if n_s < N else None
             if fresh_r and done.any():  # objects new to this stage start from P Phi
@@ -699,8 +697,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             gtol = 0.0 if idx is None else _SUBSET_GTOL * n_s
             try:
                 Phi, Rs, it, nw, converged, radius = self._trust_newton(
-                    ks, Phi, Rs, radius, gtol, history, t0, int(self.max_iter) - nit,
-                    hess_from=prev if idx is None else None)
+                    ks, Phi, Rs, radius, gtol, history, t0, int(self.max_iter) - nit)
             except StopIteration as stop:
                 Phi, Rs, it, nw = stop.value
                 if idx is None:
@@ -709,9 +706,6 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                     R[idx] = Rs
                 return Phi, R, nit + it, newton + nw, False, history
             nit, newton = nit + it, newton + nw
-            # the next stage estimates its Hessian from this stage's objects (J and the
-            # gradient stay exact, so the fixed point does not change)
-            prev = None if idx is None else (ks, idx, n_s)
             if idx is None:
                 R = Rs
                 done[:] = True
@@ -720,30 +714,11 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 done[idx] = True
         return Phi, R, nit, newton, converged, history
 
-    def _trust_newton(self, kern, Phi, R, radius, gtol, history, t0, max_iter, hess_from=None):
-        """One stage: returns (Phi, R, trials, Newton steps, converged, final radius).
-
-        With ``hess_from = (kernels, idx, n)`` of the previous (subset) stage, the Hessian is
-        that subset's at the current R, times N / n (J and dJ/dPhi exact; the subset's eta_phi
-        is scaled by n / N, so the regulariser term comes out exact too): a subsampled Newton,
-        computed only at accepted points."""
+    def _trust_newton(self, kern, Phi, R, radius, gtol, history, t0, max_iter):
+        """One stage: returns (Phi, R, trials, Newton steps, converged, final radius)."""
         K, D = Phi.shape
         n_obj = R.shape[0]
-
-        def evaluate(Phi_, R_):
-            if hess_from is None:
-                return kern.reduced_hessian(Phi_, R_)
-            J_, G_, R_, it_ = kern.reduced(Phi_, R_)
-            return J_, G_, None, R_, it_
-
-        def hessian(Phi_, R_):
-            hk, hidx, hn = hess_from
-            Rh = np.ascontiguousarray(R_[hidx])
-            return hk.reduced_hessian(Phi_, Rh)[2] * (n_obj / hn)
-
-        J, G, H, R, it = evaluate(Phi, R)
-        if H is None:
-            H = hessian(Phi, R)
+        J, G, H, R, it = kern.reduced_hessian(Phi, R)
         newton = int(it.max()) if it.size else 0
         nit = 0
         while True:
@@ -760,7 +735,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             p = Z @ pz
             pn = float(np.linalg.norm(p))
             nit += 1
-            Jt, Gt, Ht, Rt, it = evaluate(Phi + p.reshape(K, D), R)
+            Jt, Gt, Ht, Rt, it = kern.reduced_hessian(Phi + p.reshape(K, D), R)
             newton += int(it.max()) if it.size else 0
             rho = (J - Jt) / pred if pred > 0 else -np.inf
             if rho < 0.25:
@@ -769,8 +744,6 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 radius = _GROW * radius
             if rho > 1e-4:
                 Phi, J, G, H, R = Phi + p.reshape(K, D), Jt, Gt, Ht, Rt
-                if H is None:
-                    H = hessian(Phi, R)
                 history.append({"J": float(J), "grad_norm": float(np.linalg.norm(G)),
                                 "radius": float(radius), "rho": float(rho), "n_objects": n_obj,
                                 "phi": Phi.copy(),
