@@ -500,8 +500,10 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         Total Newton iterations (max over objects, summed over R-steps).
     converged_ : bool
     history_ : list of dict
-        Per iteration: J, time; with Newton also |grad Phi|, the trust radius and the number of
-        objects of the stage (``n_objects``; J is that stage's objective).
+        Per iteration: J, time; with Newton (per accepted step) also |grad Phi|
+        (``grad_norm``), the trust radius, the actual / predicted decrease (``rho``), the centres
+        (``phi``) and the number of objects of the stage (``n_objects``; J is that stage's
+        objective).
 
     Examples
     --------
