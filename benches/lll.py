@@ -14,7 +14,11 @@ Rows
   with d = 10 the 10th exact eigenvector is nearly degenerate with the 11th and 12th, so its
   Procrustes error measures ARPACK's choice inside a near-degenerate cluster, not the
   approximation (``--d 10`` reproduces the old protocol).
-- ``PE N=...``: ParametricEmbedding, K = 20, D = 2, on Dirichlet-like posteriors.
+- ``PE one evaluation N=...``: one warm reduced-objective evaluation, Rust vs the NumPy oracle
+  (and the Rust one with the exact reduced Hessian).
+- ``PE N=...``: ParametricEmbedding (default: trust-region Newton with the exact reduced
+  Hessian, coarse to fine), K = 20, D = 2, on softmax posteriors; peer: L-BFGS on the centres
+  (``phi_step="reduced"``, ``--pe-ftol``) up to ``--pe-lbfgs-max-n``.
 
 Targets (issue 8): LLL reaches 10% error >= 10x faster than exact LE at N = 60,000; LLL error
 below Nystroem at equal landmarks; PE at N = 1,000,000, K = 20 under 60 s.
@@ -100,7 +104,9 @@ def main():
         ap.add_argument("--skip-le", action="store_true", help="PE rows only")
         ap.add_argument("--skip-pe", action="store_true", help="eigenmaps rows only")
         ap.add_argument("--pe-ftol", type=float, default=1e-9,
-                        help="relative change of J that stops PE (estimator default 1e-12)")
+                        help="relative change of J that stops the L-BFGS peer")
+        ap.add_argument("--pe-lbfgs-max-n", type=int, default=100_000,
+                        help="largest N with the L-BFGS peer fit (slow at 1e6: ~250 iterations)")
         ap.add_argument("--pe-max-iter", type=int, default=300)
 
     bench = Bench("lll", add_args=extra)
@@ -160,9 +166,18 @@ def eigenmaps_rows(bench, quick):
                         row=row)
 
 
+def _procrustes_max(A, B):
+    """max |A Q - B| over rows after the best rotation/reflection Q about the origin (J is
+    invariant under those, and only those)."""
+    U, _, Vt = np.linalg.svd(A.T @ B)
+    return float(np.abs(A @ U @ Vt - B).max())
+
+
 def pe_rows(bench, quick):
-    """Full fits, and one reduced-objective evaluation (R-step + J + dJ/dPhi, warm) by the Rust
-    kernel vs the NumPy oracle in the same run."""
+    """One reduced-objective evaluation (R-step + J + dJ/dPhi, warm; and with the exact
+    reduced Hessian) by the Rust kernel vs the NumPy oracle; full fits (trust-region Newton,
+    coarse to fine) with L-BFGS on the centres as the peer up to --pe-lbfgs-max-n; and where
+    the Newton embedding stops changing."""
     from vastml.embed._parametric import _Kernels
 
     a = bench.args
@@ -180,15 +195,39 @@ def pe_rows(bench, quick):
         ev = {b: bench.time(lambda b=b: kern[b].reduced(Phi2, R), warmup=0,
                             repeats=1 if b == "numpy" else 3)
               for b in ("rust", "numpy")}
-        peers = {"NumPy": ev["numpy"]} if "numpy" in ev else {}
-        bench.compare(f"PE one evaluation N={N}", ev["rust"], peers, {"N": N, "K": K, "D": 2})
-        pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter,
-                                 ftol=a.pe_ftol)
-        log(f"PE N={N}")
+        evh = bench.time(lambda: kern["rust"].reduced_hessian(Phi2, R), warmup=0, repeats=3)
+        row = bench.compare(f"PE one evaluation N={N}", ev["rust"], {"NumPy": ev["numpy"]},
+                            {"N": N, "K": K, "D": 2})
+        row.extra["with Hessian (s)"] = evh.median
+        del kern
+        pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter)
+        log(f"PE N={N} (Newton)")
         t = bench.time(lambda pe=pe, P=P: pe.fit(P), warmup=0, repeats=1)
-        row = bench.compare(f"PE N={N}", t, {}, {"N": N, "K": K, "D": 2, "ftol": a.pe_ftol})
-        row.extra.update({"iterations": pe.n_iter_, "KL/N": pe.kl_ / N,
-                          "converged": pe.converged_})
+        peers = {}
+        if N <= a.pe_lbfgs_max_n:
+            lb = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter,
+                                     phi_step="reduced", ftol=a.pe_ftol)
+            log(f"PE N={N} (L-BFGS, ftol {a.pe_ftol})")
+            peers["L-BFGS"] = bench.time(lambda lb=lb, P=P: lb.fit(P), warmup=0, repeats=1)
+        row = bench.compare(f"PE N={N}", t, peers, {"N": N, "K": K, "D": 2})
+        stages = {}
+        for h in pe.history_:
+            stages[h["n_objects"]] = stages.get(h["n_objects"], 0) + 1
+        row.extra.update({"iterations": pe.n_iter_, "accepted per stage": stages,
+                          "J": pe.objective_, "KL/N": pe.kl_ / N, "converged": pe.converged_})
+        if peers:
+            row.extra.update({"L-BFGS iterations": lb.n_iter_, "L-BFGS J": lb.objective_,
+                              "L-BFGS KL/N": lb.kl_ / N})
+        # where the embedding stops changing: the last iterates on all objects vs the result
+        kr = _Kernels("rust", P, np.log(pe.class_prior_), 0.1, 0.01 * N, 1e-20, 100, True, None)
+        final = np.vstack([pe.class_embedding_, pe.embedding_])
+        last = [h for h in pe.history_ if h["n_objects"] == N][-4:]
+        trail = []
+        for h in last:
+            Ri, _ = kr.r_step(h["phi"], pe.embedding_)
+            trail.append((abs(h["J"] - pe.objective_) / pe.objective_,
+                          _procrustes_max(np.vstack([h["phi"], Ri]), final)))
+        row.extra["last iterates (rel dJ, max |dR|)"] = [f"{dj:.1e}, {dr:.1e}" for dj, dr in trail]
         if N == 1_000_000:
             bench.check("PE N=1e6 K=20 < 60 s", t.median < 60, f"{t.median:.1f} s", row=row)
 

@@ -17,7 +17,14 @@ from vastml.embed import (
     pe_r_step,
     posteriors_from_classifier,
 )
-from vastml.embed._parametric import pe_r_hessians
+from vastml.embed import _parametric
+from vastml.embed._parametric import (
+    _gauge_complement,
+    _trust_region_step,
+    _value_and_phi_gradient,
+    pe_r_hessians,
+    pe_reduced_hessian,
+)
 
 
 def _problem(seed, N=7, K=4, D=2, zeros=False, uniform=False):
@@ -301,7 +308,7 @@ def test_rust_kernels_reject_bad_input():
         _core.pe_evaluate(P, bad, Phi, lp, 0.1, 0.1)
 
 
-@pytest.mark.parametrize("phi_step", ["reduced", "paper"])
+@pytest.mark.parametrize("phi_step", ["newton", "reduced", "paper"])
 def test_rust_fit_equals_numpy_fit(phi_step):
     P = np.random.default_rng(15).dirichlet(np.full(5, 0.5), 300)
     kw = dict(eta_phi=3.0, random_state=0, phi_step=phi_step, max_iter=60)
@@ -333,3 +340,137 @@ def test_callback_can_stop_the_fit():
         pe = ParametricEmbedding(eta_phi=2.0, random_state=0,
                                  callback=lambda h: seen.append(h) or len(seen) < 3).fit(P)
     assert len(seen) == 3 and len(pe.history_) == 3
+
+
+# ------------------------------------------------------------------ Newton on the centres
+
+
+def _reduced_gradient(P, Phi, lp, eta_r, eta_phi):
+    R, _ = pe_r_step(P, Phi, P @ Phi, lp, eta_r, tol_r=1e-28, max_newton_iter=100)
+    return _value_and_phi_gradient(P, R, Phi, lp, eta_r, eta_phi)[1].ravel(), R
+
+
+@pytest.mark.parametrize("D", [1, 2, 3])
+def test_reduced_hessian_matches_finite_differences_of_the_reduced_gradient(D):
+    P, lp, _, Phi = _problem(20 + D, N=60, K=4, D=D, zeros=True)
+    g0, R = _reduced_gradient(P, Phi, lp, 0.1, 0.7)
+    H = pe_reduced_hessian(P, R, Phi, lp, 0.1, 0.7)
+    fd = np.zeros_like(H)
+    h = 1e-5
+    for i in range(Phi.size):
+        a, b = Phi.ravel().copy(), Phi.ravel().copy()
+        a[i] += h
+        b[i] -= h
+        fd[:, i] = (_reduced_gradient(P, a.reshape(Phi.shape), lp, 0.1, 0.7)[0]
+                    - _reduced_gradient(P, b.reshape(Phi.shape), lp, 0.1, 0.7)[0]) / (2 * h)
+    assert np.abs(fd - H).max() < 1e-6 * np.abs(H).max()
+    assert np.abs(H - H.T).max() < 1e-12 * np.abs(H).max()
+
+
+@pytest.mark.parametrize("D", [1, 2, 3])
+def test_rust_reduced_hessian_equals_numpy_and_is_thread_independent(D):
+    P, lp, R0, Phi = _problem(30 + D, N=5000, K=6, D=D, zeros=True)
+    J, G, H, R, it = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 2.0)
+    J2, _, _, G2, R2, _ = _core.pe_reduced(P, Phi, R0, lp, 0.1, 2.0)
+    assert J == J2 and np.array_equal(G, G2) and np.array_equal(R, R2)
+    Hn = pe_reduced_hessian(P, R, Phi, lp, 0.1, 2.0)
+    np.testing.assert_allclose(H, Hn, rtol=0, atol=1e-9 * np.abs(Hn).max())
+    one = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 2.0, n_jobs=1)
+    assert np.array_equal(one[2], H)
+
+
+def test_reduced_hessian_is_singular_along_rotations_at_the_optimum():
+    P = np.random.default_rng(40).dirichlet(np.full(5, 0.5), 500)
+    pe = ParametricEmbedding(eta_phi=3.0, random_state=0, tol_phi=1e-10).fit(P)
+    Phi, R = pe.class_embedding_, pe.embedding_
+    lp = np.log(np.full(5, 0.2))
+    H = pe_reduced_hessian(P, R, Phi, lp, 0.1, 3.0)
+    rot = (Phi @ np.array([[0.0, 1.0], [-1.0, 0.0]])).ravel()
+    rot /= np.linalg.norm(rot)
+    assert np.linalg.norm(H @ rot) < 1e-6 * np.abs(H).max()
+    Z = _gauge_complement(Phi)
+    assert Z.shape == (10, 9) and np.abs(Z.T @ rot).max() < 1e-12
+    # in the complement the Hessian is positive definite: a strict local minimum
+    assert np.linalg.eigvalsh(Z.T @ H @ Z).min() > 1e-3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trust_region_step_minimises_the_model_in_the_ball(seed):
+    rng = np.random.default_rng(seed)
+    n = 6
+    A = rng.normal(size=(n, n))
+    H = A + A.T if seed % 2 else A @ A.T + 0.1 * np.eye(n)  # indefinite / definite
+    g = rng.normal(size=n)
+    for radius in (0.05, 0.5, 50.0):
+        p, pred, interior = _trust_region_step(H, g, radius)
+        m = lambda x: g @ x + 0.5 * x @ H @ x  # noqa: E731
+        assert np.linalg.norm(p) <= radius * (1 + 1e-10)
+        assert pred == pytest.approx(-m(p), rel=1e-9)
+        X = rng.normal(size=(20000, n))
+        X *= radius * rng.uniform(0, 1, (20000, 1)) ** (1 / n) / np.linalg.norm(X, axis=1)[:, None]
+        vals = (X @ g) + 0.5 * np.einsum("ni,ij,nj->n", X, H, X)
+        assert m(p) <= vals.min() + 1e-9
+        if interior:
+            np.testing.assert_allclose(p, -np.linalg.solve(H, g), atol=1e-10)
+
+
+def test_newton_reaches_the_lbfgs_optimum_in_fewer_evaluations():
+    """Same objective, same optimum: from a common start inside one basin (J is not convex in
+    Phi, so from far away different steps may end in different local minima), Newton and
+    L-BFGS reach the same point; Newton needs far fewer evaluations."""
+    P = np.random.default_rng(41).dirichlet(np.full(8, 0.4), 3000)
+    Phi0 = np.random.default_rng(42).normal(size=(8, 2))
+    kw = dict(eta_phi=30.0, tol_phi=1e-9, ftol=1e-15)
+    ref = ParametricEmbedding(phi_step="reduced", init=Phi0, **kw).fit(P)
+    start = ref.class_embedding_ + 0.1 * np.random.default_rng(43).normal(size=(8, 2))
+    newton = ParametricEmbedding(phi_step="newton", init=start, **kw).fit(P)
+    lbfgs = ParametricEmbedding(phi_step="reduced", init=start, **kw).fit(P)
+    assert newton.converged_ and lbfgs.converged_
+    assert abs(newton.objective_ - lbfgs.objective_) <= 1e-10 * abs(lbfgs.objective_)
+    assert abs(newton.objective_ - ref.objective_) <= 1e-10 * abs(lbfgs.objective_)
+    # same embedding up to the rotation about the origin (J is rotation invariant)
+    A = np.vstack([newton.class_embedding_, newton.embedding_])
+    B = np.vstack([lbfgs.class_embedding_, lbfgs.embedding_])
+    U, _, Vt = np.linalg.svd(A.T @ B)
+    assert np.abs(A @ U @ Vt - B).max() < 1e-5
+    assert newton.n_iter_ < lbfgs.n_iter_ / 2
+    # and from the random start Newton decreases J at every accepted step
+    far = ParametricEmbedding(eta_phi=30.0, init=Phi0).fit(P)
+    J = np.array([h["J"] for h in far.history_])
+    assert far.converged_ and len(J) > 3 and np.all(np.diff(J) < 0)
+
+
+def test_coarse_to_fine_reaches_the_single_stage_optimum(monkeypatch):
+    monkeypatch.setattr(_parametric, "_STAGE_MIN", 2000)
+    N, K = 10_000, 6
+    P = np.random.default_rng(43).dirichlet(np.full(K, 0.4), N)
+    lp = np.log(np.full(K, 1 / K))
+    Phi0 = np.random.default_rng(44).normal(size=(K, 2))
+    kw = dict(eta_phi="auto", tol_phi=1e-9, random_state=0)
+    one = ParametricEmbedding(coarse_to_fine=False, init=Phi0, **kw).fit(P)
+    assert {h["n_objects"] for h in one.history_} == {N}
+    # from a start inside the basin of `one`'s optimum: the same optimum
+    start = one.class_embedding_ + 0.05 * np.random.default_rng(45).normal(size=(K, 2))
+    c2f = ParametricEmbedding(coarse_to_fine=True, init=start, **kw).fit(P)
+    stages = [h["n_objects"] for h in c2f.history_]
+    assert stages[0] == 2000 and stages[-1] == N and sorted(set(stages)) == [2000, N]
+    assert c2f.converged_ and one.converged_
+    assert abs(c2f.objective_ - one.objective_) <= 1e-10 * abs(one.objective_)
+    A = np.vstack([c2f.class_embedding_, c2f.embedding_])
+    B = np.vstack([one.class_embedding_, one.embedding_])
+    U, _, Vt = np.linalg.svd(A.T @ B)
+    assert np.abs(A @ U @ Vt - B).max() < 1e-5
+    # few iterations on all objects: the subsets did the rest
+    assert sum(1 for h in c2f.history_ if h["n_objects"] == N) <= 4
+    for n in (2000, N):  # monotone within a stage
+        J = [h["J"] for h in c2f.history_ if h["n_objects"] == n]
+        assert np.all(np.diff(J) < 0)
+    # from a random start: a strict local minimum of the full objective (J is not convex in
+    # Phi, so not necessarily the one single-stage Newton finds), of comparable quality
+    far = ParametricEmbedding(coarse_to_fine=True, init=Phi0, **kw).fit(P)
+    J, G, H, _, _ = _core.pe_reduced_hessian(P, far.class_embedding_, far.embedding_, lp, 0.1,
+                                             0.01 * N)
+    assert np.linalg.norm(G) < 1e-6 * N
+    Z = _gauge_complement(far.class_embedding_)
+    assert np.linalg.eigvalsh(Z.T @ H @ Z).min() > 0
+    assert abs(far.objective_ - one.objective_) <= 1e-3 * abs(one.objective_)

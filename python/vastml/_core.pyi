@@ -419,3 +419,21 @@ def lll_z_m_zt(
     m_data: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def pe_reduced_hessian(
+    p: npt.NDArray[np.float64],
+    phi: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    log_prior: npt.NDArray[np.float64],
+    eta_r: float,
+    eta_phi: float,
+    tol_r: float = 1e-12,
+    max_newton_iter: int = 50,
+    damped: bool = True,
+    n_jobs: int | None = None,
+) -> tuple[
+    float,
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.uint32],
+]: ...

@@ -34,6 +34,9 @@ from vastml._validation import choice, positive_float
 
 _CHUNK = 65536
 _POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-step
+_STAGE_MIN = 20_000  # smallest coarse-to-fine stage (objects)
+_SUBSET_GTOL = 0.0
+_SHRINK, _GROW = 0.25, 2.0
 
 
 # --------------------------------------------------------------------------- kernels
@@ -178,6 +181,43 @@ def pe_r_step(P, Phi, R0, log_prior, eta_r, *, tol_r=1e-12, max_newton_iter=50, 
     return R, iters
 
 
+def pe_reduced_hessian(P, R, Phi, log_prior, eta_r, eta_phi):
+    """Hessian (KD x KD, index k * D + j) of the reduced objective ``J~(Phi) = min_R J(R, Phi)``.
+
+    R must be the optimum for Phi (each ``r_n*(Phi)``). By the implicit function theorem,
+    ``d2J~/dPhi2 = sum_n [C_n - B_n^T A_n^{-1} B_n] + 2 eta_phi I`` with ``A_n = d2J/dr_n2``
+    (eq. 5 plus 2 eta_r I), ``B_n = d2J/dr_n dPhi`` and ``C_n = d2E_n/dPhi2``; with
+    ``u_l = phi_l - r_n``, ``u_bar = sum_l q_l u_l`` and ``g_l = q_l sum(P_n) - P_nl``:
+    ``B_l = g_l I - q_l (u_l - u_bar) u_l^T`` and
+    ``C = blockdiag(-g_l I + q_l u_l u_l^T) - v v^T``, ``v_l = q_l u_l`` (times sum(P_n)).
+    Vectorised NumPy, chunked over objects: the oracle of the Rust ``pe_reduced_hessian``.
+    """
+    K, D = Phi.shape
+    KD = K * D
+    H = np.zeros((KD, KD))
+    eye = np.eye(D)
+    for s in range(0, P.shape[0], 4096):
+        p, r = P[s:s + 4096], R[s:s + 4096]
+        Q = np.exp(pe_log_posteriors(r, Phi, log_prior))
+        pw = p.sum(1)
+        g = pw[:, None] * Q - p
+        U = Phi[None] - r[:, None]
+        ub = (Q[:, :, None] * U).sum(1)
+        Uc = U - ub[:, None]
+        A = pw[:, None, None] * np.einsum("nk,nki,nkj->nij", Q, Uc, Uc) + 2.0 * eta_r * eye
+        B = (g[:, None, :, None] * eye[None, :, None, :]
+             - pw[:, None, None, None] * np.einsum("nl,nlt,nlj->ntlj", Q, Uc, U))
+        B = B.reshape(-1, D, KD)
+        v = (Q[:, :, None] * U).reshape(-1, KD)
+        H -= np.einsum("n,na,nb->ab", pw, v, v)
+        H -= np.einsum("nta,nts->as", B, np.linalg.solve(A, B))
+        blocks = (np.einsum("n,nl,nli,nlj->lij", pw, Q, U, U)
+                  - g.sum(0)[:, None, None] * eye)
+        for l in range(K):
+            H[l * D:(l + 1) * D, l * D:(l + 1) * D] += blocks[l]
+    return H + 2.0 * eta_phi * np.eye(KD)
+
+
 class _Kernels:
     """The O(N K) work of one fit: R-step, fused reduced evaluation, plain evaluation."""
 
@@ -220,6 +260,25 @@ class _Kernels:
         J, G = _value_and_phi_gradient(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
         return J, G, R, it
 
+    def reduced_hessian(self, Phi, R):
+        """(J~, dJ~/dPhi, d2J~/dPhi2, R*, Newton steps), warm-started at R."""
+        Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+        if self.rust:
+            return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
+                                            n_jobs=self.n_jobs, **self.kw)
+        J, G, R, it = self.reduced(Phi, R)
+        H = pe_reduced_hessian(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
+        return J, G, H, R, it
+
+    def subset(self, idx, n_total):
+        """The same problem on the objects ``idx``, eta_phi scaled by len(idx) / n_total so that
+        its optimum estimates the full one (J of the subset ~ J * len(idx) / n_total)."""
+        sub = _Kernels("rust" if self.rust else "numpy", np.ascontiguousarray(self.P[idx]),
+                       self.lp, self.eta_r, self.eta_phi * len(idx) / n_total, 0, 0, True,
+                       self.n_jobs)
+        sub.kw = dict(self.kw)
+        return sub
+
 
 def _lbfgs_direction(g, pairs):
     """-H g by the two-loop recursion over (s, y) pairs, H0 = (s'y / y'y) I."""
@@ -236,6 +295,65 @@ def _lbfgs_direction(g, pairs):
         b = rho * (y @ q)
         q += (a - b) * s
     return -q
+
+
+def _gauge_complement(Phi):
+    """Orthonormal basis (KD x m) of the directions orthogonal to the rotations ``Phi S`` (S
+    skew-symmetric): J~ is invariant under rotations about the origin, so its Hessian is
+    singular along them at a stationary point; Newton steps are taken in the complement."""
+    K, D = Phi.shape
+    gens = []
+    for i in range(D):
+        for j in range(i + 1, D):
+            S = np.zeros((D, D))
+            S[i, j], S[j, i] = 1.0, -1.0
+            gens.append((Phi @ S).ravel())
+    if not gens:
+        return np.eye(K * D)
+    _, sv, Vt = np.linalg.svd(np.array(gens), full_matrices=True)
+    rank = int((sv > 1e-8 * max(1.0, np.linalg.norm(Phi))).sum())
+    return Vt[rank:].T
+
+
+def _trust_region_step(H, g, radius):
+    """Exact minimiser of ``g'p + p'Hp / 2`` over ``|p| <= radius`` (Moré-Sorensen by an
+    eigendecomposition; H may be indefinite). Returns (p, predicted decrease, interior)."""
+    w, V = np.linalg.eigh(H)
+    a = V.T @ g
+    if w[0] > 0:
+        p = -a / w
+        if np.linalg.norm(p) <= radius:
+            return V @ p, 0.5 * float(a @ (a / w)), True
+    lo = max(0.0, -w[0])
+    gn = np.linalg.norm(a)
+
+    def norm_at(lam):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.linalg.norm(np.where(w + lam > 0, a / (w + lam), np.inf * np.abs(a)))
+
+    tiny = 1e-12 * max(1.0, abs(w).max())
+    if norm_at(lo + tiny) <= radius:
+        # hard case: g has (almost) no component along the lowest eigenvector(s)
+        lam = lo + tiny
+        c = np.where(w + lam > tiny * 1e3, -a / (w + lam), 0.0)
+        rest = radius**2 - float(c @ c)
+        c[0] += np.sqrt(max(rest, 0.0))
+    else:
+        hi = lo + gn / radius + tiny
+        while norm_at(hi) > radius:
+            hi *= 2.0
+        lo_ = lo + tiny
+        for _ in range(200):
+            mid = 0.5 * (lo_ + hi)
+            if norm_at(mid) > radius:
+                lo_ = mid
+            else:
+                hi = mid
+            if hi - lo_ <= 1e-14 * hi:
+                break
+        c = -a / (w + hi)
+    pred = -(float(a @ c) + 0.5 * float(c @ (w * c)))
+    return V @ c, pred, False
 
 
 def classical_mds(D2, n_components, *, random_state=None):
@@ -332,21 +450,33 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     tol_r : float, default=1e-12
         Per object: stop Newton when |dJ/dr_n|^2 < tol_r.
     tol_phi : float, default=1e-6
-        Stop when |dJ/dPhi| <= tol_phi * N.
+        Stop when |dJ/dPhi| <= tol_phi * N (L-BFGS and paper steps).
     ftol : float, default=1e-12
+        Stop when J changes by at most ftol * |J| (relative) between iterations; Newton stops
+        when its model predicts at most that much decrease left (the Newton decrement
+        ``g' H^-1 g / 2``), i.e. J is within ~ftol of the local optimum, which is stricter than
+        the gradient rule and costs at most one evaluation more.
     max_iter, max_newton_iter : int, default=1000, 50
     damped_newton : bool, default=True
         Armijo backtracking on each object's Newton step (monotone; pure Newton if False).
     normalize : bool, default=False
         Renormalise rows of P that do not sum to 1 (with a warning) instead of raising.
-    phi_step : {"reduced", "paper"}, default="reduced"
-        ``"reduced"``: L-BFGS (SciPy) on ``J~(Phi) = min_R J(R, Phi)``, each line-search trial
-        re-solving R (spec 001 section 2.3; same fixed points as the paper, far fewer
-        iterations). ``"paper"``: the paper's section 3 loop verbatim: R-step to tolerance, then
-        one L-BFGS direction on Phi (eq. 8) with the step length by backtracking on J with R
-        frozen.
+    phi_step : {"newton", "reduced", "paper"}, default="newton"
+        ``"newton"``: trust-region Newton on ``J~(Phi) = min_R J(R, Phi)`` with its exact
+        Hessian (implicit function theorem, accumulated in the same pass over P as the R-step,
+        J and dJ/dPhi; see :func:`pe_reduced_hessian`), steps orthogonal to the rotations that
+        leave J~ unchanged; converges quadratically (~10-30 evaluations instead of ~100-250).
+        ``"reduced"``: L-BFGS (SciPy) on J~, each line-search trial re-solving R (spec 001
+        section 2.3). ``"paper"``: the paper's section 3 loop verbatim: R-step to tolerance,
+        then one L-BFGS direction on Phi (eq. 8) with the step length by backtracking on J with
+        R frozen. All three have the same fixed points.
     lbfgs_memory : int, default=10
         s, the L-BFGS memory.
+    coarse_to_fine : bool, default=True
+        With ``phi_step="newton"`` and N >= 100,000: first fit the centres on nested random
+        subsets of N / 5^j >= 20,000 objects (eta_phi scaled by the subset's share, so the
+        subset's optimum estimates the full one), then finish on all objects; the final
+        iterations and the convergence test use the full objective.
     backend : {"rust", "numpy"}, default="rust"
         Where the O(N K) work runs: compiled, parallel over objects (``n_jobs``), or the
         vectorised NumPy oracle (same results to ~1e-10).
@@ -365,12 +495,15 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     objective_, cross_entropy_, kl_ : float
         J, E and sum of KL at the solution.
     n_iter_ : int
-        L-BFGS iterations on the centres.
+        Iterations on the centres (Newton trials, over all stages / L-BFGS iterations).
     n_newton_iter_ : int
         Total Newton iterations (max over objects, summed over R-steps).
     converged_ : bool
     history_ : list of dict
-        Per L-BFGS iteration: J, |grad Phi|, time.
+        Per iteration: J, time; with Newton (per accepted step) also |grad Phi|
+        (``grad_norm``), the trust radius, the actual / predicted decrease (``rho``), the centres
+        (``phi``) and the number of objects of the stage (``n_objects``; J is that stage's
+        objective).
 
     Examples
     --------
@@ -401,8 +534,9 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         max_newton_iter=50,
         damped_newton=True,
         normalize=False,
-        phi_step="reduced",
+        phi_step="newton",
         lbfgs_memory=10,
+        coarse_to_fine=True,
         backend="rust",
         n_jobs=None,
         verbose=0,
@@ -425,6 +559,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.normalize = normalize
         self.phi_step = phi_step
         self.lbfgs_memory = lbfgs_memory
+        self.coarse_to_fine = coarse_to_fine
         self.backend = backend
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -460,14 +595,13 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         best = None
         for _ in range(n_init):
             Phi0 = self._init_phi(P, D, K, rng, init_phi)
-            res = self._fit_one(P, log_prior, Phi0, init_r, eta_r, eta_phi)
+            res = self._fit_one(P, log_prior, Phi0, init_r, eta_r, eta_phi, rng)
             if best is None or res["J"] < best["J"]:
                 best = res
         self.class_prior_ = prior
         self.embedding_ = best["R"]
         self.class_embedding_ = best["Phi"]
-        J, E, H, _ = self._kernels(P, log_prior, eta_r, eta_phi).evaluate(best["R"], best["Phi"])
-        self.objective_, self.cross_entropy_, self.kl_ = J, E, E - H
+        self.objective_, self.cross_entropy_, self.kl_ = best["J"], best["E"], best["KL"]
         self.n_iter_ = best["nit"]
         self.n_newton_iter_ = best["newton"]
         self.converged_ = best["converged"]
@@ -499,7 +633,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         return _Kernels(self.backend, P, log_prior, eta_r, eta_phi, self.tol_r,
                         int(self.max_newton_iter), bool(self.damped_newton), self.n_jobs)
 
-    def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi):
+    def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi, rng):
         N, K = P.shape
         D = Phi0.shape[1]
         if init_r is None:
@@ -510,16 +644,21 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 raise ValueError(f"`init_r` must have shape ({N}, {D})")
             R = R.copy()
         kern = self._kernels(P, log_prior, eta_r, eta_phi)
-        choice(self.phi_step, "phi_step", ("reduced", "paper"))
+        choice(self.phi_step, "phi_step", ("newton", "reduced", "paper"))
         memory = int(self.lbfgs_memory)
         if memory < 1:
             raise ValueError(f"`lbfgs_memory` must be >= 1, got {self.lbfgs_memory}")
-        fit = self._fit_reduced if self.phi_step == "reduced" else self._fit_paper
-        Phi, R, nit, newton, status_ok, history = fit(kern, Phi0, np.ascontiguousarray(R), memory)
+        if self.phi_step == "newton":
+            Phi, R, nit, newton, status_ok, history = self._fit_newton(
+                kern, Phi0, np.ascontiguousarray(R), rng, init_r is None)
+        else:
+            fit = self._fit_reduced if self.phi_step == "reduced" else self._fit_paper
+            Phi, R, nit, newton, status_ok, history = fit(kern, Phi0, np.ascontiguousarray(R),
+                                                          memory)
         # the final R for the returned Phi (the cache may hold a trial point), polished so that
         # transform() reproduces it
         R, _ = kern.r_step(Phi, R, tol_r=min(self.tol_r, _POLISH))
-        J, _, _, G = kern.evaluate(R, Phi)
+        J, E, H, G = kern.evaluate(R, Phi)
         gnorm = float(np.linalg.norm(G))
         converged = bool(
             gnorm <= self.tol_phi * N
@@ -527,8 +666,97 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 <= self.ftol * max(1.0, abs(history[-1]["J"])))
             or status_ok
         )
-        return {"R": R, "Phi": Phi, "J": J, "nit": nit, "newton": newton,
+        return {"R": R, "Phi": Phi, "J": J, "E": E, "KL": E - H, "nit": nit, "newton": newton,
                 "converged": converged, "history": history, "grad_norm": gnorm}
+
+    def _stage_sizes(self, N):
+        sizes = [N]
+        if self.coarse_to_fine:
+            while sizes[0] // 5 >= _STAGE_MIN:
+                sizes.insert(0, sizes[0] // 5)
+        return sizes
+
+    def _fit_newton(self, kern, Phi0, R, rng, fresh_r):
+        """Trust-region Newton on J~(Phi) (exact reduced Hessian), coarse to fine: on nested
+        random subsets first (``coarse_to_fine``), then on all objects."""
+        N = R.shape[0]
+        sizes = self._stage_sizes(N)
+        perm = rng.permutation(N) if len(sizes) > 1 else None
+        Phi = Phi0.copy()
+        radius = 0.5 * np.sqrt(Phi.size)
+        history, nit, newton, converged = [], 0, 0, False
+        t0 = time.perf_counter()
+        done = np.zeros(N, dtype=bool)  # objects whose R has been optimised once
+        for n_s in sizes:
+            idx = np.sort(perm[:n_s]) if n_s < N else None
+            if fresh_r and done.any():  # objects new to this stage start from P Phi
+                new = ~done if idx is None else np.setdiff1d(idx, np.flatnonzero(done))
+                R[new] = kern.P[new] @ Phi
+            ks = kern if idx is None else kern.subset(idx, N)
+            Rs = R if idx is None else np.ascontiguousarray(R[idx])
+            # a subset's optimum is within O(1/sqrt(n)) of the full one: no tighter solve; on
+            # all objects only the Newton decrement stops (one more step squares the error)
+            gtol = 0.0 if idx is None else _SUBSET_GTOL * n_s
+            try:
+                Phi, Rs, it, nw, converged, radius = self._trust_newton(
+                    ks, Phi, Rs, radius, gtol, history, t0, int(self.max_iter) - nit)
+            except StopIteration as stop:
+                Phi, Rs, it, nw = stop.value
+                if idx is None:
+                    R = Rs
+                else:
+                    R[idx] = Rs
+                return Phi, R, nit + it, newton + nw, False, history
+            nit, newton = nit + it, newton + nw
+            if idx is None:
+                R = Rs
+                done[:] = True
+            else:
+                R[idx] = Rs
+                done[idx] = True
+        return Phi, R, nit, newton, converged, history
+
+    def _trust_newton(self, kern, Phi, R, radius, gtol, history, t0, max_iter):
+        """One stage: returns (Phi, R, trials, Newton steps, converged, final radius)."""
+        K, D = Phi.shape
+        n_obj = R.shape[0]
+        J, G, H, R, it = kern.reduced_hessian(Phi, R)
+        newton = int(it.max()) if it.size else 0
+        nit = 0
+        while True:
+            g = G.ravel()
+            if np.linalg.norm(g) <= gtol or not np.any(g):
+                return Phi, R, nit, newton, True, radius
+            if nit >= max_iter:
+                return Phi, R, nit, newton, False, radius
+            Z = _gauge_complement(Phi)
+            pz, pred, interior = _trust_region_step(Z.T @ H @ Z, Z.T @ g, radius)
+            if interior and pred <= self.ftol * max(1.0, abs(J)):
+                # Newton decrement: what is left to gain is below ftol (relative)
+                return Phi, R, nit, newton, True, radius
+            p = Z @ pz
+            pn = float(np.linalg.norm(p))
+            nit += 1
+            Jt, Gt, Ht, Rt, it = kern.reduced_hessian(Phi + p.reshape(K, D), R)
+            newton += int(it.max()) if it.size else 0
+            rho = (J - Jt) / pred if pred > 0 else -np.inf
+            if rho < 0.25:
+                radius = _SHRINK * pn
+            elif rho > 0.75 and pn >= 0.99 * radius:
+                radius = _GROW * radius
+            if rho > 1e-4:
+                Phi, J, G, H, R = Phi + p.reshape(K, D), Jt, Gt, Ht, Rt
+                history.append({"J": float(J), "grad_norm": float(np.linalg.norm(G)),
+                                "radius": float(radius), "rho": float(rho), "n_objects": n_obj,
+                                "phi": Phi.copy(),
+                                "time": time.perf_counter() - t0})
+                try:
+                    self._report(history)
+                except StopIteration:
+                    raise StopIteration((Phi, R, nit, newton)) from None
+            elif pred <= 1e-14 * max(1.0, abs(J)) or radius <= 1e-12 * (1.0 + np.linalg.norm(Phi)):
+                # the model's decrease is below what J resolves: stationary to rounding
+                return Phi, R, nit, newton, True, radius
 
     def _fit_reduced(self, kern, Phi0, R, memory):
         """L-BFGS (SciPy) on J~(Phi) = min_R J(R, Phi); every evaluation re-solves R."""

@@ -147,6 +147,9 @@ pub struct Evaluation {
     pub grad_phi: Vec<f64>,
     /// dJ/dR (n x d), when asked for.
     pub grad_r: Option<Vec<f64>>,
+    /// d2J~/dPhi2 (kd x kd, row-major, index `k * d + j`) of the reduced objective, when asked
+    /// for (see [`reduced_hessian`]).
+    pub hess_phi: Option<Vec<f64>>,
 }
 
 /// Logits `a_k = log pi_k - |r - phi_k|^2 / 2`, posteriors q and their log-normaliser.
@@ -446,6 +449,8 @@ struct Partial {
     ent: f64,
     rr: f64,
     gphi: Vec<f64>,
+    /// lower triangle (full kd x kd storage) of the reduced Hessian's data term, or empty
+    hess: Vec<f64>,
 }
 
 /// Adds object n's terms (with `s.post` at r) to the partial sums; writes dJ/dr_n when asked.
@@ -490,6 +495,13 @@ fn combine(pb: &Problem<'_>, parts: Vec<Partial>, eta_r: f64, eta_phi: f64) -> E
     let mut ent = 0.0;
     let mut rr = 0.0;
     let mut gphi_t = vec![0.0; k * d];
+    let kd = k * d;
+    let with_hess = parts.first().is_some_and(|p| !p.hess.is_empty());
+    let mut hess = if with_hess {
+        vec![0.0; kd * kd]
+    } else {
+        Vec::new()
+    };
     for part in parts {
         ce += part.ce;
         ent += part.ent;
@@ -497,7 +509,19 @@ fn combine(pb: &Problem<'_>, parts: Vec<Partial>, eta_r: f64, eta_phi: f64) -> E
         for (g, v) in gphi_t.iter_mut().zip(&part.gphi) {
             *g += v;
         }
+        for (h, v) in hess.iter_mut().zip(&part.hess) {
+            *h += v;
+        }
     }
+    let hess_phi = with_hess.then(|| {
+        for a in 0..kd {
+            for b in 0..a {
+                hess[b * kd + a] = hess[a * kd + b];
+            }
+            hess[a * kd + a] += 2.0 * eta_phi;
+        }
+        hess
+    });
     let mut gphi = vec![0.0; k * d];
     for kk in 0..k {
         for j in 0..d {
@@ -514,6 +538,7 @@ fn combine(pb: &Problem<'_>, parts: Vec<Partial>, eta_r: f64, eta_phi: f64) -> E
         entropy: ent,
         grad_phi: gphi,
         grad_r: None,
+        hess_phi,
     }
 }
 
@@ -568,6 +593,7 @@ pub fn evaluate(
                 ent: 0.0,
                 rr: 0.0,
                 gphi: vec![0.0; k * d],
+                hess: Vec::new(),
             };
             let lo = c * CHUNK;
             let hi = (lo + CHUNK).min(pb.n);
@@ -612,11 +638,207 @@ pub fn reduced(
     eta_phi: f64,
     cancel: &AtomicBool,
 ) -> Result<(Evaluation, Vec<u32>)> {
+    reduced_impl(pb, r, opt, eta_phi, false, cancel)
+}
+
+/// [`reduced`] plus the exact Hessian of the reduced objective, `Evaluation::hess_phi`
+/// (kd x kd), in the same pass over P.
+///
+/// With `r_n*(Phi)` the optimum of object n, the implicit function theorem gives
+///
+/// ```text
+/// d2J~/dPhi2 = sum_n [ C_n - B_n^T A_n^{-1} B_n ] + 2 eta_phi I,
+/// A_n = d2J/dr_n2 (d x d), B_n = d2J/dr_n dPhi (d x kd), C_n = d2E_n/dPhi2 (kd x kd),
+/// ```
+///
+/// and with `u_l = phi_l - r_n`, `u_bar = sum_l q_l u_l`, `g_l = pw q_l - p_l`
+/// (`pw = sum_l p_l`):
+/// `A = pw Cov_q(phi) + 2 eta_r I`, `B_l = g_l I - pw q_l (u_l - u_bar) u_l^T`,
+/// `C = blockdiag(-g_l I + pw q_l u_l u_l^T) - pw v v^T` with `v_l = q_l u_l`. Each object
+/// adds K blocks of d x d and a symmetric rank-(d + 1) update: O(K^2 d^2) per object.
+/// J~ is invariant under rotations of Phi about the origin, so at a stationary point the
+/// Hessian is singular along `Phi S` for every skew-symmetric S (the caller handles it).
+///
+/// # Errors
+/// Shape / finiteness / parameter errors, `Cancelled`.
+pub fn reduced_hessian(
+    pb: &Problem<'_>,
+    r: &mut [f64],
+    opt: &RStep,
+    eta_phi: f64,
+    cancel: &AtomicBool,
+) -> Result<(Evaluation, Vec<u32>)> {
+    reduced_impl(pb, r, opt, eta_phi, true, cancel)
+}
+
+/// Per-thread scratch of one object's reduced-Hessian term.
+struct HessScratch {
+    u: Vec<f64>,
+    ub: Vec<f64>,
+    a: Vec<f64>,
+    x: Vec<f64>,
+}
+
+impl HessScratch {
+    fn new(k: usize, d: usize) -> Self {
+        Self {
+            u: vec![0.0; k * d],
+            ub: vec![0.0; d],
+            a: vec![0.0; d * d],
+            x: vec![0.0; (d + 1) * k * d],
+        }
+    }
+}
+
+/// Adds object n's term `C - B^T A^{-1} B` (see [`reduced_hessian`]) to the lower triangle of
+/// `hess` (kd x kd); `q` the posteriors at the object's optimum `r`.
+#[allow(clippy::too_many_arguments)]
+fn accumulate_hessian(
+    pb: &Problem<'_>,
+    p: &[f64],
+    q: &[f64],
+    r: &[f64],
+    eta_r: f64,
+    hs: &mut HessScratch,
+    hess: &mut [f64],
+) {
+    let (k, d) = (pb.k, pb.d);
+    let kd = k * d;
+    let pw: f64 = p.iter().sum();
+    for (l, ul) in hs.u.chunks_exact_mut(d).enumerate() {
+        for (j, u) in ul.iter_mut().enumerate() {
+            *u = pb.phi[l * d + j] - r[j];
+        }
+    }
+    hs.ub.iter_mut().for_each(|v| *v = 0.0);
+    for (ul, &ql) in hs.u.chunks_exact(d).zip(q) {
+        for (b, &u) in hs.ub.iter_mut().zip(ul) {
+            *b += ql * u;
+        }
+    }
+    // A = pw Cov_q(phi) + 2 eta_r I (centred), then its Cholesky factor L (lower)
+    for i in 0..d {
+        for j in 0..=i {
+            let mut c = 0.0;
+            for (ul, &ql) in hs.u.chunks_exact(d).zip(q) {
+                c += ql * (ul[i] - hs.ub[i]) * (ul[j] - hs.ub[j]);
+            }
+            hs.a[i * d + j] = pw * c + if i == j { 2.0 * eta_r } else { 0.0 };
+        }
+    }
+    for j in 0..d {
+        let mut s = hs.a[j * d + j];
+        for t in 0..j {
+            s -= hs.a[j * d + t] * hs.a[j * d + t];
+        }
+        let l = s.max(f64::MIN_POSITIVE).sqrt();
+        hs.a[j * d + j] = l;
+        for i in j + 1..d {
+            let mut s = hs.a[i * d + j];
+            for t in 0..j {
+                s -= hs.a[i * d + t] * hs.a[j * d + t];
+            }
+            hs.a[i * d + j] = s / l;
+        }
+    }
+    // row 0: sqrt(pw) v; rows 1..=d: L^{-1} B (forward substitution over the rows of B)
+    let sp = pw.sqrt();
+    let (x0, xb) = hs.x.split_at_mut(kd);
+    for ((x, ul), &ql) in x0.chunks_exact_mut(d).zip(hs.u.chunks_exact(d)).zip(q) {
+        for (xv, &u) in x.iter_mut().zip(ul) {
+            *xv = sp * ql * u;
+        }
+    }
+    for t in 0..d {
+        let (done, rest) = xb.split_at_mut(t * kd);
+        let row = &mut rest[..kd];
+        for (l, (x, ul)) in row
+            .chunks_exact_mut(d)
+            .zip(hs.u.chunks_exact(d))
+            .enumerate()
+        {
+            let gl = pw * q[l] - p[l];
+            let c = pw * q[l] * (ul[t] - hs.ub[t]);
+            for (j, (xv, &u)) in x.iter_mut().zip(ul).enumerate() {
+                *xv = if j == t { gl } else { 0.0 } - c * u;
+            }
+        }
+        for s in 0..t {
+            let lts = hs.a[t * d + s];
+            for (xv, &m) in row.iter_mut().zip(&done[s * kd..s * kd + kd]) {
+                *xv -= lts * m;
+            }
+        }
+        let inv = 1.0 / hs.a[t * d + t];
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
+    // block diagonal: -g_l I + pw q_l u_l u_l^T
+    for (l, ul) in hs.u.chunks_exact(d).enumerate() {
+        let gl = pw * q[l] - p[l];
+        let c = pw * q[l];
+        for i in 0..d {
+            let a = l * d + i;
+            for j in 0..=i {
+                hess[a * kd + l * d + j] += c * ul[i] * ul[j] - if i == j { gl } else { 0.0 };
+            }
+        }
+    }
+    rank_update(hess, &hs.x, kd);
+}
+
+/// `hess -= sum_rows x x^T` on the lower triangle (rows of length kd, up to three per pass).
+fn rank_update(hess: &mut [f64], x: &[f64], kd: usize) {
+    let mut rows = x.chunks_exact(kd);
+    loop {
+        match (rows.next(), rows.next(), rows.next()) {
+            (Some(x0), Some(x1), Some(x2)) => {
+                for a in 0..kd {
+                    let (c0, c1, c2) = (x0[a], x1[a], x2[a]);
+                    let h = &mut hess[a * kd..a * kd + a + 1];
+                    for (((hv, &v0), &v1), &v2) in h.iter_mut().zip(x0).zip(x1).zip(x2) {
+                        *hv -= c0 * v0 + c1 * v1 + c2 * v2;
+                    }
+                }
+            }
+            (Some(x0), Some(x1), None) => {
+                for a in 0..kd {
+                    let (c0, c1) = (x0[a], x1[a]);
+                    let h = &mut hess[a * kd..a * kd + a + 1];
+                    for ((hv, &v0), &v1) in h.iter_mut().zip(x0).zip(x1) {
+                        *hv -= c0 * v0 + c1 * v1;
+                    }
+                }
+                break;
+            }
+            (Some(x0), None, _) => {
+                for a in 0..kd {
+                    let c0 = x0[a];
+                    let h = &mut hess[a * kd..a * kd + a + 1];
+                    for (hv, &v0) in h.iter_mut().zip(x0) {
+                        *hv -= c0 * v0;
+                    }
+                }
+                break;
+            }
+            _ => break,
+        }
+    }
+}
+
+fn reduced_impl(
+    pb: &Problem<'_>,
+    r: &mut [f64],
+    opt: &RStep,
+    eta_phi: f64,
+    with_hessian: bool,
+    cancel: &AtomicBool,
+) -> Result<(Evaluation, Vec<u32>)> {
     check_r(pb, r, opt)?;
     if !(eta_phi.is_finite() && eta_phi >= 0.0) {
         return Err(invalid("eta_phi", "must be a finite number >= 0"));
     }
     let (k, d) = (pb.k, pb.d);
+    let kd = k * d;
     let mut iters = vec![0u32; pb.n];
     let parts: Vec<Partial> = r
         .par_chunks_mut(CHUNK * d)
@@ -627,12 +849,18 @@ pub fn reduced(
                 return Err(EmbedError::Cancelled);
             }
             let mut s = Scratch::new(k, d);
+            let mut hs = HessScratch::new(k, d);
             let mut part = Partial {
                 with_entropy: false,
                 ce: 0.0,
                 ent: 0.0,
                 rr: 0.0,
                 gphi: vec![0.0; k * d],
+                hess: if with_hessian {
+                    vec![0.0; kd * kd]
+                } else {
+                    Vec::new()
+                },
             };
             let base = c * CHUNK;
             for (i, it) in ic.iter_mut().enumerate() {
@@ -641,6 +869,9 @@ pub fn reduced(
                 let rn = &mut rc[i * d..i * d + d];
                 *it = newton_object(pb, p, rn, opt, &mut s);
                 accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r);
+                if with_hessian {
+                    accumulate_hessian(pb, p, &s.post.q, rn, opt.eta_r, &mut hs, &mut part.hess);
+                }
             }
             Ok(part)
         })
@@ -729,6 +960,47 @@ mod tests {
             assert_eq!(r, r2);
             assert_eq!(ev.objective, ev2.objective);
             assert_eq!(ev.grad_phi, ev2.grad_phi);
+        }
+    }
+
+    #[test]
+    fn reduced_hessian_matches_finite_differences_of_the_reduced_gradient() {
+        for d in [1, 2, 3] {
+            let k = 4;
+            let (p, phi, r0, lp) = problem(300, k, d, 11 + d as u64);
+            let opt = RStep {
+                tol: 1e-26,
+                max_iter: 100,
+                ..RStep::default()
+            };
+            let no = AtomicBool::new(false);
+            let grad = |ph: &[f64]| {
+                let pb = Problem::new(&p, ph, &lp, k, d).unwrap();
+                let mut r = r0.clone();
+                reduced(&pb, &mut r, &opt, 0.7, &no).unwrap().0.grad_phi
+            };
+            let pb = Problem::new(&p, &phi, &lp, k, d).unwrap();
+            let mut r = r0.clone();
+            let (ev, _) = reduced_hessian(&pb, &mut r, &opt, 0.7, &no).unwrap();
+            assert_eq!(ev.grad_phi, grad(&phi));
+            let hs = ev.hess_phi.unwrap();
+            let kd = k * d;
+            let scale = hs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let h = 1e-5;
+            for i in 0..kd {
+                let (mut a, mut b) = (phi.clone(), phi.clone());
+                a[i] += h;
+                b[i] -= h;
+                let (ga, gb) = (grad(&a), grad(&b));
+                for j in 0..kd {
+                    let fd = (ga[j] - gb[j]) / (2.0 * h);
+                    assert!(
+                        (fd - hs[j * kd + i]).abs() < 1e-6 * scale,
+                        "d={d} H[{j},{i}] = {} vs fd {fd}",
+                        hs[j * kd + i]
+                    );
+                }
+            }
         }
     }
 

@@ -353,6 +353,61 @@ pub fn pe_reduced<'py>(
     ))
 }
 
+/// pe_reduced_hessian(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
+/// --
+///
+/// `pe_reduced` plus the exact Hessian of the reduced objective min_R J(R, Phi) with respect
+/// to Phi (kd x kd, index k * d + j), in the same pass. Returns (J, dJ/dPhi, d2J/dPhi2, R,
+/// Newton steps per object).
+#[pyfunction]
+#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn pe_reduced_hessian<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray2<'py, f64>,
+    phi: PyReadonlyArray2<'py, f64>,
+    r: PyReadonlyArray2<'py, f64>,
+    log_prior: PyReadonlyArray1<'py, f64>,
+    eta_r: f64,
+    eta_phi: f64,
+    tol_r: f64,
+    max_newton_iter: usize,
+    damped: bool,
+    n_jobs: Option<isize>,
+) -> PyResult<(
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+)> {
+    let (ps, k) = rows(&p, "p")?;
+    let (fs, d) = rows(&phi, "phi")?;
+    let (rs, _) = rows(&r, "r")?;
+    let lp = vector(&log_prior, "log_prior")?;
+    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let opt = vastml_embed::parametric::RStep {
+        eta_r,
+        tol: tol_r,
+        max_iter: max_newton_iter,
+        damped,
+    };
+    let n = pb.n_objects();
+    let mut out = rs.to_vec();
+    let (ev, it, out) = enter(py, n_jobs, |cancel| {
+        vastml_embed::parametric::reduced_hessian(&pb, &mut out, &opt, eta_phi, cancel)
+            .map(|(ev, it)| (ev, it, out))
+    })?;
+    let hess = ev.hess_phi.unwrap_or_default();
+    Ok((
+        ev.objective,
+        matrix(py, ev.grad_phi, k, d)?,
+        matrix(py, hess, k * d, k * d)?,
+        matrix(py, out, n, d)?,
+        it.into_pyarray(py),
+    ))
+}
+
 type CsrOut<'py> = (
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
