@@ -166,15 +166,29 @@ pub fn symmetrize_csr(
     if indices.len() != nnz || data.len() != nnz {
         return bad("indices and data must have indptr[-1] entries");
     }
-    if indices.par_iter().any(|&j| j < 0 || j as usize >= n) {
-        return bad("column index out of range");
-    }
-    check_finite(data, "affinities")?;
     let row = |i: usize| indptr[i] as usize..indptr[i + 1] as usize;
-    let sorted = (0..n)
+    // One parallel pass: (all columns in range, all values finite, all rows sorted).
+    let (in_range, finite, sorted) = (0..n)
         .into_par_iter()
         .with_min_len(ROW_BLOCK)
-        .all(|i| indices[row(i)].windows(2).all(|w| w[0] <= w[1]));
+        .map(|i| {
+            let (c, v) = (&indices[row(i)], &data[row(i)]);
+            (
+                c.iter().all(|&j| j >= 0 && (j as usize) < n),
+                v.iter().all(|x| x.is_finite()),
+                c.windows(2).all(|w| w[0] <= w[1]),
+            )
+        })
+        .reduce(
+            || (true, true, true),
+            |a, b| (a.0 && b.0, a.1 && b.1, a.2 && b.2),
+        );
+    if !in_range {
+        return bad("column index out of range");
+    }
+    if !finite {
+        check_finite(data, "affinities")?;
+    }
     let (own_c, own_v);
     let (pc, pv): (&[i64], &[f64]) = if sorted {
         (indices, data)
