@@ -202,7 +202,9 @@ def test_csr_output_is_canonical_and_matches_the_dense_rows(digits):
     idx2 = idx[:, ::-1].copy()
     idx2[:, 0] = idx2[:, 1]
     P2, _, info2 = entropic_affinities(knn=(d2[:, ::-1], idx2), perplexity=12)
-    rows2 = _core.entropic_affinities_knn(np.ascontiguousarray(d2[:, ::-1]), 12.0, info2["order"])[0]
+    rows2 = _core.entropic_affinities_knn(
+        np.ascontiguousarray(d2[:, ::-1]), 12.0, info2["order"]
+    )[0]
     dense2 = np.zeros((n, n))
     np.add.at(dense2, (np.repeat(np.arange(n), k), idx2.ravel()), rows2.ravel())
     assert np.allclose(P2.toarray(), dense2, rtol=0, atol=1e-15)

@@ -206,7 +206,8 @@ def entropic_affinities(
     Returns
     -------
     P : scipy.sparse.csr_array of shape (n_samples, n_samples)
-        Row-stochastic conditional affinities :math:`p_{m|n}` (zero diagonal).
+        Row-stochastic conditional affinities :math:`p_{m|n}` (zero diagonal), in
+        canonical form (each row's columns increasing, no repeats).
     beta : ndarray of shape (n_samples,)
         Precisions :math:`\beta_n` (:math:`\sigma_n = 1/\sqrt{2\beta_n}`).
     info : dict
