@@ -897,6 +897,12 @@ pub fn entropic_affinities_csr(
             n * k
         )));
     }
+    if n > u32::MAX as usize || k > u32::MAX as usize {
+        return Err(invalid(
+            "n_points",
+            "at most 2^32 - 1 points and neighbours",
+        ));
+    }
     if indices.par_iter().any(|&j| j < 0 || j as usize >= n) {
         return Err(EmbedError::ShapeMismatch(
             "neighbour index out of 0..n_points".into(),

@@ -162,6 +162,9 @@ pub fn symmetrize_csr(
     if indptr.len() != n + 1 || indptr[0] != 0 || indptr.windows(2).any(|w| w[0] > w[1]) {
         return bad("row pointers must have n + 1 non-decreasing entries from 0");
     }
+    if n > u32::MAX as usize {
+        return bad("more than 2^32 - 1 rows (row indices are kept as u32)");
+    }
     let nnz = indptr[n] as usize;
     if indices.len() != nnz || data.len() != nnz {
         return bad("indices and data must have indptr[-1] entries");
