@@ -185,6 +185,61 @@ def test_symmetrize():
     assert np.allclose(M.toarray(), (P + P.T).toarray() / 2)
 
 
+def test_csr_output_is_canonical_and_matches_the_dense_rows(digits):
+    d2, idx = knn_sqdist(digits, 40)
+    n, k = idx.shape
+    P, beta, info = entropic_affinities(knn=(d2, idx), perplexity=12)
+    # Slow oracle: the solver's n x k rows scattered into a dense matrix by their indices.
+    o = info["order"]
+    rows = _core.entropic_affinities_knn(d2, 12.0, o)[0]
+    dense = np.zeros((n, n))
+    np.add.at(dense, (np.repeat(np.arange(n), k), idx.ravel()), rows.ravel())
+    assert np.array_equal(P.toarray(), dense)
+    assert P.has_canonical_format
+    for i in range(n):  # what SciPy's canonical flag promises, checked directly
+        assert (np.diff(P.indices[P.indptr[i] : P.indptr[i + 1]]) > 0).all()
+    # A user's graph in any column order, with a repeated neighbour: repeats are summed.
+    idx2 = idx[:, ::-1].copy()
+    idx2[:, 0] = idx2[:, 1]
+    P2, _, info2 = entropic_affinities(knn=(d2[:, ::-1], idx2), perplexity=12)
+    rows2 = _core.entropic_affinities_knn(
+        np.ascontiguousarray(d2[:, ::-1]), 12.0, info2["order"]
+    )[0]
+    dense2 = np.zeros((n, n))
+    np.add.at(dense2, (np.repeat(np.arange(n), k), idx2.ravel()), rows2.ravel())
+    assert np.allclose(P2.toarray(), dense2, rtol=0, atol=1e-15)
+    assert P2.nnz == n * (k - 1)
+    for i in range(n):
+        assert (np.diff(P2.indices[P2.indptr[i] : P2.indptr[i + 1]]) > 0).all()
+
+
+def test_symmetrize_matches_scipy_for_sorted_and_unsorted_rows(digits):
+    d2, idx = knn_sqdist(digits, 30)
+    P, _, _ = entropic_affinities(knn=(d2, idx), perplexity=10)
+    want = ((P + P.T) / 2).toarray()
+    np.fill_diagonal(want, 0)
+    # Unsorted rows, a diagonal entry and a repeat (SciPy sums repeats in toarray()).
+    n = P.shape[0]
+    U = sp.csr_array(
+        (
+            np.r_[P.data[::-1], 0.25, 0.5],
+            np.r_[P.indices[::-1], 3, P.indices[0]],
+            np.r_[0, np.full(n - 1, 0), P.nnz + 2],
+        ),
+        shape=(n, n),
+    )
+    for M, ref in ((P, want), (U, None)):
+        S = symmetrize(M, "mean")
+        if ref is None:
+            ref = ((U + U.T) / 2).toarray()
+            np.fill_diagonal(ref, 0)
+        assert np.allclose(S.toarray(), ref, rtol=1e-14, atol=0)
+        assert S.has_canonical_format
+        for i in range(n):
+            r = S.indices[S.indptr[i] : S.indptr[i + 1]]
+            assert (np.diff(r) > 0).all() and i not in r
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.floats(0, 1e3, allow_nan=False), min_size=8, max_size=30),

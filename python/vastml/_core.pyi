@@ -93,6 +93,30 @@ def symmetrize_csr(
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
 
+def entropic_affinities_csr(
+    sqdist: npt.NDArray[np.float64],
+    indices: npt.NDArray[np.int64],
+    perplexity: float,
+    order: npt.NDArray[np.int64],
+    parents: npt.NDArray[np.int64] | None = None,
+    warm: str = "previous",
+    method: str = "euler",
+    tol: float = 1e-10,
+    maxit: int = 20,
+    chunk_size: int = 2048,
+    n_jobs: int | None = None,
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.bool_],
+]: ...
+
 class GaussTransform:
     def __init__(
         self,

@@ -206,7 +206,8 @@ def entropic_affinities(
     Returns
     -------
     P : scipy.sparse.csr_array of shape (n_samples, n_samples)
-        Row-stochastic conditional affinities :math:`p_{m|n}` (zero diagonal).
+        Row-stochastic conditional affinities :math:`p_{m|n}` (zero diagonal), in
+        canonical form (each row's columns increasing, no repeats).
     beta : ndarray of shape (n_samples,)
         Precisions :math:`\beta_n` (:math:`\sigma_n = 1/\sqrt{2\beta_n}`).
     info : dict
@@ -274,8 +275,11 @@ def entropic_affinities(
         image_shape=image_shape,
         random_state=random_state,
     )
-    p, log_beta, evals, bis, lo, hi, conv = _core.entropic_affinities_knn(
+    # One Rust pass: root finding, then each row's neighbours sorted by index (repeats of
+    # a user's graph summed) into canonical CSR arrays that SciPy takes as they are.
+    indptr, indices, data, log_beta, evals, bis, lo, hi, conv = _core.entropic_affinities_csr(
         sqdist,
+        idx,
         perplexity,
         o,
         parents,
@@ -285,10 +289,8 @@ def entropic_affinities(
         maxit=int(maxit),
         n_jobs=n_jobs,
     )
-    indptr = np.arange(0, n * k + 1, k, dtype=np.int64)
-    P = sp.csr_array((p.ravel(), idx.ravel(), indptr), shape=(n, n))
-    if knn is not None:  # our kNN rows hold distinct indices; a user's graph may repeat one
-        P.sum_duplicates()
+    P = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)
+    P.has_canonical_format = True
     info = {
         "evaluations": evals,
         "bisections": bis,
@@ -314,12 +316,14 @@ def symmetrize(P, mode="joint", *, n_jobs=None):
     1.0
     """
     choice(mode, "mode", ("joint", "mean"))
-    P = sp.csr_array(P, dtype=np.float64)
+    if not (sp.issparse(P) and P.format == "csr" and P.dtype == np.float64):
+        P = sp.csr_array(P, dtype=np.float64)
     n = P.shape[0]
     if P.shape != (n, n):
         raise ValueError(f"`P` must be square, got shape {P.shape}")
-    # In Rust: transpose by counting sort, rows sorted and merged in parallel (no SciPy
-    # sparse addition, which first sorts and canonicalises both operands).
+    # In Rust: rows sorted unless they already are (as entropic_affinities returns them),
+    # transpose by counting sort, rows of P and P^T merged in parallel (no SciPy sparse
+    # addition, which first sorts and canonicalises both operands).
     indptr, indices, data = _core.symmetrize_csr(
         n,
         np.ascontiguousarray(P.indptr, dtype=np.int64),
@@ -328,6 +332,6 @@ def symmetrize(P, mode="joint", *, n_jobs=None):
         0.5 / n if mode == "joint" else 0.5,
         n_jobs_arg(n_jobs),
     )
-    W = sp.csr_array((data, indices, indptr), shape=(n, n))
+    W = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)
     W.has_canonical_format = True
     return W

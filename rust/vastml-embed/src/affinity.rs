@@ -16,6 +16,10 @@ use rayon::prelude::*;
 
 use crate::error::{EmbedError, Result, check_finite, invalid};
 
+mod csr;
+
+pub use csr::{CsrMatrix, symmetrize_csr};
+
 /// The root finder of each point's log-precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootMethod {
@@ -157,29 +161,37 @@ pub fn p1_bound(n: usize, perplexity: f64) -> f64 {
     1.0 - 0.5 * (0.5 * (lo + hi))
 }
 
-/// Summary of one row's squared distances: (d²_1, first strictly larger d², d²_N).
-fn extremes(d2: &[f64]) -> (f64, f64, f64) {
+/// Summary of one row's squared distances in one pass: (d²_1, first strictly larger d²,
+/// d²_N, Σ d²).
+fn extremes(d2: &[f64]) -> (f64, f64, f64, f64) {
     let mut d1 = f64::INFINITY;
-    let mut dn = f64::NEG_INFINITY;
-    for &v in d2 {
-        d1 = d1.min(v);
-        dn = dn.max(v);
-    }
     let mut d2nd = f64::INFINITY;
+    let mut dn = f64::NEG_INFINITY;
+    let mut sum = 0.0;
     for &v in d2 {
-        if v > d1 && v < d2nd {
+        // d2nd stays the smallest value strictly above the running minimum.
+        if v < d1 {
+            d2nd = d1;
+            d1 = v;
+        } else if v > d1 && v < d2nd {
             d2nd = v;
         }
+        dn = dn.max(v);
+        sum += v;
     }
-    (d1, d2nd, dn)
+    (d1, d2nd, dn, sum)
 }
 
 /// (log β_L, log β_U) of Theorem 2.2.2 for one row of squared distances (eqs. 2.9, 2.10),
 /// with N := the row length and `p1` from [`p1_bound`]. Ties at the nearest distance use
 /// the first strictly larger distance for Δ₂². Returns NaNs when all distances are equal.
 pub fn log_beta_bounds(d2: &[f64], perplexity: f64, p1: f64) -> (f64, f64) {
-    let n = d2.len() as f64;
-    let (d1, d2nd, dn) = extremes(d2);
+    let (d1, d2nd, dn, _) = extremes(d2);
+    bounds_from(d2.len(), d1, d2nd, dn, perplexity, p1)
+}
+
+fn bounds_from(len: usize, d1: f64, d2nd: f64, dn: f64, perplexity: f64, p1: f64) -> (f64, f64) {
+    let n = len as f64;
     if dn <= d1 || !d2nd.is_finite() {
         return (f64::NAN, f64::NAN);
     }
@@ -191,25 +203,100 @@ pub fn log_beta_bounds(d2: &[f64], perplexity: f64, p1: f64) -> (f64, f64) {
     (lower.ln(), upper.ln())
 }
 
-/// F(α) = H − log K and its first two derivatives in α = log β (thesis §2.3.1), for
-/// distances `s` already shifted so that min s = 0. Fills `w` with the unnormalised
-/// probabilities; returns (F, F', F'', Z).
-fn entropy_gap(s: &[f64], a: f64, log_k: f64, derivs: u8, w: &mut [f64]) -> (f64, f64, f64, f64) {
-    let beta = a.exp();
-    let (mut z, mut s1, mut s2, mut s3) = (0.0, 0.0, 0.0, 0.0);
-    for (wi, &si) in w.iter_mut().zip(s) {
-        let e = vastml_fgt::exp_nonpositive(-beta * si);
-        *wi = e;
-        z += e;
-        let es = e * si;
-        s1 += es;
-        if derivs > 0 {
-            s2 += es * si;
-            if derivs > 1 {
-                s3 += es * si * si;
+/// Lanes of the moment loops: independent partial sums, so the compiler can keep them in
+/// SIMD registers (a single running sum is a serial chain it may not reorder).
+const LANES: usize = 8;
+
+/// [Z, Σ w s, Σ w s², Σ w s³] with w = exp(−β s) (the last two only for `D` ≥ 1, 2); fills
+/// `w` with the unnormalised probabilities.
+#[inline(always)]
+fn moments_lanes<const D: u8>(s: &[f64], beta: f64, w: &mut [f64]) -> [f64; 4] {
+    let mut acc = [[0.0f64; LANES]; 4];
+    let split = s.len() - s.len() % LANES;
+    let (s_main, s_tail) = s.split_at(split);
+    let (w_main, w_tail) = w.split_at_mut(split);
+    for (wc, sc) in w_main
+        .chunks_exact_mut(LANES)
+        .zip(s_main.chunks_exact(LANES))
+    {
+        for l in 0..LANES {
+            let si = sc[l];
+            let e = vastml_fgt::exp_nonpositive(-beta * si);
+            wc[l] = e;
+            let es = e * si;
+            acc[0][l] += e;
+            acc[1][l] += es;
+            if D > 0 {
+                acc[2][l] += es * si;
+            }
+            if D > 1 {
+                acc[3][l] += es * si * si;
             }
         }
     }
+    for (l, (wi, &si)) in w_tail.iter_mut().zip(s_tail).enumerate() {
+        let e = vastml_fgt::exp_nonpositive(-beta * si);
+        *wi = e;
+        let es = e * si;
+        acc[0][l] += e;
+        acc[1][l] += es;
+        if D > 0 {
+            acc[2][l] += es * si;
+        }
+        if D > 1 {
+            acc[3][l] += es * si * si;
+        }
+    }
+    acc.map(|a| a.iter().sum())
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn moments_avx2<const D: u8>(s: &[f64], beta: f64, w: &mut [f64]) -> [f64; 4] {
+    moments_lanes::<D>(s, beta, w)
+}
+
+/// Whether this CPU runs the AVX2 version of the moment loops.
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+fn moments<const D: u8>(s: &[f64], beta: f64, w: &mut [f64], avx2: bool) -> [f64; 4] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2 {
+            // SAFETY: `avx2` is only true when the CPU has AVX2 and FMA (`has_avx2`).
+            return unsafe { moments_avx2::<D>(s, beta, w) };
+        }
+    }
+    let _ = avx2;
+    moments_lanes::<D>(s, beta, w)
+}
+
+/// F(α) = H − log K and its first two derivatives in α = log β (thesis §2.3.1), for
+/// distances `s` already shifted so that min s = 0. Fills `w` with the unnormalised
+/// probabilities; returns (F, F', F'', Z).
+fn entropy_gap(
+    s: &[f64],
+    a: f64,
+    log_k: f64,
+    derivs: u8,
+    w: &mut [f64],
+    avx2: bool,
+) -> (f64, f64, f64, f64) {
+    let beta = a.exp();
+    let [z, s1, s2, s3] = match derivs {
+        0 => moments::<0>(s, beta, w, avx2),
+        1 => moments::<1>(s, beta, w, avx2),
+        _ => moments::<2>(s, beta, w, avx2),
+    };
     let m1 = s1 / z;
     let f = beta * m1 + z.ln() - log_k;
     if derivs == 0 {
@@ -228,7 +315,7 @@ fn entropy_gap(s: &[f64], a: f64, log_k: f64, derivs: u8, w: &mut [f64]) -> (f64
 }
 
 /// Outcome of one row.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct RowSolution {
     log_beta: f64,
     evaluations: u32,
@@ -238,9 +325,6 @@ struct RowSolution {
     converged: bool,
 }
 
-/// A solved row and its probabilities.
-type Solved = (RowSolution, Vec<f64>);
-
 /// Most entropy evaluations a row may spend (widening included) before giving up.
 const MAX_EVALUATIONS: u32 = 400;
 
@@ -249,13 +333,27 @@ struct Row<'a> {
     log_k: f64,
     w: &'a mut [f64],
     evaluations: u32,
+    avx2: bool,
+    /// (α, Z) of the last evaluation: `w` holds its unnormalised probabilities.
+    last: (f64, f64),
 }
 
 impl Row<'_> {
     fn eval(&mut self, a: f64, derivs: u8) -> (f64, f64, f64) {
         self.evaluations += 1;
-        let (f, g, h, _) = entropy_gap(self.s, a, self.log_k, derivs, self.w);
+        let (f, g, h, z) = entropy_gap(self.s, a, self.log_k, derivs, self.w, self.avx2);
+        self.last = (a, z);
         (f, g, h)
+    }
+
+    /// Leaves the normalised probabilities at α in `w` (free when α was evaluated last).
+    fn finish(&mut self, a: f64) {
+        if self.last.0 != a {
+            let (_, _, _, z) = entropy_gap(self.s, a, self.log_k, 0, self.w, self.avx2);
+            self.last = (a, z);
+        }
+        let z = self.last.1;
+        self.w.iter_mut().for_each(|p| *p /= z);
     }
 }
 
@@ -484,19 +582,23 @@ fn solve_brent(row: &mut Row, lo: f64, hi: f64, tol: f64) -> (f64, bool) {
     }
 }
 
-/// Solves one row: `d2` its squared distances, `out` receives the probabilities.
+/// Solves one row: `d2` its squared distances, `s` scratch of the same length, `out`
+/// receives the probabilities.
+#[allow(clippy::too_many_arguments)]
 fn solve_row(
     d2: &[f64],
+    summary: (f64, f64, f64),
     perplexity: f64,
     p1: f64,
     a0: Option<f64>,
     opts: &RootOptions,
+    s: &mut [f64],
     out: &mut [f64],
+    avx2: bool,
 ) -> RowSolution {
     let k = d2.len();
-    let (lower, upper) = log_beta_bounds(d2, perplexity, p1);
-    let (d1, _, _) = extremes(d2);
-    let s: Vec<f64> = d2.iter().map(|&v| v - d1).collect();
+    let (d1, d2nd, dn) = summary;
+    let (lower, upper) = bounds_from(k, d1, d2nd, dn, perplexity, p1);
     if !lower.is_finite() || !upper.is_finite() {
         // All distances equal: every β gives the uniform row (entropy log k > log K).
         out.iter_mut().for_each(|p| *p = 1.0 / k as f64);
@@ -509,11 +611,16 @@ fn solve_row(
             converged: false,
         };
     }
+    for (si, &v) in s.iter_mut().zip(d2) {
+        *si = v - d1;
+    }
     let mut row = Row {
-        s: &s,
+        s,
         log_k: perplexity.ln(),
         w: out,
         evaluations: 0,
+        avx2,
+        last: (f64::NAN, f64::NAN),
     };
     let (a, bisections, converged) = match opts.method {
         RootMethod::Brent => {
@@ -527,9 +634,9 @@ fn solve_row(
         _ => solve_bracketed(&mut row, lower, upper, a0, opts),
     };
     let evaluations = row.evaluations;
-    // Probabilities at the returned point (one more pass, not counted as an iteration).
-    let (_, _, _, z) = entropy_gap(&s, a, row.log_k, 0, row.w);
-    row.w.iter_mut().for_each(|p| *p /= z);
+    // Probabilities at the returned point: those of the last evaluation, normalised (one
+    // more pass, not counted as an iteration, only when the root was not evaluated last).
+    row.finish(a);
     RowSolution {
         log_beta: a,
         evaluations,
@@ -540,29 +647,17 @@ fn solve_row(
     }
 }
 
-/// Entropic affinities of n points from their k-nearest-neighbour squared distances.
-///
-/// `sqdist` is n x k row-major (self excluded; any order within a row). `order` is a
-/// permutation of 0..n: the points are solved in that order, warm-started as `warm`
-/// says, in chunks of `chunk_size` consecutive points of the order that run in parallel.
-///
-/// # Errors
-/// [`EmbedError::InvalidParameter`] for k < 2, perplexity outside (1, k), tol <= 0, a bad
-/// order or parents; [`EmbedError::ShapeMismatch`]; [`EmbedError::NonFinite`] or a
-/// negative distance; [`EmbedError::Cancelled`].
-#[allow(clippy::too_many_arguments)]
-pub fn entropic_affinities(
+/// Checks the arguments shared by the affinity entry points; returns each point's position
+/// in `order`.
+fn check_problem(
     sqdist: &[f64],
-    n_points: usize,
-    n_neighbors: usize,
+    n: usize,
+    k: usize,
     perplexity: f64,
     opts: &RootOptions,
     order: &[usize],
     warm: WarmStart,
-    chunk_size: usize,
-    cancel: &AtomicBool,
-) -> Result<Affinities> {
-    let (n, k) = (n_points, n_neighbors);
+) -> Result<Vec<usize>> {
     if sqdist.len() != n * k {
         return Err(EmbedError::ShapeMismatch(format!(
             "sqdist has {} values, expected n_points * n_neighbors = {}",
@@ -607,14 +702,44 @@ pub fn entropic_affinities(
             return Err(invalid("parents", "needs one entry per point in -1..n"));
         }
     }
+    Ok(pos)
+}
+
+/// Rows solved in the order's positions: probabilities (n x k, row t = point order[t])
+/// and each row's solution.
+struct Solved {
+    probabilities: Vec<f64>,
+    rows: Vec<RowSolution>,
+}
+
+/// Solves every row, in chunks of `chunk` consecutive points of the order that run in
+/// parallel (so the result does not depend on the thread count).
+#[allow(clippy::too_many_arguments)]
+fn solve_all(
+    sqdist: &[f64],
+    n: usize,
+    k: usize,
+    perplexity: f64,
+    opts: &RootOptions,
+    order: &[usize],
+    pos: &[usize],
+    warm: WarmStart,
+    chunk_size: usize,
+    cancel: &AtomicBool,
+) -> Result<Solved> {
     let chunk = chunk_size.max(1);
     let p1 = p1_bound(k, perplexity);
-    let chunks: Vec<Result<Vec<Solved>>> = order
-        .par_chunks(chunk)
+    let avx2 = has_avx2();
+    let mut probabilities = vec![0.0; n * k];
+    let mut rows = vec![RowSolution::default(); n];
+    probabilities
+        .par_chunks_mut(chunk * k)
+        .zip(rows.par_chunks_mut(chunk))
+        .zip(order.par_chunks(chunk))
         .enumerate()
-        .map(|(c, idx)| {
+        .try_for_each(|(c, ((probs, sols), idx))| {
             let start = c * chunk;
-            let mut done: Vec<Solved> = Vec::with_capacity(idx.len());
+            let mut scratch = vec![0.0; k];
             let mut log_scales: Vec<f64> = Vec::with_capacity(idx.len());
             for (j, &pt) in idx.iter().enumerate() {
                 if cancel.load(Ordering::Relaxed) {
@@ -629,181 +754,173 @@ pub fn entropic_affinities(
                         .filter(|&q| q >= start && q < start + j)
                         .map(|q| q - start),
                 };
+                let row = &sqdist[pt * k..(pt + 1) * k];
+                let (d1, d2nd, dn, sum) = extremes(row);
                 // Warm start in scale-free terms: scaling a row's distances by c scales its
                 // β by 1/c (thesis §2.1), so carry log β + log(mean shifted distance) over.
-                let row = &sqdist[pt * k..(pt + 1) * k];
-                let log_scale = row_log_scale(row);
+                let log_scale = ((sum - k as f64 * d1) / k as f64).ln();
                 let a0 = from
                     .map(|q| {
-                        let shifted = done[q].0.log_beta + log_scales[q] - log_scale;
+                        let shifted = sols[q].log_beta + log_scales[q] - log_scale;
                         if shifted.is_finite() {
                             shifted
                         } else {
-                            done[q].0.log_beta
+                            sols[q].log_beta
                         }
                     })
                     .filter(|a| a.is_finite());
                 log_scales.push(log_scale);
-                let mut out = vec![0.0; k];
-                let sol = solve_row(
-                    &sqdist[pt * k..(pt + 1) * k],
+                sols[j] = solve_row(
+                    row,
+                    (d1, d2nd, dn),
                     perplexity,
                     p1,
                     a0,
                     opts,
-                    &mut out,
+                    &mut scratch,
+                    &mut probs[j * k..(j + 1) * k],
+                    avx2,
                 );
-                done.push((sol, out));
             }
-            Ok(done)
-        })
-        .collect();
-    let mut res = Affinities {
-        probabilities: vec![0.0; n * k],
-        log_beta: vec![0.0; n],
-        evaluations: vec![0; n],
-        bisections: vec![0; n],
-        log_beta_lower: vec![0.0; n],
-        log_beta_upper: vec![0.0; n],
-        converged: vec![false; n],
-    };
-    for (c, part) in chunks.into_iter().enumerate() {
-        for (j, (sol, p)) in part?.into_iter().enumerate() {
-            let pt = order[c * chunk + j];
-            res.probabilities[pt * k..(pt + 1) * k].copy_from_slice(&p);
-            res.log_beta[pt] = sol.log_beta;
-            res.evaluations[pt] = sol.evaluations;
-            res.bisections[pt] = sol.bisections;
-            res.log_beta_lower[pt] = sol.lower;
-            res.log_beta_upper[pt] = sol.upper;
-            res.converged[pt] = sol.converged;
-        }
-    }
-    Ok(res)
+            Ok(())
+        })?;
+    Ok(Solved {
+        probabilities,
+        rows,
+    })
 }
 
-/// log of the mean of d² − min d² over a row (the row's distance scale).
-fn row_log_scale(d2: &[f64]) -> f64 {
-    let (d1, _, _) = extremes(d2);
-    (d2.iter().map(|v| v - d1).sum::<f64>() / d2.len() as f64).ln()
+/// Entropic affinities of n points from their k-nearest-neighbour squared distances.
+///
+/// `sqdist` is n x k row-major (self excluded; any order within a row). `order` is a
+/// permutation of 0..n: the points are solved in that order, warm-started as `warm`
+/// says, in chunks of `chunk_size` consecutive points of the order that run in parallel.
+///
+/// # Errors
+/// [`EmbedError::InvalidParameter`] for k < 2, perplexity outside (1, k), tol <= 0, a bad
+/// order or parents; [`EmbedError::ShapeMismatch`]; [`EmbedError::NonFinite`] or a
+/// negative distance; [`EmbedError::Cancelled`].
+#[allow(clippy::too_many_arguments)]
+pub fn entropic_affinities(
+    sqdist: &[f64],
+    n_points: usize,
+    n_neighbors: usize,
+    perplexity: f64,
+    opts: &RootOptions,
+    order: &[usize],
+    warm: WarmStart,
+    chunk_size: usize,
+    cancel: &AtomicBool,
+) -> Result<Affinities> {
+    let (n, k) = (n_points, n_neighbors);
+    let pos = check_problem(sqdist, n, k, perplexity, opts, order, warm)?;
+    let solved = solve_all(
+        sqdist, n, k, perplexity, opts, order, &pos, warm, chunk_size, cancel,
+    )?;
+    let mut probabilities = vec![0.0; n * k];
+    probabilities
+        .par_chunks_mut(k)
+        .zip(pos.par_iter())
+        .with_min_len(256)
+        .for_each(|(row, &t)| row.copy_from_slice(&solved.probabilities[t * k..(t + 1) * k]));
+    let info = AffinityInfo::from_rows(&solved.rows, &pos);
+    Ok(Affinities {
+        probabilities,
+        log_beta: info.log_beta,
+        evaluations: info.evaluations,
+        bisections: info.bisections,
+        log_beta_lower: info.log_beta_lower,
+        log_beta_upper: info.log_beta_upper,
+        converged: info.converged,
+    })
+}
+
+/// Per-point results of [`entropic_affinities_csr`] (the matrix itself is separate).
+#[derive(Debug, Clone)]
+pub struct AffinityInfo {
+    /// log β_n.
+    pub log_beta: Vec<f64>,
+    /// Entropy evaluations per point.
+    pub evaluations: Vec<u32>,
+    /// Bisection steps per point.
+    pub bisections: Vec<u32>,
+    /// log β_L of Theorem 2.2.2.
+    pub log_beta_lower: Vec<f64>,
+    /// log β_U of Theorem 2.2.2.
+    pub log_beta_upper: Vec<f64>,
+    /// False where no precision reaches the perplexity.
+    pub converged: Vec<bool>,
+}
+
+impl AffinityInfo {
+    fn from_rows(rows: &[RowSolution], pos: &[usize]) -> AffinityInfo {
+        let at = |f: fn(&RowSolution) -> f64| pos.iter().map(|&t| f(&rows[t])).collect();
+        AffinityInfo {
+            log_beta: at(|r| r.log_beta),
+            evaluations: pos.iter().map(|&t| rows[t].evaluations).collect(),
+            bisections: pos.iter().map(|&t| rows[t].bisections).collect(),
+            log_beta_lower: at(|r| r.lower),
+            log_beta_upper: at(|r| r.upper),
+            converged: pos.iter().map(|&t| rows[t].converged).collect(),
+        }
+    }
+}
+
+/// [`entropic_affinities`] returning the conditional affinities as an n x n CSR matrix
+/// ready for SciPy: `indices` (n x k, the neighbours of each row of `sqdist`) give the
+/// columns; each row's columns come out increasing, repeated columns summed, so the
+/// matrix is in canonical form. The root finding, the warm starts and the per-point
+/// results are those of [`entropic_affinities`].
+///
+/// # Errors
+/// As [`entropic_affinities`], and [`EmbedError::ShapeMismatch`] for `indices` of the wrong
+/// length or out of 0..n.
+#[allow(clippy::too_many_arguments)]
+pub fn entropic_affinities_csr(
+    sqdist: &[f64],
+    indices: &[i64],
+    n_points: usize,
+    n_neighbors: usize,
+    perplexity: f64,
+    opts: &RootOptions,
+    order: &[usize],
+    warm: WarmStart,
+    chunk_size: usize,
+    cancel: &AtomicBool,
+) -> Result<(CsrMatrix, AffinityInfo)> {
+    let (n, k) = (n_points, n_neighbors);
+    let pos = check_problem(sqdist, n, k, perplexity, opts, order, warm)?;
+    if indices.len() != n * k {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "indices has {} values, expected n_points * n_neighbors = {}",
+            indices.len(),
+            n * k
+        )));
+    }
+    if n > u32::MAX as usize || k > u32::MAX as usize {
+        return Err(invalid(
+            "n_points",
+            "at most 2^32 - 1 points and neighbours",
+        ));
+    }
+    if indices.par_iter().any(|&j| j < 0 || j as usize >= n) {
+        return Err(EmbedError::ShapeMismatch(
+            "neighbour index out of 0..n_points".into(),
+        ));
+    }
+    let solved = solve_all(
+        sqdist, n, k, perplexity, opts, order, &pos, warm, chunk_size, cancel,
+    )?;
+    let csr = csr::rows_to_csr(n, k, indices, &solved.probabilities, &pos);
+    Ok((csr, AffinityInfo::from_rows(&solved.rows, &pos)))
 }
 
 /// Entropy H (nats) of p ∝ exp(−exp(a) d²) over one row: the oracle used by the tests.
 pub fn row_entropy(d2: &[f64], log_beta: f64) -> f64 {
-    let (d1, _, _) = extremes(d2);
+    let (d1, _, _, _) = extremes(d2);
     let s: Vec<f64> = d2.iter().map(|&v| v - d1).collect();
     let mut w = vec![0.0; s.len()];
-    entropy_gap(&s, log_beta, 0.0, 0, &mut w).0
-}
-
-/// A sparse matrix in CSR form with sorted column indices and no duplicates.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CsrMatrix {
-    /// Row pointers (n + 1).
-    pub indptr: Vec<i64>,
-    /// Column indices, increasing within each row.
-    pub indices: Vec<i64>,
-    /// Values.
-    pub data: Vec<f64>,
-}
-
-/// `scale · (P + Pᵀ)` with a zero (dropped) diagonal for an n x n CSR matrix `P` whose rows
-/// may be in any column order (kNN rows are sorted by distance); duplicate entries are
-/// summed. The transpose is built by a counting sort (its rows come out sorted), the rows
-/// of `P` are sorted and merged with those of `Pᵀ` in parallel. The result is canonical.
-///
-/// # Errors
-/// [`EmbedError::ShapeMismatch`] for inconsistent arrays or out-of-range indices;
-/// [`EmbedError::NonFinite`].
-pub fn symmetrize_csr(
-    n: usize,
-    indptr: &[i64],
-    indices: &[i64],
-    data: &[f64],
-    scale: f64,
-) -> Result<CsrMatrix> {
-    let bad = |why: &str| Err(EmbedError::ShapeMismatch(format!("affinity matrix: {why}")));
-    if indptr.len() != n + 1 || indptr[0] != 0 || indptr.windows(2).any(|w| w[0] > w[1]) {
-        return bad("row pointers must have n + 1 non-decreasing entries from 0");
-    }
-    let nnz = indptr[n] as usize;
-    if indices.len() != nnz || data.len() != nnz {
-        return bad("indices and data must have indptr[-1] entries");
-    }
-    if indices.iter().any(|&j| j < 0 || j as usize >= n) {
-        return bad("column index out of range");
-    }
-    check_finite(data, "affinities")?;
-    // Transpose by counting sort: row j of Pᵀ lists (i, p_ij) with i increasing.
-    let mut tptr = vec![0usize; n + 1];
-    for &j in indices {
-        tptr[j as usize + 1] += 1;
-    }
-    for j in 0..n {
-        tptr[j + 1] += tptr[j];
-    }
-    let mut cursor = tptr.clone();
-    let mut tind = vec![0u32; nnz];
-    let mut tdat = vec![0.0; nnz];
-    for i in 0..n {
-        for e in indptr[i] as usize..indptr[i + 1] as usize {
-            let j = indices[e] as usize;
-            tind[cursor[j]] = i as u32;
-            tdat[cursor[j]] = data[e];
-            cursor[j] += 1;
-        }
-    }
-    // Rows of P sorted by column, then merged with Pᵀ (diagonal dropped).
-    let merged: Vec<(Vec<i64>, Vec<f64>)> = (0..n)
-        .into_par_iter()
-        .with_min_len(256)
-        .map(|i| {
-            let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
-            let mut row: Vec<(u32, f64)> = (a..b).map(|e| (indices[e] as u32, data[e])).collect();
-            row.sort_unstable_by_key(|&(j, _)| j);
-            let t = &tind[tptr[i]..tptr[i + 1]];
-            let td = &tdat[tptr[i]..tptr[i + 1]];
-            let mut ci = Vec::with_capacity(row.len() + t.len());
-            let mut cd = Vec::with_capacity(row.len() + t.len());
-            let (mut x, mut y) = (0, 0);
-            let mut push = |j: u32, v: f64| {
-                if j as usize == i {
-                    return;
-                }
-                if ci.last() == Some(&(j as i64)) {
-                    *cd.last_mut().expect("pushed together") += scale * v;
-                } else {
-                    ci.push(j as i64);
-                    cd.push(scale * v);
-                }
-            };
-            while x < row.len() || y < t.len() {
-                if y == t.len() || (x < row.len() && row[x].0 <= t[y]) {
-                    push(row[x].0, row[x].1);
-                    x += 1;
-                } else {
-                    push(t[y], td[y]);
-                    y += 1;
-                }
-            }
-            (ci, cd)
-        })
-        .collect();
-    let mut out_ptr = Vec::with_capacity(n + 1);
-    out_ptr.push(0i64);
-    let total: usize = merged.iter().map(|(c, _)| c.len()).sum();
-    let mut out_ind = Vec::with_capacity(total);
-    let mut out_dat = Vec::with_capacity(total);
-    for (c, d) in merged {
-        out_ind.extend_from_slice(&c);
-        out_dat.extend_from_slice(&d);
-        out_ptr.push(out_ind.len() as i64);
-    }
-    Ok(CsrMatrix {
-        indptr: out_ptr,
-        indices: out_ind,
-        data: out_dat,
-    })
+    entropy_gap(&s, log_beta, 0.0, 0, &mut w, false).0
 }
 
 #[cfg(test)]
@@ -817,11 +934,40 @@ mod tests {
         let mut w = vec![0.0; 6];
         let a = 0.2;
         let h = 1e-5;
-        let (_, g, hh, _) = entropy_gap(&s, a, 1.0, 2, &mut w);
-        let fp = entropy_gap(&s, a + h, 1.0, 2, &mut w);
-        let fm = entropy_gap(&s, a - h, 1.0, 2, &mut w);
+        let (_, g, hh, _) = entropy_gap(&s, a, 1.0, 2, &mut w, false);
+        let fp = entropy_gap(&s, a + h, 1.0, 2, &mut w, false);
+        let fm = entropy_gap(&s, a - h, 1.0, 2, &mut w, false);
         assert!(((fp.0 - fm.0) / (2.0 * h) - g).abs() < 1e-7 * g.abs().max(1.0));
         assert!(((fp.1 - fm.1) / (2.0 * h) - hh).abs() < 1e-6 * hh.abs().max(1.0));
+    }
+
+    #[test]
+    fn lane_moments_match_a_plain_loop() {
+        // 8 full lanes x 2 plus a tail of 5; both instruction sets.
+        let s: Vec<f64> = (0..21)
+            .map(|i| (i as f64 * 0.37).sin().abs() * 3.0)
+            .collect();
+        let beta = 1.7;
+        let (mut z, mut s1, mut s2, mut s3) = (0.0, 0.0, 0.0, 0.0);
+        for &v in &s {
+            let e = (-beta * v).exp();
+            z += e;
+            s1 += e * v;
+            s2 += e * v * v;
+            s3 += e * v * v * v;
+        }
+        for avx2 in [false, has_avx2()] {
+            let mut w = vec![0.0; s.len()];
+            let m = moments::<2>(&s, beta, &mut w, avx2);
+            for (got, want) in m.iter().zip([z, s1, s2, s3]) {
+                assert!((got - want).abs() <= 1e-14 * want.abs(), "{got} vs {want}");
+            }
+            for (wi, &v) in w.iter().zip(&s) {
+                assert!((wi - (-beta * v).exp()).abs() <= 1e-15);
+            }
+        }
+        let d2 = [4.0, 1.0, 1.0, 9.0, 2.5];
+        assert_eq!(extremes(&d2), (1.0, 2.5, 9.0, 17.5));
     }
 
     #[test]
@@ -831,32 +977,5 @@ mod tests {
         assert!(p > 0.75 && p < 1.0);
         let q = 2.0 * (1.0 - p);
         assert!((q * (1000.0 / q).ln() - 5f64.ln()).abs() < 1e-12);
-    }
-
-    #[test]
-    fn symmetrize_matches_dense() {
-        // 4 x 4 with a diagonal entry, unsorted rows and a one-sided pair.
-        let indptr = [0i64, 2, 4, 5, 6];
-        let indices = [2i64, 1, 0, 1, 0, 1];
-        let data = [0.5, 0.25, 0.75, 9.0, 1.0, 2.0];
-        let s = symmetrize_csr(4, &indptr, &indices, &data, 0.5).unwrap();
-        let mut dense = [[0.0; 4]; 4];
-        let mut want = [[0.0; 4]; 4];
-        for i in 0..4 {
-            for e in indptr[i] as usize..indptr[i + 1] as usize {
-                let j = indices[e] as usize;
-                if i != j {
-                    want[i][j] += 0.5 * data[e];
-                    want[j][i] += 0.5 * data[e];
-                }
-            }
-            let r = s.indptr[i] as usize..s.indptr[i + 1] as usize;
-            assert!(s.indices[r.clone()].windows(2).all(|w| w[0] < w[1]));
-            for e in r {
-                dense[i][s.indices[e] as usize] = s.data[e];
-            }
-        }
-        assert_eq!(dense, want);
-        assert!(symmetrize_csr(4, &indptr, &[2, 1, 0, 1, 0, 7], &data, 1.0).is_err());
     }
 }

@@ -47,6 +47,20 @@ fn repulsion(gradient: &str, theta: f64, epsilon: f64, n_interp: usize) -> PyRes
     }
 }
 
+fn warm_start<'a>(warm: &str, parents: Option<&'a [i64]>) -> PyResult<WarmStart<'a>> {
+    Ok(match (warm, parents) {
+        ("previous", _) => WarmStart::Previous,
+        ("bounds", _) => WarmStart::Bounds,
+        ("parents", Some(p)) => WarmStart::Parents(p),
+        ("parents", None) => return Err(PyValueError::new_err("warm='parents' needs `parents`")),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "`warm` must be 'previous', 'parents' or 'bounds', got {warm:?}"
+            )));
+        }
+    })
+}
+
 type AffinityOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<f64>>,
@@ -87,17 +101,7 @@ pub fn entropic_affinities_knn<'py>(
         .as_ref()
         .map(|p| index_vector(p, "parents"))
         .transpose()?;
-    let warm = match (warm, parents) {
-        ("previous", _) => WarmStart::Previous,
-        ("bounds", _) => WarmStart::Bounds,
-        ("parents", Some(p)) => WarmStart::Parents(p),
-        ("parents", None) => return Err(PyValueError::new_err("warm='parents' needs `parents`")),
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "`warm` must be 'previous', 'parents' or 'bounds', got {warm:?}"
-            )));
-        }
-    };
+    let warm = warm_start(warm, parents)?;
     let opts = RootOptions { method, tol, maxit };
     let a = enter(py, n_jobs, |cancel| {
         entropic_affinities(
@@ -106,6 +110,73 @@ pub fn entropic_affinities_knn<'py>(
     })?;
     Ok((
         matrix(py, a.probabilities, n, k)?,
+        a.log_beta.into_pyarray(py),
+        a.evaluations.into_pyarray(py),
+        a.bisections.into_pyarray(py),
+        a.log_beta_lower.into_pyarray(py),
+        a.log_beta_upper.into_pyarray(py),
+        a.converged.into_pyarray(py),
+    ))
+}
+
+type AffinityCsrOut<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<bool>>,
+);
+
+/// entropic_affinities_csr(sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None)
+/// --
+///
+/// As entropic_affinities_knn, with the neighbour indices (n x k): returns the conditional
+/// affinities as canonical CSR arrays (indptr, indices, data; columns sorted, repeats
+/// summed) followed by log_beta, evaluations, bisections, log_beta_lower, log_beta_upper,
+/// converged.
+#[pyfunction]
+#[pyo3(signature = (sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn entropic_affinities_csr<'py>(
+    py: Python<'py>,
+    sqdist: PyReadonlyArray2<'py, f64>,
+    indices: PyReadonlyArray2<'py, i64>,
+    perplexity: f64,
+    order: PyReadonlyArray1<'py, i64>,
+    parents: Option<PyReadonlyArray1<'py, i64>>,
+    warm: &str,
+    method: &str,
+    tol: f64,
+    maxit: u32,
+    chunk_size: usize,
+    n_jobs: Option<isize>,
+) -> PyResult<AffinityCsrOut<'py>> {
+    let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
+    let (d2, k) = rows(&sqdist, "sqdist")?;
+    let n = d2.len().checked_div(k).unwrap_or(0);
+    let idx = indices
+        .as_slice()
+        .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous int64 array"))?;
+    let order = to_usize(index_vector(&order, "order")?, "order")?;
+    let parents = parents
+        .as_ref()
+        .map(|p| index_vector(p, "parents"))
+        .transpose()?;
+    let warm = warm_start(warm, parents)?;
+    let opts = RootOptions { method, tol, maxit };
+    let (p, a) = enter(py, n_jobs, |cancel| {
+        vastml_embed::affinity::entropic_affinities_csr(
+            d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
+        )
+    })?;
+    Ok((
+        p.indptr.into_pyarray(py),
+        p.indices.into_pyarray(py),
+        p.data.into_pyarray(py),
         a.log_beta.into_pyarray(py),
         a.evaluations.into_pyarray(py),
         a.bisections.into_pyarray(py),
