@@ -27,9 +27,9 @@ mod _core {
     #[pymodule_export]
     use super::effective_n_jobs;
     #[pymodule_export]
-    use super::embed::pe_reduced_hessian;
-    #[pymodule_export]
     use super::embed::entropic_affinities_csr;
+    #[pymodule_export]
+    use super::embed::pe_reduced_hessian;
     #[pymodule_export]
     use super::embed::symmetrize_csr;
     #[pymodule_export]
