@@ -171,21 +171,27 @@ def test_bsgd_budget_and_maintenance(rng):
 
 
 def test_gamm_beats_amm_on_checkerboard():
-    # Table 4.5's 4x4 pattern at a reduced scale (15k/5k as in the thesis, 3 seeds instead of
-    # 10): growing the model beats fixed-size AMM on average. (The thesis's 35.9% vs 7.4% gap
-    # is not reached; see README.)
-    gains = []
+    # Table 4.5's 4x4 pattern (15k/5k as in the thesis, 3 seeds instead of 10): AMM 35.9%,
+    # GAMM 7.4% there. Batch GAMM needs an example assigned to a weight that was cloned during
+    # the epoch to go to the best of the original and its clones; with the assignment frozen
+    # until the next reassignment the clones never specialise and GAMM stayed at 31-36%.
+    # Here: AMM about 40%, GAMM (batch and online) about 8-12%.
+    amm_err, gamm_err = [], []
     for seed in range(3):
         X, y = make_checkerboard(15000, 4, 4, random_state=seed)
         Xt, yt = make_checkerboard(5000, 4, 4, random_state=100 + seed)
         X, Xt = 2 * X - 1, 2 * Xt - 1
         amm = AMMClassifier(alpha=1e-4, n_epochs=15, random_state=seed).fit(X, y)
-        gamm = AMMClassifier(
-            alpha=1e-4, n_epochs=15, prune_c=50, clone_probability=0.2, random_state=seed
-        ).fit(X, y)
-        assert gamm.n_weights_ <= 2 * 50
-        gains.append(gamm.score(Xt, yt) - amm.score(Xt, yt))
-    assert np.mean(gains) > 0.05, gains
+        amm_err.append(1 - amm.score(Xt, yt))
+        for online in (False, True):
+            gamm = AMMClassifier(
+                alpha=1e-4, n_epochs=15, prune_c=50, clone_probability=0.2, online=online, random_state=seed
+            ).fit(X, y)
+            assert gamm.n_weights_ <= 2 * 50
+            gamm_err.append(1 - gamm.score(Xt, yt))
+    assert np.mean(amm_err) > 0.3, amm_err
+    assert np.mean(gamm_err) < 0.16, gamm_err
+    assert max(gamm_err) < 0.2, gamm_err
 
 
 def test_kmeans_binding(rng):

@@ -16,6 +16,9 @@
 //!   uses the same model: `g(i, x) = max(0, max_j w_ij . x)` while class i has room.
 //! - With `max_weights_per_class == 1` every class has exactly one weight, always assigned and
 //!   always updated: this is multi-class (Crammer-Singer) Pegasos, exactly.
+//! - GAMM in batch mode: an example whose assigned weight was cloned since the last
+//!   reassignment goes to the best-scoring member of that weight's family (original and
+//!   clones), so the clones can specialise within the epoch (see `Amm::assigned_slot`).
 //! - The bias is an extra constant feature of value `bias` (0 disables it), regularised like
 //!   the other weights (BudgetedSVM's `BIAS_TERM`).
 //!
@@ -130,6 +133,10 @@ pub struct Amm {
     clone_probability: f64,
     /// Batch AMM: the assigned weight id of every training example (`None` = zero weight).
     z: Vec<Option<u64>>,
+    /// Batch GAMM: weights cloned since the last reassignment, grouped by the weight they
+    /// descend from (`family[root]`), and the root of each clone.
+    family: std::collections::HashMap<u64, Vec<u64>>,
+    root_of: std::collections::HashMap<u64, u64>,
     scores: Vec<f64>,
 }
 
@@ -212,6 +219,8 @@ impl Amm {
             count,
             t,
             z: Vec::new(),
+            family: Default::default(),
+            root_of: Default::default(),
             scores: Vec::new(),
         };
         if model.fixed() {
@@ -373,6 +382,23 @@ impl Amm {
             .unwrap_or(best)
     }
 
+    /// Batch mode: the slot of the weight an example is assigned to. When that weight has been
+    /// cloned since the last reassignment (GAMM), the example goes to the best-scoring member
+    /// of its family (original and clones, from `self.scores`): a clone starts as a copy of
+    /// its original, so without this it would only ever see the one example that triggered
+    /// it until the next reassignment while the original keeps all the others, and the copies
+    /// never specialise (thesis Table 4.5: 4x4 checkerboard error stays near AMM's).
+    fn assigned_slot(&self, id: u64) -> Option<usize> {
+        let root = *self.root_of.get(&id).unwrap_or(&id);
+        let Some(members) = self.family.get(&root) else {
+            return self.slot_of_id(id);
+        };
+        std::iter::once(root)
+            .chain(members.iter().copied())
+            .filter_map(|m| self.slot_of_id(m))
+            .max_by(|&a, &b| self.scores[a].total_cmp(&self.scores[b]).then(b.cmp(&a)))
+    }
+
     fn slot_of_id(&self, id: u64) -> Option<usize> {
         // Ids are increasing along the slots (removal keeps order), so binary search works.
         self.ids.binary_search(&id).ok()
@@ -396,7 +422,7 @@ impl Amm {
         let mut plus = per_class[y];
         if let Some(a) = assigned {
             if !self.fixed() {
-                match a.and_then(|id| self.slot_of_id(id)) {
+                match a.and_then(|id| self.assigned_slot(id)) {
                     Some(j) => {
                         plus = Best {
                             score: self.scores[j] * self.scale,
@@ -448,6 +474,12 @@ impl Amm {
                     let copy: Vec<f64> = self.v[j * w..(j + 1) * w].to_vec();
                     let k = self.push(y, None, 0.0);
                     self.v[k * w..(k + 1) * w].copy_from_slice(&copy);
+                    if assigned.is_some() {
+                        let (parent, child) = (self.ids[j], self.ids[k]);
+                        let root = *self.root_of.get(&parent).unwrap_or(&parent);
+                        self.family.entry(root).or_default().push(child);
+                        self.root_of.insert(child, root);
+                    }
                     self.clone_probability *= self.params.clone_decay;
                     stats.n_cloned += 1;
                     target = Some(k);
@@ -585,6 +617,8 @@ impl Amm {
         check_labels(labels, data.len(), self.n_classes)?;
         let n = data.len();
         let old = std::mem::take(&mut self.z);
+        self.family.clear();
+        self.root_of.clear();
         let mut z = Vec::with_capacity(n);
         for (i, &y) in labels.iter().enumerate() {
             self.dots(data.row(i));
@@ -603,6 +637,8 @@ impl Amm {
     /// Forgets the batch assignments.
     pub fn clear_assignments(&mut self) {
         self.z.clear();
+        self.family.clear();
+        self.root_of.clear();
     }
 
     fn check_data(&self, data: &Examples<'_>) -> Result<(), SvmError> {
