@@ -1,6 +1,7 @@
 """TSNE, SymmetricSNE and ElasticEmbedding: scikit-learn contract, quality against
 scikit-learn's TSNE, out-of-sample transform, bad input."""
 
+import functools
 import pickle
 
 import numpy as np
@@ -9,7 +10,7 @@ from sklearn.datasets import load_digits
 from sklearn.manifold import TSNE as SkTSNE
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from vastml.embed import TSNE, ElasticEmbedding, SymmetricSNE
+from vastml.embed import TSNE, ElasticEmbedding, EmbeddingObjective, SymmetricSNE, _estimators
 
 # Embeddings are not deterministic functions of a point: transform() of the training data
 # re-embeds it against the fitted embedding, so it differs from fit_transform().
@@ -58,11 +59,23 @@ def test_tsne_matches_scikit_learn_quality(digits):
     assert bh.kl_divergence_ <= sk.kl_divergence_ * 1.05
 
 
-def test_tsne_fft_gradient(digits):
+def test_tsne_fft_gradient(digits, monkeypatch):
     X, y = digits
     m = TSNE(perplexity=30, random_state=0, max_iter=400, gradient="fft").fit(X)
     ex = TSNE(perplexity=30, random_state=0, max_iter=400, gradient="exact").fit(X)
-    assert m.kl_divergence_ <= ex.kl_divergence_ * 1.05, (m.kl_divergence_, ex.kl_divergence_)
+    # Both embeddings scored by the exact KL (m.kl_divergence_ is itself FFT-approximate).
+    # With FIt-SNE's grid (3 nodes per unit box) the noisier gradient ends a few % above
+    # the exact run after 400 iterations (Barnes-Hut ~4 %); more nodes close the gap.
+    exact_kl = EmbeddingObjective("tsne", m.affinities_).kl_divergence
+    kl = exact_kl(m.embedding_)
+    assert kl <= ex.kl_divergence_ * 1.08, (kl, m.kl_divergence_, ex.kl_divergence_)
+    assert abs(m.kl_divergence_ - kl) < 0.01 * kl
+    monkeypatch.setattr(
+        _estimators, "EmbeddingObjective", functools.partial(EmbeddingObjective, n_interp=5)
+    )
+    m5 = TSNE(perplexity=30, random_state=0, max_iter=400, gradient="fft").fit(X)
+    monkeypatch.undo()
+    assert exact_kl(m5.embedding_) < kl, (exact_kl(m5.embedding_), kl)
     assert knn_accuracy(m.embedding_, y) > 0.9
     kw = dict(perplexity=10, max_iter=40, random_state=0, gradient="fft")
     a = TSNE(n_jobs=1, **kw).fit_transform(X[:300])
@@ -154,3 +167,18 @@ def test_bad_input(digits):
         TSNE(gradient="fgt").fit(X)
     with pytest.raises(ValueError, match="lam"):
         ElasticEmbedding(lam=-1.0).fit(X)
+
+
+def test_tsne_tol_stops_the_second_phase_early(digits):
+    """TSNE(tol): the run stops at a 50-iteration check once KL fell by less than tol
+    (relative); the reported n_iter_ is where it stopped and a looser tol stops earlier."""
+    X, _ = digits
+    kw = {"perplexity": 20, "max_iter": 1000, "n_iter_exaggeration": 100, "random_state": 0}
+    full = TSNE(**kw).fit(X[:300])
+    loose = TSNE(tol=1e-2, **kw).fit(X[:300])
+    tight = TSNE(tol=1e-3, **kw).fit(X[:300])
+    assert full.n_iter_ == 1000
+    assert loose.n_iter_ % 50 == 0 and 100 < loose.n_iter_ <= tight.n_iter_ < 1000
+    assert full.kl_divergence_ <= tight.kl_divergence_ <= loose.kl_divergence_ * 1.001
+    with pytest.raises(ValueError, match="tol"):
+        TSNE(tol=-1.0).fit(X[:50])

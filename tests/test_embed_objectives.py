@@ -1,5 +1,7 @@
 """Objectives, N-body sums and optimisers against dense NumPy oracles (spec 003 §8.2, §8.4)."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,6 +15,7 @@ from vastml.embed import (
     kernel_sums,
     minimize,
     symmetrize,
+    tsne_gradient_descent,
 )
 
 
@@ -244,3 +247,81 @@ def test_bad_input():
         embedding_objective("ee", np.array([[0, np.nan], [1, 1], [2, 2]]), W)
     with pytest.raises(ValueError, match="non-negative"):
         embedding_objective("ee", np.zeros((3, 2)), -W)
+
+
+@pytest.mark.parametrize("gradient", ["exact", "barnes_hut", "fft"])
+def test_fused_tsne_descent_equals_the_numpy_loop(small, gradient):
+    """The one-call Rust loop of t-SNE's gradient descent (gradient, gains, momentum,
+    update, centring) against the reference NumPy loop over the objective: same
+    iterates, state and objective checkpoints, with and without exaggeration."""
+    _, P = small
+    W = symmetrize(P, "joint")
+    rng = np.random.default_rng(3)
+    X0 = rng.normal(size=(W.shape[0], 2)) * 1e-2
+    runs = {}
+    for fused in (True, False):
+        obj = EmbeddingObjective("tsne", W, gradient=gradient)
+        seen = []
+        X, state, E1, n1 = tsne_gradient_descent(
+            obj,
+            X0,
+            n_iter=23,
+            learning_rate=20.0,
+            momentum=0.5,
+            exaggeration=12.0,
+            objective_every=10,
+            fused=fused,
+        )
+        X, state, E2, n2 = tsne_gradient_descent(
+            obj,
+            X,
+            n_iter=31,
+            learning_rate=40.0,
+            momentum=0.8,
+            state=state,
+            it0=23,
+            objective_every=10,
+            fused=fused,
+            callback=lambda it, E, X_, seen=seen: seen.append((it, E)) and False,
+        )
+        assert (n1, n2) == (23, 31) and obj.attraction_scale == 1.0
+        runs[fused] = (X, state, E1, E2, seen)
+    (Xa, (ua, ga), E1a, E2a, sa), (Xb, (ub, gb), E1b, E2b, sb) = runs[True], runs[False]
+    scale = np.abs(Xb).max()
+    assert np.abs(Xa - Xb).max() <= 1e-9 * scale, np.abs(Xa - Xb).max()
+    assert np.allclose(ua, ub, rtol=1e-7, atol=1e-9 * scale) and np.allclose(ga, gb, rtol=1e-9)
+    assert np.isclose(E1a, E1b, rtol=1e-10) and np.isclose(E2a, E2b, rtol=1e-10)
+    assert [i for i, _ in sa] == [i for i, _ in sb] == list(range(24, 55))
+    # Objective checkpoints at multiples of objective_every and at the end.
+    checks = [(i, E) for i, E in sa if i in (30, 40, 50, 54)]
+    for (i, Ea), (_, Eb) in zip(checks, [(i, E) for i, E in sb if i in (30, 40, 50, 54)]):
+        assert np.isclose(Ea, Eb, rtol=1e-10), (i, Ea, Eb)
+    assert np.isnan(sa[0][1]) or sa[0][1] == E1a  # before the first checkpoint: the last E
+
+
+def test_tsne_descent_stops_on_a_small_relative_decrease(small):
+    """tol: the loop stops at the first objective checkpoint whose relative decrease since
+    the previous one is <= tol (never before two checkpoints); tol=None runs them all."""
+    _, P = small
+    W = symmetrize(P, "joint")
+    X0 = np.random.default_rng(0).normal(size=(W.shape[0], 2)) * 1e-2
+    obj = EmbeddingObjective("tsne", W)
+    Es = []
+    _, _, _, n = tsne_gradient_descent(
+        obj,
+        X0,
+        n_iter=400,
+        learning_rate=50.0,
+        momentum=0.8,
+        objective_every=20,
+        callback=lambda it, E, X_: it % 20 == 0 and Es.append(E) and False,
+    )
+    assert n == 400
+    rel = [(a - b) / abs(b) for a, b in itertools.pairwise(Es)]
+    tol = float(np.quantile(rel, 0.5))
+    first = next(k for k, r in enumerate(rel) if r <= tol)
+    _, _, E_stop, n_stop = tsne_gradient_descent(
+        obj, X0, n_iter=400, learning_rate=50.0, momentum=0.8, objective_every=20, tol=tol
+    )
+    assert n_stop == 20 * (first + 2) < 400
+    assert np.isclose(E_stop, Es[first + 1], rtol=1e-12)

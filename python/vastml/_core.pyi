@@ -73,6 +73,7 @@ def embedding_objective(
     need_objective: bool = True,
     n_jobs: int | None = None,
     n_interp: int = 3,
+    box_width: float = 1.0,
 ) -> tuple[float, float, float, npt.NDArray[np.float64]]: ...
 def kernel_sums(
     x: npt.NDArray[np.float64],
@@ -83,7 +84,29 @@ def kernel_sums(
     weights: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
     n_interp: int = 3,
+    box_width: float = 1.0,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def tsne_gd(
+    x: npt.NDArray[np.float64],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    update: npt.NDArray[np.float64],
+    gains: npt.NDArray[np.float64],
+    n_iter: int,
+    learning_rate: float,
+    momentum: float,
+    exaggeration: float = 1.0,
+    min_gain: float = 0.01,
+    gradient: str = "fft",
+    theta: float = 0.5,
+    n_interp: int = 3,
+    objective_at_last: bool = False,
+    n_jobs: int | None = None,
+    box_width: float = 1.0,
+) -> tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float
+]: ...
 def symmetrize_csr(
     n: int,
     indptr: npt.NDArray[np.int64],

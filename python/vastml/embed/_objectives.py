@@ -33,7 +33,9 @@ class EmbeddingObjective:
 
     ``W`` is the attraction: the symmetric weights :math:`W^+` for EE, the joint
     :math:`P` (summing to 1) for symmetric SNE and t-SNE, and :math:`(P + P^T)/2` of the
-    conditional :math:`P` for SNE. Sums run over ordered pairs (the gradient is
+    conditional :math:`P` for SNE. ``gradient="fft"`` (t-SNE, 1-D/2-D): ``n_interp``
+    nodes per box of width ``box_width`` embedding units (FIt-SNE: 3 and 1; at least 50
+    boxes per dimension). Sums run over ordered pairs (the gradient is
     :math:`4 L X`). The repulsion is computed exactly (``"exact"``, O(N^2)), by
     Barnes-Hut (``theta``) or by the fast Gauss transform (``epsilon``; Gaussian kernels).
 
@@ -57,6 +59,7 @@ class EmbeddingObjective:
         theta=0.5,
         epsilon=1e-6,
         n_interp=3,
+        box_width=1.0,
         n_jobs=None,
     ):
         self.model = choice(model, "model", MODELS)
@@ -75,6 +78,9 @@ class EmbeddingObjective:
         if not (isinstance(n_interp, (int, np.integer)) and n_interp >= 1):
             raise ValueError(f"`n_interp` must be an int >= 1, got {n_interp!r}")
         self.n_interp = int(n_interp)
+        if not (isinstance(box_width, (int, float, np.number)) and 0 < box_width < np.inf):
+            raise ValueError(f"`box_width` must be a positive number, got {box_width!r}")
+        self.box_width = float(box_width)
         self.n_jobs = n_jobs_arg(n_jobs)
         self.n_evaluations = 0
         self.attraction_scale = 1.0
@@ -102,6 +108,7 @@ class EmbeddingObjective:
             need_objective,
             self.n_jobs,
             n_interp=self.n_interp,
+            box_width=self.box_width,
         )
 
     def grad(self, X):
@@ -129,6 +136,7 @@ class EmbeddingObjective:
             True,
             self.n_jobs,
             n_interp=self.n_interp,
+            box_width=self.box_width,
         )
         p = self._data[self._data > 0]
         return float(E + np.sum(p * np.log(p)))

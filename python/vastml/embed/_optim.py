@@ -15,6 +15,7 @@ import scipy.sparse.linalg as spla
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize as scipy_minimize
 
+from vastml import _core
 from vastml._validation import choice
 
 METHODS = ("spectral", "fp", "gd", "lbfgs")
@@ -319,18 +320,73 @@ def tsne_gradient_descent(
     callback=None,
     it0=0,
     objective_every=50,
+    fused=True,
+    tol=None,
+    tol_offset=0.0,
 ):
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
     optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
     ``objective_every`` iterations and at the last (the callback sees the latest value).
-    Returns ``(X, state, E)``."""
-    update, gains = state if state is not None else (np.zeros_like(X), np.ones_like(X))
+
+    With ``fused`` (default) and a t-SNE :class:`EmbeddingObjective`, the iterations run
+    in Rust (one call per ``objective_every`` iterations, or per iteration when a
+    ``callback`` is given); ``fused=False`` is the reference NumPy loop (same arithmetic).
+    ``tol``: stop early, at an objective check, when the objective fell by less than
+    ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
+    before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
+    Returns ``(X, state, E, n_done)``."""
+    X = np.array(X, dtype=np.float64, order="C")
+    if state is not None:
+        update, gains = (np.array(a, dtype=np.float64, order="C") for a in state)
+    else:
+        update, gains = np.zeros_like(X), np.ones_like(X)
+    E, E_prev = math.nan, math.nan
+    use_rust = (
+        fused
+        and getattr(objective, "model", None) == "tsne"
+        and getattr(objective, "gradient", None) in ("exact", "barnes_hut", "fft")
+    )
+    done = 0
+    if use_rust:
+        while done < n_iter:
+            boundary = objective_every - (it0 + done) % objective_every
+            step = 1 if callback is not None else min(boundary, n_iter - done)
+            last = done + step == n_iter
+            need = step == boundary or last
+            X, update, gains, e = _core.tsne_gd(
+                X,
+                objective._indptr,
+                objective._indices,
+                objective._data,
+                update,
+                gains,
+                int(step),
+                float(learning_rate),
+                float(momentum),
+                float(exaggeration),
+                float(min_gain),
+                objective.gradient,
+                objective.theta,
+                objective.n_interp,
+                need,
+                objective.n_jobs,
+                box_width=getattr(objective, "box_width", 1.0),
+            )
+            objective.n_evaluations += step
+            done += step
+            if need:
+                E_prev, E = E, float(e)
+            if callback is not None and callback(it0 + done, E, X):
+                break
+            if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
+                break
+        return X, (update, gains), E, done
     objective.attraction_scale = exaggeration
-    E = math.nan
     try:
         for i in range(n_iter):
-            if (it0 + i + 1) % objective_every == 0 or i == n_iter - 1:
-                E, G = objective(X)
+            need = (it0 + i + 1) % objective_every == 0 or i == n_iter - 1
+            if need:
+                E_prev, (E, G) = E, objective(X)
             else:
                 G = objective.grad(X)
             inc = update * G < 0.0
@@ -340,8 +396,11 @@ def tsne_gradient_descent(
             update = momentum * update - learning_rate * gains * G
             X = X + update
             X -= X.mean(axis=0)
+            done = i + 1
             if callback is not None and callback(it0 + i + 1, E, X):
+                break
+            if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
                 break
     finally:
         objective.attraction_scale = 1.0
-    return X, (update, gains), E
+    return X, (update, gains), E, done

@@ -11,8 +11,9 @@
 //! weights. Cost O(N p^d + (2M)^d log M) per evaluation; the error falls quickly with `p`
 //! (the kernels are smooth at the box scale). Self terms (K(0) = 1) are subtracted exactly.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 use rustfft::num_complex::Complex64;
@@ -30,6 +31,9 @@ pub struct InterpOptions {
     pub min_boxes: usize,
     /// Largest number of boxes per dimension (bounds the FFT size; boxes widen beyond).
     pub max_boxes: usize,
+    /// Target box width in embedding units (1 in FIt-SNE: boxes about the kernel's
+    /// scale); the box count is max(`min_boxes`, ceil(range / `box_width`)).
+    pub box_width: f64,
 }
 
 impl Default for InterpOptions {
@@ -38,6 +42,7 @@ impl Default for InterpOptions {
             n_interp: 3,
             min_boxes: 50,
             max_boxes: 400,
+            box_width: 1.0,
         }
     }
 }
@@ -74,6 +79,16 @@ fn lagrange(u: f64, nodes: &[f64], denom: &[f64], out: &mut [f64]) {
     }
 }
 
+type Plans = (Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>);
+
+/// FFT plans by length (planning is not free and the sizes repeat across iterations).
+static PLANS: Mutex<Option<HashMap<usize, Plans>>> = Mutex::new(None);
+
+/// The last kernel spectrum: (dim, L, spacing bits, Student-t?) and the spectrum. With the
+/// box width fixed (range >= min_boxes box widths) the spacing repeats across iterations.
+type SpectrumKey = (usize, usize, u64, bool);
+static SPECTRUM: Mutex<Option<(SpectrumKey, Arc<Vec<Complex64>>)>> = Mutex::new(None);
+
 /// A zero-padded FFT convolution on a `L^d` grid (L = 2M) with a symmetric kernel.
 struct Convolver {
     dim: usize,
@@ -84,22 +99,30 @@ struct Convolver {
 
 impl Convolver {
     fn new(dim: usize, l: usize) -> Convolver {
-        let mut planner = FftPlanner::new();
-        Convolver {
-            dim,
-            l,
-            fwd: planner.plan_fft_forward(l),
-            inv: planner.plan_fft_inverse(l),
-        }
+        let (fwd, inv) = {
+            let mut guard = PLANS.lock().unwrap_or_else(|e| e.into_inner());
+            let map = guard.get_or_insert_with(HashMap::new);
+            map.entry(l)
+                .or_insert_with(|| {
+                    let mut planner = FftPlanner::new();
+                    (planner.plan_fft_forward(l), planner.plan_fft_inverse(l))
+                })
+                .clone()
+        };
+        Convolver { dim, l, fwd, inv }
     }
 
-    fn rows(&self, buf: &mut [Complex64], inverse: bool) {
+    /// FFTs of the first `n_rows` rows (of length L) of `buf`.
+    fn rows(&self, buf: &mut [Complex64], inverse: bool, n_rows: usize) {
         let f = if inverse { &self.inv } else { &self.fwd };
         let scratch_len = f.get_inplace_scratch_len();
-        buf.par_chunks_mut(self.l * 16.min(self.l)).for_each_init(
-            || vec![Complex64::new(0.0, 0.0); scratch_len],
-            |scratch, chunk| f.process_with_scratch(chunk, scratch),
-        );
+        let n = (n_rows * self.l).min(buf.len());
+        buf[..n]
+            .par_chunks_mut(self.l * 16.min(self.l))
+            .for_each_init(
+                || vec![Complex64::new(0.0, 0.0); scratch_len],
+                |scratch, chunk| f.process_with_scratch(chunk, scratch),
+            );
     }
 
     fn transpose(&self, buf: &mut [Complex64], tmp: &mut [Complex64]) {
@@ -122,14 +145,20 @@ impl Convolver {
 
     /// The d-dimensional FFT (or inverse, unnormalised). In 2-D the result is transposed
     /// (forward) / expects a transposed input (inverse); with a symmetric kernel the
-    /// pointwise product is unaffected.
-    fn transform(&self, buf: &mut [Complex64], tmp: &mut [Complex64], inverse: bool) {
+    /// pointwise product is unaffected. `live` rows: forward, only the first `live` input
+    /// rows may be nonzero (the rest are skipped: their transforms are zero); inverse,
+    /// only the first `live` output rows are computed.
+    fn transform(&self, buf: &mut [Complex64], tmp: &mut [Complex64], inverse: bool, live: usize) {
         if self.dim == 1 {
-            self.rows(buf, inverse);
-        } else {
-            self.rows(buf, inverse);
+            self.rows(buf, inverse, 1);
+        } else if inverse {
+            self.rows(buf, true, self.l);
             self.transpose(buf, tmp);
-            self.rows(buf, inverse);
+            self.rows(buf, true, live);
+        } else {
+            self.rows(buf, false, live);
+            self.transpose(buf, tmp);
+            self.rows(buf, false, self.l);
         }
     }
 }
@@ -164,6 +193,9 @@ pub fn interpolation_sums(
             "needs n_interp >= 1 and 1 <= min_boxes <= max_boxes",
         ));
     }
+    if !(opts.box_width > 0.0 && opts.box_width.is_finite()) {
+        return Err(invalid("box_width", "must be finite and > 0"));
+    }
     if let Some(v) = weights {
         if v.len() != n {
             return Err(EmbedError::ShapeMismatch(format!(
@@ -187,13 +219,17 @@ pub fn interpolation_sums(
     let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let range = (hi - lo).max(1e-300);
-    let n_boxes = smooth_size(
-        (range.ceil() as usize)
-            .max(opts.min_boxes)
-            .min(opts.max_boxes),
-    );
-    // A hair of margin so the largest coordinate falls inside the last box.
-    let h = range * (1.0 + 1e-12) / n_boxes as f64;
+    // Boxes of exactly `box_width` when the range holds at least `min_boxes` of them (the
+    // grid spacing, hence the kernel spectrum, then repeats across iterations), else
+    // `min_boxes` boxes over the range; at most `max_boxes` (boxes widen beyond).
+    let wanted = (range / opts.box_width).ceil() as usize + 1;
+    let (n_boxes, h) = if wanted >= opts.min_boxes && wanted <= opts.max_boxes {
+        (smooth_size(wanted), opts.box_width)
+    } else {
+        let nb = smooth_size(wanted.clamp(opts.min_boxes, opts.max_boxes));
+        // A hair of margin so the largest coordinate falls inside the last box.
+        (nb, range * (1.0 + 1e-12) / nb as f64)
+    };
     let m = n_boxes * p; // nodes per dimension
     let spacing = h / p as f64;
     let nodes: Vec<f64> = (0..p).map(|k| (k as f64 + 0.5) / p as f64).collect();
@@ -285,32 +321,49 @@ pub fn interpolation_sums(
     let full = l.pow(dim as u32);
     let conv = Convolver::new(dim, l);
     let mut tmp = vec![Complex64::new(0.0, 0.0); full];
+    // The kernel at every signed offset of the circulant (|a| <= L/2), not only those
+    // within M: the spectrum then depends on L and the spacing alone (the cache key), and
+    // serves any M with 2M - 1 <= L (offsets beyond M never reach a result node).
     let signed = |a: usize| -> Option<f64> {
-        if a < m {
+        if 2 * a <= l {
             Some(a as f64)
-        } else if a > l - m {
-            Some(a as f64 - l as f64)
         } else {
-            None // in the padding gap: never reaches a result node
+            Some(a as f64 - l as f64)
         }
     };
     let two_kernels = kernel == Kernel::StudentT;
-    let mut spec = vec![Complex64::new(0.0, 0.0); full];
-    spec.par_chunks_mut(if dim == 1 { full } else { l })
-        .enumerate()
-        .for_each(|(r, row)| {
-            let d0 = if dim == 1 { Some(0.0) } else { signed(r) };
-            let Some(d0) = d0 else { return };
-            let d0 = d0 * spacing;
-            for (c, o) in row.iter_mut().enumerate() {
-                if let Some(d1) = signed(c) {
-                    let d1 = d1 * spacing;
-                    let k = kernel.value(d0 * d0 + d1 * d1);
-                    *o = Complex64::new(k, if two_kernels { k * k } else { 0.0 });
-                }
-            }
-        });
-    conv.transform(&mut spec, &mut tmp, false);
+    let key: SpectrumKey = (dim, l, spacing.to_bits(), two_kernels);
+    let cached = {
+        let guard = SPECTRUM.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, s)| s.clone())
+    };
+    let spec: Arc<Vec<Complex64>> = match cached {
+        Some(s) => s,
+        None => {
+            let mut spec = vec![Complex64::new(0.0, 0.0); full];
+            spec.par_chunks_mut(if dim == 1 { full } else { l })
+                .enumerate()
+                .for_each(|(r, row)| {
+                    let d0 = if dim == 1 { Some(0.0) } else { signed(r) };
+                    let Some(d0) = d0 else { return };
+                    let d0 = d0 * spacing;
+                    for (c, o) in row.iter_mut().enumerate() {
+                        if let Some(d1) = signed(c) {
+                            let d1 = d1 * spacing;
+                            let k = kernel.value(d0 * d0 + d1 * d1);
+                            *o = Complex64::new(k, if two_kernels { k * k } else { 0.0 });
+                        }
+                    }
+                });
+            conv.transform(&mut spec, &mut tmp, false, l);
+            let spec = Arc::new(spec);
+            *SPECTRUM.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, spec.clone()));
+            spec
+        }
+    };
     if cancel.load(Ordering::Relaxed) {
         return Err(EmbedError::Cancelled);
     }
@@ -329,24 +382,23 @@ pub fn interpolation_sums(
     // Potentials of the charge v: K * v (+ i K^2 * v for Student-t).
     let mut a = vec![Complex64::new(0.0, 0.0); full];
     load(&mut a, 0, None);
-    conv.transform(&mut a, &mut tmp, false);
-    a.par_iter_mut().zip(&spec).for_each(|(z, k)| {
+    conv.transform(&mut a, &mut tmp, false, m);
+    a.par_iter_mut().zip(spec.par_iter()).for_each(|(z, k)| {
         *z *= if two_kernels {
             *k
         } else {
             Complex64::new(k.re, 0.0)
         } * scale;
     });
-    conv.transform(&mut a, &mut tmp, true);
+    conv.transform(&mut a, &mut tmp, true, m);
     // Potentials of v x: K^q * (v x_1 + i v x_2).
-    let mut b = a.clone();
-    b.iter_mut().for_each(|z| *z = Complex64::new(0.0, 0.0));
+    let mut b = vec![Complex64::new(0.0, 0.0); full];
     load(&mut b, 1, if dim == 2 { Some(2) } else { None });
-    conv.transform(&mut b, &mut tmp, false);
-    b.par_iter_mut().zip(&spec).for_each(|(z, k)| {
+    conv.transform(&mut b, &mut tmp, false, m);
+    b.par_iter_mut().zip(spec.par_iter()).for_each(|(z, k)| {
         *z *= if two_kernels { k.im } else { k.re } * scale;
     });
-    conv.transform(&mut b, &mut tmp, true);
+    conv.transform(&mut b, &mut tmp, true, m);
     drop(tmp);
     let node_index = |f: usize| -> usize { if dim == 1 { f } else { (f / m) * l + f % m } };
     let phi0: Vec<f64> = (0..grid_len).map(|f| a[node_index(f)].re).collect();
@@ -474,6 +526,38 @@ mod tests {
         assert!(rel_err(&s.s0, &ex.s0) < 1e-8);
         assert!(rel_err(&s.s1, &ex.s1) < 1e-8);
         assert!(rel_err(&s.sx, &ex.sx) < 1e-6);
+    }
+
+    #[test]
+    fn fixed_width_boxes_reuse_the_kernel_spectrum_correctly() {
+        // Ranges above min_boxes box widths: the spacing is the box width / p for every
+        // call, so the cached spectrum is reused; each result must still match the exact
+        // sums, including after a change of kernel or grid size (cache key).
+        let cancel = AtomicBool::new(false);
+        let opts = InterpOptions {
+            min_boxes: 10,
+            ..InterpOptions::default()
+        };
+        for (spread, seed, kernel) in [
+            (8.0, 1, Kernel::StudentT),
+            (9.0, 2, Kernel::StudentT),
+            (9.0, 2, Kernel::Gaussian),
+            (14.0, 3, Kernel::StudentT),
+            (8.0, 1, Kernel::StudentT),
+        ] {
+            let x = points(1500, 2, spread, seed);
+            let ex = exact_sums(&x, 2, kernel, None, &cancel).unwrap();
+            let s = interpolation_sums(&x, 2, kernel, None, opts, &cancel).unwrap();
+            // The cached spectrum gives the sums of a freshly computed one.
+            *SPECTRUM.lock().unwrap() = None;
+            let fresh = interpolation_sums(&x, 2, kernel, None, opts, &cancel).unwrap();
+            assert!(rel_err(&s.s1, &fresh.s1) < 1e-12 && rel_err(&s.sx, &fresh.sx) < 1e-12);
+            let e = rel_err(&s.s0, &ex.s0)
+                .max(rel_err(&s.s1, &ex.s1))
+                .max(rel_err(&s.sx, &ex.sx));
+            // p = 3 nodes per unit-width box: FIt-SNE's accuracy (2-4 % on the moments).
+            assert!(e < 5e-2, "{spread} {kernel:?} {e}");
+        }
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub enum Repulsion {
     Interpolation {
         /// Interpolation nodes per box and dimension.
         n_interp: usize,
+        /// Target box width in embedding units (FIt-SNE: 1).
+        box_width: f64,
     },
 }
 
@@ -640,13 +642,17 @@ pub fn kernel_sums(
             }
             fgt_sums(x, dim, weights, epsilon, cancel)
         }
-        Repulsion::Interpolation { n_interp } => crate::interp::interpolation_sums(
+        Repulsion::Interpolation {
+            n_interp,
+            box_width,
+        } => crate::interp::interpolation_sums(
             x,
             dim,
             kernel,
             weights,
             crate::interp::InterpOptions {
                 n_interp,
+                box_width,
                 ..Default::default()
             },
             cancel,

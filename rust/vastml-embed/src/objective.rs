@@ -284,3 +284,260 @@ fn add_repulsion(
         }
     });
 }
+
+/// Parameters of one phase of t-SNE's momentum gradient descent with gains.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GdOptions {
+    /// Step η.
+    pub learning_rate: f64,
+    /// Momentum μ of the update.
+    pub momentum: f64,
+    /// Factor on the attraction (early exaggeration; 1 = plain KL).
+    pub exaggeration: f64,
+    /// Lower bound of the per-coordinate gains.
+    pub min_gain: f64,
+}
+
+/// The upper triangle (m > n) of a symmetric CSR weight matrix: each unordered pair once,
+/// u32 columns, cut into a fixed number of row blocks of about equal entry counts.
+struct UpperPairs {
+    indptr: Vec<usize>,
+    cols: Vec<u32>,
+    data: Vec<f64>,
+    /// Row boundaries of the blocks (fixed count: the sums do not depend on the threads).
+    blocks: Vec<usize>,
+}
+
+/// Blocks of the attraction; each owns a private gradient buffer, summed in order.
+const ATTRACTION_BLOCKS: usize = 4;
+
+impl UpperPairs {
+    fn new(w: &Csr, n: usize) -> UpperPairs {
+        let mut indptr = Vec::with_capacity(n + 1);
+        indptr.push(0);
+        let mut cols = Vec::new();
+        let mut data = Vec::new();
+        for r in 0..n {
+            for idx in w.indptr[r] as usize..w.indptr[r + 1] as usize {
+                let m = w.indices[idx] as usize;
+                if m > r {
+                    cols.push(m as u32);
+                    data.push(w.data[idx]);
+                }
+            }
+            indptr.push(cols.len());
+        }
+        let nnz = cols.len();
+        let mut blocks = vec![0];
+        for b in 1..ATTRACTION_BLOCKS {
+            let target = nnz * b / ATTRACTION_BLOCKS;
+            let r = indptr.partition_point(|&p| p < target).min(n);
+            blocks.push(r.max(*blocks.last().unwrap_or(&0)));
+        }
+        blocks.push(n);
+        UpperPairs {
+            indptr,
+            cols,
+            data,
+            blocks,
+        }
+    }
+}
+
+/// The t-SNE attraction gradient 4 s Σ_m p_nm (x_n − x_m) / (1 + t_nm) (added to `grad`)
+/// and, with `need_objective`, s Σ_nm p log(1 + t) over ordered pairs, from each unordered
+/// pair once (P symmetric), specialised for d = 2.
+fn tsne_attraction(
+    need_objective: bool,
+    x: &[f64],
+    dim: usize,
+    pairs: &UpperPairs,
+    scale: f64,
+    bufs: &mut [Vec<f64>],
+    grad: &mut [f64],
+) -> f64 {
+    let e: f64 = bufs
+        .par_iter_mut()
+        .enumerate()
+        .map(|(b, buf)| {
+            buf.fill(0.0);
+            let mut e = 0.0;
+            for n in pairs.blocks[b]..pairs.blocks[b + 1] {
+                let (lo, hi) = (pairs.indptr[n], pairs.indptr[n + 1]);
+                let (cs, ws) = (&pairs.cols[lo..hi], &pairs.data[lo..hi]);
+                if dim == 2 {
+                    let (x0, x1) = (x[2 * n], x[2 * n + 1]);
+                    let (mut g0, mut g1, mut en) = (0.0, 0.0, 0.0);
+                    for (&m, &w) in cs.iter().zip(ws) {
+                        let m = m as usize;
+                        let d0 = x0 - x[2 * m];
+                        let d1 = x1 - x[2 * m + 1];
+                        let t = d0 * d0 + d1 * d1;
+                        if need_objective {
+                            en += w * (1.0 + t).ln();
+                        }
+                        let c = w / (1.0 + t);
+                        g0 += c * d0;
+                        g1 += c * d1;
+                        buf[2 * m] -= c * d0;
+                        buf[2 * m + 1] -= c * d1;
+                    }
+                    buf[2 * n] += g0;
+                    buf[2 * n + 1] += g1;
+                    e += en;
+                } else {
+                    for (&m, &w) in cs.iter().zip(ws) {
+                        let m = m as usize;
+                        let mut t = 0.0;
+                        for k in 0..dim {
+                            let d = x[n * dim + k] - x[m * dim + k];
+                            t += d * d;
+                        }
+                        if need_objective {
+                            e += w * (1.0 + t).ln();
+                        }
+                        let c = w / (1.0 + t);
+                        for k in 0..dim {
+                            let d = c * (x[n * dim + k] - x[m * dim + k]);
+                            buf[n * dim + k] += d;
+                            buf[m * dim + k] -= d;
+                        }
+                    }
+                }
+            }
+            e
+        })
+        .collect::<Vec<f64>>()
+        .iter()
+        .sum();
+    let f = 4.0 * scale;
+    let bufs: &[Vec<f64>] = bufs;
+    grad.par_chunks_mut(4096).enumerate().for_each(|(c, g)| {
+        let off = c * 4096;
+        for (i, gi) in g.iter_mut().enumerate() {
+            let mut acc = 0.0;
+            for buf in bufs {
+                acc += buf[off + i];
+            }
+            *gi = f * acc;
+        }
+    });
+    2.0 * scale * e
+}
+
+/// Runs `n_iter` iterations of t-SNE's gradient descent (van der Maaten's momentum and
+/// per-coordinate gains, as scikit-learn and openTSNE use it) in one call: per iteration
+/// the gradient G (attraction scaled by `opts.exaggeration`, repulsion by `repulsion`),
+/// then `gains += 0.2` where `update · G < 0` else `gains *= 0.8`, clipped at
+/// `min_gain`; `update = μ update − η gains G`; `x += update`; `x −= mean(x)`.
+/// `x`, `update` and `gains` are n x `dim` row-major and updated in place.
+///
+/// Returns the objective (E⁺ scaled by the exaggeration + log Z) at the last iterate
+/// before its update when `objective_at_last`, else NaN. The same iteration as calling
+/// [`evaluate_with`] with the scaled attraction and updating in the caller, up to
+/// rounding: the attraction (P must be symmetric, as the gradient 4 L X assumes) visits
+/// each unordered pair once, from its upper-triangle entry.
+///
+/// # Errors
+/// Shape and finiteness errors, errors of the repulsion method, [`EmbedError::Cancelled`].
+#[allow(clippy::too_many_arguments)]
+pub fn tsne_gradient_descent(
+    x: &mut [f64],
+    dim: usize,
+    attraction_w: &Csr,
+    repulsion: Repulsion,
+    opts: GdOptions,
+    update: &mut [f64],
+    gains: &mut [f64],
+    n_iter: usize,
+    objective_at_last: bool,
+    cancel: &AtomicBool,
+) -> Result<f64> {
+    let n = check_points(x, dim)?;
+    attraction_w.check(n)?;
+    if update.len() != x.len() || gains.len() != x.len() {
+        return Err(EmbedError::ShapeMismatch(
+            "update and gains must have the shape of x".into(),
+        ));
+    }
+    for (v, name) in [
+        (opts.learning_rate, "learning_rate"),
+        (opts.exaggeration, "exaggeration"),
+    ] {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(invalid(name, "must be finite and > 0"));
+        }
+    }
+    if !(opts.momentum >= 0.0 && opts.momentum.is_finite() && opts.min_gain >= 0.0) {
+        return Err(invalid("momentum", "momentum and min_gain must be >= 0"));
+    }
+    let pairs = UpperPairs::new(attraction_w, n);
+    let mut bufs = vec![vec![0.0; n * dim]; ATTRACTION_BLOCKS];
+    let mut grad = vec![0.0; n * dim];
+    let mut e = f64::NAN;
+    for it in 0..n_iter {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(EmbedError::Cancelled);
+        }
+        let need = objective_at_last && it + 1 == n_iter;
+        let ea = tsne_attraction(
+            need,
+            x,
+            dim,
+            &pairs,
+            opts.exaggeration,
+            &mut bufs,
+            &mut grad,
+        );
+        if n >= 2 {
+            let sums = kernel_sums(x, dim, Kernel::StudentT, None, repulsion, cancel)?;
+            let z: f64 = sums.s0.iter().sum();
+            add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 / z);
+            if need {
+                e = ea + z.ln();
+            }
+        } else if need {
+            e = ea;
+        }
+        let GdOptions {
+            learning_rate: lr,
+            momentum: mu,
+            min_gain,
+            ..
+        } = opts;
+        x.par_iter_mut()
+            .zip(update.par_iter_mut())
+            .zip(gains.par_iter_mut())
+            .zip(grad.par_iter())
+            .with_min_len(4096)
+            .for_each(|(((xi, u), gn), &g)| {
+                *gn = if *u * g < 0.0 { *gn + 0.2 } else { *gn * 0.8 };
+                if *gn < min_gain {
+                    *gn = min_gain;
+                }
+                *u = mu * *u - lr * *gn * g;
+                *xi += *u;
+            });
+        let mut mean = [0.0; 8];
+        let mut mean_v = vec![0.0; dim];
+        let m: &mut [f64] = if dim <= 8 {
+            &mut mean[..dim]
+        } else {
+            &mut mean_v
+        };
+        for p in x.chunks_exact(dim) {
+            for (a, v) in m.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        for a in m.iter_mut() {
+            *a /= n as f64;
+        }
+        let m: &[f64] = m;
+        x.par_chunks_mut(dim)
+            .with_min_len(2048)
+            .for_each(|p| p.iter_mut().zip(m).for_each(|(v, a)| *v -= a));
+        check_finite(x, "embedding (diverged)")?;
+    }
+    Ok(e)
+}

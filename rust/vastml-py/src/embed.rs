@@ -35,12 +35,21 @@ fn matrix<'py>(
         .map(|a| a.into_pyarray(py))
 }
 
-fn repulsion(gradient: &str, theta: f64, epsilon: f64, n_interp: usize) -> PyResult<Repulsion> {
+fn repulsion_with(
+    gradient: &str,
+    theta: f64,
+    epsilon: f64,
+    n_interp: usize,
+    box_width: f64,
+) -> PyResult<Repulsion> {
     match gradient {
         "exact" => Ok(Repulsion::Exact),
         "barnes_hut" => Ok(Repulsion::BarnesHut { theta }),
         "fgt" => Ok(Repulsion::Fgt { epsilon }),
-        "fft" => Ok(Repulsion::Interpolation { n_interp }),
+        "fft" => Ok(Repulsion::Interpolation {
+            n_interp,
+            box_width,
+        }),
         _ => Err(PyValueError::new_err(format!(
             "`gradient` must be 'exact', 'barnes_hut', 'fgt' or 'fft', got {gradient:?}"
         ))),
@@ -186,13 +195,13 @@ pub fn entropic_affinities_csr<'py>(
     ))
 }
 
-/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3)
+/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
 /// --
 ///
 /// E = E+ + lam E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
 /// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
 #[pyfunction]
-#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3))]
+#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3, box_width=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn embedding_objective<'py>(
     py: Python<'py>,
@@ -208,9 +217,10 @@ pub fn embedding_objective<'py>(
     need_objective: bool,
     n_jobs: Option<isize>,
     n_interp: usize,
+    box_width: f64,
 ) -> PyResult<(f64, f64, f64, Bound<'py, PyArray2<f64>>)> {
     let model = model.parse::<Model>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion(gradient, theta, epsilon, n_interp)?;
+    let rep = repulsion_with(gradient, theta, epsilon, n_interp, box_width)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let ip = index_vector(&indptr, "indptr")?;
@@ -238,13 +248,13 @@ type SumsOut<'py> = (
     Bound<'py, PyArray2<f64>>,
 );
 
-/// kernel_sums(x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3)
+/// kernel_sums(x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3, box_width=1.0)
 /// --
 ///
 /// Per point (self excluded): s0 = sum v K, s1 = sum v K^q, sx = sum v K^q x_m, with
 /// q = 1 (gaussian exp(-t)) or 2 (student 1/(1+t)), t the squared distance.
 #[pyfunction]
-#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3))]
+#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3, box_width=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn kernel_sums<'py>(
     py: Python<'py>,
@@ -256,9 +266,10 @@ pub fn kernel_sums<'py>(
     weights: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
     n_interp: usize,
+    box_width: f64,
 ) -> PyResult<SumsOut<'py>> {
     let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion(method, theta, epsilon, n_interp)?;
+    let rep = repulsion_with(method, theta, epsilon, n_interp, box_width)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
@@ -269,6 +280,85 @@ pub fn kernel_sums<'py>(
         s.s0.into_pyarray(py),
         s.s1.into_pyarray(py),
         matrix(py, s.sx, n, dim)?,
+    ))
+}
+
+type GdOut<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    f64,
+);
+
+/// tsne_gd(x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=False, n_jobs=None, box_width=1.0)
+/// --
+///
+/// `n_iter` iterations of t-SNE's momentum gradient descent with gains in one call
+/// (attraction CSR P scaled by `exaggeration`, repulsion by `gradient`). Returns the new
+/// (x, update, gains, E) with E the objective at the last iterate (NaN unless
+/// `objective_at_last`).
+#[pyfunction]
+#[pyo3(signature = (x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=false, n_jobs=None, box_width=1.0))]
+#[allow(clippy::too_many_arguments)]
+pub fn tsne_gd<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, f64>,
+    update: PyReadonlyArray2<'py, f64>,
+    gains: PyReadonlyArray2<'py, f64>,
+    n_iter: usize,
+    learning_rate: f64,
+    momentum: f64,
+    exaggeration: f64,
+    min_gain: f64,
+    gradient: &str,
+    theta: f64,
+    n_interp: usize,
+    objective_at_last: bool,
+    n_jobs: Option<isize>,
+    box_width: f64,
+) -> PyResult<GdOut<'py>> {
+    let rep = repulsion_with(gradient, theta, 0.0, n_interp, box_width)?;
+    let (xs, dim) = rows(&x, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let (us, _) = rows(&update, "update")?;
+    let (gs, _) = rows(&gains, "gains")?;
+    let ip = index_vector(&indptr, "indptr")?;
+    let ix = index_vector(&indices, "indices")?;
+    let dt = vector(&data, "data")?;
+    let (mut xv, mut uv, mut gv) = (xs.to_vec(), us.to_vec(), gs.to_vec());
+    let opts = vastml_embed::objective::GdOptions {
+        learning_rate,
+        momentum,
+        exaggeration,
+        min_gain,
+    };
+    let e = enter(py, n_jobs, |cancel| {
+        let w = Csr {
+            indptr: ip,
+            indices: ix,
+            data: dt,
+        };
+        vastml_embed::objective::tsne_gradient_descent(
+            &mut xv,
+            dim,
+            &w,
+            rep,
+            opts,
+            &mut uv,
+            &mut gv,
+            n_iter,
+            objective_at_last,
+            cancel,
+        )
+    })?;
+    Ok((
+        matrix(py, xv, n, dim)?,
+        matrix(py, uv, n, dim)?,
+        matrix(py, gv, n, dim)?,
+        e,
     ))
 }
 
