@@ -12,6 +12,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
 from vastml import _core
+from vastml._core import effective_n_jobs
 from vastml._validation import as_points, choice, n_jobs_arg, positive_float
 
 ROOT_METHODS = ("newton", "halley", "euler", "bisection", "brent", "ridders")
@@ -32,7 +33,8 @@ def knn_sqdist(X, n_neighbors: int, n_jobs=None) -> tuple[np.ndarray, np.ndarray
         raise ValueError(
             f"`n_neighbors` must be an int in [1, n_samples - 1 = {n - 1}], got {n_neighbors!r}"
         )
-    nn = NearestNeighbors(n_neighbors=int(n_neighbors), n_jobs=n_jobs).fit(X)
+    # n_jobs=None means all cores here (DESIGN), but one job to scikit-learn.
+    nn = NearestNeighbors(n_neighbors=int(n_neighbors), n_jobs=effective_n_jobs(n_jobs)).fit(X)
     dist, idx = nn.kneighbors()
     return np.ascontiguousarray(dist**2), np.ascontiguousarray(idx, dtype=np.int64)
 

@@ -11,6 +11,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from vastml._core import effective_n_jobs
 from vastml._validation import choice, n_jobs_arg, positive_float
 from vastml.embed._affinities import (
     ROOT_METHODS,
@@ -74,7 +75,9 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             k = default_n_neighbors(self.perplexity, n)
         if not (isinstance(k, numbers.Integral) and self.perplexity < k < n):
             raise ValueError(f"`n_neighbors` must be an int in (perplexity, n_samples), got {k!r}")
-        self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=self.n_jobs).fit(X)
+        # n_jobs=None means all cores here (DESIGN), but one job to scikit-learn.
+        jobs = effective_n_jobs(self.n_jobs)
+        self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=jobs).fit(X)
         dist, idx = self.nn_.kneighbors()
         P, beta, info = entropic_affinities(
             knn=(dist**2, idx),
