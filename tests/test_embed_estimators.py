@@ -182,3 +182,28 @@ def test_tsne_tol_stops_the_second_phase_early(digits):
     assert full.kl_divergence_ <= tight.kl_divergence_ <= loose.kl_divergence_ * 1.001
     with pytest.raises(ValueError, match="tol"):
         TSNE(tol=-1.0).fit(X[:50])
+
+
+def test_transform_does_not_depend_on_batch_order():
+    """New points' affinities start from their own bounds, not from the previous row's root,
+    so transform is permutation-equivariant (a warm start from the previous row made the
+    roots, hence the embeddings, depend on the order at the 1e-11 level, which L-BFGS grew
+    past scikit-learn's check_methods_sample_order_invariance tolerance)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from vastml import _core
+
+    rng = np.random.default_rng(0)
+    X, Xn = rng.normal(size=(60, 5)), rng.normal(size=(25, 5))
+    perm = rng.permutation(25)
+    d, _ = NearestNeighbors(n_neighbors=15).fit(X).kneighbors(Xn)
+    sq = np.ascontiguousarray(d**2)
+    order = np.arange(25, dtype=np.int64)
+    p = _core.entropic_affinities_knn(sq, 5.0, order, warm="bounds")[0]
+    sq_perm = np.ascontiguousarray(sq[perm])
+    p_perm = _core.entropic_affinities_knn(sq_perm, 5.0, order, warm="bounds")[0]
+    np.testing.assert_array_equal(p[perm], p_perm)
+    tsne = TSNE(perplexity=5, max_iter=100, random_state=0).fit(X)
+    np.testing.assert_allclose(
+        tsne.transform(Xn)[perm], tsne.transform(Xn[perm]), rtol=1e-7, atol=1e-9
+    )

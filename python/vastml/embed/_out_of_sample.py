@@ -54,8 +54,14 @@ def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=20
     training points: entropic affinities to the neighbours, start at the affinity-weighted
     mean of the neighbours' embeddings, then L-BFGS on the (separable) objective."""
     m = sqdist.shape[0]
+    # Each row starts from its own bounds (no warm start from the previous row), so a new
+    # point's affinities do not depend on which other points come with it, or in what order.
     p, *_ = _core.entropic_affinities_knn(
-        np.ascontiguousarray(sqdist), float(perplexity), np.arange(m, dtype=np.int64), n_jobs=n_jobs
+        np.ascontiguousarray(sqdist),
+        float(perplexity),
+        np.arange(m, dtype=np.int64),
+        warm="bounds",
+        n_jobs=n_jobs,
     )
     out = np.empty((m, Ytrain.shape[1]))
     for a in range(0, m, _CHUNK):
