@@ -8,7 +8,7 @@ use crate::arrangement::Arrangement;
 use crate::error::OrderError;
 use crate::matrix::Matrix;
 use crate::search::Axes;
-use crate::tsp::{hamming_distances, tsp_path};
+use crate::tsp::{hamming_distances, reverse_if_better, tsp_path};
 
 /// Colour (layer) of every cell of original column `col`, by original row.
 fn column_colours(matrix: &Matrix, col: usize) -> Vec<u8> {
@@ -186,17 +186,7 @@ pub fn tsp_arrange_recolour(arr: &mut Arrangement, axes: Axes) -> Result<(), Ord
         arr.set_order(axis, &path)?;
     }
     align_colours(arr);
-    for &axis in which {
-        let n = arr.len(axis);
-        if n < 2 {
-            continue;
-        }
-        let rev = crate::Move::Reverse(0, n - 1).segments();
-        let d = arr.delta(axis, &rev);
-        if d < 0 {
-            arr.commit(axis, &rev, d);
-        }
-    }
+    reverse_if_better(arr, which);
     Ok(())
 }
 

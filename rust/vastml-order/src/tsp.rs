@@ -195,7 +195,14 @@ pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<()
         let path = tsp_path(&dist, n)?;
         arr.set_order(axis, &path)?;
     }
-    for &axis in which {
+    reverse_if_better(arr, which);
+    Ok(())
+}
+
+/// Reverses each listed axis of `arr` whose reversal lowers the error (a TSP path has no
+/// preferred direction, but the padding and the kernel's asymmetry may).
+pub(crate) fn reverse_if_better(arr: &mut crate::Arrangement, axes: &[usize]) {
+    for &axis in axes {
         let n = arr.len(axis);
         if n < 2 {
             continue;
@@ -206,7 +213,6 @@ pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<()
             arr.commit(axis, &rev, d);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
