@@ -240,7 +240,7 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
         if diag.shape != (n,):
             raise ValueError(f"`diag` must have shape ({n},)")
     if M is not None:
-        M = sp.csr_matrix(M, dtype=np.float64)
+        M = sp.csr_matrix(M, dtype=np.float64)  # no copy for a float64 CSR matrix
         if M.shape != (n, n):
             raise ValueError(f"`M` must be {n} x {n}")
     choice(backend, "backend", ("rust", "numpy"))
@@ -256,7 +256,7 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
 
     args = (None, None, None)
     if M is not None:
-        args = (M.indptr.astype(np.int64), M.indices.astype(np.int64),
+        args = (np.asarray(M.indptr, dtype=np.int64), np.asarray(M.indices, dtype=np.int64),
                 np.ascontiguousarray(M.data, dtype=np.float64))
     return _core.lll_z_m_zt(
         np.ascontiguousarray(nbr, dtype=np.uint32),
