@@ -271,6 +271,13 @@ def test_reduced_problem_constraints_and_trivial_eigenvector(swiss_graph):
     np.testing.assert_allclose(Xt.T @ B @ Xt, np.eye(3), atol=1e-10)
     # the embedding is D-orthogonal to constants (trivial eigenvector removed)
     np.testing.assert_allclose(m.embedding_.T @ deg, 0, atol=1e-8)
+    # the fitted pencil is the SciPy-built one (fit forms A as B - Z W Z^T)
+    w = scipy.linalg.eigh(A, B, eigvals_only=True, subset_by_index=[1, 3])
+    np.testing.assert_allclose(m.eigenvalues_, w, rtol=1e-9)
+    np.testing.assert_allclose(Xt.T @ A @ Xt, np.diag(w), atol=1e-10)
+    assert set(m.fit_times_) == {"affinity", "landmarks + weights", "Z A Z^T, Z B Z^T",
+                                 "reduced eigensolve", "X = X_tilde Z"}
+    assert all(t >= 0 for t in m.fit_times_.values())
 
 
 def test_error_falls_as_landmarks_grow(swiss_graph):
