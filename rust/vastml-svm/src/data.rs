@@ -131,6 +131,47 @@ impl<'a> Examples<'a> {
         }
     }
 
+    /// Asks the CPU to start loading example `i` into cache (a hint: no effect on results;
+    /// a no-op off x86_64). Random-order epochs call it a few examples ahead, so that the
+    /// row's cache misses overlap the work on the current example.
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            fn lines<T>(s: &[T]) {
+                let (p, bytes) = (s.as_ptr().cast::<u8>(), std::mem::size_of_val(s));
+                // At most 32 lines (2 KiB) per array: longer rows stream on their own.
+                for o in (0..bytes.min(2048))
+                    .step_by(64)
+                    .chain([bytes.saturating_sub(1)])
+                {
+                    // SAFETY: a prefetch is a hint that never faults; the address stays in
+                    // (or one before the end of) the slice.
+                    unsafe {
+                        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                            p.wrapping_add(o).cast::<i8>(),
+                        )
+                    };
+                }
+            }
+            match *self {
+                Examples::Dense { values, dim } => lines(&values[i * dim..(i + 1) * dim]),
+                Examples::Csr {
+                    indptr,
+                    indices,
+                    data,
+                    ..
+                } => {
+                    let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
+                    lines(&indices[a..b]);
+                    lines(&data[a..b]);
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
     /// Example `i` (panics if `i >= len()`; callers index within range).
     pub fn row(&self, i: usize) -> Row<'a> {
         match *self {
