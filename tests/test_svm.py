@@ -340,9 +340,14 @@ def test_kmedoids_landmarks_are_medoids(rng):
 def test_verbose_reports_each_epoch(rng, capsys):
     X = rng.normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
-    clf = AMMClassifier(n_epochs=3, verbose=True, random_state=0).fit(X, y)
+    clf = AMMClassifier(n_epochs=3, online=True, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
     assert [f"epoch {e}/3" in err for e in (1, 2, 3)] == [True] * 3
     assert clf.n_iter_ == 3
+    # batch AMM: the initial online pass, then n_epochs epochs (BudgetedSVM's -A 1 -e 3)
+    clf = AMMClassifier(n_epochs=3, verbose=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert [f"epoch {e}/4" in err for e in (1, 2, 3, 4)] == [True] * 4
+    assert clf.n_iter_ == 4 and clf.t_ == 4 * 200
     AMMClassifier(n_epochs=2, random_state=0).fit(X, y)
     assert capsys.readouterr().err == ""

@@ -15,12 +15,19 @@ class AMMClassifier(BudgetedClassifier):
     :math:`g(i, x) = \max_j w_{ij}^\top x` and the prediction :math:`\arg\max_i g(i, x)`
     (Wang, Djuric, Crammer & Vucetic, KDD 2011; Djuric's thesis ch. 4). Training is SGD with
     step :math:`1/(\lambda t)` on the convex sub-problem with fixed assignments: batch AMM
-    (``online=False``) runs one online pass and then re-assigns every example to its
-    best-scoring true-class weight before each further epoch; online AMM
-    (``online=True``) assigns at every step. Small weights are pruned every ``prune_every``
+    (``online=False``) runs one online pass and then ``n_epochs`` epochs, re-assigning every
+    example to its best-scoring true-class weight before each (``n_epochs + 1`` passes, as
+    BudgetedSVM 1.2's ``-A 1 -e n_epochs``); online AMM (``online=True``) assigns at every step
+    (``n_epochs`` passes). Small weights are pruned every ``prune_every``
     steps (removed set's norm at most :math:`c / ((t-1)\lambda)`). With ``clone_probability > 0``
-    this is GAMM: on a positive loss the assigned weight is cloned with that probability (which
-    then decays by ``clone_decay``), letting the model grow where one hyperplane is not enough.
+    this is GAMM (thesis Algorithm 6): on a positive loss, while the class is below its budget,
+    the assigned true-class weight is cloned with that probability (which then decays by
+    ``clone_decay``; clones count against the budget), letting the model grow where one
+    hyperplane is not enough. The copy takes the step's update; in batch mode an example
+    assigned to a weight cloned during the epoch goes to the best-scoring member of that
+    weight's family until the next re-assignment. (BudgetedSVM 1.2 instead keeps the update
+    and the examples on the original and freezes the copy until the re-assignment; that
+    reading measured no better on a9a, see the README.)
 
     Each class also owns a reserved zero weight that scores 0 (the thesis's convention), so
     class scores are never negative in this model; it turns into a new weight when it wins.
@@ -30,7 +37,8 @@ class AMMClassifier(BudgetedClassifier):
     alpha : float, default=1e-4
         Regularisation :math:`\lambda > 0` (BudgetedSVM's ``-L``).
     n_epochs : int, default=5
-        Passes over the data (``-e``).
+        Epochs (``-e``): batch AMM makes ``n_epochs + 1`` passes (the initial online pass,
+        then ``n_epochs`` with fixed assignments), online AMM ``n_epochs``.
     online : bool, default=False
         Online AMM (``-A 2``) instead of batch AMM (``-A 1``).
     max_weights_per_class : int, default=50
@@ -64,7 +72,7 @@ class AMMClassifier(BudgetedClassifier):
     n_weights_ : int
         Number of weights (the model size; reserved zero weights not counted).
     n_iter_ : int
-        Epochs run by the last ``fit`` (``partial_fit`` adds one each).
+        Passes over the data made by the last ``fit`` (``partial_fit`` adds one each).
     t_ : int
         SGD steps taken.
     n_features_in_ : int
@@ -131,6 +139,11 @@ class AMMClassifier(BudgetedClassifier):
 
     def _is_online(self):
         return bool(self.online)
+
+    def _n_epochs(self):
+        # Batch AMM: the initial online pass, then n_epochs epochs with fixed assignments, as
+        # BudgetedSVM 1.2's trainAMMbatch does for -e n_epochs (so -A 1 -e 5 is 6 passes).
+        return self.n_epochs + (0 if self._is_online() else 1)
 
     def _new_model(self, n_features, n_classes):
         return _core.AmmModel(n_features, n_classes, **self._amm_args())

@@ -19,6 +19,12 @@
 //! - GAMM in batch mode: an example whose assigned weight was cloned since the last
 //!   reassignment goes to the best-scoring member of that weight's family (original and
 //!   clones), so the clones can specialise within the epoch (see `Amm::assigned_slot`).
+//!   GAMM reads Algorithm 6 as: on a positive loss, while the true class is below its cap, with
+//!   probability `p` append a copy of the assigned true-class weight (it counts against the
+//!   cap), give the copy the step's update and the example, then `p <- beta p` (kept across
+//!   epochs). BudgetedSVM 1.2 (`mm_algs.cpp` v1.02) clones only when the assigned weight has a
+//!   positive score, updates the original and leaves the pre-update copy without examples until
+//!   the next reassignment; on a9a that measured no better (README, "Not met yet").
 //! - The bias is an extra constant feature of value `bias` (0 disables it), regularised like
 //!   the other weights (BudgetedSVM's `BIAS_TERM`).
 //!
