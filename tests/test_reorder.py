@@ -190,6 +190,26 @@ def test_convomap_reproducible_for_any_n_jobs():
     assert np.array_equal(c.transform(S), a.transform(S))
 
 
+def test_convomap_restart_and_stop_unless_improved():
+    _, S = shuffled_planted("banded", 60, 0.1)
+    tsp = ConvoMap(kernel_size=5, schedule=(), random_state=0).fit(S)
+    # nothing improved on the TSP yet: P-LS ends there
+    stop = ConvoMap(kernel_size=5, schedule=("stop_unless_improved", 1), random_state=0).fit(S)
+    assert stop.history_ == tsp.history_
+    assert np.array_equal(stop.row_order_, tsp.row_order_) and np.array_equal(stop.col_order_, tsp.col_order_)
+    # a block ordering that raised the error, back to the start, a split that improves on
+    # it, so the last split runs too; the best arrangement is returned
+    sched = ("block_ordering", "restart", 1, "stop_unless_improved", 2)
+    cm = ConvoMap(kernel_size=5, schedule=sched, random_state=0).fit(S)
+    names = [h[0] for h in cm.history_]
+    assert names == ["start", "tsp", "block_ordering", "restart", "split_1", "split_2"]
+    assert cm.history_[2][1] > tsp.error_
+    assert cm.history_[3][1] == tsp.error_
+    assert cm.history_[4][1] < tsp.error_
+    assert cm.error_ == min(h[1] for h in cm.history_[1:])
+    assert convolution_error(cm.transform(S), kernel_size=5) == pytest.approx(cm.error_, rel=1e-12)
+
+
 def test_convomap_local_search_and_categorical():
     rng = np.random.default_rng(2)
     A = np.repeat(np.repeat(rng.integers(0, 4, size=(4, 4)), 6, axis=0), 6, axis=1)
@@ -267,6 +287,7 @@ def test_compress_and_accuracy():
         (lambda: convolution_error(np.eye(3), row_order=[0, 0, 1]), "permutation"),
         (lambda: ConvoMap(moves=["teleport"]).fit(np.eye(4)), "moves"),
         (lambda: ConvoMap(kernel_size=2).fit(np.eye(4)), "odd"),
+        (lambda: ConvoMap(schedule=("restart", "again")).fit(np.eye(4)), "schedule"),
         (lambda: branch_and_bound_order(np.eye(70, dtype=int)), "64"),
     ],
 )

@@ -50,9 +50,12 @@ def test_recolouring_lowers_the_planted_categorical_error(planted):
     out = free.transform(planted)
     assert out.shape == planted.shape
     assert numpy_error(out, 3) == pytest.approx(free.error_, rel=1e-9)
-    # each shown column is the original column under its colour map
-    j = free.col_order_[0]
-    np.testing.assert_array_equal(out[:, 0], cm[j][planted[free.row_order_, j]])
+    # each shown column is the original column under its colour map (colour c is the value
+    # values_[c], and values_ is in colour order, not sorted)
+    code = np.empty(6, dtype=int)
+    code[free.values_] = np.arange(6)
+    for k, j in enumerate(free.col_order_):
+        np.testing.assert_array_equal(out[:, k], free.values_[cm[j][code[planted[free.row_order_, j]]]])
 
 
 def test_recolouring_ls_every_move_kind_reproducible():

@@ -23,6 +23,10 @@ pub enum Step {
     /// KMax with this many cuts on the rows and columns alternately until the error changes
     /// by less than 0.01 (spec §9.6).
     KMax(usize),
+    /// Go back to the arrangement the pipeline started from (the best seen so far is kept).
+    Restart,
+    /// End the pipeline unless the step before gave a new best arrangement.
+    StopUnlessImproved,
 }
 
 /// Parameters of [`pls`].
@@ -38,7 +42,9 @@ pub struct PlsParams {
 
 impl Default for PlsParams {
     /// The thesis pipeline: BO, 3-split, 2-split, BO, 3-split, 1-split; inner LS of 5000
-    /// iterations with L = 100, r = 0.6; 10 blocks.
+    /// iterations with L = 100, r = 0.6; 10 blocks. Then a 1-split from the start, and only
+    /// if that beats everything before (the block orderings, perturbations, did not pay
+    /// off), a 3- and a 1-split from there without block ordering.
     fn default() -> Self {
         Self {
             search: SearchParams {
@@ -51,6 +57,11 @@ impl Default for PlsParams {
                 Step::Split(3),
                 Step::Split(2),
                 Step::BlockOrdering,
+                Step::Split(3),
+                Step::Split(1),
+                Step::Restart,
+                Step::Split(1),
+                Step::StopUnlessImproved,
                 Step::Split(3),
                 Step::Split(1),
             ],
@@ -211,7 +222,8 @@ pub struct PlsReport {
 }
 
 /// The P-LS pipeline: runs the steps, tracks the best arrangement after every step and
-/// leaves `arr` at the best (the steps are not monotone).
+/// leaves `arr` at the best (the steps are not monotone). [`Step::StopUnlessImproved`] adds no
+/// history entry.
 ///
 /// # Errors
 /// As the steps.
@@ -220,13 +232,15 @@ pub fn pls(
     params: &PlsParams,
     cancel: &AtomicBool,
 ) -> Result<PlsReport, OrderError> {
-    let mut best = (
+    let mut best: Snapshot = (
         arr.raw_error(),
         arr.order(0),
         arr.order(1),
         arr.colour_maps().to_vec(),
     );
     let mut history = vec![("start".to_string(), arr.error())];
+    let start = best.clone();
+    let mut improved = false;
     for (i, step) in params.schedule.iter().enumerate() {
         let name = match *step {
             Step::BlockOrdering => {
@@ -244,6 +258,16 @@ pub fn pls(
                 split_search(arr, k, &params.search, i as u64, cancel)?;
                 format!("split_{k}")
             }
+            Step::Restart => {
+                restore(arr, &start)?;
+                "restart".to_string()
+            }
+            Step::StopUnlessImproved => {
+                if !improved {
+                    break;
+                }
+                continue;
+            }
             Step::KMax(k) => {
                 let axes: &[usize] = match params.search.axes {
                     Axes::Rows => &[0],
@@ -255,7 +279,8 @@ pub fn pls(
             }
         };
         history.push((name.clone(), arr.error()));
-        if arr.raw_error() < best.0 {
+        improved = arr.raw_error() < best.0;
+        if improved {
             best = (
                 arr.raw_error(),
                 arr.order(0),
@@ -270,14 +295,24 @@ pub fn pls(
         }
     }
     if arr.raw_error() > best.0 {
-        let k = arr.matrix().n_layers();
-        if k > 1 {
-            for col in 0..arr.len(1) {
-                set_colour_map(arr, col, &best.3[col * k..(col + 1) * k]);
-            }
-        }
-        arr.set_order(0, &best.1)?;
-        arr.set_order(1, &best.2)?;
+        restore(arr, &best)?;
     }
     Ok(PlsReport { history })
+}
+
+/// (raw error, row order, column order, colour maps) of an arrangement.
+type Snapshot = (i128, Vec<usize>, Vec<usize>, Vec<u8>);
+
+/// Puts `arr` back in the orders and colours of a snapshot.
+fn restore(arr: &mut Arrangement, snap: &Snapshot) -> Result<(), OrderError> {
+    let k = arr.matrix().n_layers();
+    if k > 1 {
+        for col in 0..arr.len(1) {
+            set_colour_map(arr, col, &snap.3[col * k..(col + 1) * k]);
+        }
+    }
+    arr.set_order(0, &snap.1)?;
+    arr.set_order(1, &snap.2)?;
+    debug_assert_eq!(arr.raw_error(), snap.0);
+    Ok(())
 }

@@ -8,7 +8,7 @@ use rand_pcg::Pcg64;
 use vastml_order::tsp::{hamming_distances, path_length, tsp_arrange, tsp_path};
 use vastml_order::{
     Arrangement, Axes, ErrorKind, Kernel, KernelKind, Matrix, MoveWeights, Objective, Padding,
-    Pattern, PlsParams, SearchParams, local_search, planted, pls,
+    Pattern, PlsParams, SearchParams, Step, local_search, planted, pls, split_search,
 };
 
 fn gbs(k: usize) -> Objective {
@@ -114,6 +114,85 @@ fn deterministic_and_best_tracking() {
         (arr.order(0), arr.order(1), arr.raw_error())
     };
     assert_eq!(run(), run());
+}
+
+#[test]
+fn restart_and_stop_unless_improved() {
+    let cancel = AtomicBool::new(false);
+    let (mut arr, _) = planted_arr(Pattern::Banded, 60, 0.1, 5);
+    tsp_arrange(&mut arr, Axes::Both).unwrap();
+    let (r0, c0) = (arr.order(0), arr.order(1));
+    let search = SearchParams {
+        max_iter: 1500,
+        segment: 100,
+        seed: 4,
+        ..SearchParams::default()
+    };
+    let params = |schedule| PlsParams {
+        search: search.clone(),
+        schedule,
+        n_blocks: 10,
+    };
+    // nothing improved yet: the pipeline ends, the split after the stop never runs
+    let mut a = arr.clone();
+    let rep = pls(
+        &mut a,
+        &params(vec![Step::StopUnlessImproved, Step::Split(1)]),
+        &cancel,
+    )
+    .unwrap();
+    assert_eq!(rep.history.len(), 1);
+    assert_eq!((a.order(0), a.order(1)), (r0.clone(), c0.clone()));
+    // a block ordering that raised the error, a restart back to the start, a split from
+    // there exactly as one run directly on the start (same phase = step index 2); it
+    // improved, so the stop lets the last split run
+    let mut b = arr.clone();
+    let rep = pls(
+        &mut b,
+        &params(vec![
+            Step::BlockOrdering,
+            Step::Restart,
+            Step::Split(1),
+            Step::StopUnlessImproved,
+            Step::Split(2),
+        ]),
+        &cancel,
+    )
+    .unwrap();
+    let names: Vec<&str> = rep.history.iter().map(|h| h.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["start", "block_ordering", "restart", "split_1", "split_2"]
+    );
+    assert!(
+        rep.history[1].1 > rep.history[0].1,
+        "precondition: the block ordering raised the error ({:?})",
+        rep.history
+    );
+    assert_eq!(rep.history[2].1, rep.history[0].1);
+    let mut c = arr.clone();
+    split_search(&mut c, 1, &search, 2, &cancel).unwrap();
+    assert_eq!(rep.history[3].1, c.error());
+    assert!(c.raw_error() < arr.raw_error());
+    split_search(&mut c, 2, &search, 4, &cancel).unwrap();
+    assert_eq!(rep.history[4].1, c.error());
+    assert_eq!(b.raw_error(), c.raw_error().min(arr.raw_error()));
+    assert!((b.full_error() - b.error()).abs() < 1e-9);
+    // the same without the restart: the split after the block ordering does not beat the
+    // start, so the stop ends the pipeline and the start is returned
+    let mut d = arr.clone();
+    let rep = pls(
+        &mut d,
+        &params(vec![
+            Step::BlockOrdering,
+            Step::StopUnlessImproved,
+            Step::Split(2),
+        ]),
+        &cancel,
+    )
+    .unwrap();
+    assert_eq!(rep.history.len(), 2);
+    assert_eq!((d.order(0), d.order(1)), (r0, c0));
 }
 
 #[test]

@@ -238,6 +238,8 @@ pub fn convomap_fit(
         .map(|s| match s.as_str() {
             "block_ordering" => Ok(Step::BlockOrdering),
             "kmax" => Ok(Step::KMax(kmax_k)),
+            "restart" => Ok(Step::Restart),
+            "stop_unless_improved" => Ok(Step::StopUnlessImproved),
             k => k
                 .parse::<usize>()
                 .ok()
@@ -245,7 +247,7 @@ pub fn convomap_fit(
                 .map(Step::Split)
                 .ok_or_else(|| {
                     PyValueError::new_err(format!(
-                        "`schedule` entries must be 'block_ordering', 'kmax' or a positive number of splits, got {k:?}"
+                        "`schedule` entries must be 'block_ordering', 'kmax', 'restart', 'stop_unless_improved' or a positive number of splits, got {k:?}"
                     ))
                 }),
         })
