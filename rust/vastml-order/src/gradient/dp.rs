@@ -51,6 +51,8 @@ struct Kernel {
     g3t: Vec<[Row; 32]>,
     /// unweighted: b3[a][b][c] = best3(a, b, c)
     b3: Vec<[Row; 32]>,
+    /// unweighted: q4[(a * n + b) * n + c][d] = best4(a, b, c, d) + 8 (8 on repeats)
+    q4: Vec<[u8; 32]>,
     /// weighted: distances (zero diagonal) and row sums
     d: Vec<f64>,
     rowsum: Vec<f64>,
@@ -84,6 +86,7 @@ impl Kernel {
             g3: Vec::new(),
             g3t: Vec::new(),
             b3: Vec::new(),
+            q4: Vec::new(),
             d: Vec::new(),
             rowsum: Vec::new(),
             total: 0.0,
@@ -127,6 +130,14 @@ impl Kernel {
                             k.g3t[a][c][b] = v;
                             k.b3[a][b][c] = t.best3[(a * n + b) * n + c].round() as i8;
                         }
+                    }
+                }
+            }
+            if !t.best4.is_empty() {
+                k.q4 = vec![[8; 32]; n * n * n];
+                for (abc, row) in k.q4.iter_mut().enumerate() {
+                    for (dd, v) in row[..n].iter_mut().enumerate() {
+                        *v = (t.best4[abc * n + dd].round() as i64 + 8) as u8;
                     }
                 }
             }
@@ -261,6 +272,100 @@ impl Kernel {
         });
     }
 
+    /// Unweighted, for a set after merging: the pair-coupled bound plus the better of the
+    /// triple bound and the quadruple bound (Σ best4 over the unplaced quadruples / (u − 3):
+    /// each unplaced triple lies in u − 3 of them), both rounded down (the values are
+    /// integers).
+    #[inline(always)]
+    fn strong_bound(&self, s: u32) -> f64 {
+        let n = self.n;
+        let u = full(n) & !s;
+        let nu = u.count_ones() as i32;
+        let mut a = [[0i8; 32]; 32];
+        let mut at = [[0i8; 32]; 32];
+        let mut um = [0i8; 32];
+        let mut um8 = [0u8; 32];
+        let mut fx = u;
+        while fx != 0 {
+            let x = fx.trailing_zeros() as usize;
+            fx &= fx - 1;
+            um[x] = -1;
+            um8[x] = 0xff;
+            let mut fi = s;
+            while fi != 0 {
+                let i = fi.trailing_zeros() as usize;
+                fi &= fi - 1;
+                let (g, gt) = (&self.g3[i][x], &self.g3t[i][x]);
+                for l in 0..32 {
+                    a[x][l] += g[l];
+                    at[x][l] += gt[l];
+                }
+            }
+        }
+        let mut accp = [0i16; 32];
+        let mut acc3 = [0i16; 32];
+        let mut fx = u;
+        while fx != 0 {
+            let x = fx.trailing_zeros() as usize;
+            fx &= fx - 1;
+            let (ax, atx) = (&a[x], &at[x]);
+            for l in 0..32 {
+                accp[l] += i16::from(ax[l].max(atx[l]) & um[l]);
+            }
+            let mut fy = fx;
+            while fy != 0 {
+                let y = fy.trailing_zeros() as usize;
+                fy &= fy - 1;
+                let r = &self.b3[x][y];
+                for l in 0..32 {
+                    acc3[l] += i16::from(r[l] & um[l]);
+                }
+            }
+        }
+        let pairs2: i32 = accp.iter().map(|&v| i32::from(v)).sum();
+        // Σ_{x<y} Σ_{c ∈ U} best3 counts each triple three times
+        let c3x3: i32 = acc3.iter().map(|&v| i32::from(v)).sum();
+        let mut inner = c3x3 / 3;
+        if !self.q4.is_empty() && nu >= 4 {
+            // Σ_{x<y<z} Σ_{w ∈ U} (best4 + 8): each quadruple four times, plus 8 per term
+            let mut total: i64 = 0;
+            let mut rows = 0i64;
+            let mut fx = u;
+            while fx != 0 {
+                let x = fx.trailing_zeros() as usize;
+                fx &= fx - 1;
+                let mut fy = fx;
+                while fy != 0 {
+                    let y = fy.trailing_zeros() as usize;
+                    fy &= fy - 1;
+                    let base = (x * n + y) * n;
+                    let mut acc = [0u8; 32];
+                    let mut k = 0;
+                    let mut fz = fy;
+                    while fz != 0 {
+                        let z = fz.trailing_zeros() as usize;
+                        fz &= fz - 1;
+                        let r = &self.q4[base + z];
+                        for l in 0..32 {
+                            acc[l] += r[l] & um8[l];
+                        }
+                        k += 1;
+                        rows += 1;
+                        if k == 15 {
+                            total += acc.iter().map(|&v| i64::from(v)).sum::<i64>();
+                            acc = [0u8; 32];
+                            k = 0;
+                        }
+                    }
+                    total += acc.iter().map(|&v| i64::from(v)).sum::<i64>();
+                }
+            }
+            let c4 = (total - 8 * rows * i64::from(nu)) / 4;
+            inner = inner.min(c4.div_euclid(i64::from(nu - 3)) as i32);
+        }
+        f64::from(pairs2 / 2 + inner)
+    }
+
     /// Unweighted: calls `f(j, value, bound)` for every child S + j of `st`.
     #[inline(always)]
     fn children(&self, st: &State, mut f: impl FnMut(usize, f64, f64)) {
@@ -364,7 +469,18 @@ impl Kernel {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,popcnt")]
     unsafe fn bound_avx2(&self, s: u32) -> f64 {
-        self.bound(s)
+        self.bound_any(s)
+    }
+
+    /// The bound of a set after merging: [`Kernel::bound`] (weighted) or
+    /// [`Kernel::strong_bound`] (unweighted).
+    #[inline(always)]
+    fn bound_any(&self, s: u32) -> f64 {
+        if self.weighted {
+            self.bound(s)
+        } else {
+            self.strong_bound(s)
+        }
     }
 
     fn expand_fast(&self, chunk: &[State], thr: f64, out: &mut Vec<State>) {
@@ -387,7 +503,7 @@ impl Kernel {
                 return unsafe { self.bound_avx2(s) };
             }
         }
-        self.bound(s)
+        self.bound_any(s)
     }
 }
 
@@ -456,7 +572,7 @@ pub(crate) fn bounded_dp(
         });
         kids.dedup_by_key(|s| s.mask);
         stats.generated.push(kids.len());
-        let kept: Vec<State> = if k.weighted {
+        let kept: Vec<State> = if k.weighted || layer < top {
             kids.into_par_iter()
                 .filter(|s| s.value + k.bound_fast(s.mask) > best + eps)
                 .collect()
@@ -696,6 +812,12 @@ mod tests {
                         let c = completion(&t, mask);
                         assert!(b >= c - 1e-9, "{n} {mask:b}: {b} < {c}");
                         continue;
+                    }
+                    let sb = k.strong_bound(mask);
+                    let c = completion(&t, mask);
+                    assert!(sb >= c, "strong {n} {mask:b}: {sb} < {c}");
+                    if u.count_ones() == 2 {
+                        assert_eq!(sb, c);
                     }
                     let st = State {
                         mask,
