@@ -97,7 +97,7 @@ def add_args(ap):
     ap.add_argument("--g-sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     help="object counts of the gradient rows (default 20,22,...,30)")
     ap.add_argument("--g-cap", type=float, default=300.0,
-                    help="seconds before our gradient branch and bound is killed (n = 26..30 rows)")
+                    help="seconds before our gradient_order is killed (n = 26..30 rows)")
 
 
 def _r_seriation_available():
@@ -135,13 +135,15 @@ def _run_r(D, method, cap):
 
 
 def _run_ours_capped(D, weighted, n_jobs, cap):
-    """(seconds, value) of our gradient_order in a child process, or None past `cap`."""
+    """(seconds, value, peak RSS in MB) of our gradient_order in a child process, or None past
+    `cap`."""
     code = (
         "import sys, time, numpy as np\n"
         "from vastml.reorder import gradient_order\n"
         "D = np.load(sys.argv[1]); t0 = time.perf_counter()\n"
         "o, v = gradient_order(D, weighted=sys.argv[2] == '1', n_jobs=None if sys.argv[3] == '-' else int(sys.argv[3]))\n"
-        "print(time.perf_counter() - t0, repr(v))\n"
+        "import resource\n"
+        "print(time.perf_counter() - t0, repr(v), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / "d.npy"
@@ -152,8 +154,8 @@ def _run_ours_capped(D, weighted, n_jobs, cap):
                                capture_output=True, text=True, timeout=cap, check=True)
         except subprocess.TimeoutExpired:
             return None
-    t, v = p.stdout.split()
-    return float(t), float(v)
+    t, v, rss = p.stdout.split()
+    return float(t), float(v), int(rss) / 1024
 
 
 def _gradient_value(D, order, weighted):
@@ -308,8 +310,8 @@ def main(argv=None) -> int:
                     b.skip(f"bnb gradient {crit}", {"n": n, "points": "uniform 5-D"},
                            f"ours not finished within --g-cap {b.args.g_cap:.0f} s (killed)")
                     continue
-                dt, value = ours
-                peers, extra, r_dt = {}, {"value": round(value, 4)}, None
+                dt, value, rss = ours
+                peers, extra, r_dt = {}, {"value": round(value, 4), "peak RSS MB": round(rss)}, None
                 if have_r and n <= b.args.r_max_n:
                     r = _run_r(D, crit, b.args.r_cap)
                     if r is None:

@@ -319,6 +319,21 @@ def test_gradient_order_equals_brute_force(seed, weighted):
         gradient_order(D + np.triu(np.ones_like(D), 1))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gradient_order_sets_dp_recovers_a_line(weighted):
+    # n = 22 runs the bounded DP over sets. Points on a line: the sorted order gives every
+    # triple its best middle (the outer pair is the longest), which no order can beat.
+    rng = np.random.default_rng(5)
+    x = rng.permutation(np.cumsum(rng.random(22) + 0.1))
+    D = np.abs(np.subtract.outer(x, x))
+    order, value = gradient_order(D, weighted=weighted)
+    assert list(order) in (list(np.argsort(x)), list(np.argsort(x)[::-1]))
+    best = sum(3 * max(D[a, b], D[a, c], D[b, c]) - D[a, b] - D[a, c] - D[b, c] if weighted else 2
+               for a, b, c in itertools.combinations(range(22), 3))
+    assert value == pytest.approx(best, rel=1e-12)
+    assert gradient_value(D, order, weighted) == pytest.approx(value, rel=1e-12)
+
+
 def _is_banded(A):
     """Every row's ones are consecutive and their starts and ends never decrease."""
     starts, ends = [], []

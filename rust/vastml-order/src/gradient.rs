@@ -32,8 +32,12 @@
 //! parallel over the first two objects with a shared atomic incumbent. Children are bounded
 //! and insertion-tested from their parent's frame; only survivors get a frame of their own.
 //!
-//! The weighted criterion is a sum over the cuts of the prefixes (see [`weighted_dp`]), so up
-//! to [`DP_MAX`] objects it is solved by an O(2^n n) dynamic programme over sets instead.
+//! From [`SETS_MIN`] to [`SETS_MAX`] objects both criteria are instead solved by a bounded
+//! dynamic programme over the sets of placed objects with a meet in the middle ([`dp`]): the
+//! value of a completion only depends on the prefix through its set, so each set is kept once
+//! with its best chain, and only sets up to half of the objects are needed. The weighted
+//! criterion is also a sum over the cuts of the prefixes (see [`weighted_dp`]): up to
+//! [`DP_MAX`] objects it is solved by the plain O(2^n n) dynamic programme.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -45,6 +49,8 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::error::{OrderError, invalid};
+
+mod dp;
 
 /// Unweighted (sign) or weighted (difference) gradient.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -760,7 +766,39 @@ pub fn gradient_order(
         validate(d, n)?;
         return weighted_dp(d, n, cancel);
     }
+    if (SETS_MIN..=SETS_MAX).contains(&n) {
+        validate(d, n)?;
+        return sets_order(d, n, kind, cancel);
+    }
     gradient_order_with(d, n, kind, cancel, 20 + 2 * n)
+}
+
+/// Smallest n solved by the bounded dynamic programme over sets ([`dp`]; below, the branch
+/// and bound is as fast).
+pub const SETS_MIN: usize = 16;
+/// Largest n of the bounded dynamic programme over sets (sets are 32-bit masks); larger n use
+/// the branch and bound.
+pub const SETS_MAX: usize = 32;
+
+/// The heuristic incumbent, then the bounded dynamic programme over sets with a meet in the
+/// middle ([`dp::bounded_dp`]) to improve it or prove it optimal.
+fn sets_order(
+    d: &[f64],
+    n: usize,
+    kind: Gradient,
+    cancel: &AtomicBool,
+) -> Result<GradientResult, OrderError> {
+    let t = Tables::new(d, n, kind);
+    let (init_value, init) = heuristic(&t, 20 + 2 * n, 0x5eed);
+    let (better, stats) = dp::bounded_dp(&t, d, init_value, cancel)?;
+    let order = better.map_or(init, |(_, o)| o);
+    let value = order_value(&t, &order);
+    Ok(GradientResult {
+        order,
+        value,
+        nodes: stats.kept.iter().map(|&k| k as u64).sum(),
+        heuristic_value: init_value,
+    })
 }
 
 fn validate(d: &[f64], n: usize) -> Result<(), OrderError> {
@@ -789,9 +827,10 @@ fn validate(d: &[f64], n: usize) -> Result<(), OrderError> {
     Ok(())
 }
 
-/// Largest n for which the weighted criterion is solved by [`weighted_dp`] (2^n values:
-/// 512 MB at n = 26); larger n use the branch and bound.
-pub const DP_MAX: usize = 26;
+/// Largest n for which the weighted criterion is solved by the full [`weighted_dp`] (2^n
+/// values: 8 MB at n = 20); larger n use the bounded dynamic programme ([`dp`]), which prunes
+/// most sets.
+pub const DP_MAX: usize = 20;
 
 /// Low bits of a set handled inside one block of [`weighted_dp`].
 const DP_BLOCK_BITS: usize = 16;
@@ -1252,6 +1291,76 @@ mod tests {
         for n in 3..=9 {
             for _ in 0..3 {
                 check(&ties(n, &mut s), n);
+            }
+        }
+    }
+
+    fn points5(n: usize, s: &mut u64) -> Vec<f64> {
+        let pts: Vec<Vec<f64>> = (0..n)
+            .map(|_| (0..5).map(|_| (lcg(s) % 1_000_000) as f64 / 1e6).collect())
+            .collect();
+        (0..n * n)
+            .map(|k| {
+                let (a, b) = (&pts[k / n], &pts[k % n]);
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| (x - y).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect()
+    }
+
+    /// Layer sizes of the bounded DP (`DP_N=22 cargo test --release dp_layers -- --ignored
+    /// --nocapture`).
+    #[test]
+    #[ignore = "measurement"]
+    fn dp_layers() {
+        let n: usize = std::env::var("DP_N").map_or(22, |v| v.parse().unwrap());
+        let mut s = 1u64 + n as u64;
+        let d = points5(n, &mut s);
+        let no = AtomicBool::new(false);
+        for kind in [Gradient::Unweighted, Gradient::Weighted] {
+            let t = Tables::new(&d, n, kind);
+            let t0 = std::time::Instant::now();
+            let (hv, _) = heuristic(&t, 20 + 2 * n, 0x5eed);
+            let t1 = t0.elapsed().as_secs_f64();
+            let (better, st) = dp::bounded_dp(&t, &d, hv, &no).unwrap();
+            eprintln!(
+                "{kind:?} n {n}: heuristic {hv} ({t1:.2} s) better {:?} total {:.2} s\n gen {:?}\n kept {:?}",
+                better.map(|b| b.0),
+                t0.elapsed().as_secs_f64(),
+                st.generated,
+                st.kept
+            );
+        }
+    }
+
+    /// The public entry at the sizes of the set DP agrees with the branch and bound (both
+    /// criteria, with and without ties), and its order has the value it reports.
+    #[test]
+    fn sets_dp_equals_branch_and_bound() {
+        let mut s = 41u64;
+        let no = AtomicBool::new(false);
+        for (n, tie) in [(SETS_MIN, false), (SETS_MIN, true), (SETS_MIN + 1, false)] {
+            let d = if tie {
+                ties(n, &mut s)
+            } else {
+                points5(n, &mut s)
+            };
+            for kind in [Gradient::Unweighted, Gradient::Weighted] {
+                let r = gradient_order(&d, n, kind, &no).unwrap();
+                let bb = gradient_order_with(&d, n, kind, &no, 10).unwrap();
+                assert!(
+                    (r.value - bb.value).abs() < 1e-9 * bb.value.abs().max(1.0),
+                    "{kind:?} n {n}: {} vs {}",
+                    r.value,
+                    bb.value
+                );
+                assert!((gradient_value(&d, n, &r.order, kind) - r.value).abs() < 1e-6);
+                let mut o = r.order.clone();
+                o.sort_unstable();
+                assert_eq!(o, (0..n).collect::<Vec<_>>());
             }
         }
     }
