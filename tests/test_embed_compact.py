@@ -10,11 +10,11 @@ from sklearn.neighbors import NearestNeighbors
 from vastml.embed import (
     TSNE,
     EmbeddingObjective,
+    _affinities,
     _estimators,
     entropic_affinities,
     symmetrize,
 )
-from vastml.embed import _affinities
 from vastml.embed._affinities import is_compact, knn_graph
 from vastml.embed._optim import tsne_gradient_descent
 
@@ -85,7 +85,7 @@ def test_compact_objective_and_descent_match_the_64_bit_path(data, gradient):
     assert abs(a.kl_divergence(X) - b.kl_divergence(X)) <= 1e-6
     runs = []
     for obj in (a, b):
-        Y, (u, g), E, n = tsne_gradient_descent(
+        Y, _, E, _ = tsne_gradient_descent(
             obj, X * 1e-2, n_iter=30, learning_rate=20.0, momentum=0.5, exaggeration=12.0
         )
         runs.append((Y, E))
@@ -97,7 +97,7 @@ def test_compact_objective_and_descent_match_the_64_bit_path(data, gradient):
 def test_tsne_switches_to_the_compact_path_for_large_inputs(data, monkeypatch):
     # t-SNE's descent is chaotic: float32 rounding of P moves single points within tens of
     # iterations, but the optimum reached is as good (0.24 % apart here at 300 iterations).
-    kw = dict(perplexity=20, max_iter=300, n_iter_exaggeration=50, random_state=0)
+    kw = {"perplexity": 20, "max_iter": 300, "n_iter_exaggeration": 50, "random_state": 0}
     wide = TSNE(**kw).fit(data)
     monkeypatch.setattr(_estimators, "AUTO_COMPACT_MIN", 100)
     small = TSNE(**kw).fit(data)

@@ -222,5 +222,12 @@ def kernel_sums(
     choice(method, "method", GRADIENTS)
     w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     return _core.kernel_sums(
-        X, kernel, method, float(theta), float(epsilon), w, n_jobs_arg(n_jobs), n_interp=int(n_interp)
+        X,
+        kernel,
+        method,
+        float(theta),
+        float(epsilon),
+        w,
+        n_jobs_arg(n_jobs),
+        n_interp=int(n_interp),
     )
