@@ -107,7 +107,7 @@ def tsne_gd(
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float
 ]: ...
-def symmetrize_csr(
+def symmetrize_csr(  # also int32 / int32 / float32 arrays (same layout out)
     n: int,
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],
@@ -128,6 +128,7 @@ def entropic_affinities_csr(
     maxit: int = 20,
     chunk_size: int = 2048,
     n_jobs: int | None = None,
+    compact: bool = False,  # int32 indices in; int32 / float32 CSR arrays out
 ) -> tuple[
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],

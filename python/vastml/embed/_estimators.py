@@ -17,9 +17,10 @@ from vastml.embed._affinities import (
     ROOT_METHODS,
     default_n_neighbors,
     entropic_affinities,
+    knn_graph,
     symmetrize,
 )
-from vastml.embed._objectives import EmbeddingObjective
+from vastml.embed._objectives import EmbeddingObjective, neg_entropy
 from vastml.embed._optim import (
     METHODS,
     SpectralDirection,
@@ -34,6 +35,10 @@ GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt", "fft")
 AUTO_EXACT_MAX = 1500
 #: From this many points on, gradient="auto" uses the FFT interpolation for t-SNE in 1-D/2-D.
 AUTO_FFT_MIN = 10_000
+#: From this many points on, the kNN graph and the affinities are kept in 32 bits (int32
+#: indices, float32 probabilities: 8 bytes per entry of P instead of 16), so that a
+#: million points with 90 neighbours fit in a few GB.
+AUTO_COMPACT_MIN = 200_000
 
 
 class _NeighborEmbedding(TransformerMixin, BaseEstimator):
@@ -78,14 +83,17 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         # n_jobs=None means all cores here (DESIGN), but one job to scikit-learn.
         jobs = effective_n_jobs(self.n_jobs)
         self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=jobs).fit(X)
-        dist, idx = self.nn_.kneighbors()
+        compact = n >= AUTO_COMPACT_MIN
+        knn = knn_graph(self.nn_, int(k), compact)
         P, beta, info = entropic_affinities(
-            knn=(dist**2, idx),
+            knn=knn,
             perplexity=self.perplexity,
             method=self.affinity_method,
             random_state=self.random_state,
             n_jobs=self.n_jobs,
+            compact=compact,
         )
+        del knn
         self.beta_ = beta
         self.affinity_evaluations_ = info["evaluations"]
         return P
@@ -148,7 +156,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
 
         def cb(it, E, X):
             if self.verbose and it % 50 == 0:
-                print(f"[{type(self).__name__}] iteration {it}: objective {E:.6g}")
+                print(f"[{type(self).__name__}] iteration {it}: objective {E:.6g}", flush=True)
             if self.callback is not None:
                 return bool(self.callback(it, E))
             return False
@@ -295,11 +303,19 @@ class TSNE(_NeighborEmbedding):
                 lr1, lr2 = max(n / exag / 4.0, 50.0), max(n / 4.0, 50.0)
             else:
                 lr1 = lr2 = positive_float(lr, "learning_rate")
+            # Progress output alone needs no per-iteration calls into Rust.
+            every = 1 if self.callback is not None else 50
             Y, state, _, done1 = tsne_gradient_descent(
-                obj, Y, n_iter=n1, learning_rate=lr1, momentum=0.5, exaggeration=exag, callback=cb
+                obj,
+                Y,
+                n_iter=n1,
+                learning_rate=lr1,
+                momentum=0.5,
+                exaggeration=exag,
+                callback=cb,
+                callback_every=every,
             )
             tol = None if self.tol is None else positive_float(self.tol, "tol")
-            p = P.data[P.data > 0]
             Y, _, _, done2 = tsne_gradient_descent(
                 obj,
                 Y,
@@ -308,9 +324,10 @@ class TSNE(_NeighborEmbedding):
                 momentum=0.8,
                 state=state,
                 callback=cb,
+                callback_every=every,
                 it0=n1,
                 tol=tol,
-                tol_offset=float(np.sum(p * np.log(p))),
+                tol_offset=neg_entropy(P.data) if tol is not None else 0.0,
             )
             self.n_iter_ = done1 + done2
         else:

@@ -7,13 +7,29 @@ import scipy.sparse as sp
 
 from vastml import _core
 from vastml._validation import as_points, choice, n_jobs_arg
+from vastml.embed._affinities import is_compact
 
 MODELS = ("ee", "sne", "ssne", "tsne")
 GRADIENTS = ("exact", "barnes_hut", "fgt", "fft")
 
 
 def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
-    """A square, symmetric-pattern, non-negative CSR matrix with sorted indices."""
+    """A square, symmetric-pattern, non-negative CSR matrix with sorted indices (a compact
+    int32 / float32 matrix, see ``entropic_affinities(compact=True)``, is kept as it is)."""
+    if is_compact(W):
+        if W.shape != (n, n):
+            raise ValueError(f"`{name}` must have shape ({n}, {n}), got {W.shape}")
+        if not W.has_canonical_format:
+            W = W.copy()
+            W.sum_duplicates()
+        # In blocks: no float64 temporary of a large P.
+        for s in range(0, W.nnz, 1 << 22):
+            d = W.data[s : s + (1 << 22)]
+            if not np.isfinite(d).all():
+                raise ValueError(f"`{name}` contains NaN or infinite values")
+            if (d < 0).any():
+                raise ValueError(f"`{name}` must be non-negative")
+        return W
     try:
         W = sp.csr_array(W, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -26,6 +42,17 @@ def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
     if (W.data < 0).any():
         raise ValueError(f"`{name}` must be non-negative")
     return W
+
+
+def neg_entropy(p) -> float:
+    """sum p log p over the positive entries, in float64 blocks (no full-size temporaries
+    of a large P; float32 values of a compact P are summed in float64)."""
+    total = 0.0
+    for s in range(0, p.size, 1 << 22):
+        b = p[s : s + (1 << 22)].astype(np.float64)
+        b = b[b > 0]
+        total += float(np.dot(b, np.log(b)))
+    return total
 
 
 class EmbeddingObjective:
@@ -69,9 +96,14 @@ class EmbeddingObjective:
                 "gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE"
             )
         self.W = as_attraction(W, W.shape[0] if hasattr(W, "shape") else len(W))
-        self._indptr = self.W.indptr.astype(np.int64)
-        self._indices = self.W.indices.astype(np.int64)
-        self._data = np.ascontiguousarray(self.W.data, dtype=np.float64)
+        if is_compact(self.W):  # 32-bit arrays go to Rust as they are (no 64-bit copy)
+            self._indptr = np.ascontiguousarray(self.W.indptr)
+            self._indices = np.ascontiguousarray(self.W.indices)
+            self._data = np.ascontiguousarray(self.W.data)
+        else:
+            self._indptr = self.W.indptr.astype(np.int64)
+            self._indices = self.W.indices.astype(np.int64)
+            self._data = np.ascontiguousarray(self.W.data, dtype=np.float64)
         self.lam = float(lam)
         self.theta = float(theta)
         self.epsilon = float(epsilon)
@@ -138,8 +170,7 @@ class EmbeddingObjective:
             n_interp=self.n_interp,
             box_width=self.box_width,
         )
-        p = self._data[self._data > 0]
-        return float(E + np.sum(p * np.log(p)))
+        return float(E) + neg_entropy(self._data)
 
 
 def embedding_objective(
@@ -191,5 +222,12 @@ def kernel_sums(
     choice(method, "method", GRADIENTS)
     w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     return _core.kernel_sums(
-        X, kernel, method, float(theta), float(epsilon), w, n_jobs_arg(n_jobs), n_interp=int(n_interp)
+        X,
+        kernel,
+        method,
+        float(theta),
+        float(epsilon),
+        w,
+        n_jobs_arg(n_jobs),
+        n_interp=int(n_interp),
     )

@@ -323,6 +323,7 @@ def tsne_gradient_descent(
     fused=True,
     tol=None,
     tol_offset=0.0,
+    callback_every=1,
 ):
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
     optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
@@ -330,7 +331,9 @@ def tsne_gradient_descent(
 
     With ``fused`` (default) and a t-SNE :class:`EmbeddingObjective`, the iterations run
     in Rust (one call per ``objective_every`` iterations, or per iteration when a
-    ``callback`` is given); ``fused=False`` is the reference NumPy loop (same arithmetic).
+    ``callback`` is given, unless ``callback_every`` > 1: then it is called only at the
+    objective checks, e.g. for progress output, and the calls stay 50 iterations long);
+    ``fused=False`` is the reference NumPy loop (same arithmetic).
     ``tol``: stop early, at an objective check, when the objective fell by less than
     ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
@@ -350,7 +353,8 @@ def tsne_gradient_descent(
     if use_rust:
         while done < n_iter:
             boundary = objective_every - (it0 + done) % objective_every
-            step = 1 if callback is not None else min(boundary, n_iter - done)
+            per_iteration = callback is not None and callback_every == 1
+            step = 1 if per_iteration else min(boundary, n_iter - done)
             last = done + step == n_iter
             need = step == boundary or last
             X, update, gains, e = _core.tsne_gd(
@@ -376,7 +380,7 @@ def tsne_gradient_descent(
             done += step
             if need:
                 E_prev, E = E, float(e)
-            if callback is not None and callback(it0 + done, E, X):
+            if (per_iteration or need) and callback is not None and callback(it0 + done, E, X):
                 break
             if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
                 break

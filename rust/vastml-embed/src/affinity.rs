@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::error::{EmbedError, Result, check_finite, invalid};
+use crate::objective::{CsrIndex, CsrValue};
 
 mod csr;
 
@@ -876,9 +877,9 @@ impl AffinityInfo {
 /// As [`entropic_affinities`], and [`EmbedError::ShapeMismatch`] for `indices` of the wrong
 /// length or out of 0..n.
 #[allow(clippy::too_many_arguments)]
-pub fn entropic_affinities_csr(
+pub fn entropic_affinities_csr<I: CsrIndex, V: CsrValue>(
     sqdist: &[f64],
-    indices: &[i64],
+    indices: &[I],
     n_points: usize,
     n_neighbors: usize,
     perplexity: f64,
@@ -887,7 +888,7 @@ pub fn entropic_affinities_csr(
     warm: WarmStart,
     chunk_size: usize,
     cancel: &AtomicBool,
-) -> Result<(CsrMatrix, AffinityInfo)> {
+) -> Result<(CsrMatrix<I, V>, AffinityInfo)> {
     let (n, k) = (n_points, n_neighbors);
     let pos = check_problem(sqdist, n, k, perplexity, opts, order, warm)?;
     if indices.len() != n * k {
@@ -897,13 +898,13 @@ pub fn entropic_affinities_csr(
             n * k
         )));
     }
-    if n > u32::MAX as usize || k > u32::MAX as usize {
+    if n > u32::MAX as usize || k > u32::MAX as usize || n.saturating_mul(k) > I::MAX {
         return Err(invalid(
             "n_points",
             "at most 2^32 - 1 points and neighbours",
         ));
     }
-    if indices.par_iter().any(|&j| j < 0 || j as usize >= n) {
+    if indices.par_iter().any(|&j| !j.below(n)) {
         return Err(EmbedError::ShapeMismatch(
             "neighbour index out of 0..n_points".into(),
         ));

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 use rustfft::num_complex::Complex64;
 use rustfft::{Fft, FftPlanner};
 
@@ -47,17 +48,18 @@ impl Default for InterpOptions {
     }
 }
 
-/// Smallest integer >= n whose only prime factors are 2, 3 and 5 (fast FFT sizes).
+/// Smallest even integer >= n whose only prime factors are 2, 3, 5 and 7 (fast FFT sizes
+/// with an even real-FFT length; 7 fills gaps such as 659 -> 672 instead of 675/720).
 fn smooth_size(n: usize) -> usize {
-    let mut m = n.max(1);
+    let mut m = n.max(2);
     loop {
         let mut r = m;
-        for f in [2, 3, 5] {
+        for f in [2, 3, 5, 7] {
             while r % f == 0 {
                 r /= f;
             }
         }
-        if r == 1 {
+        if r == 1 && m % 2 == 0 {
             return m;
         }
         m += 1;
@@ -178,6 +180,21 @@ pub fn interpolation_sums(
     opts: InterpOptions,
     cancel: &AtomicBool,
 ) -> Result<KernelSums> {
+    interpolation_sums_with(x, dim, kernel, weights, opts, true, cancel)
+}
+
+/// [`interpolation_sums`] with the convolution by real-to-complex FFTs (`real_fft`, the
+/// production path) or by packed complex FFTs (the reference the tests compare it with).
+#[allow(clippy::needless_range_loop)]
+fn interpolation_sums_with(
+    x: &[f64],
+    dim: usize,
+    kernel: Kernel,
+    weights: Option<&[f64]>,
+    opts: InterpOptions,
+    real_fft: bool,
+    cancel: &AtomicBool,
+) -> Result<KernelSums> {
     let n = check_points(x, dim)?;
     if dim > 2 {
         return Err(invalid(
@@ -223,10 +240,12 @@ pub fn interpolation_sums(
     // grid spacing, hence the kernel spectrum, then repeats across iterations), else
     // `min_boxes` boxes over the range; at most `max_boxes` (boxes widen beyond).
     let wanted = (range / opts.box_width).ceil() as usize + 1;
+    // The box count itself need not be FFT-friendly: only the padded length L is rounded
+    // (to an even 7-smooth size), so the grid is FIt-SNE's / openTSNE's.
     let (n_boxes, h) = if wanted >= opts.min_boxes && wanted <= opts.max_boxes {
-        (smooth_size(wanted), opts.box_width)
+        (wanted, opts.box_width)
     } else {
-        let nb = smooth_size(wanted.clamp(opts.min_boxes, opts.max_boxes));
+        let nb = wanted.clamp(opts.min_boxes, opts.max_boxes);
         // A hair of margin so the largest coordinate falls inside the last box.
         (nb, range * (1.0 + 1e-12) / nb as f64)
     };
@@ -312,6 +331,77 @@ pub fn interpolation_sums(
         grid.par_iter_mut().zip(&g).for_each(|(a, b)| *a += b);
     }
 
+    let pot = if real_fft {
+        real_potentials(&grid, dim, m, n_ch, kernel, spacing, cancel)?
+    } else {
+        complex_potentials(&grid, dim, m, n_ch, kernel, spacing, cancel)?
+    };
+    drop(grid);
+    let Potentials { phi0, phi1, phix } = pot;
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+
+    // Gather back to the points; subtract the self terms exactly (K(0) = 1).
+    let mut s0 = vec![0.0; n];
+    let mut s1 = vec![0.0; n];
+    let mut sx = vec![0.0; n * dim];
+    s0.par_iter_mut()
+        .zip(s1.par_iter_mut())
+        .zip(sx.par_chunks_mut(dim))
+        .enumerate()
+        .for_each(|(i, ((o0, o1), ox))| {
+            let w = &lw[i * dim * p..(i + 1) * dim * p];
+            let (mut a0, mut a1, mut ax) = (0.0, 0.0, [0.0; 2]);
+            let mut add = |node: usize, wt: f64| {
+                a0 += wt * phi0[node];
+                a1 += wt * phi1[node];
+                for c in 0..dim {
+                    ax[c] += wt * phix[c][node];
+                }
+            };
+            if dim == 1 {
+                let b0 = base[i] as usize;
+                for a in 0..p {
+                    add(b0 + a, w[a]);
+                }
+            } else {
+                let (b0, b1) = (base[2 * i] as usize, base[2 * i + 1] as usize);
+                for a in 0..p {
+                    for b in 0..p {
+                        add((b0 + a) * m + b1 + b, w[a] * w[p + b]);
+                    }
+                }
+            }
+            let v = weights.map_or(1.0, |w| w[i]);
+            *o0 = a0 - v;
+            *o1 = a1 - v;
+            for c in 0..dim {
+                ox[c] = ax[c] - v * x[i * dim + c];
+            }
+        });
+    Ok(KernelSums { s0, s1, sx })
+}
+
+/// The node potentials: K * v, K^q * v and K^q * (v x_c) on the m^dim grid (row-major).
+struct Potentials {
+    phi0: Vec<f64>,
+    phi1: Vec<f64>,
+    phix: Vec<Vec<f64>>,
+}
+
+/// The reference convolution: packed complex FFTs on the full L^dim grid.
+#[allow(clippy::too_many_arguments)]
+fn complex_potentials(
+    grid: &[f64],
+    dim: usize,
+    m: usize,
+    n_ch: usize,
+    kernel: Kernel,
+    spacing: f64,
+    cancel: &AtomicBool,
+) -> Result<Potentials> {
+    let grid_len = m.pow(dim as u32);
     // Convolutions on the zero-padded grid of L >= 2M - 1 nodes per dimension. Five
     // complex FFTs: the two real, even kernels packed as K + i K^2 (their spectra are
     // real, so they come out as the real and imaginary parts), the charge v, and the
@@ -412,49 +502,319 @@ pub fn interpolation_sums(
         phix.push((0..grid_len).map(|f| b[node_index(f)].im).collect());
     }
     drop((a, b, spec));
+    Ok(Potentials { phi0, phi1, phix })
+}
+
+/// Plans of the real-FFT convolution by length L: real-to-complex and complex-to-real
+/// transforms of the rows, complex transforms (both directions) of the half-spectrum lines.
+type RealPlans = (
+    Arc<dyn RealToComplex<f64>>,
+    Arc<dyn ComplexToReal<f64>>,
+    Arc<dyn Fft<f64>>,
+    Arc<dyn Fft<f64>>,
+);
+static REAL_PLANS: Mutex<Option<HashMap<usize, RealPlans>>> = Mutex::new(None);
+
+/// The last pair of real kernel spectra (K^ and, for Student-t, (K^2)^), half-spectrum
+/// layout; same key as [`SPECTRUM`].
+type RealSpectra = (Vec<f64>, Vec<f64>);
+static REAL_SPECTRUM: Mutex<Option<(SpectrumKey, Arc<RealSpectra>)>> = Mutex::new(None);
+
+/// Spectrum-sized buffers kept between calls (the grid size repeats across iterations):
+/// no allocation and page-faulting of a few MB per gradient evaluation.
+static WORKSPACE: Mutex<Vec<Vec<Complex64>>> = Mutex::new(Vec::new());
+
+fn take_buffer(len: usize) -> Vec<Complex64> {
+    let mut v = WORKSPACE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop()
+        .unwrap_or_default();
+    v.clear();
+    v.resize(len, Complex64::new(0.0, 0.0));
+    v
+}
+
+fn give_back(v: Vec<Complex64>) {
+    let mut pool = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
+    if pool.len() < 8 {
+        pool.push(v);
+    }
+}
+
+/// Lines handled together in the strided gathers (cache lines of 4 complex numbers).
+const GROUP: usize = 8;
+
+/// Zero-padded convolution of real grids on `L^dim` (L even) by real-to-complex FFTs.
+/// Spectra are "half spectra": in 1-D the `H = L/2 + 1` outputs of the real FFT; in 2-D,
+/// `H` lines of length L, `spec[k2 * L + k1]` (the real FFT along the rows, then complex
+/// FFTs along the columns of the H kept frequencies).
+struct RealConv {
+    dim: usize,
+    l: usize,
+    h: usize,
+    r2c: Arc<dyn RealToComplex<f64>>,
+    c2r: Arc<dyn ComplexToReal<f64>>,
+    fwd: Arc<dyn Fft<f64>>,
+    inv: Arc<dyn Fft<f64>>,
+}
+
+impl RealConv {
+    fn new(dim: usize, l: usize) -> RealConv {
+        debug_assert!(l % 2 == 0);
+        let (r2c, c2r, fwd, inv) = {
+            let mut guard = REAL_PLANS.lock().unwrap_or_else(|e| e.into_inner());
+            let map = guard.get_or_insert_with(HashMap::new);
+            map.entry(l)
+                .or_insert_with(|| {
+                    let mut rp = RealFftPlanner::<f64>::new();
+                    let mut cp = FftPlanner::new();
+                    (
+                        rp.plan_fft_forward(l),
+                        rp.plan_fft_inverse(l),
+                        cp.plan_fft_forward(l),
+                        cp.plan_fft_inverse(l),
+                    )
+                })
+                .clone()
+        };
+        RealConv {
+            dim,
+            l,
+            h: l / 2 + 1,
+            r2c,
+            c2r,
+            fwd,
+            inv,
+        }
+    }
+
+    fn spectrum_len(&self) -> usize {
+        if self.dim == 1 {
+            self.h
+        } else {
+            self.h * self.l
+        }
+    }
+
+    /// The half spectrum of the real grid whose rows `r < live` are written by
+    /// `fill(r, row)` into a zeroed row of length L (rows >= `live` are zero).
+    fn forward(
+        &self,
+        live: usize,
+        fill: impl Fn(usize, &mut [f64]) + Sync,
+        out: &mut Vec<Complex64>,
+    ) {
+        let (l, h) = (self.l, self.h);
+        let r2c_scratch = self.r2c.get_scratch_len();
+        let real_row =
+            |r: usize, buf: &mut Vec<f64>, scr: &mut Vec<Complex64>, o: &mut [Complex64]| {
+                buf.fill(0.0);
+                fill(r, buf);
+                // Real input, correct lengths: cannot fail.
+                let _ = self.r2c.process_with_scratch(buf, o, scr);
+            };
+        if self.dim == 1 {
+            out.clear();
+            out.resize(h, Complex64::new(0.0, 0.0));
+            let mut buf = vec![0.0; l];
+            let mut scr = vec![Complex64::new(0.0, 0.0); r2c_scratch];
+            real_row(0, &mut buf, &mut scr, out);
+            return;
+        }
+        let mut rows = take_buffer(live * h);
+        rows.par_chunks_mut(h).enumerate().for_each_init(
+            || (vec![0.0; l], vec![Complex64::new(0.0, 0.0); r2c_scratch]),
+            |(buf, scr), (r, o)| real_row(r, buf, scr, o),
+        );
+        out.clear();
+        out.resize(h * l, Complex64::new(0.0, 0.0));
+        let fwd_scratch = self.fwd.get_inplace_scratch_len();
+        let rows_ref = &rows;
+        out.par_chunks_mut(l * GROUP).enumerate().for_each_init(
+            || vec![Complex64::new(0.0, 0.0); fwd_scratch],
+            |scr, (g, lines)| {
+                let k0 = g * GROUP;
+                let count = lines.len() / l;
+                // Column k2 of the row spectra, zero below row `live` (already zero).
+                for r in 0..live {
+                    let src = &rows_ref[r * h + k0..r * h + k0 + count];
+                    for (j, v) in src.iter().enumerate() {
+                        lines[j * l + r] = *v;
+                    }
+                }
+                self.fwd.process_with_scratch(lines, scr);
+            },
+        );
+        give_back(rows);
+    }
+
+    /// The real grid (rows and columns < `m`, scaled by `scale`) whose half spectrum is
+    /// `spec` (overwritten), into `out` (m^dim).
+    fn inverse(&self, spec: &mut [Complex64], m: usize, scale: f64, out: &mut [f64]) {
+        let (l, h) = (self.l, self.h);
+        let c2r_scratch = self.c2r.get_scratch_len();
+        let real_row =
+            |cb: &mut [Complex64], rb: &mut [f64], scr: &mut [Complex64], o: &mut [f64]| {
+                // The result is real: the DC and Nyquist terms carry no imaginary part (up to
+                // rounding, which realfft would otherwise reject).
+                cb[0].im = 0.0;
+                cb[h - 1].im = 0.0;
+                let _ = self.c2r.process_with_scratch(cb, rb, scr);
+                for (o, v) in o.iter_mut().zip(rb.iter()) {
+                    *o = v * scale;
+                }
+            };
+        if self.dim == 1 {
+            let mut rb = vec![0.0; l];
+            let mut scr = vec![Complex64::new(0.0, 0.0); c2r_scratch];
+            real_row(&mut spec[..h], &mut rb, &mut scr, &mut out[..m]);
+            return;
+        }
+        let inv_scratch = self.inv.get_inplace_scratch_len();
+        spec.par_chunks_mut(l * GROUP).for_each_init(
+            || vec![Complex64::new(0.0, 0.0); inv_scratch],
+            |scr, lines| self.inv.process_with_scratch(lines, scr),
+        );
+        let spec: &[Complex64] = spec;
+        out.par_chunks_mut(m * GROUP).enumerate().for_each_init(
+            || {
+                (
+                    vec![Complex64::new(0.0, 0.0); h * GROUP],
+                    vec![0.0; l],
+                    vec![Complex64::new(0.0, 0.0); c2r_scratch],
+                )
+            },
+            |(cb, rb, scr), (g, o)| {
+                let r0 = g * GROUP;
+                let count = o.len() / m;
+                for k2 in 0..h {
+                    let src = &spec[k2 * l + r0..k2 * l + r0 + count];
+                    for (j, v) in src.iter().enumerate() {
+                        cb[j * h + k2] = *v;
+                    }
+                }
+                for (j, orow) in o.chunks_mut(m).enumerate() {
+                    real_row(&mut cb[j * h..(j + 1) * h], rb, scr, orow);
+                }
+            },
+        );
+    }
+}
+
+/// The node potentials by real-to-complex FFTs: three forward transforms (v, v x_1,
+/// v x_2), the real, even kernels' spectra (real: one multiply per frequency) cached
+/// across calls, and one inverse per potential; only the `m` live rows of the padded grid
+/// are transformed along the rows, and only `L/2 + 1` columns along the columns.
+#[allow(clippy::too_many_arguments)]
+fn real_potentials(
+    grid: &[f64],
+    dim: usize,
+    m: usize,
+    n_ch: usize,
+    kernel: Kernel,
+    spacing: f64,
+    cancel: &AtomicBool,
+) -> Result<Potentials> {
+    let grid_len = m.pow(dim as u32);
+    let l = smooth_size(2 * m - 1);
+    let conv = RealConv::new(dim, l);
+    let two_kernels = kernel == Kernel::StudentT;
+    let key: SpectrumKey = (dim, l, spacing.to_bits(), two_kernels);
+    let cached = {
+        let guard = REAL_SPECTRUM.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, s)| s.clone())
+    };
+    // The kernel at every signed offset of the circulant (|a| <= L/2): the spectrum
+    // depends on L and the spacing alone (the cache key).
+    let offset = |a: usize| -> f64 {
+        let a = if 2 * a <= l {
+            a as f64
+        } else {
+            a as f64 - l as f64
+        };
+        a * spacing
+    };
+    let spec: Arc<RealSpectra> = match cached {
+        Some(s) => s,
+        None => {
+            let rows = if dim == 1 { 1 } else { l };
+            let mut buf = take_buffer(0);
+            let half = |square: bool, buf: &mut Vec<Complex64>| -> Vec<f64> {
+                conv.forward(
+                    rows,
+                    |r, row| {
+                        let d0 = if dim == 1 { 0.0 } else { offset(r) };
+                        for (c, o) in row.iter_mut().enumerate() {
+                            let d1 = offset(c);
+                            let k = kernel.value(d0 * d0 + d1 * d1);
+                            *o = if square { k * k } else { k };
+                        }
+                    },
+                    buf,
+                );
+                buf.iter().map(|z| z.re).collect()
+            };
+            let k1 = half(false, &mut buf);
+            let k2 = if two_kernels {
+                half(true, &mut buf)
+            } else {
+                vec![]
+            };
+            give_back(buf);
+            let s = Arc::new((k1, k2));
+            *REAL_SPECTRUM.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, s.clone()));
+            s
+        }
+    };
     if cancel.load(Ordering::Relaxed) {
         return Err(EmbedError::Cancelled);
     }
-
-    // Gather back to the points; subtract the self terms exactly (K(0) = 1).
-    let mut s0 = vec![0.0; n];
-    let mut s1 = vec![0.0; n];
-    let mut sx = vec![0.0; n * dim];
-    s0.par_iter_mut()
-        .zip(s1.par_iter_mut())
-        .zip(sx.par_chunks_mut(dim))
-        .enumerate()
-        .for_each(|(i, ((o0, o1), ox))| {
-            let w = &lw[i * dim * p..(i + 1) * dim * p];
-            let (mut a0, mut a1, mut ax) = (0.0, 0.0, [0.0; 2]);
-            let mut add = |node: usize, wt: f64| {
-                a0 += wt * phi0[node];
-                a1 += wt * phi1[node];
-                for c in 0..dim {
-                    ax[c] += wt * phix[c][node];
+    let (k_a, k_b) = (&spec.0, if two_kernels { &spec.1 } else { &spec.0 });
+    let scale = 1.0 / (l.pow(dim as u32)) as f64;
+    let live = if dim == 1 { 1 } else { m };
+    let charge = |q: usize, buf: &mut Vec<Complex64>| {
+        conv.forward(
+            live,
+            |r, row| {
+                for (c, o) in row.iter_mut().take(m).enumerate() {
+                    *o = grid[(r * m + c) * n_ch + q];
                 }
-            };
-            if dim == 1 {
-                let b0 = base[i] as usize;
-                for a in 0..p {
-                    add(b0 + a, w[a]);
-                }
-            } else {
-                let (b0, b1) = (base[2 * i] as usize, base[2 * i + 1] as usize);
-                for a in 0..p {
-                    for b in 0..p {
-                        add((b0 + a) * m + b1 + b, w[a] * w[p + b]);
-                    }
-                }
-            }
-            let v = weights.map_or(1.0, |w| w[i]);
-            *o0 = a0 - v;
-            *o1 = a1 - v;
-            for c in 0..dim {
-                ox[c] = ax[c] - v * x[i * dim + c];
-            }
-        });
-    Ok(KernelSums { s0, s1, sx })
+            },
+            buf,
+        );
+    };
+    let len = conv.spectrum_len();
+    let mut v_hat = take_buffer(len);
+    let mut work = take_buffer(len);
+    charge(0, &mut v_hat);
+    let potential = |src: &[Complex64], k: &[f64], work: &mut Vec<Complex64>| -> Vec<f64> {
+        work.par_iter_mut()
+            .zip(src.par_iter())
+            .zip(k.par_iter())
+            .with_min_len(4096)
+            .for_each(|((w, s), k)| *w = s * *k);
+        let mut out = vec![0.0; grid_len];
+        conv.inverse(work, m, scale, &mut out);
+        out
+    };
+    let phi0 = potential(&v_hat, k_a, &mut work);
+    let phi1 = if two_kernels {
+        potential(&v_hat, k_b, &mut work)
+    } else {
+        phi0.clone()
+    };
+    let mut phix = Vec::with_capacity(dim);
+    for c in 0..dim {
+        charge(1 + c, &mut v_hat);
+        phix.push(potential(&v_hat, k_b, &mut work));
+    }
+    give_back(v_hat);
+    give_back(work);
+    Ok(Potentials { phi0, phi1, phix })
 }
 
 #[cfg(test)]
@@ -550,6 +910,7 @@ mod tests {
             let s = interpolation_sums(&x, 2, kernel, None, opts, &cancel).unwrap();
             // The cached spectrum gives the sums of a freshly computed one.
             *SPECTRUM.lock().unwrap() = None;
+            *REAL_SPECTRUM.lock().unwrap() = None;
             let fresh = interpolation_sums(&x, 2, kernel, None, opts, &cancel).unwrap();
             assert!(rel_err(&s.s1, &fresh.s1) < 1e-12 && rel_err(&s.sx, &fresh.sx) < 1e-12);
             let e = rel_err(&s.s0, &ex.s0)
@@ -557,6 +918,48 @@ mod tests {
                 .max(rel_err(&s.sx, &ex.sx));
             // p = 3 nodes per unit-width box: FIt-SNE's accuracy (2-4 % on the moments).
             assert!(e < 5e-2, "{spread} {kernel:?} {e}");
+        }
+    }
+
+    #[test]
+    fn real_fft_path_equals_complex_path() {
+        // The production convolution (real-to-complex FFTs, half spectra, cached real
+        // kernel spectra, pooled buffers) against the packed complex-FFT reference, in 1-D
+        // and 2-D, both kernels, with weights, for grids of fixed-width boxes and of
+        // min_boxes stretched boxes; twice each so the cached spectra and reused buffers
+        // are exercised. Sizes chosen so that L takes odd-factor lengths (7 | 672 etc.).
+        let cancel = AtomicBool::new(false);
+        let mut rng = Pcg64::seed_from_u64(9);
+        for dim in [1, 2] {
+            for kernel in [Kernel::StudentT, Kernel::Gaussian] {
+                for (spread, min_boxes) in [(3.0, 50), (40.0, 10), (75.0, 50)] {
+                    let x = points(1200, dim, spread, 11);
+                    let v: Vec<f64> = (0..1200).map(|_| 0.5 + rng.random::<f64>()).collect();
+                    let opts = InterpOptions {
+                        min_boxes,
+                        ..InterpOptions::default()
+                    };
+                    for _ in 0..2 {
+                        let r =
+                            interpolation_sums_with(&x, dim, kernel, Some(&v), opts, true, &cancel)
+                                .unwrap();
+                        let c = interpolation_sums_with(
+                            &x,
+                            dim,
+                            kernel,
+                            Some(&v),
+                            opts,
+                            false,
+                            &cancel,
+                        )
+                        .unwrap();
+                        for (a, b) in [(&r.s0, &c.s0), (&r.s1, &c.s1), (&r.sx, &c.sx)] {
+                            let e = rel_err(a, b);
+                            assert!(e < 1e-10, "{dim} {kernel:?} {spread} {e}");
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -582,5 +985,7 @@ mod tests {
         assert_eq!(smooth_size(7), 8);
         assert_eq!(smooth_size(300), 300);
         assert_eq!(smooth_size(301), 320);
+        assert_eq!(smooth_size(659), 672);
+        assert_eq!(smooth_size(299), 300);
     }
 }

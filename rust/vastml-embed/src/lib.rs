@@ -39,4 +39,4 @@ pub mod parametric;
 
 pub use error::{EmbedError, Result};
 pub use nbody::{Kernel, Repulsion};
-pub use objective::{Csr, Evaluation, Model, evaluate, evaluate_with};
+pub use objective::{Csr, CsrIndex, CsrValue, Evaluation, Model, evaluate, evaluate_with};

@@ -64,18 +64,95 @@ impl FromStr for Model {
     }
 }
 
-/// A sparse n x n weight matrix in CSR form.
-#[derive(Debug, Clone, Copy)]
-pub struct Csr<'a> {
-    /// Row pointers (n + 1 entries; int64 as SciPy and NumPy hold them).
-    pub indptr: &'a [i64],
-    /// Column indices.
-    pub indices: &'a [i64],
-    /// Weights (>= 0).
-    pub data: &'a [f64],
+/// Index type of CSR arrays: int64, or int32 for the compact (32-bit) layout SciPy uses
+/// below 2^31 entries.
+pub trait CsrIndex: Copy + PartialOrd + Send + Sync + std::fmt::Debug + 'static {
+    /// The value as an index (callers check the range first).
+    fn ix(self) -> usize;
+    /// True for 0 <= self < n.
+    fn below(self, n: usize) -> bool;
+    /// The index of `i` (callers check that it fits).
+    fn of(i: usize) -> Self;
+    /// The largest representable index.
+    const MAX: usize;
 }
 
-impl Csr<'_> {
+impl CsrIndex for i64 {
+    #[inline(always)]
+    fn ix(self) -> usize {
+        self as usize
+    }
+    #[inline(always)]
+    fn below(self, n: usize) -> bool {
+        self >= 0 && (self as u64) < n as u64
+    }
+    #[inline(always)]
+    fn of(i: usize) -> Self {
+        i as i64
+    }
+    const MAX: usize = i64::MAX as usize;
+}
+
+impl CsrIndex for i32 {
+    #[inline(always)]
+    fn ix(self) -> usize {
+        self as usize
+    }
+    #[inline(always)]
+    fn below(self, n: usize) -> bool {
+        self >= 0 && (self as usize) < n
+    }
+    #[inline(always)]
+    fn of(i: usize) -> Self {
+        i as i32
+    }
+    const MAX: usize = i32::MAX as usize;
+}
+
+/// Value type of CSR arrays: float64, or float32 for the compact layout (sums are always
+/// accumulated in f64).
+pub trait CsrValue: Copy + PartialOrd + Send + Sync + std::fmt::Debug + 'static {
+    /// The value in f64.
+    fn get(self) -> f64;
+    /// The value of `v` (rounded for f32).
+    fn of(v: f64) -> Self;
+}
+
+impl CsrValue for f64 {
+    #[inline(always)]
+    fn get(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v
+    }
+}
+
+impl CsrValue for f32 {
+    #[inline(always)]
+    fn get(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+}
+
+/// A sparse n x n weight matrix in CSR form: int64 / f64 arrays as SciPy and NumPy hold
+/// them by default, or the compact int32 / f32 layout of large problems.
+#[derive(Debug, Clone, Copy)]
+pub struct Csr<'a, I: CsrIndex = i64, V: CsrValue = f64> {
+    /// Row pointers (n + 1 entries).
+    pub indptr: &'a [I],
+    /// Column indices.
+    pub indices: &'a [I],
+    /// Weights (>= 0).
+    pub data: &'a [V],
+}
+
+impl<I: CsrIndex, V: CsrValue> Csr<'_, I, V> {
     fn check(&self, n: usize) -> Result<()> {
         let bad = |why: &str| {
             Err(EmbedError::ShapeMismatch(format!(
@@ -88,18 +165,20 @@ impl Csr<'_> {
                 self.indptr.len()
             ));
         }
-        if self.indptr[0] != 0 || self.indptr.windows(2).any(|w| w[0] > w[1]) {
+        if !self.indptr[0].below(1) || self.indptr.windows(2).any(|w| w[0] > w[1]) {
             return bad("row pointers must start at 0 and not decrease");
         }
-        let nnz = self.indptr[n] as usize;
+        let nnz = self.indptr[n].ix();
         if self.indices.len() != nnz || self.data.len() != nnz {
             return bad("indices and data must have indptr[-1] entries");
         }
-        if self.indices.iter().any(|&j| j < 0 || j as usize >= n) {
+        if self.indices.par_iter().any(|&j| !j.below(n)) {
             return bad("column index out of range");
         }
-        check_finite(self.data, "attraction")?;
-        if self.data.iter().any(|&w| w < 0.0) {
+        if self.data.par_iter().any(|w| !w.get().is_finite()) {
+            return Err(EmbedError::NonFinite { name: "attraction" });
+        }
+        if self.data.par_iter().any(|w| w.get() < 0.0) {
             return Err(invalid("attraction", "weights must be >= 0"));
         }
         Ok(())
@@ -120,12 +199,12 @@ pub struct Evaluation {
 }
 
 /// E⁺ and its gradient (parallel over rows, O(nnz d)).
-fn attraction(
+fn attraction<I: CsrIndex, V: CsrValue>(
     need_objective: bool,
     model: Model,
     x: &[f64],
     dim: usize,
-    w: &Csr,
+    w: &Csr<I, V>,
     grad: &mut [f64],
     cancel: &AtomicBool,
 ) -> Result<f64> {
@@ -140,9 +219,9 @@ fn attraction(
             for (j, gn) in g.chunks_exact_mut(dim).enumerate() {
                 let n = b * 256 + j;
                 let xn = &x[n * dim..(n + 1) * dim];
-                for idx in w.indptr[n] as usize..w.indptr[n + 1] as usize {
-                    let m = w.indices[idx] as usize;
-                    let wt = w.data[idx];
+                for idx in w.indptr[n].ix()..w.indptr[n + 1].ix() {
+                    let m = w.indices[idx].ix();
+                    let wt = w.data[idx].get();
                     let xm = &x[m * dim..(m + 1) * dim];
                     let t: f64 = xn.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
                     let coef = match model {
@@ -176,11 +255,11 @@ fn attraction(
 /// # Errors
 /// Shape and finiteness errors, [`EmbedError::InvalidParameter`] for λ < 0 or the FGT
 /// with t-SNE, errors of the N-body method, [`EmbedError::Cancelled`].
-pub fn evaluate(
+pub fn evaluate<I: CsrIndex, V: CsrValue>(
     model: Model,
     x: &[f64],
     dim: usize,
-    attraction_w: &Csr,
+    attraction_w: &Csr<I, V>,
     lambda: f64,
     repulsion: Repulsion,
     cancel: &AtomicBool,
@@ -195,11 +274,11 @@ pub fn evaluate(
 /// # Errors
 /// As [`evaluate`].
 #[allow(clippy::too_many_arguments)]
-pub fn evaluate_with(
+pub fn evaluate_with<I: CsrIndex, V: CsrValue>(
     model: Model,
     x: &[f64],
     dim: usize,
-    attraction_w: &Csr,
+    attraction_w: &Csr<I, V>,
     lambda: f64,
     repulsion: Repulsion,
     need_objective: bool,
@@ -300,10 +379,10 @@ pub struct GdOptions {
 
 /// The upper triangle (m > n) of a symmetric CSR weight matrix: each unordered pair once,
 /// u32 columns, cut into a fixed number of row blocks of about equal entry counts.
-struct UpperPairs {
+struct UpperPairs<V> {
     indptr: Vec<usize>,
     cols: Vec<u32>,
-    data: Vec<f64>,
+    data: Vec<V>,
     /// Row boundaries of the blocks (fixed count: the sums do not depend on the threads).
     blocks: Vec<usize>,
 }
@@ -311,15 +390,15 @@ struct UpperPairs {
 /// Blocks of the attraction; each owns a private gradient buffer, summed in order.
 const ATTRACTION_BLOCKS: usize = 4;
 
-impl UpperPairs {
-    fn new(w: &Csr, n: usize) -> UpperPairs {
+impl<V: CsrValue> UpperPairs<V> {
+    fn new<I: CsrIndex>(w: &Csr<I, V>, n: usize) -> UpperPairs<V> {
         let mut indptr = Vec::with_capacity(n + 1);
         indptr.push(0);
         let mut cols = Vec::new();
         let mut data = Vec::new();
         for r in 0..n {
-            for idx in w.indptr[r] as usize..w.indptr[r + 1] as usize {
-                let m = w.indices[idx] as usize;
+            for idx in w.indptr[r].ix()..w.indptr[r + 1].ix() {
+                let m = w.indices[idx].ix();
                 if m > r {
                     cols.push(m as u32);
                     data.push(w.data[idx]);
@@ -347,11 +426,11 @@ impl UpperPairs {
 /// The t-SNE attraction gradient 4 s Σ_m p_nm (x_n − x_m) / (1 + t_nm) (added to `grad`)
 /// and, with `need_objective`, s Σ_nm p log(1 + t) over ordered pairs, from each unordered
 /// pair once (P symmetric), specialised for d = 2.
-fn tsne_attraction(
+fn tsne_attraction<V: CsrValue>(
     need_objective: bool,
     x: &[f64],
     dim: usize,
-    pairs: &UpperPairs,
+    pairs: &UpperPairs<V>,
     scale: f64,
     bufs: &mut [Vec<f64>],
     grad: &mut [f64],
@@ -369,7 +448,7 @@ fn tsne_attraction(
                     let (x0, x1) = (x[2 * n], x[2 * n + 1]);
                     let (mut g0, mut g1, mut en) = (0.0, 0.0, 0.0);
                     for (&m, &w) in cs.iter().zip(ws) {
-                        let m = m as usize;
+                        let (m, w) = (m as usize, w.get());
                         let d0 = x0 - x[2 * m];
                         let d1 = x1 - x[2 * m + 1];
                         let t = d0 * d0 + d1 * d1;
@@ -387,7 +466,7 @@ fn tsne_attraction(
                     e += en;
                 } else {
                     for (&m, &w) in cs.iter().zip(ws) {
-                        let m = m as usize;
+                        let (m, w) = (m as usize, w.get());
                         let mut t = 0.0;
                         for k in 0..dim {
                             let d = x[n * dim + k] - x[m * dim + k];
@@ -441,10 +520,10 @@ fn tsne_attraction(
 /// # Errors
 /// Shape and finiteness errors, errors of the repulsion method, [`EmbedError::Cancelled`].
 #[allow(clippy::too_many_arguments)]
-pub fn tsne_gradient_descent(
+pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
     x: &mut [f64],
     dim: usize,
-    attraction_w: &Csr,
+    attraction_w: &Csr<I, V>,
     repulsion: Repulsion,
     opts: GdOptions,
     update: &mut [f64],

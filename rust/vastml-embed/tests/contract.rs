@@ -411,7 +411,7 @@ fn approximate_gradients_approach_the_exact_one() {
     // An isolated point with no attraction has zero gradient only from repulsion balance:
     // a single point has zero gradient.
     let one = [0.5, 0.5];
-    let empty = Csr {
+    let empty: Csr = Csr {
         indptr: &[0, 0],
         indices: &[],
         data: &[],

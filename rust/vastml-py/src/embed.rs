@@ -24,6 +24,67 @@ fn to_usize(v: &[i64], name: &str) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+/// CSR arrays from Python in one of the two layouts the kernels take: int64 / float64
+/// (SciPy's and NumPy's defaults) or the compact int32 / float32 of large problems.
+enum CsrArrays<'py> {
+    Wide(
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, f64>,
+    ),
+    Compact(
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, f32>,
+    ),
+}
+
+fn csr_arrays<'py>(
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<CsrArrays<'py>> {
+    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
+        return Ok(CsrArrays::Wide(p, i, d));
+    }
+    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
+        return Ok(CsrArrays::Compact(p, i, d));
+    }
+    Err(PyTypeError::new_err(
+        "CSR arrays must be int64 / int64 / float64 or int32 / int32 / float32 (contiguous)",
+    ))
+}
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be contiguous")))
+}
+
+/// Runs `$body` with `$w` bound to a [`Csr`] of either layout (the body is instantiated
+/// for both index / value types).
+macro_rules! with_csr {
+    ($arrays:expr, |$w:ident| $body:expr) => {
+        match &$arrays {
+            CsrArrays::Wide(p, i, d) => {
+                let $w = Csr {
+                    indptr: slice(p, "indptr")?,
+                    indices: slice(i, "indices")?,
+                    data: slice(d, "data")?,
+                };
+                $body
+            }
+            CsrArrays::Compact(p, i, d) => {
+                let $w = Csr {
+                    indptr: slice(p, "indptr")?,
+                    indices: slice(i, "indices")?,
+                    data: slice(d, "data")?,
+                };
+                $body
+            }
+        }
+    };
+}
+
 fn matrix<'py>(
     py: Python<'py>,
     v: Vec<f64>,
@@ -129,9 +190,9 @@ pub fn entropic_affinities_knn<'py>(
 }
 
 type AffinityCsrOut<'py> = (
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<u32>>,
@@ -140,20 +201,21 @@ type AffinityCsrOut<'py> = (
     Bound<'py, PyArray1<bool>>,
 );
 
-/// entropic_affinities_csr(sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None)
+/// entropic_affinities_csr(sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None, compact=False)
 /// --
 ///
 /// As entropic_affinities_knn, with the neighbour indices (n x k): returns the conditional
 /// affinities as canonical CSR arrays (indptr, indices, data; columns sorted, repeats
 /// summed) followed by log_beta, evaluations, bisections, log_beta_lower, log_beta_upper,
-/// converged.
+/// converged. `compact`: int32 `indices` in, int32 / float32 CSR arrays out (else int64 /
+/// float64).
 #[pyfunction]
-#[pyo3(signature = (sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
+#[pyo3(signature = (sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None, compact=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities_csr<'py>(
     py: Python<'py>,
     sqdist: PyReadonlyArray2<'py, f64>,
-    indices: PyReadonlyArray2<'py, i64>,
+    indices: &Bound<'py, PyAny>,
     perplexity: f64,
     order: PyReadonlyArray1<'py, i64>,
     parents: Option<PyReadonlyArray1<'py, i64>>,
@@ -163,13 +225,11 @@ pub fn entropic_affinities_csr<'py>(
     maxit: u32,
     chunk_size: usize,
     n_jobs: Option<isize>,
+    compact: bool,
 ) -> PyResult<AffinityCsrOut<'py>> {
     let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
     let (d2, k) = rows(&sqdist, "sqdist")?;
     let n = d2.len().checked_div(k).unwrap_or(0);
-    let idx = indices
-        .as_slice()
-        .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous int64 array"))?;
     let order = to_usize(index_vector(&order, "order")?, "order")?;
     let parents = parents
         .as_ref()
@@ -177,15 +237,44 @@ pub fn entropic_affinities_csr<'py>(
         .transpose()?;
     let warm = warm_start(warm, parents)?;
     let opts = RootOptions { method, tol, maxit };
-    let (p, a) = enter(py, n_jobs, |cancel| {
-        vastml_embed::affinity::entropic_affinities_csr(
-            d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
+    let bad_indices = |dtype: &str| {
+        PyTypeError::new_err(format!("`indices` must be a C-contiguous {dtype} array"))
+    };
+    let (ip, ix, dt, a) = if compact {
+        let idx: PyReadonlyArray2<'py, i32> =
+            indices.extract().map_err(|_| bad_indices("int32"))?;
+        let idx = idx.as_slice().map_err(|_| bad_indices("int32"))?;
+        let (p, a) = enter(py, n_jobs, |cancel| {
+            vastml_embed::affinity::entropic_affinities_csr::<i32, f32>(
+                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
+            )
+        })?;
+        (
+            p.indptr.into_pyarray(py).into_any(),
+            p.indices.into_pyarray(py).into_any(),
+            p.data.into_pyarray(py).into_any(),
+            a,
         )
-    })?;
+    } else {
+        let idx: PyReadonlyArray2<'py, i64> =
+            indices.extract().map_err(|_| bad_indices("int64"))?;
+        let idx = idx.as_slice().map_err(|_| bad_indices("int64"))?;
+        let (p, a) = enter(py, n_jobs, |cancel| {
+            vastml_embed::affinity::entropic_affinities_csr::<i64, f64>(
+                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
+            )
+        })?;
+        (
+            p.indptr.into_pyarray(py).into_any(),
+            p.indices.into_pyarray(py).into_any(),
+            p.data.into_pyarray(py).into_any(),
+            a,
+        )
+    };
     Ok((
-        p.indptr.into_pyarray(py),
-        p.indices.into_pyarray(py),
-        p.data.into_pyarray(py),
+        ip,
+        ix,
+        dt,
         a.log_beta.into_pyarray(py),
         a.evaluations.into_pyarray(py),
         a.bisections.into_pyarray(py),
@@ -207,9 +296,9 @@ pub fn embedding_objective<'py>(
     py: Python<'py>,
     model: &str,
     x: PyReadonlyArray2<'py, f64>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
-    data: PyReadonlyArray1<'py, f64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
     lam: f64,
     gradient: &str,
     theta: f64,
@@ -223,17 +312,10 @@ pub fn embedding_objective<'py>(
     let rep = repulsion_with(gradient, theta, epsilon, n_interp, box_width)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
-    let ip = index_vector(&indptr, "indptr")?;
-    let ix = index_vector(&indices, "indices")?;
-    let dt = vector(&data, "data")?;
-    let ev = enter(py, n_jobs, |cancel| {
-        let w = Csr {
-            indptr: ip,
-            indices: ix,
-            data: dt,
-        };
+    let arrays = csr_arrays(indptr, indices, data)?;
+    let ev = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
         vastml_embed::evaluate_with(model, xs, dim, &w, lam, rep, need_objective, cancel)
-    })?;
+    })?);
     Ok((
         ev.objective,
         ev.attractive,
@@ -303,9 +385,9 @@ type GdOut<'py> = (
 pub fn tsne_gd<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
-    data: PyReadonlyArray1<'py, f64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
     update: PyReadonlyArray2<'py, f64>,
     gains: PyReadonlyArray2<'py, f64>,
     n_iter: usize,
@@ -325,9 +407,7 @@ pub fn tsne_gd<'py>(
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let (us, _) = rows(&update, "update")?;
     let (gs, _) = rows(&gains, "gains")?;
-    let ip = index_vector(&indptr, "indptr")?;
-    let ix = index_vector(&indices, "indices")?;
-    let dt = vector(&data, "data")?;
+    let arrays = csr_arrays(indptr, indices, data)?;
     let (mut xv, mut uv, mut gv) = (xs.to_vec(), us.to_vec(), gs.to_vec());
     let opts = vastml_embed::objective::GdOptions {
         learning_rate,
@@ -335,12 +415,7 @@ pub fn tsne_gd<'py>(
         exaggeration,
         min_gain,
     };
-    let e = enter(py, n_jobs, |cancel| {
-        let w = Csr {
-            indptr: ip,
-            indices: ix,
-            data: dt,
-        };
+    let e = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
         vastml_embed::objective::tsne_gradient_descent(
             &mut xv,
             dim,
@@ -353,7 +428,7 @@ pub fn tsne_gd<'py>(
             objective_at_last,
             cancel,
         )
-    })?;
+    })?);
     Ok((
         matrix(py, xv, n, dim)?,
         matrix(py, uv, n, dim)?,
@@ -569,37 +644,34 @@ pub fn pe_reduced_hessian<'py>(
     ))
 }
 
-type CsrOut<'py> = (
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<f64>>,
-);
+type CsrOut<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
 
 /// symmetrize_csr(n, indptr, indices, data, scale, n_jobs=None)
 /// --
 ///
 /// scale * (P + P^T) with the diagonal dropped, for an n x n CSR matrix (rows in any
-/// column order, duplicates summed). Returns canonical (indptr, indices, data).
+/// column order, duplicates summed). Returns canonical (indptr, indices, data) in the
+/// layout of the input: int64 / float64, or the compact int32 / float32.
 #[pyfunction]
 #[pyo3(signature = (n, indptr, indices, data, scale, n_jobs=None))]
 pub fn symmetrize_csr<'py>(
     py: Python<'py>,
     n: usize,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
-    data: PyReadonlyArray1<'py, f64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
     scale: f64,
     n_jobs: Option<isize>,
 ) -> PyResult<CsrOut<'py>> {
-    let ip = index_vector(&indptr, "indptr")?;
-    let ix = index_vector(&indices, "indices")?;
-    let dt = vector(&data, "data")?;
-    let s = enter(py, n_jobs, |_cancel| {
-        vastml_embed::affinity::symmetrize_csr(n, ip, ix, dt, scale)
-    })?;
-    Ok((
-        s.indptr.into_pyarray(py),
-        s.indices.into_pyarray(py),
-        s.data.into_pyarray(py),
-    ))
+    let arrays = csr_arrays(indptr, indices, data)?;
+    with_csr!(arrays, |w| {
+        let s = enter(py, n_jobs, |_cancel| {
+            vastml_embed::affinity::symmetrize_csr(n, w.indptr, w.indices, w.data, scale)
+        })?;
+        Ok((
+            s.indptr.into_pyarray(py).into_any(),
+            s.indices.into_pyarray(py).into_any(),
+            s.data.into_pyarray(py).into_any(),
+        ))
+    })
 }
