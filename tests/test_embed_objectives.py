@@ -325,3 +325,23 @@ def test_tsne_descent_stops_on_a_small_relative_decrease(small):
     )
     assert n_stop == 20 * (first + 2) < 400
     assert np.isclose(E_stop, Es[first + 1], rtol=1e-12)
+
+
+def test_homotopy_centring_keeps_a_collapsed_x_able_to_leave_the_saddle():
+    # Two loose clusters; the spectral step collapses X towards 0 at the tiny lambdas (below
+    # lambda_c = (N-1) lambda_2(L+)); the centred path (E is shift invariant) keeps X's mean at
+    # 0 and still leaves the saddle X = 0 once lambda > lambda_c (E below lambda * E-(0)).
+    rng = np.random.default_rng(1)
+    Y = np.vstack([rng.normal(size=(30, 3)), rng.normal(size=(30, 3)) + 4])
+    P, _, _ = entropic_affinities(Y, perplexity=5)
+    W = symmetrize(P, "mean")
+    W = W / W.sum()
+    n = len(Y)
+    X0 = 1e-5 * rng.normal(size=(n, 2)) + 1.0
+    lambdas = np.array([1e-8, 1e-6, 1e-4, 10.0]) / (n * (n - 1))
+    obj = EmbeddingObjective("ee", W)
+    X, info = homotopy(obj, X0, lambdas=lambdas, tol=1e-6, max_iter=300)
+    assert len(info["last_step"]) == len(info["n_iter_per_lambda"]) == len(lambdas)
+    collapsed = lambdas[-1] * n * (n - 1)  # E at X = 0
+    assert obj(X)[0] < 0.9 * collapsed, obj(X)[0]
+    assert np.abs(X.mean(axis=0)).max() < 1e-8

@@ -130,6 +130,10 @@ def _direction_fn(method, objective, W, kappa, direction):
     return lambda G: -G
 
 
+def _centered_norm(A):
+    return float(np.linalg.norm(A - A.mean(axis=0)))
+
+
 def minimize(
     objective,
     X0,
@@ -146,6 +150,8 @@ def minimize(
     alpha0=1.0,
     max_seconds=None,
     callback=None,
+    xtol=None,
+    center=False,
 ):
     r"""Minimises ``objective`` (a callable X -> (E, G), e.g. an :class:`EmbeddingObjective`)
     from ``X0``.
@@ -157,7 +163,9 @@ def minimize(
     one (never increasing); or ``"lbfgs"`` (SciPy's L-BFGS-B, 100 stored pairs). With
     ``step`` set, no line search: a fixed step (for approximate gradients, thesis §5.5).
     Stops when the relative decrease of E falls below ``tol`` (after ``min_iter``
-    iterations), after ``max_iter`` iterations or ``max_seconds``, or when ``callback(it, E,
+    iterations; with ``xtol`` set, only if also :math:`\|\Delta X\|_F \le` ``xtol``
+    :math:`\|X\|_F`, so that a run does not stop at the saddle X ~ 0 where E barely
+    changes while X still grows geometrically), after ``max_iter`` iterations or ``max_seconds``, or when ``callback(it, E,
     X)`` returns True.
     """
     choice(method, "method", METHODS)
@@ -197,13 +205,23 @@ def minimize(
                     break
                 alpha *= rho
         decrease = E - En
+        x_settled = (
+            True
+            if xtol is None
+            # translation is free (E is shift invariant): measure X and the move about their means
+            else _centered_norm(Xn - X) <= xtol * _centered_norm(Xn)
+        )
+        if center:
+            # E and G are shift invariant; removing the mean keeps the relative precision of
+            # X when it is tiny (near the collapsed saddle X ~ 0 of a homotopy)
+            Xn = Xn - Xn.mean(axis=0)
         X, E, G = Xn, En, Gn
         history.append(E)
         steps.append(alpha)
         if callback is not None and callback(it, E, X):
             stopped = "callback"
             break
-        if it >= min_iter and step is None and decrease <= tol * abs(E):
+        if it >= min_iter and step is None and decrease <= tol * abs(E) and x_settled:
             stopped = "tol"
             break
         if max_seconds is not None and time.perf_counter() - start > max_seconds:
@@ -259,6 +277,8 @@ def homotopy(
     min_iter=1,
     callback=None,
     keep_path=False,
+    xtol=None,
+    center=True,
 ):
     r"""Follows the minimiser path X(lambda) of E = E+ + lambda E- for increasing lambda
     (thesis §3.6): the factorisation of the spectral direction is computed once; the line
@@ -266,7 +286,14 @@ def homotopy(
     of E falls below ``tol`` or ``max_iter`` iterations. ``lambdas`` defaults to
     ``numpy.logspace(-4, 2, 50)``. ``objective.lam`` is set along the path (and left at the
     last value). Returns ``(X, info)`` with ``info["n_evaluations"]``, ``info["n_iter"]``,
-    ``info["objective"]`` per lambda and, with ``keep_path``, ``info["path"]``.
+    ``info["objective"]``, ``info["n_iter_per_lambda"]`` and ``info["last_step"]`` (the
+    last accepted step) per lambda and, with ``keep_path``, ``info["path"]``.
+
+    ``center`` removes the mean of X after every step (E is shift invariant): the
+    spectral direction collapses X towards 0 at small lambda (10^-24 on the COIL-like
+    bench), and without centring the non-constant part of X falls below the rounding of
+    its mean, so X can never leave the saddle X ~ 0. ``xtol`` (default None: the thesis
+    rule) also requires the relative change of X to fall below it before a lambda ends.
     """
     choice(method, "method", METHODS)
     lambdas = np.logspace(-4, 2, 50) if lambdas is None else np.asarray(lambdas, dtype=float)
@@ -283,7 +310,15 @@ def homotopy(
     if method in ("spectral", "fp"):
         direction = SpectralDirection(objective.W, kappa=0 if method == "fp" else kappa)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
-    info = {"lambdas": lambdas, "n_evaluations": 0, "n_iter": 0, "objective": [], "path": []}
+    info = {
+        "lambdas": lambdas,
+        "n_evaluations": 0,
+        "n_iter": 0,
+        "objective": [],
+        "n_iter_per_lambda": [],
+        "last_step": [],
+        "path": [],
+    }
     for lam in lambdas:
         objective.lam = float(lam)
         r = minimize(
@@ -295,11 +330,15 @@ def homotopy(
             min_iter=min_iter,
             direction=direction,
             alpha0=1.0,
+            xtol=xtol,
+            center=center,
         )
         X = r.X
         info["n_evaluations"] += r.n_evaluations
         info["n_iter"] += r.n_iter
         info["objective"].append(r.objective)
+        info["n_iter_per_lambda"].append(r.n_iter)
+        info["last_step"].append(r.step_sizes[-1] if r.step_sizes else float("nan"))
         if keep_path:
             info["path"].append(X.copy())
         if callback is not None and callback(float(lam), r.objective, X):
