@@ -9,6 +9,8 @@ use vastml_embed::{Csr, Kernel, Model, Repulsion};
 use crate::arrays::{rows, vector};
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use std::sync::atomic::AtomicBool;
+use vastml_embed::parametric::RStep;
 
 fn index_vector<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
     a.as_slice()
@@ -483,7 +485,7 @@ pub fn pe_r_step<'py>(
     let (rs, _) = rows(&r, "r")?;
     let lp = vector(&log_prior, "log_prior")?;
     let pb = pe_problem(ps, k, fs, d, lp)?;
-    let opt = vastml_embed::parametric::RStep {
+    let opt = RStep {
         eta_r,
         tol: tol_r,
         max_iter: max_newton_iter,
@@ -534,6 +536,53 @@ pub fn pe_evaluate<'py>(
     ))
 }
 
+type PeEval = fn(
+    &vastml_embed::parametric::Problem<'_>,
+    &mut [f64],
+    &RStep,
+    f64,
+    &AtomicBool,
+) -> vastml_embed::Result<(vastml_embed::parametric::Evaluation, Vec<u32>)>;
+
+type PeArrays<'a, 'py> = (
+    &'a PyReadonlyArray2<'py, f64>,
+    &'a PyReadonlyArray2<'py, f64>,
+    &'a PyReadonlyArray2<'py, f64>,
+    &'a PyReadonlyArray1<'py, f64>,
+);
+
+/// Shared body of `pe_reduced` and `pe_reduced_hessian`: checks (P, Phi, R, log prior), runs
+/// `eval` (the R-step from the warm start R fused with J, dJ/dPhi and, for the Hessian
+/// variant, d2J/dPhi2) without the GIL, and returns (evaluation, R, Newton steps, k, d, n).
+#[allow(clippy::type_complexity)]
+fn pe_reduced_common(
+    py: Python<'_>,
+    (p, phi, r, log_prior): PeArrays<'_, '_>,
+    opt: RStep,
+    eta_phi: f64,
+    n_jobs: Option<isize>,
+    eval: PeEval,
+) -> PyResult<(
+    vastml_embed::parametric::Evaluation,
+    Vec<f64>,
+    Vec<u32>,
+    usize,
+    usize,
+    usize,
+)> {
+    let (ps, k) = rows(p, "p")?;
+    let (fs, d) = rows(phi, "phi")?;
+    let (rs, _) = rows(r, "r")?;
+    let lp = vector(log_prior, "log_prior")?;
+    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let n = pb.n_objects();
+    let mut out = rs.to_vec();
+    let (ev, it, out) = enter(py, n_jobs, |cancel| {
+        eval(&pb, &mut out, &opt, eta_phi, cancel).map(|(ev, it)| (ev, it, out))
+    })?;
+    Ok((ev, out, it, k, d, n))
+}
+
 /// pe_reduced(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
 /// --
 ///
@@ -562,23 +611,19 @@ pub fn pe_reduced<'py>(
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<u32>>,
 )> {
-    let (ps, k) = rows(&p, "p")?;
-    let (fs, d) = rows(&phi, "phi")?;
-    let (rs, _) = rows(&r, "r")?;
-    let lp = vector(&log_prior, "log_prior")?;
-    let pb = pe_problem(ps, k, fs, d, lp)?;
-    let opt = vastml_embed::parametric::RStep {
-        eta_r,
-        tol: tol_r,
-        max_iter: max_newton_iter,
-        damped,
-    };
-    let n = pb.n_objects();
-    let mut out = rs.to_vec();
-    let (ev, it, out) = enter(py, n_jobs, |cancel| {
-        vastml_embed::parametric::reduced(&pb, &mut out, &opt, eta_phi, cancel)
-            .map(|(ev, it)| (ev, it, out))
-    })?;
+    let (ev, out, it, k, d, n) = pe_reduced_common(
+        py,
+        (&p, &phi, &r, &log_prior),
+        RStep {
+            eta_r,
+            tol: tol_r,
+            max_iter: max_newton_iter,
+            damped,
+        },
+        eta_phi,
+        n_jobs,
+        vastml_embed::parametric::reduced,
+    )?;
     Ok((
         ev.objective,
         ev.cross_entropy,
@@ -617,23 +662,19 @@ pub fn pe_reduced_hessian<'py>(
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<u32>>,
 )> {
-    let (ps, k) = rows(&p, "p")?;
-    let (fs, d) = rows(&phi, "phi")?;
-    let (rs, _) = rows(&r, "r")?;
-    let lp = vector(&log_prior, "log_prior")?;
-    let pb = pe_problem(ps, k, fs, d, lp)?;
-    let opt = vastml_embed::parametric::RStep {
-        eta_r,
-        tol: tol_r,
-        max_iter: max_newton_iter,
-        damped,
-    };
-    let n = pb.n_objects();
-    let mut out = rs.to_vec();
-    let (ev, it, out) = enter(py, n_jobs, |cancel| {
-        vastml_embed::parametric::reduced_hessian(&pb, &mut out, &opt, eta_phi, cancel)
-            .map(|(ev, it)| (ev, it, out))
-    })?;
+    let (ev, out, it, k, d, n) = pe_reduced_common(
+        py,
+        (&p, &phi, &r, &log_prior),
+        RStep {
+            eta_r,
+            tol: tol_r,
+            max_iter: max_newton_iter,
+            damped,
+        },
+        eta_phi,
+        n_jobs,
+        vastml_embed::parametric::reduced_hessian,
+    )?;
     let hess = ev.hess_phi.unwrap_or_default();
     Ok((
         ev.objective,
