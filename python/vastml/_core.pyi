@@ -225,9 +225,16 @@ class AmmModel:
         weights: npt.NDArray[np.float64] | None = None,
         weight_class: npt.NDArray[np.int64] | None = None,
         steps: int = 0,
+        budgetedsvm: bool = False,
     ) -> None: ...
     def epoch(
-        self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0, batch: bool = False
+        self,
+        x: _Examples,
+        y: npt.NDArray[np.int64],
+        shuffle: bool = True,
+        seed: int = 0,
+        batch: bool = False,
+        initial: bool = False,
     ) -> dict[str, Any]: ...
     def reassign(self, x: _Examples, y: npt.NDArray[np.int64]) -> int: ...
     def clear_assignments(self) -> None: ...

@@ -23,14 +23,30 @@ class AMMClassifier(BudgetedClassifier):
     this is GAMM (thesis Algorithm 6): on a positive loss, while the class is below its budget,
     the assigned true-class weight is cloned with that probability (which then decays by
     ``clone_decay``; clones count against the budget), letting the model grow where one
-    hyperplane is not enough. The copy takes the step's update; in batch mode an example
-    assigned to a weight cloned during the epoch goes to the best-scoring member of that
-    weight's family until the next re-assignment. (BudgetedSVM 1.2 instead keeps the update
-    and the examples on the original and freezes the copy until the re-assignment; that
-    reading measured no better on a9a, see the README.)
+    hyperplane is not enough.
 
-    Each class also owns a reserved zero weight that scores 0 (the thesis's convention), so
-    class scores are never negative in this model; it turns into a new weight when it wins.
+    Batch AMM follows one of two rule sets (``variant``):
+
+    - ``"budgetedsvm"`` (default): BudgetedSVM 1.2's ``trainAMMbatch`` line by line. Every
+      class starts with one stored zero weight and only stored weights compete; step
+      :math:`1/(\lambda (t+1))`; in the initial pass a true-class weight is updated only if it
+      scores > 0 (otherwise the example becomes a new weight while there is room), and every
+      example is assigned to its best true-class weight *before* its step: those assignments
+      are the first epoch's, re-assignment follows every later epoch but the last. A clone is
+      a copy of the assigned weight (which must score > 0) taken before the update; the
+      original keeps the update and its examples, the copy gets examples from the next
+      re-assignment. No pruning in the initial pass.
+    - ``"thesis"``: the thesis's conventions (below). The copy takes the step's update, an
+      example assigned to a weight cloned during the epoch goes to the best-scoring member of
+      that weight's family until the next re-assignment, and every batch epoch starts with a
+      re-assignment. Needed for the thesis's checkerboard result (Table 4.5).
+
+    Online AMM (``online=True``) always uses the thesis rules; ``partial_fit`` makes an online
+    pass with the estimator's rules.
+
+    Thesis rules: each class also owns a reserved zero weight that scores 0 while the class is
+    below its budget, so class scores are then never negative; it turns into a new weight when
+    it wins.
 
     Parameters
     ----------
@@ -53,6 +69,8 @@ class AMMClassifier(BudgetedClassifier):
         GAMM's cloning probability :math:`p` (the thesis uses 0.2); 0 is plain AMM.
     clone_decay : float, default=0.99
         GAMM's decay :math:`\beta` of the cloning probability after each clone.
+    variant : {"budgetedsvm", "thesis"}, default="budgetedsvm"
+        Rules of batch AMM / GAMM (see above); ignored when ``online=True``.
     shuffle : bool, default=True
         Shuffle the examples every epoch.
     random_state : int, RandomState or None, default=None
@@ -101,6 +119,7 @@ class AMMClassifier(BudgetedClassifier):
         bias=1.0,
         clone_probability=0.0,
         clone_decay=0.99,
+        variant="budgetedsvm",
         shuffle=True,
         random_state=None,
         verbose=False,
@@ -115,13 +134,19 @@ class AMMClassifier(BudgetedClassifier):
         self.bias = bias
         self.clone_probability = clone_probability
         self.clone_decay = clone_decay
+        self.variant = variant
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
 
+    def _budgetedsvm(self):
+        return not self._is_online() and self.variant == "budgetedsvm"
+
     # parameters of the Rust model, checked
     def _amm_args(self):
+        if self.variant not in ("budgetedsvm", "thesis"):
+            raise ValueError(f"variant must be 'budgetedsvm' or 'thesis', got {self.variant!r}")
         return dict(
             lambda_=check_float(self.alpha, "alpha", low=0, low_open=True),
             max_weights_per_class=check_int(self.max_weights_per_class, "max_weights_per_class", 1),
@@ -130,6 +155,7 @@ class AMMClassifier(BudgetedClassifier):
             bias=check_float(self.bias, "bias"),
             clone_probability=check_float(self.clone_probability, "clone_probability", low=0, high=1),
             clone_decay=check_float(self.clone_decay, "clone_decay", low=0, high=1),
+            budgetedsvm=self._budgetedsvm(),
         )
 
     def _check_params(self):
@@ -150,9 +176,13 @@ class AMMClassifier(BudgetedClassifier):
 
     def _run_epoch(self, model, Xc, y, epoch, seed):
         batch = not self._is_online() and epoch > 0
-        if batch:
+        bsvm = self._budgetedsvm()
+        # BudgetedSVM's batch AMM: the first batch epoch uses the initial pass's assignments.
+        if batch and not (bsvm and epoch == 1):
             model.reassign(Xc, y)
-        stats = model.epoch(Xc, y, shuffle=bool(self.shuffle), seed=seed, batch=batch)
+        stats = model.epoch(
+            Xc, y, shuffle=bool(self.shuffle), seed=seed, batch=batch, initial=bsvm and epoch == 0
+        )
         stats["n_weights"] = len(model.weight_class)
         return stats
 
@@ -260,6 +290,7 @@ class PegasosClassifier(AMMClassifier):
             bias=check_float(self.bias, "bias"),
             clone_probability=0.0,
             clone_decay=0.99,
+            budgetedsvm=False,
         )
 
     def _is_online(self):

@@ -145,7 +145,8 @@ def demo_section(args) -> None:
     models = [
         ("Pegasos (linear)", PegasosClassifier(alpha=1e-4, random_state=0)),
         ("AMM batch", AMMClassifier(alpha=1e-4, n_epochs=15, random_state=0)),
-        ("GAMM (p=0.2)", AMMClassifier(alpha=1e-4, n_epochs=15, prune_c=50, clone_probability=0.2, random_state=0)),
+        ("GAMM (p=0.2)", AMMClassifier(alpha=1e-4, n_epochs=15, prune_c=50, clone_probability=0.2,
+                                       variant="thesis", random_state=0)),
         ("LLSVM, 100 landmarks", LLSVMClassifier(alpha=1e-3, n_landmarks=100, gamma=20.0, random_state=0)),
         ("BSGD merge, budget 100", BSGDClassifier(alpha=1e-4, budget=100, gamma=20.0, random_state=0)),
     ]

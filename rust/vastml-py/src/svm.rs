@@ -112,7 +112,8 @@ fn kernel(name: &str, gamma: f64, degree: i32, coef: f64) -> PyResult<Kernel> {
 }
 
 /// AmmModel(n_features, n_classes, lambda_, max_weights_per_class, prune_every, prune_c, bias,
-///          clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0)
+///          clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0,
+///          budgetedsvm=False)
 /// --
 ///
 /// An AMM / GAMM / Pegasos model under training (max_weights_per_class=1 is Pegasos).
@@ -124,7 +125,7 @@ pub struct PyAmm {
 #[pymethods]
 impl PyAmm {
     #[new]
-    #[pyo3(signature = (n_features, n_classes, lambda_, max_weights_per_class, prune_every, prune_c, bias, clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0))]
+    #[pyo3(signature = (n_features, n_classes, lambda_, max_weights_per_class, prune_every, prune_c, bias, clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0, budgetedsvm=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         n_features: usize,
@@ -139,6 +140,7 @@ impl PyAmm {
         weights: Option<PyReadonlyArray2<'_, f64>>,
         weight_class: Option<PyReadonlyArray1<'_, i64>>,
         steps: u64,
+        budgetedsvm: bool,
     ) -> PyResult<Self> {
         let params = AmmParams {
             lambda: lambda_,
@@ -148,6 +150,7 @@ impl PyAmm {
             bias,
             clone_probability,
             clone_decay,
+            budgetedsvm,
         };
         let inner = match (weights, weight_class) {
             (Some(w), Some(c)) => {
@@ -166,8 +169,10 @@ impl PyAmm {
         Ok(PyAmm { inner })
     }
 
-    /// One SGD pass; `batch=True` keeps the assignments of the last `reassign` fixed.
-    #[pyo3(signature = (x, y, shuffle=true, seed=0, batch=false))]
+    /// One SGD pass; `batch=True` keeps the assignments of the last `reassign` fixed;
+    /// `initial=True` (BudgetedSVM mode) is batch AMM's initial online pass.
+    #[pyo3(signature = (x, y, shuffle=true, seed=0, batch=false, initial=false))]
+    #[allow(clippy::too_many_arguments)]
     fn epoch<'py>(
         &mut self,
         py: Python<'py>,
@@ -176,13 +181,14 @@ impl PyAmm {
         shuffle: bool,
         seed: u64,
         batch: bool,
+        initial: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let px = PyX::new(x)?;
         let ex = px.examples()?;
         let y = labels(&y)?;
         let model = &mut self.inner;
         let s = enter(py, Some(1), |cancel| {
-            model.epoch(&ex, &y, shuffle, seed, batch, cancel)
+            model.epoch_with(&ex, &y, shuffle, seed, batch, initial, cancel)
         })?;
         stats_dict(py, &s)
     }

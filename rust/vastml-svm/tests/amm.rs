@@ -140,6 +140,7 @@ fn params(lambda: f64, cap: usize) -> AmmParams {
         bias: 1.0,
         clone_probability: 0.0,
         clone_decay: 0.99,
+        budgetedsvm: false,
     }
 }
 
