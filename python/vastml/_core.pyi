@@ -492,3 +492,9 @@ def pe_reduced_hessian(
     npt.NDArray[np.float64],
     npt.NDArray[np.uint32],
 ]: ...
+def knn_graph(
+    x: npt.NDArray[np.float64],
+    k: int,
+    eps: float = 0.0,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...

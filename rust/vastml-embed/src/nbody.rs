@@ -566,6 +566,179 @@ impl BarnesHut {
     }
 }
 
+/// Targets per group of [`BarnesHut::sums_grouped`] (the largest cells with at most this
+/// many points share one traversal).
+pub const BH_GROUP: usize = 32;
+
+/// From this many points on, [`Repulsion::BarnesHut`] uses [`BarnesHut::sums_grouped`]
+/// (below, the per-target [`BarnesHut::sums`], so small results do not change).
+pub const BH_GROUPED_MIN: usize = 50_000;
+
+impl BarnesHut {
+    /// The Barnes-Hut sums with one traversal per *group* of targets (the largest tree cells
+    /// holding at most [`BH_GROUP`] points; Barnes 1990's grouping): a source cell is
+    /// summarised for the whole group when side < θ × (distance from the group's bounding box
+    /// to the cell's centre), which implies the per-target criterion side < θ × (distance
+    /// from the target to the centre) for every target of the group, and the summary is still
+    /// evaluated at each target's own position. So each target gets a Barnes-Hut sum at least
+    /// as accurate as [`sums`](Self::sums) (θ = 0 is exact), while the branchy, cache-missing
+    /// tree walk is shared by up to [`BH_GROUP`] targets and the kernel loops run over
+    /// contiguous targets.
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for θ < 0 or NaN; [`EmbedError::Cancelled`].
+    pub fn sums_grouped(
+        &self,
+        kernel: Kernel,
+        theta: f64,
+        cancel: &AtomicBool,
+    ) -> Result<KernelSums> {
+        if theta.is_nan() || theta < 0.0 {
+            return Err(invalid("theta", "must be >= 0"));
+        }
+        let dim = self.dim;
+        let n = self.len();
+        let theta2 = theta * theta;
+        let mut s0 = vec![0.0; n];
+        let mut s1 = vec![0.0; n];
+        let mut sx = vec![0.0; n * dim];
+        if n > 0 {
+            // The groups tile the tree positions 0..n in order (pre-order, children by start).
+            let mut groups: Vec<u32> = Vec::with_capacity(2 * n / BH_GROUP + 1);
+            let mut st = vec![0u32];
+            while let Some(c) = st.pop() {
+                let nd = &self.nodes[c as usize];
+                if nd.n_children == 0 || (nd.end - nd.start) as usize <= BH_GROUP {
+                    groups.push(c);
+                } else {
+                    let f = nd.first_child;
+                    st.extend((f..f + nd.n_children as u32).rev());
+                }
+            }
+            let mut parts = Vec::with_capacity(groups.len());
+            let (mut r0, mut r1, mut rx) = (&mut s0[..], &mut s1[..], &mut sx[..]);
+            for &g in &groups {
+                let m = (self.nodes[g as usize].end - self.nodes[g as usize].start) as usize;
+                let (a0, b0) = r0.split_at_mut(m);
+                let (a1, b1) = r1.split_at_mut(m);
+                let (ax, bx) = rx.split_at_mut(m * dim);
+                parts.push((g, a0, a1, ax));
+                (r0, r1, rx) = (b0, b1, bx);
+            }
+            parts.into_par_iter().with_min_len(16).try_for_each_init(
+                || Vec::<u32>::with_capacity(128),
+                |stack, (g, o0, o1, ox)| {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(EmbedError::Cancelled);
+                    }
+                    self.group_sums(g, kernel, theta2, stack, o0, o1, ox);
+                    Ok(())
+                },
+            )?;
+        }
+        let mut out = KernelSums {
+            s0: vec![0.0; n],
+            s1: vec![0.0; n],
+            sx: vec![0.0; n * dim],
+        };
+        for (p, &i) in self.order.iter().enumerate() {
+            let i = i as usize;
+            out.s0[i] = s0[p];
+            out.s1[i] = s1[p];
+            out.sx[i * dim..(i + 1) * dim].copy_from_slice(&sx[p * dim..(p + 1) * dim]);
+        }
+        Ok(out)
+    }
+
+    /// The sums of the targets of group cell `g` (tree positions `start..end`), in tree order.
+    #[allow(clippy::too_many_arguments)]
+    fn group_sums(
+        &self,
+        g: u32,
+        kernel: Kernel,
+        theta2: f64,
+        stack: &mut Vec<u32>,
+        o0: &mut [f64],
+        o1: &mut [f64],
+        ox: &mut [f64],
+    ) {
+        let dim = self.dim;
+        let (gs, ge) = {
+            let nd = &self.nodes[g as usize];
+            (nd.start as usize, nd.end as usize)
+        };
+        let targets = &self.points[gs * dim..ge * dim];
+        let mut lo = [f64::INFINITY; MAX_TREE_DIM];
+        let mut hi = [f64::NEG_INFINITY; MAX_TREE_DIM];
+        for t in targets.chunks_exact(dim) {
+            for c in 0..dim {
+                lo[c] = lo[c].min(t[c]);
+                hi[c] = hi[c].max(t[c]);
+            }
+        }
+        stack.clear();
+        stack.push(0);
+        while let Some(c) = stack.pop() {
+            let node = &self.nodes[c as usize];
+            let (ns, ne) = (node.start as usize, node.end as usize);
+            let disjoint = ne <= gs || ns >= ge;
+            if disjoint && (ne - ns > 1 || node.n_children == 0) {
+                let mut d2 = 0.0;
+                for (cc, m) in node.centre.iter().enumerate().take(dim) {
+                    let d = if *m < lo[cc] {
+                        lo[cc] - m
+                    } else if *m > hi[cc] {
+                        m - hi[cc]
+                    } else {
+                        0.0
+                    };
+                    d2 += d * d;
+                }
+                if node.side * node.side < theta2 * d2 {
+                    for (j, t) in targets.chunks_exact(dim).enumerate() {
+                        let mut tt = 0.0;
+                        for (q, m) in t.iter().zip(&node.centre) {
+                            let d = q - m;
+                            tt += d * d;
+                        }
+                        let k = kernel.value(tt);
+                        let kq = kernel.powered(k);
+                        o0[j] += node.weight * k;
+                        o1[j] += node.weight * kq;
+                        for (o, m) in ox[j * dim..(j + 1) * dim].iter_mut().zip(&node.moment) {
+                            *o += kq * m;
+                        }
+                    }
+                    continue;
+                }
+            }
+            if node.n_children == 0 || (disjoint && ne - ns == 1) {
+                // Exact: every source point of the cell against every target (self skipped).
+                for m in ns..ne {
+                    let xm = &self.points[m * dim..(m + 1) * dim];
+                    let v = self.weights[m];
+                    for (j, t) in targets.chunks_exact(dim).enumerate() {
+                        if gs + j == m {
+                            continue;
+                        }
+                        let tt: f64 = t.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                        let k = kernel.value(tt);
+                        let kq = v * kernel.powered(k);
+                        o0[j] += v * k;
+                        o1[j] += kq;
+                        for (o, cc) in ox[j * dim..(j + 1) * dim].iter_mut().zip(xm) {
+                            *o += kq * cc;
+                        }
+                    }
+                }
+                continue;
+            }
+            let f = node.first_child;
+            stack.extend(f..f + node.n_children as u32);
+        }
+    }
+}
+
 /// The Gaussian sums by the fast Gauss transform of `vastml-fgt` (bandwidth 1, so the
 /// kernel is exp(−t)), with the self terms subtracted exactly. The error of each sum is at
 /// most epsilon · Σ v (and epsilon · Σ v |x| for the moments).
@@ -631,7 +804,12 @@ pub fn kernel_sums(
     match repulsion {
         Repulsion::Exact => exact_sums(x, dim, kernel, weights, cancel),
         Repulsion::BarnesHut { theta } => {
-            BarnesHut::new(x, dim, weights)?.sums(kernel, theta, cancel)
+            let tree = BarnesHut::new(x, dim, weights)?;
+            if tree.len() >= BH_GROUPED_MIN {
+                tree.sums_grouped(kernel, theta, cancel)
+            } else {
+                tree.sums(kernel, theta, cancel)
+            }
         }
         Repulsion::Fgt { epsilon } => {
             if kernel != Kernel::Gaussian {

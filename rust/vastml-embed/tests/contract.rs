@@ -254,6 +254,48 @@ fn barnes_hut_with_theta_zero_is_exact_and_error_falls_with_theta() {
 }
 
 #[test]
+fn grouped_barnes_hut_is_exact_at_theta_zero_and_no_less_accurate() {
+    let c = AtomicBool::new(false);
+    for dim in [1, 2, 3] {
+        let x = points(40 + dim as u64, 1500, dim, 10.0);
+        let w: Vec<f64> = (0..1500).map(|i| 0.5 + (i % 5) as f64 / 5.0).collect();
+        for kernel in [Kernel::Gaussian, Kernel::StudentT] {
+            let exact = exact_sums(&x, dim, kernel, Some(&w), &c).unwrap();
+            let tree = BarnesHut::new(&x, dim, Some(&w)).unwrap();
+            let zero = tree.sums_grouped(kernel, 0.0, &c).unwrap();
+            assert!(max_rel(&zero.s0, &exact.s0) < 1e-12);
+            assert!(max_rel(&zero.s1, &exact.s1) < 1e-12);
+            assert!(max_rel(&zero.sx, &exact.sx) < 1e-12);
+            let mut last = f64::INFINITY;
+            for theta in [1.5, 0.8, 0.4, 0.1] {
+                let g = tree.sums_grouped(kernel, theta, &c).unwrap();
+                let p = tree.sums(kernel, theta, &c).unwrap();
+                let (eg, ep) = (max_rel(&g.sx, &exact.sx), max_rel(&p.sx, &exact.sx));
+                assert!(
+                    eg <= last * 1.05 + 1e-14,
+                    "d={dim} {kernel:?} θ={theta}: {eg} > {last}"
+                );
+                // The group criterion implies the per-target one: never much less accurate.
+                assert!(
+                    eg <= 1.5 * ep + 1e-14,
+                    "d={dim} {kernel:?} θ={theta}: {eg} vs {ep}"
+                );
+                assert!(max_rel(&g.s1, &exact.s1) <= 1.5 * max_rel(&p.s1, &exact.s1) + 1e-14);
+                last = eg;
+            }
+            assert!(last < 1e-2);
+        }
+    }
+    // Coincident points (leaves at the depth limit) stay exact at θ = 0.
+    let dup = vec![1.0; 80];
+    let t = BarnesHut::new(&dup, 2, None)
+        .unwrap()
+        .sums_grouped(Kernel::StudentT, 0.0, &c)
+        .unwrap();
+    assert!(t.s0.iter().all(|&s| (s - 39.0).abs() < 1e-12));
+}
+
+#[test]
 fn weighted_barnes_hut_and_fgt_match_exact() {
     let c = AtomicBool::new(false);
     let x = points(11, 500, 2, 6.0);

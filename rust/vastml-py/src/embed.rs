@@ -716,3 +716,32 @@ pub fn symmetrize_csr<'py>(
         ))
     })
 }
+
+/// (sqdist, indices) of `knn_graph`.
+type KnnOut<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i32>>);
+
+/// knn_graph(x, k, eps=0.0, n_jobs=None)
+/// --
+///
+/// The k nearest other points of every row of x (n x d, float64) by a parallel kd-tree:
+/// exact for eps = 0, (1 + eps)-approximate otherwise (distances always exact). Returns
+/// (sqdist float64 n x k, indices int32 n x k), nearest first.
+#[pyfunction]
+#[pyo3(signature = (x, k, eps=0.0, n_jobs=None))]
+pub fn knn_graph<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    k: usize,
+    eps: f64,
+    n_jobs: Option<isize>,
+) -> PyResult<KnnOut<'py>> {
+    let (pts, dim) = rows(&x, "x")?;
+    let n = pts.len().checked_div(dim).unwrap_or(0);
+    let g = enter(py, n_jobs, |_cancel| {
+        vastml_spatial::knn_graph(pts, dim, k, eps)
+    })?;
+    let idx = numpy::ndarray::Array2::from_shape_vec((n, k), g.indices)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?
+        .into_pyarray(py);
+    Ok((matrix(py, g.sqdist, n, k)?, idx))
+}

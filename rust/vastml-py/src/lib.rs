@@ -29,6 +29,8 @@ mod _core {
     #[pymodule_export]
     use super::embed::entropic_affinities_csr;
     #[pymodule_export]
+    use super::embed::knn_graph;
+    #[pymodule_export]
     use super::embed::pe_reduced_hessian;
     #[pymodule_export]
     use super::embed::symmetrize_csr;

@@ -622,6 +622,86 @@ impl KdTree {
         }
     }
 
+    /// The `k` nearest other points of the point at tree position `pos` (itself excluded by
+    /// position, so duplicates of it still count), written nearest first (ties: smaller
+    /// original index) as squared distances and original indices into `d2` and `idx` (both of
+    /// length `k`, `k < len`). A box is skipped when `shrink` times its distance exceeds the
+    /// current `k`-th distance: `shrink = 1` is exact, `(1 + eps)^2` gives a
+    /// `(1 + eps)`-approximate search (every returned distance is still exact). For
+    /// [`crate::knn_graph`].
+    pub(crate) fn nearest_other(
+        &self,
+        pos: usize,
+        k: usize,
+        shrink: f64,
+        d2: &mut [f64],
+        idx: &mut [usize],
+    ) {
+        let heap = match self.dim {
+            2 => self.nearest_other_impl::<2>(pos, k, shrink),
+            3 => self.nearest_other_impl::<3>(pos, k, shrink),
+            10 => self.nearest_other_impl::<10>(pos, k, shrink),
+            _ => self.nearest_other_impl::<0>(pos, k, shrink),
+        };
+        for (j, c) in heap.into_sorted_vec().into_iter().enumerate() {
+            d2[j] = c.d2;
+            idx[j] = c.index;
+        }
+    }
+
+    fn nearest_other_impl<const D: usize>(
+        &self,
+        pos: usize,
+        k: usize,
+        shrink: f64,
+    ) -> BinaryHeap<Candidate> {
+        let dim = if D == 0 { self.dim } else { D };
+        let q = &self.points[pos * dim..(pos + 1) * dim];
+        let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
+        let mut stack = [(0usize, 0.0f64); STACK_CAP];
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (ni, bd) = stack[top];
+            if heap.len() == k && heap.peek().is_some_and(|w| bd * shrink > w.d2) {
+                continue;
+            }
+            let node = self.nodes[ni];
+            if node.right == LEAF {
+                let pts = &self.points[node.start * dim..node.end * dim];
+                let ids = &self.perm[node.start..node.end];
+                for (j, (p, &index)) in pts.chunks_exact(dim).zip(ids).enumerate() {
+                    if node.start + j == pos {
+                        continue;
+                    }
+                    let cand = Candidate {
+                        d2: sq_dist_fixed::<D>(p, q, dim),
+                        index,
+                    };
+                    if heap.len() < k {
+                        heap.push(cand);
+                    } else if let Some(mut worst) = heap.peek_mut() {
+                        if cand < *worst {
+                            *worst = cand;
+                        }
+                    }
+                }
+            } else {
+                let (l, r) = (ni + 1, node.right);
+                let (bl, br) = (self.box_min_sq::<D>(l, q), self.box_min_sq::<D>(r, q));
+                let (near, far) = if bl <= br {
+                    ((l, bl), (r, br))
+                } else {
+                    ((r, br), (l, bl))
+                };
+                stack[top] = far;
+                stack[top + 1] = near;
+                top += 2;
+            }
+        }
+        heap
+    }
+
     /// Returns a max-heap holding the `k` best candidates (`1 <= k <= len`).
     fn nearest_impl<const D: usize>(&self, q: &[f64], k: usize) -> BinaryHeap<Candidate> {
         let dim = if D == 0 { self.dim } else { D };

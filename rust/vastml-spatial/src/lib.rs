@@ -47,6 +47,7 @@ mod error;
 mod kcenter;
 mod kdtree;
 mod kmeans;
+mod knn;
 mod validate;
 
 pub use clustering::Clustering;
@@ -55,6 +56,7 @@ pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
 pub use kmeans::{CsrPoints, KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
+pub use knn::{KNN_LEAF_SIZE, KnnGraph, knn_graph};
 
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, SpatialError>;
