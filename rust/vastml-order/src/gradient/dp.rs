@@ -14,8 +14,11 @@
 //!
 //! The layers are kept as sorted vectors of sets, and a set whose F plus an upper bound on
 //! its best completion (pair-coupled bound on the (placed, unplaced, unplaced) triples and
-//! the best middle of each unplaced triple, as in the branch and bound) is not above the
-//! incumbent is dropped: it cannot lie on a strictly better order.
+//! the best middle of each unplaced triple, as in the branch and bound; unweighted also the
+//! best order of each unplaced quadruple, shared by its u − 3 triples) is not above the
+//! incumbent is dropped: it cannot lie on a strictly better order. Unweighted, the bound is
+//! applied to each child inside its parent (before merging: a child pruned there has the
+//! same bound as, and a value no larger than, the merged set's best).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -278,7 +281,8 @@ impl Kernel {
     /// Unweighted: pushes the children of `st` whose value plus bound exceeds `thr`. The
     /// matrix A[a][b] = Σ_{i ∈ S} g(i, a, b) of the parent gives each child's gain
     /// (Σ_{k ∈ R} A[j][k]) and, with g(j, ·, ·) added, its pair-coupled bound; the triple
-    /// bound of the child is the parent's minus the triples with j.
+    /// and quadruple totals of the child are the parent's minus those with j (see
+    /// [`Kernel::children`]), so no set needs bounding again after merging.
     #[inline(always)]
     fn expand_unweighted<const AVX: bool>(&self, st: &State, thr: f64, out: &mut Vec<State>) {
         self.children::<AVX>(st, thr, |j, value, bound| {
