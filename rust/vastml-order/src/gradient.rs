@@ -1312,15 +1312,29 @@ mod tests {
     }
 
     /// Layer sizes of the bounded DP (`DP_N=22 cargo test --release dp_layers -- --ignored
-    /// --nocapture`).
+    /// --nocapture`; `DP_KIND=u` or `w` for one criterion; `DP_FILE` a raw n x n f64 matrix,
+    /// e.g. the bench's).
     #[test]
     #[ignore = "measurement"]
     fn dp_layers() {
         let n: usize = std::env::var("DP_N").map_or(22, |v| v.parse().unwrap());
         let mut s = 1u64 + n as u64;
-        let d = points5(n, &mut s);
+        let d = match std::env::var("DP_FILE") {
+            Ok(path) => std::fs::read(path)
+                .unwrap()
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+            Err(_) => points5(n, &mut s),
+        };
+        assert_eq!(d.len(), n * n, "DP_FILE holds n * n little-endian f64");
         let no = AtomicBool::new(false);
-        for kind in [Gradient::Unweighted, Gradient::Weighted] {
+        let kinds = match std::env::var("DP_KIND").as_deref() {
+            Ok("u") => vec![Gradient::Unweighted],
+            Ok("w") => vec![Gradient::Weighted],
+            _ => vec![Gradient::Unweighted, Gradient::Weighted],
+        };
+        for kind in kinds {
             let t = Tables::new(&d, n, kind);
             let t0 = std::time::Instant::now();
             let (hv, _) = heuristic(&t, 20 + 2 * n, 0x5eed);
