@@ -383,3 +383,34 @@ def test_convomap_baseline_init_is_the_starting_order(init):
     assert cm.error_ <= cm.initial_error_ + 1e-9
     with pytest.raises(ValueError, match="binary"):
         ConvoMap(kernel_size=3, init=init).fit(rng.integers(0, 3, (10, 8)))
+
+
+def test_convomap_restarts_never_worse_and_exact():
+    M, S = shuffled_planted("blocks", 60, 0.1)
+    plain = ConvoMap(kernel_size=5, random_state=3).fit(S)
+    a = ConvoMap(kernel_size=5, random_state=3, restarts=6, n_jobs=1).fit(S)
+    b = ConvoMap(kernel_size=5, random_state=3, restarts=6, n_jobs=2).fit(S)
+    # the pipeline before the rounds is the plain run; one history entry per round
+    assert a.history_[: len(plain.history_)] == plain.history_
+    assert [h[0] for h in a.history_[len(plain.history_):]] == [f"ils_{r}" for r in range(1, 7)]
+    assert a.error_ <= plain.error_
+    assert a.error_ == min(h[1] for h in a.history_[1:])
+    # the returned error is the error of the returned orders, recomputed in full
+    assert convolution_error(a.transform(S), kernel_size=5) == pytest.approx(a.error_, rel=1e-12)
+    assert convolution_error(S, kernel_size=5, row_order=a.row_order_, col_order=a.col_order_) == (
+        pytest.approx(a.error_, rel=1e-12)
+    )
+    # reproducible for any n_jobs
+    assert np.array_equal(a.row_order_, b.row_order_) and np.array_equal(a.col_order_, b.col_order_)
+    assert a.history_ == b.history_
+    # a budget spent before P-LS ends runs no round
+    c = ConvoMap(kernel_size=5, random_state=3, restarts=6, time_budget=1e-9).fit(S)
+    assert c.history_ == plain.history_
+
+
+@pytest.mark.parametrize(
+    "kw, match", [({"restarts": -1}, "restarts"), ({"time_budget": 0}, "time_budget"), ({"restarts": 1.5}, "restarts")]
+)
+def test_convomap_restart_parameters_checked(kw, match):
+    with pytest.raises(ValueError, match=match):
+        ConvoMap(**kw).fit(np.eye(4))

@@ -362,6 +362,8 @@ def convomap_fit(
     recolor: bool = False,
     kmax_k: int = 5,
     progress: Any = None,
+    restarts: int = 0,
+    time_budget: float | None = None,
 ) -> tuple[
     list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int]
 ]: ...

@@ -2,7 +2,10 @@
 //! pipeline P-LS (spec §12).
 
 use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::arrangement::{Arrangement, Objective};
@@ -38,6 +41,15 @@ pub struct PlsParams {
     pub schedule: Vec<Step>,
     /// Number of blocks of the block ordering.
     pub n_blocks: usize,
+    /// Iterated local search after the schedule: this many rounds of "a 3- and a 1-split
+    /// search from the best arrangement", kicked first (see `perturb`) unless the round
+    /// before improved the best (0: none). Each round is seeded from (seed, round), so the
+    /// result does not depend on the thread count.
+    pub restarts: usize,
+    /// Start no further round once this many seconds have passed since the pipeline
+    /// started (`None`: only `restarts` bounds the rounds). A wall-clock bound: the rounds
+    /// actually run then depend on the machine's speed and load.
+    pub time_budget: Option<f64>,
 }
 
 impl Default for PlsParams {
@@ -66,6 +78,8 @@ impl Default for PlsParams {
                 Step::Split(1),
             ],
             n_blocks: 10,
+            restarts: 0,
+            time_budget: None,
         }
     }
 }
@@ -85,19 +99,30 @@ pub fn block_ordering(
     if !(2..=64).contains(&n_blocks) {
         return Err(invalid("n_blocks", "must lie in 2..=64"));
     }
-    let (m, n) = (arr.len(axis), arr.len(1 - axis));
-    let layers = arr.matrix().n_layers();
+    let m = arr.len(axis);
     let size = m.div_ceil(n_blocks).max(1);
     let blocks: Vec<(usize, usize)> = (0..m)
         .step_by(size)
         .map(|s| (s, (s + size).min(m)))
         .collect();
+    order_blocks(arr, axis, &blocks, cancel)
+}
+
+/// Block ordering on given consecutive blocks (start, end) of positions covering the axis.
+fn order_blocks(
+    arr: &mut Arrangement,
+    axis: usize,
+    blocks: &[(usize, usize)],
+    cancel: &AtomicBool,
+) -> Result<(), OrderError> {
+    let n = arr.len(1 - axis);
+    let layers = arr.matrix().n_layers();
     if blocks.len() < 3 {
         return Ok(());
     }
     let mut codes = Vec::with_capacity(blocks.len() * n);
     let mut bits = Vec::with_capacity(blocks.len() * n);
-    for &(s, e) in &blocks {
+    for &(s, e) in blocks {
         for j in 0..n {
             let mut counts = vec![0usize; layers];
             for p in s..e {
@@ -238,6 +263,7 @@ pub fn pls(
         arr.order(1),
         arr.colour_maps().to_vec(),
     );
+    let clock = Instant::now();
     let mut history = vec![("start".to_string(), arr.error())];
     let start = best.clone();
     let mut improved = false;
@@ -294,10 +320,106 @@ pub fn pls(
             }
         }
     }
+    let axes: &[usize] = match params.search.axes {
+        Axes::Rows => &[0],
+        Axes::Cols => &[1],
+        Axes::Both => &[0, 1],
+    };
+    let base = params.schedule.len() as u64 + 1;
+    // the first round continues from the best of the pipeline
+    let (mut continue_next, mut kicks) = (true, 0usize);
+    for round in 0..params.restarts {
+        if params
+            .time_budget
+            .is_some_and(|b| clock.elapsed().as_secs_f64() >= b)
+        {
+            break;
+        }
+        if arr.raw_error() != best.0 {
+            restore(arr, &best)?;
+        }
+        let mut rng = Pcg64::seed_from_u64(
+            params
+                .search
+                .seed
+                .wrapping_mul(0xD1B5_4A32_D192_ED03)
+                .wrapping_add(round as u64),
+        );
+        // after a round that improved, continue from the new best without a kick (the
+        // automatic stop ends searches that still had gains); else the next kick
+        if !continue_next {
+            perturb(arr, axes, kicks, &mut rng, cancel)?;
+            kicks += 1;
+        }
+        for (j, k) in [3, 1].into_iter().enumerate() {
+            let phase = base + 2 * round as u64 + j as u64;
+            split_search(arr, k, &params.search, phase, cancel)?;
+        }
+        let name = format!("ils_{}", round + 1);
+        history.push((name.clone(), arr.error()));
+        continue_next = arr.raw_error() < best.0;
+        if continue_next {
+            best = (
+                arr.raw_error(),
+                arr.order(0),
+                arr.order(1),
+                arr.colour_maps().to_vec(),
+            );
+        }
+        if let Some(p) = &params.search.progress {
+            if !p.report(&name, params.schedule.len() + round + 1, arr.error()) {
+                return Err(OrderError::Cancelled);
+            }
+        }
+    }
     if arr.raw_error() > best.0 {
         restore(arr, &best)?;
     }
     Ok(PlsReport { history })
+}
+
+/// The kick number `kick` of the iterated local search, on each axis in `axes`: odd kicks a
+/// block ordering on 4-16 blocks whose boundaries start at a random offset (a different cut
+/// of the display than the pipeline's fixed 10 blocks), even kicks two random segments of
+/// up to a sixth of the axis, each reversed or moved elsewhere.
+fn perturb(
+    arr: &mut Arrangement,
+    axes: &[usize],
+    kick: usize,
+    rng: &mut Pcg64,
+    cancel: &AtomicBool,
+) -> Result<(), OrderError> {
+    for &axis in axes {
+        let m = arr.len(axis);
+        if m < 8 {
+            continue;
+        }
+        if kick % 2 == 1 {
+            let k = rng.random_range(4..=16usize).min(m / 2);
+            let size = m.div_ceil(k).max(1);
+            let offset = rng.random_range(0..size);
+            let mut cuts = vec![0];
+            cuts.extend((offset..m).step_by(size).filter(|&c| c > 0));
+            cuts.push(m);
+            let blocks: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+            order_blocks(arr, axis, &blocks, cancel)?;
+        } else {
+            let mut order = arr.order(axis);
+            for _ in 0..2 {
+                let len = rng.random_range(2..=(m / 6).max(2));
+                let lo = rng.random_range(0..=m - len);
+                if rng.random::<f64>() < 0.5 {
+                    order[lo..lo + len].reverse();
+                } else {
+                    let seg: Vec<usize> = order.drain(lo..lo + len).collect();
+                    let at = rng.random_range(0..=order.len());
+                    order.splice(at..at, seg);
+                }
+            }
+            arr.set_order(axis, &order)?;
+        }
+    }
+    Ok(())
 }
 
 /// (raw error, row order, column order, colour maps) of an arrangement.

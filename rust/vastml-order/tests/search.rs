@@ -132,6 +132,7 @@ fn restart_and_stop_unless_improved() {
         search: search.clone(),
         schedule,
         n_blocks: 10,
+        ..PlsParams::default()
     };
     // nothing improved yet: the pipeline ends, the split after the stop never runs
     let mut a = arr.clone();
@@ -265,4 +266,64 @@ fn tsp_restores_banded_adjacency() {
         .collect();
     let path = tsp_path(&pd, n).unwrap();
     assert!(path_length(&path, &pd, n) <= planted_len);
+}
+
+#[test]
+fn iterated_restarts_never_worse_and_exact() {
+    let cancel = AtomicBool::new(false);
+    let (mut arr, _) = planted_arr(Pattern::Blocks, 60, 0.1, 5);
+    tsp_arrange(&mut arr, Axes::Both).unwrap();
+    let params = |restarts| PlsParams {
+        search: SearchParams {
+            max_iter: 1500,
+            segment: 100,
+            seed: 11,
+            ..SearchParams::default()
+        },
+        restarts,
+        ..PlsParams::default()
+    };
+    let mut plain = arr.clone();
+    let rep0 = pls(&mut plain, &params(0), &cancel).unwrap();
+    let run = || {
+        let mut a = arr.clone();
+        let rep = pls(&mut a, &params(6), &cancel).unwrap();
+        (a, rep)
+    };
+    let (ils, rep) = run();
+    // the pipeline before the rounds is the plain run, step for step
+    assert_eq!(rep.history[..rep0.history.len()], rep0.history[..]);
+    assert_eq!(rep.history.len(), rep0.history.len() + 6);
+    assert_eq!(rep.history.last().unwrap().0, "ils_6");
+    assert!(ils.raw_error() <= plain.raw_error());
+    // the rounds found something better than the plain pipeline here
+    assert!(
+        ils.raw_error() < plain.raw_error(),
+        "{} vs {}",
+        ils.error(),
+        plain.error()
+    );
+    // the error kept incrementally is the error of the returned orders
+    assert_eq!(ils.raw_error(), ils.full_raw(0));
+    assert_eq!(ils.raw_error(), ils.full_raw(1));
+    let best = rep
+        .history
+        .iter()
+        .map(|h| h.1)
+        .fold(f64::INFINITY, f64::min);
+    assert!((ils.error() - best).abs() < 1e-9);
+    // reproducible
+    let (again, _) = run();
+    assert_eq!(
+        (again.order(0), again.order(1)),
+        (ils.order(0), ils.order(1))
+    );
+    // a spent time budget runs no round
+    let mut a = arr.clone();
+    let p = PlsParams {
+        time_budget: Some(0.0),
+        ..params(6)
+    };
+    let rep = pls(&mut a, &p, &cancel).unwrap();
+    assert_eq!(rep.history, rep0.history);
 }

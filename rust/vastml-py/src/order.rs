@@ -131,7 +131,8 @@ type FitResult = (
 #[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
     row_order, col_order, init, method, moves, max_iter, segment_length, reaction,
     stop_threshold, accept_ties, axes_name, swap_radius, max_block, tolerance, schedule,
-    n_blocks, seed, n_jobs=None, recolor=false, kmax_k=5, progress=None))]
+    n_blocks, seed, n_jobs=None, recolor=false, kmax_k=5, progress=None, restarts=0,
+    time_budget=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn convomap_fit(
     py: Python<'_>,
@@ -163,7 +164,10 @@ pub fn convomap_fit(
     recolor: bool,
     kmax_k: usize,
     progress: Option<Py<PyAny>>,
+    restarts: usize,
+    time_budget: Option<f64>,
 ) -> PyResult<FitResult> {
+    let clock = std::time::Instant::now();
     let m = matrix(&codes, n_colours)?;
     if recolor && n_colours == 0 {
         return Err(PyValueError::new_err(
@@ -276,6 +280,9 @@ pub fn convomap_fit(
                     search: search.clone(),
                     schedule: schedule.clone(),
                     n_blocks,
+                    restarts,
+                    // counted from the start of the fit (the TSP included)
+                    time_budget: time_budget.map(|b| b - clock.elapsed().as_secs_f64()),
                 },
                 cancel,
             )?;
