@@ -256,7 +256,9 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
 
     args = (None, None, None)
     if M is not None:
-        args = (np.asarray(M.indptr, dtype=np.int64), np.asarray(M.indices, dtype=np.int64),
+        # SciPy's int32 index arrays go in as they are (no copy of a large graph)
+        it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+        args = (np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it),
                 np.ascontiguousarray(M.data, dtype=np.float64))
     return _core.lll_z_m_zt(
         np.ascontiguousarray(nbr, dtype=np.uint32),
