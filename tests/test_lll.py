@@ -207,6 +207,25 @@ def test_shift_invert_reduced_solver_matches_dense():
         reduced_eigenproblem(A, B, 2, largest=True, solver="shift-invert")
 
 
+def test_shift_invert_with_singular_b_gives_true_eigenpairs():
+    """B is not checked by a second Cholesky any more: with a singular B (two identical
+    landmark rows of Z) the result must still be eigenpairs of the pencil (A pd: the finite
+    eigenvalues are positive), B-orthonormal, not garbage."""
+    from vastml.embed._lll_core import reduced_eigenproblem
+
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(60, 60))
+    A = F @ F.T + np.eye(60)
+    G = rng.normal(size=(60, 60))
+    G[1] = G[0]  # rank-deficient B
+    B = G @ G.T
+    assert np.linalg.matrix_rank(B) < 60
+    w, V = reduced_eigenproblem(A, B, 3, solver="shift-invert")
+    assert np.all(np.isfinite(w)) and np.all(w > 0)
+    np.testing.assert_allclose(V.T @ B @ V, np.eye(3), atol=1e-6)
+    assert np.abs(A @ V - B @ V * w).max() < 1e-6 * np.abs(A @ V).max()
+
+
 # ------------------------------------------------------------------ landmark choice
 
 

@@ -256,7 +256,9 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
 
     args = (None, None, None)
     if M is not None:
-        args = (np.asarray(M.indptr, dtype=np.int64), np.asarray(M.indices, dtype=np.int64),
+        # SciPy's int32 index arrays go in as they are (no copy of a large graph)
+        it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+        args = (np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it),
                 np.ascontiguousarray(M.data, dtype=np.float64))
     return _core.lll_z_m_zt(
         np.ascontiguousarray(nbr, dtype=np.uint32),
@@ -331,19 +333,27 @@ def _shift_invert_smallest(A, B, k):
     sigma = -1e-3 * max(np.trace(A), 1e-300) / tb  # below the spectrum: A - sigma B is pd
     try:
         c = scipy.linalg.cho_factor(A - sigma * B, check_finite=False)
-        scipy.linalg.cho_factor(B, check_finite=False)  # B must be pd for ARPACK's M
     except np.linalg.LinAlgError:
         return None
+    # B must be pd for ARPACK's M-inner products. It is whenever Z has full row rank (every
+    # landmark a data point that reconstructs itself); a second Cholesky just to check that
+    # cost as much as the one above, so a singular B is caught below instead (the
+    # Rayleigh-Ritz Cholesky of V^T B V fails, and the caller falls back to dense + ridge).
     op = scipy.sparse.linalg.LinearOperator(
         (L, L), matvec=lambda v: scipy.linalg.cho_solve(c, v, check_finite=False), dtype=float)
     v0 = np.random.default_rng(0).uniform(-1, 1, L)
     try:
         _, V = scipy.sparse.linalg.eigsh(A, k=k, M=B, sigma=sigma, which="LM", OPinv=op,
                                          v0=v0, tol=1e-12, ncv=min(L, max(2 * k + 1, 20)))
-    except scipy.sparse.linalg.ArpackError:
+    except (scipy.sparse.linalg.ArpackError, np.linalg.LinAlgError):
         return None
     # Rayleigh-Ritz on span(V): exact B-orthonormality and sorted eigenvalues
-    w, R = scipy.linalg.eigh(V.T @ A @ V, V.T @ B @ V)
+    try:
+        w, R = scipy.linalg.eigh(V.T @ A @ V, V.T @ B @ V)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(w)):
+        return None
     return w, V @ R
 
 

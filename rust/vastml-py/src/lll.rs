@@ -19,9 +19,9 @@ fn matrix<'py, T: numpy::Element>(
         .map(|a| a.into_pyarray(py))
 }
 
-fn ints<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
+fn ints<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice()
-        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous int64 array")))
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous array")))
 }
 
 type WeightsOut<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f64>>);
@@ -63,8 +63,8 @@ pub fn lll_weights<'py>(
 /// --
 ///
 /// Z (diag(v) + M) Z^T as a dense L x L array, for Z given by `lll_weights`'s (indices,
-/// weights) and an optional N x N CSR matrix M (int64 indptr / indices). Deterministic for any
-/// n_jobs.
+/// weights) and an optional N x N CSR matrix M (indptr / indices both int64 or both int32, as
+/// SciPy stores them: no copy of a large graph). Deterministic for any n_jobs.
 #[pyfunction]
 #[pyo3(signature = (indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
@@ -74,8 +74,8 @@ pub fn lll_z_m_zt<'py>(
     weights: PyReadonlyArray2<'py, f64>,
     n_landmarks: usize,
     diag: Option<PyReadonlyArray1<'py, f64>>,
-    indptr: Option<PyReadonlyArray1<'py, i64>>,
-    m_indices: Option<PyReadonlyArray1<'py, i64>>,
+    indptr: Option<Bound<'py, PyAny>>,
+    m_indices: Option<Bound<'py, PyAny>>,
     m_data: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
@@ -94,19 +94,47 @@ pub fn lll_z_m_zt<'py>(
         values: vs.to_vec(),
     };
     let dg = diag.as_ref().map(|v| vector(v, "diag")).transpose()?;
-    let m = match (&indptr, &m_indices, &m_data) {
-        (Some(p), Some(i), Some(v)) => Some(Csr {
-            indptr: ints(p, "indptr")?,
-            indices: ints(i, "m_indices")?,
-            data: vector(v, "m_data")?,
-        }),
-        (None, None, None) => None,
+    let out = match (&indptr, &m_indices, &m_data) {
+        (Some(p), Some(i), Some(v)) => {
+            let data = vector(v, "m_data")?;
+            if let (Ok(p), Ok(i)) = (
+                p.extract::<PyReadonlyArray1<'py, i64>>(),
+                i.extract::<PyReadonlyArray1<'py, i64>>(),
+            ) {
+                let m = Csr {
+                    indptr: ints(&p, "indptr")?,
+                    indices: ints(&i, "m_indices")?,
+                    data,
+                };
+                enter(py, n_jobs, |cancel| {
+                    z_m_zt(&z, n_landmarks, dg, Some(m), cancel)
+                })?
+            } else if let (Ok(p), Ok(i)) = (
+                p.extract::<PyReadonlyArray1<'py, i32>>(),
+                i.extract::<PyReadonlyArray1<'py, i32>>(),
+            ) {
+                let m = Csr {
+                    indptr: ints(&p, "indptr")?,
+                    indices: ints(&i, "m_indices")?,
+                    data,
+                };
+                enter(py, n_jobs, |cancel| {
+                    z_m_zt(&z, n_landmarks, dg, Some(m), cancel)
+                })?
+            } else {
+                return Err(PyTypeError::new_err(
+                    "`indptr` and `m_indices` must both be int64 or both int32 arrays",
+                ));
+            }
+        }
+        (None, None, None) => enter(py, n_jobs, |cancel| {
+            z_m_zt::<i64>(&z, n_landmarks, dg, None, cancel)
+        })?,
         _ => {
             return Err(PyValueError::new_err(
                 "give all of `indptr`, `m_indices`, `m_data` or none",
             ));
         }
     };
-    let out = enter(py, n_jobs, |cancel| z_m_zt(&z, n_landmarks, dg, m, cancel))?;
     matrix(py, out, n_landmarks, n_landmarks)
 }
