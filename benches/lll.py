@@ -207,6 +207,7 @@ def eigenmaps_rows(bench, quick):
                                        "data": a.data})
     Ls = ([int(v) for v in a.landmarks.split(",")] if a.landmarks
           else ((200, 500, 1000) if quick else (500, 1000, 2000, 3000)))
+    reached = []  # (error, ratio to exact, L, row)
     for L in Ls:
         m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=kz, affinity="precomputed",
                          landmarks=a.landmark_method, random_state=0)
@@ -232,6 +233,15 @@ def eigenmaps_rows(bench, quick):
             bench.check(f"LLL L={L} (err {err:.3f} <= 10%) >= 10x faster than exact LE",
                         row.ratio("exact LE") >= 10, f"ratio {row.ratio('exact LE'):.1f}",
                         row=row)
+        reached.append((err, row.ratio("exact LE"), L, row))
+    # the target, recorded even when no landmark count reaches 10 % error
+    ok = [(r, L) for e, r, L, _ in reached if e <= 0.10]
+    best = min(reached, key=lambda t: t[0])
+    bench.check("LLL: 10% error at >= 10x faster than exact LE (some L)",
+                any(r >= 10 for r, _ in ok),
+                (f"best ratio at <= 10% error {max(ok)[0]:.1f}x (L={max(ok)[1]})" if ok else
+                 f"no L reached 10% error (lowest {best[0]:.3f} at L={best[2]}, {best[1]:.1f}x)"),
+                row=best[3])
 
 
 def _procrustes_max(A, B):
