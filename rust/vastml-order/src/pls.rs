@@ -257,12 +257,7 @@ pub fn pls(
     params: &PlsParams,
     cancel: &AtomicBool,
 ) -> Result<PlsReport, OrderError> {
-    let mut best: Snapshot = (
-        arr.raw_error(),
-        arr.order(0),
-        arr.order(1),
-        arr.colour_maps().to_vec(),
-    );
+    let mut best = snapshot(arr);
     let clock = Instant::now();
     let mut history = vec![("start".to_string(), arr.error())];
     let start = best.clone();
@@ -307,12 +302,7 @@ pub fn pls(
         history.push((name.clone(), arr.error()));
         improved = arr.raw_error() < best.0;
         if improved {
-            best = (
-                arr.raw_error(),
-                arr.order(0),
-                arr.order(1),
-                arr.colour_maps().to_vec(),
-            );
+            best = snapshot(arr);
         }
         if let Some(p) = &params.search.progress {
             if !p.report(&name, i + 1, arr.error()) {
@@ -359,12 +349,7 @@ pub fn pls(
         history.push((name.clone(), arr.error()));
         continue_next = arr.raw_error() < best.0;
         if continue_next {
-            best = (
-                arr.raw_error(),
-                arr.order(0),
-                arr.order(1),
-                arr.colour_maps().to_vec(),
-            );
+            best = snapshot(arr);
         }
         if let Some(p) = &params.search.progress {
             if !p.report(&name, params.schedule.len() + round + 1, arr.error()) {
@@ -424,6 +409,16 @@ fn perturb(
 
 /// (raw error, row order, column order, colour maps) of an arrangement.
 type Snapshot = (i128, Vec<usize>, Vec<usize>, Vec<u8>);
+
+/// The current orders and colours of `arr`, with its raw error.
+fn snapshot(arr: &Arrangement) -> Snapshot {
+    (
+        arr.raw_error(),
+        arr.order(0),
+        arr.order(1),
+        arr.colour_maps().to_vec(),
+    )
+}
 
 /// Puts `arr` back in the orders and colours of a snapshot.
 fn restore(arr: &mut Arrangement, snap: &Snapshot) -> Result<(), OrderError> {
