@@ -656,54 +656,24 @@ impl KdTree {
         shrink: f64,
     ) -> BinaryHeap<Candidate> {
         let dim = if D == 0 { self.dim } else { D };
-        let q = &self.points[pos * dim..(pos + 1) * dim];
-        let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
-        let mut stack = [(0usize, 0.0f64); STACK_CAP];
-        let mut top = 1;
-        while top > 0 {
-            top -= 1;
-            let (ni, bd) = stack[top];
-            if heap.len() == k && heap.peek().is_some_and(|w| bd * shrink > w.d2) {
-                continue;
-            }
-            let node = self.nodes[ni];
-            if node.right == LEAF {
-                let pts = &self.points[node.start * dim..node.end * dim];
-                let ids = &self.perm[node.start..node.end];
-                for (j, (p, &index)) in pts.chunks_exact(dim).zip(ids).enumerate() {
-                    if node.start + j == pos {
-                        continue;
-                    }
-                    let cand = Candidate {
-                        d2: sq_dist_fixed::<D>(p, q, dim),
-                        index,
-                    };
-                    if heap.len() < k {
-                        heap.push(cand);
-                    } else if let Some(mut worst) = heap.peek_mut() {
-                        if cand < *worst {
-                            *worst = cand;
-                        }
-                    }
-                }
-            } else {
-                let (l, r) = (ni + 1, node.right);
-                let (bl, br) = (self.box_min_sq::<D>(l, q), self.box_min_sq::<D>(r, q));
-                let (near, far) = if bl <= br {
-                    ((l, bl), (r, br))
-                } else {
-                    ((r, br), (l, bl))
-                };
-                stack[top] = far;
-                stack[top + 1] = near;
-                top += 2;
-            }
-        }
-        heap
+        self.search_impl::<D>(&self.points[pos * dim..(pos + 1) * dim], k, shrink, pos)
     }
 
     /// Returns a max-heap holding the `k` best candidates (`1 <= k <= len`).
     fn nearest_impl<const D: usize>(&self, q: &[f64], k: usize) -> BinaryHeap<Candidate> {
+        self.search_impl::<D>(q, k, 1.0, usize::MAX)
+    }
+
+    /// The `k` best candidates for `q` as a max-heap, leaving out the point stored at tree
+    /// position `skip` (`usize::MAX`: none); a box is skipped when `shrink` times its
+    /// distance exceeds the current `k`-th distance (`shrink = 1`: exact search).
+    fn search_impl<const D: usize>(
+        &self,
+        q: &[f64],
+        k: usize,
+        shrink: f64,
+        skip: usize,
+    ) -> BinaryHeap<Candidate> {
         let dim = if D == 0 { self.dim } else { D };
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(k + 1);
         let mut stack = [(0usize, 0.0f64); STACK_CAP];
@@ -714,14 +684,17 @@ impl KdTree {
             let (ni, bd) = stack[top];
             // `>` rather than `>=`: a box at exactly the current worst distance may still hold
             // an equally distant point with a smaller index.
-            if heap.len() == k && heap.peek().is_some_and(|w| bd > w.d2) {
+            if heap.len() == k && heap.peek().is_some_and(|w| bd * shrink > w.d2) {
                 continue;
             }
             let node = self.nodes[ni];
             if node.right == LEAF {
                 let pts = &self.points[node.start * dim..node.end * dim];
                 let ids = &self.perm[node.start..node.end];
-                for (p, &index) in pts.chunks_exact(dim).zip(ids) {
+                for (j, (p, &index)) in pts.chunks_exact(dim).zip(ids).enumerate() {
+                    if node.start + j == skip {
+                        continue;
+                    }
                     let cand = Candidate {
                         d2: sq_dist_fixed::<D>(p, q, dim),
                         index,
