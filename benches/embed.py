@@ -61,16 +61,157 @@ def blobs(n):
     return X, y
 
 
-def coil_like(n_objects=10, n_views=72, size=32):
-    """10 objects x 72 views: digit images zoomed to 32x32, padded, rotated in 5-degree steps."""
-    d = load_digits()
+COIL_SIZE = 128  # COIL-20's 128 x 128 grey images: D = 16,384
+SK_IMAGES = (  # scikit-image's bundled sample pictures (no download)
+    "camera",
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "coins",
+    "moon",
+    "horse",
+    "rocket",
+    "clock",
+    "logo",
+)
+
+
+def _disk(size=COIL_SIZE):
+    r = (size - 1) / 2
+    yy, xx = np.mgrid[:size, :size]
+    return (yy - r) ** 2 + (xx - r) ** 2 <= r**2
+
+
+def _rotated_views(images, n_views):
+    """Each image rotated in the image plane in 360 / n_views degree steps (closed loops)."""
+    return np.array(
+        [
+            ndimage.rotate(im, 360 * v / n_views, reshape=False, order=1).ravel()
+            for im in images
+            for v in range(n_views)
+        ]
+    )
+
+
+def _sk_image(name, size=COIL_SIZE):
+    """A scikit-image sample image: grey in [0, 1], central square crop, size x size."""
+    import skimage.data
+    from skimage.color import rgb2gray, rgba2rgb
+    from skimage.transform import resize
+
+    im = getattr(skimage.data, name)()
+    if im.ndim == 3 and im.shape[2] == 4:
+        im = rgba2rgb(im, background=(0, 0, 0))
+    if im.ndim == 3:
+        im = rgb2gray(im)
+    im = im.astype(float)
+    im = (im - im.min()) / (im.max() - im.min())
+    if name == "horse":  # a black horse on white: inverted, an object on black
+        im = 1 - im
+    h, w = im.shape
+    s = min(h, w)
+    im = im[(h - s) // 2 : (h - s) // 2 + s, (w - s) // 2 : (w - s) // 2 + s]
+    return resize(im, (size, size), anti_aliasing=True)
+
+
+def _turntable(n_objects, n_views, seed=0, n_phi=720, n_y=192, tex_sigma=3.0, blur=0.6):
+    """COIL-style renders: 10 textured solids on black, each turning about the vertical axis.
+
+    Each object is a surface r(phi, y) about the vertical axis (can, box, vase, cone, ball,
+    bottle profiles; the round ones with a random low-order lobe pattern so that turning
+    changes the silhouette), with a scikit-image sample picture (smoothed by ``tex_sigma``
+    texels, as labels and paint are at COIL's resolution) wrapped around it as albedo, a
+    random overall brightness, Lambertian shading under one light, scaled to fill the frame,
+    rendered orthographically by z-buffered point splatting and smoothed by ``blur`` pixels.
+    The camera is fixed and the object turns in 360 / n_views degree steps, like COIL-20's
+    turntable.
+    """
+    from skimage.transform import resize
+
+    size = COIL_SIZE
+    rng = np.random.default_rng(seed)
+    phi, y = np.meshgrid(np.linspace(0, 2 * np.pi, n_phi, endpoint=False), np.linspace(-1, 1, n_y))
+    t = (y + 1) / 2  # 0 at the bottom, 1 at the top
+    profiles = {
+        "can": 0.55 + 0 * t,
+        "vase": 0.35 + 0.25 * np.sin(np.pi * (0.2 + 1.3 * t)),
+        "cone": 0.15 + 0.5 * (1 - t),
+        "ball": 0.7 * np.sqrt(np.clip(1 - y**2, 0.02, None)),
+        "bottle": np.where(t < 0.6, 0.45, 0.45 - 0.3 * np.clip((t - 0.6) / 0.2, 0, 1)),
+    }
+    kinds = ["can", "box", "vase", "cone", "ball", "bottle", "box", "can", "vase", "ball"]
+    light = np.array([0.35, 0.45, 0.82])
+    light /= np.linalg.norm(light)
     out = []
     for k in range(n_objects):
-        im = d.images[np.where(d.target == k)[0][0]]
-        pad = np.pad(ndimage.zoom(im, size / 8, order=1), size // 4)
+        kind = kinds[k % len(kinds)]
+        if kind == "box":  # rectangular cross-section, 0.62 x 0.38 (x 0.9)
+            r = 0.9 / np.maximum(np.abs(np.cos(phi)) / 0.62, np.abs(np.sin(phi)) / 0.38)
+        else:
+            amp, ph = rng.uniform(0.05, 0.25, 3), rng.uniform(0, 2 * np.pi, 3)
+            lobes = sum(amp[j] * np.cos((j + 1) * phi + ph[j]) for j in range(3))
+            r = profiles[kind] * (1 + lobes / 2)
+        tex = resize(_sk_image(SK_IMAGES[k % len(SK_IMAGES)]), (n_y, n_phi), anti_aliasing=True)
+        tex = ndimage.gaussian_filter(
+            tex[::-1], (tex_sigma, tex_sigma * n_phi / n_y / 2), mode=("nearest", "wrap")
+        )
+        albedo = ((0.25 + 0.75 * tex) * rng.uniform(0.5, 1.0)).ravel()
+        pts = np.stack([r * np.sin(phi), y, r * np.cos(phi)], -1)  # y up, camera on +z
+        nrm = np.cross(np.gradient(pts, axis=0), np.roll(pts, -1, 1) - np.roll(pts, 1, 1))
+        nrm /= np.linalg.norm(nrm, axis=-1, keepdims=True) + 1e-12
+        pts, nrm = pts.reshape(-1, 3), nrm.reshape(-1, 3)
+        rmax = np.hypot(pts[:, 0], pts[:, 2]).max()
+        scale = 0.46 * size / max(rmax, 1 / 0.95)  # the object fills the frame
         for v in range(n_views):
-            out.append(ndimage.rotate(pad, 360 * v / n_views, reshape=False, order=1).ravel())
+            c, s = np.cos(2 * np.pi * v / n_views), np.sin(2 * np.pi * v / n_views)
+            x, z = c * pts[:, 0] + s * pts[:, 2], -s * pts[:, 0] + c * pts[:, 2]
+            nx, nz = c * nrm[:, 0] + s * nrm[:, 2], -s * nrm[:, 0] + c * nrm[:, 2]
+            vis = nz > 0  # faces turned to the camera
+            col = np.round((size - 1) / 2 + scale * x[vis]).astype(int)
+            row = np.round((size - 1) / 2 - scale * 0.95 * pts[vis, 1]).astype(int)
+            lit = nx[vis] * light[0] + nrm[vis, 1] * light[1] + nz[vis] * light[2]
+            shade = albedo[vis] * (0.15 + 0.85 * np.clip(lit, 0, None))
+            depth = z[vis]
+            ok = (col >= 0) & (col < size) & (row >= 0) & (row < size)
+            pix, shade, depth = row[ok] * size + col[ok], shade[ok], depth[ok]
+            o = np.lexsort((-depth, pix))  # per pixel, the nearest point first
+            pix, shade = pix[o], shade[o]
+            first = np.r_[True, pix[1:] != pix[:-1]]
+            im = np.zeros(size * size)
+            im[pix[first]] = shade[first]
+            out.append(ndimage.gaussian_filter(im.reshape(size, size), blur).ravel())
     return np.array(out)
+
+
+COIL_DATA = ("turntable", "digits", "digits128", "skimage")
+
+
+def coil_like(kind="turntable", n_objects=10, n_views=72):
+    """A COIL-20 substitute (spec §6): n_objects x n_views views forming closed 1-D loops.
+
+    - ``turntable`` (the default): 128 x 128 renders of 10 textured solids turning about the
+      vertical axis on a black background, as COIL-20's objects do (:func:`_turntable`).
+    - ``digits``: the first image of each digit class zoomed to 32 x 32, padded to 48 x 48,
+      rotated in the image plane (the data of the earlier rows; D = 2,304).
+    - ``digits128``: the same digits zoomed to 88 x 88 inside a 128 x 128 disk, in-plane.
+    - ``skimage``: 10 scikit-image sample pictures, grey, 128 x 128, cut to a disk (so that
+      rotation adds no corner artefacts), in-plane.
+    """
+    if kind == "turntable":
+        return _turntable(n_objects, n_views)
+    if kind == "skimage":
+        disk = _disk()
+        return _rotated_views([_sk_image(n) * disk for n in SK_IMAGES[:n_objects]], n_views)
+    d = load_digits()
+    firsts = [d.images[np.where(d.target == k)[0][0]] for k in range(n_objects)]
+    if kind == "digits":
+        return _rotated_views([np.pad(ndimage.zoom(im, 4, order=1), 8) for im in firsts], n_views)
+    if kind == "digits128":
+        pad, disk = (COIL_SIZE - 88) // 2, _disk()
+        return _rotated_views(
+            [np.pad(ndimage.zoom(im / 16, 11, order=1), pad) * disk for im in firsts], n_views
+        )
+    raise ValueError(f"unknown COIL-like data {kind!r}; one of {COIL_DATA}")
 
 
 def offset_objects(Y, offset, n_views=72, seed=5):
@@ -188,12 +329,36 @@ def _procrustes_gap(A, B):
     return float(np.linalg.norm(B @ R - A) / np.linalg.norm(A))
 
 
+def _coil_stats(Y, W, n_views=72):
+    """What makes COIL-20 hard for fixed point: each object is its own loop (the nearest view of
+    another object is many view steps away; little of W+ joins two objects), so 4 L+ has
+    small nonzero eigenvalues (the relative motions of the loops)."""
+    from sklearn.metrics import pairwise_distances
+
+    N = len(Y)
+    lab = np.repeat(np.arange(N // n_views), n_views)
+    D = pairwise_distances(Y)
+    same = lab[:, None] == lab[None, :]
+    i = np.arange(N)
+    step = np.median(D[i, lab * n_views + (i % n_views + 1) % n_views])
+    other = np.where(same, np.inf, D).min(axis=1)
+    rank = np.argmax(~same[i[:, None], np.argsort(D, axis=1)[:, 1:]], axis=1) + 1
+    Wd = W.toarray() if hasattr(W, "toarray") else np.asarray(W)
+    ev = np.linalg.eigvalsh(4 * (np.diag(Wd.sum(axis=1)) - Wd))
+    return {
+        "nearest other object / view step (median)": f"{np.median(other) / step:.2f}",
+        "rank of the nearest other-object view (median)": int(np.median(rank)),
+        "W+ mass between objects": f"{Wd[~same].sum() / Wd.sum():.3f}",
+        "4L+ eigenvalues 2-4 (x 1e-5)": "/".join(f"{e / 1e-5:.2g}" for e in ev[1:4]),
+    }
+
+
 def _evals_to(trace, level):
     """Evaluations until the first E <= level in a [(evaluations, E), ...] trace (None: never)."""
     return next((n for n, e in trace if e <= level), None)
 
 
-def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
+def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0, data="turntable"):
     """Three rows, all on one COIL-like problem (objective evaluations are counts: load does
     not change them, only the seconds):
 
@@ -206,7 +371,7 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
        evaluations of each method until E is within 1e-6 (and 1e-8) relative of the lowest E
        either reaches in ``conv_iter`` iterations.
     """
-    Y = offset_objects(coil_like(), offset)
+    Y = offset_objects(coil_like(data), offset)
     P, _, _ = entropic_affinities(Y, perplexity=20)
     # Normalised as in the thesis' reference COIL demo (W+ and W- each sum to 1): W+ / sum(W+)
     # and the uniform W- = 1 / (N (N - 1)) folded into lambda, so lambda = 1e-4 .. 1e2 means
@@ -214,11 +379,20 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
     W = symmetrize(P, "mean")
     W = W / W.sum()
     N = len(Y)
+    stats = _coil_stats(Y, W)
+    log(f"homotopy data {data}: {stats}")
     X0 = 1e-5 * np.random.default_rng(0).normal(size=(N, 2))
     n_lambdas, tol, max_iter = (10, 1e-5, 1000) if quick else (50, 1e-6, 10_000)
     conv_iter = conv_iter or (300 if quick else 3000)
     lambdas = np.logspace(-4, 2, n_lambdas) / (N * (N - 1))
-    params = {"N": N, "lambdas": n_lambdas, "tol": tol, **({"offset": offset} if offset else {})}
+    params = {
+        "data": data,
+        "N": N,
+        "D": Y.shape[1],
+        "lambdas": n_lambdas,
+        "tol": tol,
+        **({"offset": offset} if offset else {}),
+    }
 
     def run(method, **kw):
         log(f"homotopy: {method} {sorted(kw)}")
@@ -235,17 +409,19 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
     t_fp, X_fp, fp = run("fp")
     ev_sd, ev_fp = sd["n_evaluations"], fp["n_evaluations"]
     row = bench.compare(
-        "homotopy EE (COIL-like), thesis rule (own paths, unequal accuracy)",
+        f"homotopy EE (COIL-like {data}), thesis rule (own paths, unequal accuracy)",
         t_sd,
         {"vastml fp": t_fp},
         params,
         {
             "evals sd/fp": f"{ev_sd}/{ev_fp}",
             "ratio fp/sd": f"{ev_fp / ev_sd:.2f}x",
+            "evals per lambda sd/fp": f"{ev_sd / n_lambdas:.0f}/{ev_fp / n_lambdas:.0f}",
             "E sd/fp": f"{sd['objective'][-1]:.6f}/{fp['objective'][-1]:.6f}",
             "step at last lambda sd/fp": f"{sd['last_step'][-1]:.3g}/{fp['last_step'][-1]:.3g}",
             "Procrustes gap sd-fp": f"{_procrustes_gap(X_sd, X_fp):.3f}",
             "thesis evals sd/fp": "5183/26219 (SD step ~0.1 at lambda=100)",
+            **stats,
         },
     )
     bench.check(
@@ -260,7 +436,7 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
     reached = sum(s == "target" for s in eq["stopped"])
     ev_eq = eq["n_evaluations"]
     row = bench.compare(
-        f"homotopy EE (COIL-like), equal E (FP to SD's E(lambda) within {margin:g})",
+        f"homotopy EE (COIL-like {data}), equal E (FP to SD's E(lambda) within {margin:g})",
         t_sd,
         {"vastml fp": t_eq},
         {**params, "margin": margin},
@@ -314,7 +490,7 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0):
     fp_total = ev[1] if ev[1] is not None else traces["fp"][-1][0] + 1
     ok = ev[0] is not None and fp_total >= 4 * ev[0]
     row = bench.compare(
-        f"EE at the last lambda from SD's end point, {conv_iter} iterations each",
+        f"EE ({data}) at the last lambda from SD's end point, {conv_iter} iterations each",
         times["spectral"],
         {"vastml fp": times["fp"]},
         {"N": N, "iterations": conv_iter},
@@ -395,6 +571,12 @@ def main(argv=None):
             help="iterations of the same-start run at the last lambda (3000; 300 quick)",
         )
         ap.add_argument(
+            "--homotopy-data",
+            default="turntable",
+            choices=COIL_DATA,
+            help="COIL-20 substitute of the homotopy rows (see coil_like; default turntable)",
+        )
+        ap.add_argument(
             "--homotopy-offset",
             type=float,
             default=0.0,
@@ -419,7 +601,14 @@ def main(argv=None):
         (
             "homotopy",
             bench_homotopy,
-            (bench, bench.quick, a.homotopy_margin, a.homotopy_conv_iter, a.homotopy_offset),
+            (
+                bench,
+                bench.quick,
+                a.homotopy_margin,
+                a.homotopy_conv_iter,
+                a.homotopy_offset,
+                a.homotopy_data,
+            ),
         )
     )
     if a.rows != "all":
