@@ -10,8 +10,11 @@ Rows (peers run in the same process, right after ours; read the ratios, not the 
   (20,000 points; with --quick only 800 digits). KL: each library's own report, and the exact
   KL(P||Q) of every embedding under our P (the fair comparison). Target: exact KL <= the
   better peer's (+1 %) in <= half the faster peer's time.
-- ``homotopy``: EE homotopy (thesis §3.6) on a COIL-style data set (10 digit images, each
-  rotated in 5-degree steps: 720 points), spectral direction vs fixed point, objective
+- ``homotopy``: EE homotopy (thesis §3.6) on a COIL-20 substitute (``--homotopy-data``,
+  default ``turntable``: 10 rendered solids turning about the vertical axis in 5-degree steps,
+  128 x 128, 720 points; ``digits``: the earlier in-plane rotated digits; see ``coil_like``),
+  with the data statistics the thesis's counts depend on (loop separation, W+ mass between
+  objects, 4L+'s small eigenvalues), spectral direction vs fixed point, objective
   evaluations (thesis Table 3.1: 5,183 vs 26,219; target >= 4x fewer for SD), three rows:
   the thesis rule (each lambda stops on a relative decrease < tol: not equal accuracy, the
   slower method stops at a higher E), equal E (FP runs each lambda until it reaches SD's
@@ -358,7 +361,9 @@ def _evals_to(trace, level):
     return next((n for n, e in trace if e <= level), None)
 
 
-def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0, data="turntable"):
+def bench_homotopy(
+    bench, quick, margin=1e-5, conv_iter=None, offset=0.0, data="turntable", neighbors=None
+):
     """Three rows, all on one COIL-like problem (objective evaluations are counts: load does
     not change them, only the seconds):
 
@@ -372,7 +377,8 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0, data="
        either reaches in ``conv_iter`` iterations.
     """
     Y = offset_objects(coil_like(data), offset)
-    P, _, _ = entropic_affinities(Y, perplexity=20)
+    # K = 20 as in the thesis; n_neighbors None: 3K = 60 (sparse); N - 1: the full affinities
+    P, _, _ = entropic_affinities(Y, perplexity=20, n_neighbors=neighbors)
     # Normalised as in the thesis' reference COIL demo (W+ and W- each sum to 1): W+ / sum(W+)
     # and the uniform W- = 1 / (N (N - 1)) folded into lambda, so lambda = 1e-4 .. 1e2 means
     # what it means in the thesis (unnormalised, lambda = 100 is ~ N times more repulsion).
@@ -392,6 +398,7 @@ def bench_homotopy(bench, quick, margin=1e-5, conv_iter=None, offset=0.0, data="
         "lambdas": n_lambdas,
         "tol": tol,
         **({"offset": offset} if offset else {}),
+        **({"neighbors": neighbors} if neighbors else {}),
     }
 
     def run(method, **kw):
@@ -577,6 +584,12 @@ def main(argv=None):
             help="COIL-20 substitute of the homotopy rows (see coil_like; default turntable)",
         )
         ap.add_argument(
+            "--homotopy-neighbors",
+            type=int,
+            default=None,
+            help="neighbours of the affinities (default 60 = 3 x perplexity; 719: all)",
+        )
+        ap.add_argument(
             "--homotopy-offset",
             type=float,
             default=0.0,
@@ -608,6 +621,7 @@ def main(argv=None):
                 a.homotopy_conv_iter,
                 a.homotopy_offset,
                 a.homotopy_data,
+                a.homotopy_neighbors,
             ),
         )
     )
