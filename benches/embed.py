@@ -410,6 +410,10 @@ def bench_homotopy(
             )
         )
         X, info = t.value
+        log(
+            f"homotopy: {method} {sorted(kw)}: {info['n_evaluations']} evaluations, "
+            f"E = {info['objective'][-1]:.6f}, {t.median:.1f} s"
+        )
         return t, X, info
 
     t_sd, X_sd, sd = run("spectral")
