@@ -476,6 +476,13 @@ def lll_z_m_zt(
     m_data: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def lll_csr_dense(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    x: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
 def pe_reduced_hessian(
     p: npt.NDArray[np.float64],
     phi: npt.NDArray[np.float64],
