@@ -25,7 +25,13 @@ from vastml.embed import (
     select_landmarks,
 )
 from vastml.embed._lll import knn_gaussian
-from vastml.embed._lll_core import pieces_to_csr, reduced_matrix, weight_pieces
+from vastml.embed._lll_core import (
+    csr_dense_product,
+    pieces_to_csr,
+    reduced_matrix,
+    refine_eigenmaps,
+    weight_pieces,
+)
 
 
 def swiss(n=600, seed=0):
@@ -493,3 +499,113 @@ def test_kernel_lda_all_landmarks_is_exact_and_few_landmarks_close():
     assert e[1] < e[0] and e[1] < 0.1
     with pytest.raises(ValueError, match="2 classes"):
         LLLKernelDiscriminantAnalysis(1).fit(X, np.zeros(n))
+
+
+# ------------------------------------------------------------------ refinement (our extension)
+
+
+def test_block_product_matches_scipy():
+    rng = np.random.default_rng(0)
+    M = sp.random(700, 700, density=0.02, random_state=1, format="csr")
+    M.data -= 0.3
+    Y = rng.normal(size=(700, 5))
+    want = M @ Y
+    np.testing.assert_allclose(csr_dense_product(M, Y), want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(csr_dense_product(M, Y, backend="numpy"), want)
+    M64 = M.copy()
+    M64.indptr, M64.indices = M64.indptr.astype(np.int64), M64.indices.astype(np.int64)
+    assert np.array_equal(csr_dense_product(M64, Y), csr_dense_product(M, Y))
+    with pytest.raises(ValueError):
+        csr_dense_product(M, Y[:-1])
+
+
+@pytest.fixture(scope="module")
+def gap_graph():
+    """Swiss roll with a clear spectral gap after the 2nd eigenvalue (checked)."""
+    X = swiss(800, seed=3)
+    W = knn_gaussian(X, 12, None)
+    ev, E = laplacian_eigenmaps(W, 3, solver="dense")
+    assert ev[2] / ev[1] > 1.5
+    return X, W, ev[:2], E[:, :2]
+
+
+@pytest.mark.parametrize("steps", [0, 1, 3])
+def test_refinement_never_increases_ritz_values_or_error(gap_graph, steps):
+    """The refined span contains the LLL embedding, so each Ritz value is at most LLL's
+    (interlacing), and on a problem with a gap the error to exact eigenmaps falls."""
+    X, W, ev, E = gap_graph
+    for seed in range(3):
+        m = LLLEigenmaps(2, n_landmarks=40, affinity="precomputed", random_state=seed)
+        m.fit(X, affinity_matrix=W)
+        r = LLLEigenmaps(2, n_landmarks=40, affinity="precomputed", random_state=seed,
+                         refine=steps).fit(X, affinity_matrix=W)
+        if steps == 0:  # refine=0 is the thesis' LLL, untouched
+            assert np.array_equal(r.embedding_, m.embedding_)
+            continue
+        assert np.all(r.eigenvalues_ <= m.eigenvalues_ * (1 + 1e-12))
+        assert np.all(r.eigenvalues_ >= ev * (1 - 1e-10))  # never below the exact ones
+        assert procrustes_error(r.embedding_, E) < procrustes_error(m.embedding_, E)
+        deg = np.asarray(W.sum(axis=1)).ravel()
+        np.testing.assert_allclose(r.embedding_.T @ (deg[:, None] * r.embedding_), np.eye(2),
+                                   atol=1e-10)
+        np.testing.assert_allclose(r.embedding_.T @ deg, 0, atol=1e-8)
+        assert "refine" in r.fit_times_
+
+
+def test_refinement_to_convergence_is_exact_eigenmaps(gap_graph):
+    X, W, ev, E = gap_graph
+    r = LLLEigenmaps(2, n_landmarks=30, affinity="precomputed", random_state=0, refine=16,
+                     refine_rounds=10).fit(X, affinity_matrix=W)
+    np.testing.assert_allclose(r.eigenvalues_, ev, rtol=1e-9)
+    assert _same_up_to_sign(r.embedding_, E, 1e-5 * np.abs(E).max())
+
+
+def test_refinement_matches_numpy_backend_and_plain_ritz(gap_graph):
+    X, W, _, _ = gap_graph
+    rng = np.random.default_rng(0)
+    X0 = rng.normal(size=(len(X), 2))
+    a = refine_eigenmaps(W, X0, steps=2, rounds=2)
+    b = refine_eigenmaps(W, X0, steps=2, rounds=2, backend="numpy")
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-10)
+    assert _same_up_to_sign(a[1], b[1], 1e-8 * np.abs(b[1]).max())
+    # steps=0: Rayleigh-Ritz in span([1, X0]) computed the slow way
+    lam, Xr = refine_eigenmaps(W, X0, steps=0)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    Y = np.c_[np.ones(len(X)), X0]
+    Lap = sp.diags(deg) - W
+    w, V = scipy.linalg.eigh(Y.T @ (Lap @ Y), Y.T @ (deg[:, None] * Y))
+    np.testing.assert_allclose(lam, w[1:], rtol=1e-9)
+    assert _same_up_to_sign(Xr, Y @ V[:, 1:], 1e-8 * np.abs(Xr).max())
+    with pytest.raises(ValueError):
+        refine_eigenmaps(W, X0[:-1])
+
+
+def test_refined_out_of_sample_is_the_least_squares_landmark_fit(gap_graph):
+    X, W, _, _ = gap_graph
+    r = LLLEigenmaps(2, n_landmarks=50, affinity="precomputed", random_state=0,
+                     refine=1).fit(X, affinity_matrix=W)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    Z = r.weights_.toarray()
+    Xt = np.linalg.solve(Z @ (deg[:, None] * Z.T), Z @ (deg[:, None] * r.embedding_))
+    np.testing.assert_allclose(r.landmark_embedding_, Xt, atol=1e-8 * np.abs(Xt).max())
+    np.testing.assert_allclose(r.transform(r.landmarks_), r.landmark_embedding_, atol=1e-10)
+    with pytest.raises((TypeError, ValueError)):
+        LLLEigenmaps(2, refine=-1, affinity="precomputed").fit(X, affinity_matrix=W)
+
+
+def test_kept_rows_are_w_times_zt_and_give_the_same_refinement(gap_graph):
+    X, W, _, _ = gap_graph
+    nbr, zw, L = weight_pieces(X, X[:40], 3)
+    Z = pieces_to_csr(nbr, zw, L)
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    for backend in ("rust", "numpy"):
+        out, T = reduced_matrix(nbr, zw, L, M=W, diag=deg, keep_rows=True, backend=backend)
+        want = (W + sp.diags(deg)) @ Z.T
+        np.testing.assert_allclose(T.toarray(), want.toarray(), atol=1e-12)
+        np.testing.assert_allclose(out, (Z @ want).toarray(), atol=1e-10)
+    # the refinement with W X0 given equals the one that computes it
+    X0 = np.asarray(Z.T @ np.random.default_rng(0).normal(size=(L, 2)))
+    a = refine_eigenmaps(W, X0, steps=2)
+    b = refine_eigenmaps(W, X0, steps=2, WX0=W @ X0)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-10)
+    assert _same_up_to_sign(a[1], b[1], 1e-8 * np.abs(a[1]).max())

@@ -475,6 +475,20 @@ def lll_z_m_zt(
     m_indices: npt.NDArray[np.int64] | None = None,
     m_data: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
+    keep_rows: bool = False,
+) -> (
+    npt.NDArray[np.float64]
+    | tuple[
+        npt.NDArray[np.float64],
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.float64]],
+    ]
+): ...
+def lll_csr_dense(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    x: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def pe_reduced_hessian(
     p: npt.NDArray[np.float64],

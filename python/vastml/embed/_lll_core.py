@@ -218,11 +218,14 @@ def _weight_pieces_numpy(X, Lm, K, reg):
     return nbr.astype(np.uint32), W
 
 
-def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_jobs=None):
+def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_jobs=None,
+                   keep_rows=False):
     """``Z (diag(v) + M) Z^T`` (L x L, dense) for Z given as :func:`weight_pieces`.
 
     ``backend="rust"``: ``vastml._core.lll_z_m_zt``, one pass over the points (parallel and
-    deterministic); ``"numpy"``: SciPy sparse products (the oracle).
+    deterministic); ``"numpy"``: SciPy sparse products (the oracle). ``keep_rows=True`` also
+    returns the N x L CSR matrix ``(diag(v) + M) Z^T`` computed on the way (then
+    ``M (Z^T X_tilde)`` costs a small sparse product instead of a pass over M).
 
     Examples
     --------
@@ -247,11 +250,13 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
     if backend == "numpy":
         Z = pieces_to_csr(nbr, W, n_landmarks)
         out = np.zeros((n_landmarks, n_landmarks))
+        T = sp.csr_matrix((n, n_landmarks))
         if diag is not None:
-            out += (Z @ sp.diags(diag) @ Z.T).toarray()
+            T = T + sp.diags(diag) @ Z.T
         if M is not None:
-            out += np.asarray(((Z @ M) @ Z.T).todense())
-        return out
+            T = T + M @ Z.T
+        out = np.asarray((Z @ T).todense())
+        return (out, sp.csr_matrix(T)) if keep_rows else out
     from vastml import _core
 
     args = (None, None, None)
@@ -260,14 +265,19 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
         it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
         args = (np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it),
                 np.ascontiguousarray(M.data, dtype=np.float64))
-    return _core.lll_z_m_zt(
+    res = _core.lll_z_m_zt(
         np.ascontiguousarray(nbr, dtype=np.uint32),
         np.ascontiguousarray(W, dtype=np.float64),
         int(n_landmarks),
         diag,
         *args,
         n_jobs,
+        bool(keep_rows),
     )
+    if not keep_rows:
+        return res
+    out, (indptr, idx, val) = res
+    return out, sp.csr_matrix((val, idx.astype(np.int32), indptr), shape=(n, n_landmarks))
 
 
 def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitter=1e-12,
@@ -355,6 +365,158 @@ def _shift_invert_smallest(A, B, k):
     if not np.all(np.isfinite(w)):
         return None
     return w, V @ R
+
+
+def csr_dense_product(M, Y, *, backend="rust", n_jobs=None):
+    """``M Y`` for a sparse N x N matrix M and a dense N x k block Y (N x k, float64).
+
+    ``backend="rust"``: ``vastml._core.lll_csr_dense`` (parallel over rows, the k columns
+    updated together, SciPy's int32 index arrays passed uncopied); ``"numpy"``: SciPy's
+    product (the oracle).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> M = sp.random(50, 50, density=0.1, random_state=0, format="csr")
+    >>> Y = np.arange(150.0).reshape(50, 3)
+    >>> bool(np.allclose(csr_dense_product(M, Y), M @ Y))
+    True
+    """
+    M = sp.csr_matrix(M, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or M.shape != (Y.shape[0], Y.shape[0]):
+        raise ValueError(f"`M` must be N x N and `Y` N x k, got {M.shape} and {Y.shape}")
+    choice(backend, "backend", ("rust", "numpy"))
+    if backend == "numpy":
+        return np.asarray(M @ Y)
+    from vastml import _core
+
+    it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+    return _core.lll_csr_dense(np.ascontiguousarray(M.indptr, dtype=it),
+                               np.ascontiguousarray(M.indices, dtype=it),
+                               np.ascontiguousarray(M.data, dtype=np.float64), Y, n_jobs)
+
+
+def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol=1e-10,
+                     WX0=None):
+    r"""Block-Krylov Rayleigh-Ritz refinement of an approximate Laplacian-eigenmaps embedding.
+
+    Not in the thesis (our extension of LLL). LLL's error to the exact eigenvectors is mostly
+    high-frequency interpolation error between landmarks; a few smoothing steps with
+    :math:`P = D^{-1} W` damp it. Each round takes the block Krylov space
+    :math:`[1, X, P X, \dots, P^s X]` (s = ``steps``; built by block Lanczos in the D inner
+    product) and solves :math:`\min \operatorname{tr}(X L X^T)` s.t. :math:`X D X^T = I` in it
+    (Rayleigh-Ritz), keeping the d smallest non-trivial Ritz vectors. A round costs
+    ``steps + 1`` sparse products of the graph with an N x d block (:math:`W Q_j = D P Q_j`, so
+    the Ritz matrix needs no extra product) plus O(N (s d)^2) dense work. The space contains X,
+    so every Ritz value is at most the corresponding one of X (Cauchy interlacing); repeated
+    rounds are restarted block Lanczos, which converges to the exact eigenvectors when the
+    spectrum has a gap after the d-th.
+
+    Parameters
+    ----------
+    W : sparse (N x N) symmetric affinity matrix.
+    X0 : ndarray (N, d), the embedding to refine (the constant is added to the basis).
+    steps : int, default=1
+        s, smoothing steps (Krylov block size) per round; ``0`` is a plain Rayleigh-Ritz.
+    rounds : int, default=1
+    deg : ndarray (N,) or None
+        Degrees of W (computed when None).
+    backend : {"rust", "numpy"}
+        Sparse block product (:func:`csr_dense_product`).
+    rtol : float
+        Basis directions whose D-norm falls below ``rtol`` (relative) are dropped.
+    WX0 : ndarray (N, d) or None
+        ``W @ X0`` when already known (LLL gets it from ``W Z^T``, computed with its reduced
+        matrix): saves the first sparse product.
+
+    Returns
+    -------
+    (eigenvalues (d,), X (N, d)) with ``X^T D X = I`` and ``X^T D 1 = 0``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.sort(rng.uniform(0, 1, 300))
+    >>> W = sp.csr_matrix(np.exp(-(t[:, None] - t[None]) ** 2 / 2e-3)); W.setdiag(0)
+    >>> lam, X = refine_eigenmaps(W, rng.normal(size=(300, 1)), steps=8, rounds=10)
+    >>> lam_exact, X_exact = laplacian_eigenmaps(W, 1, solver="dense")
+    >>> bool(np.allclose(lam, lam_exact) and abs(np.corrcoef(X[:, 0], X_exact[:, 0])[0, 1]) > 0.999)
+    True
+    """
+    W = sp.csr_matrix(W, dtype=np.float64)
+    X = np.asarray(X0, dtype=np.float64)
+    n, d = X.shape
+    steps = _positive_int(steps, "steps", minimum=0)
+    rounds = _positive_int(rounds, "rounds", minimum=0)
+    if W.shape != (n, n):
+        raise ValueError(f"`W` must be {n} x {n}, got {W.shape}")
+    if deg is None:
+        deg = np.asarray(W.sum(axis=1)).ravel()
+    deg = np.asarray(deg, dtype=np.float64)
+    if (deg <= 0).any():
+        raise ValueError("the affinity graph has isolated points (zero degree)")
+    c = np.full((n, 1), 1.0 / np.sqrt(deg.sum()))  # the constant, D-normalised (P c = c)
+    lam = None
+    for _ in range(rounds):
+        # block Lanczos in the D inner product: Q_0 = [c, X] (D-orthonormal), Q_{j+1} = the
+        # part of P Q_j D-orthogonal to Q_0..Q_j; W Q_j = D (P Q_j), so after the last product
+        # the Ritz matrix Q^T (D - W) Q = I - Q^T D [P Q_0, ..., P Q_s] needs nothing more
+        a = X.T @ (deg * c[:, 0])  # X - c a^T is D-orthogonal to the constant
+        Q0, M0 = _d_orthonormal(X - c @ a[None, :], deg, [], rtol, coef=True)
+        if Q0.shape[1] == 0:
+            raise ValueError("the embedding to refine is constant")
+        Q = [c, Q0]
+        PQ = [c]
+        for j in range(steps + 1):
+            if j == 0 and WX0 is not None:  # P Q_0 = (D^-1 W X0 - c a^T) M0 (P c = c)
+                V = ((1.0 / deg)[:, None] * WX0 - c @ a[None, :]) @ M0
+                WX0 = None  # only valid for the first round
+            else:
+                V = (1.0 / deg)[:, None] * csr_dense_product(W, Q[-1], backend=backend)
+            PQ.append(V)
+            if j < steps:
+                nxt = _d_orthonormal(V, deg, Q, rtol)
+                if nxt.shape[1] == 0:  # the span is invariant: nothing new to add
+                    break
+                Q.append(nxt)
+        Qm = np.hstack(Q)
+        DQ = deg[:, None] * Qm
+        A = np.eye(Qm.shape[1]) - DQ.T @ np.hstack(PQ[: len(Q)])
+        w, R = np.linalg.eigh(0.5 * (A + A.T))
+        if w.size < d + 1:
+            raise ValueError(f"the refinement basis has rank {w.size} < {d + 1}")
+        Xr = Qm @ R[:, : d + 1]
+        # drop the trivial (constant) Ritz vector: the one with the largest D-weighted mean
+        triv = int(np.argmax(np.abs(deg @ Xr)))
+        cols = [j for j in range(d + 1) if j != triv]
+        lam, X = w[cols], Xr[:, cols]
+    if lam is None:
+        return None, X
+    return lam, _fix_signs(X)
+
+
+def _d_orthonormal(V, deg, basis, rtol, coef=False):
+    """D-orthonormal basis of the part of span(V) D-orthogonal to the blocks of ``basis``
+    (block Gram-Schmidt, twice), dropping directions below ``rtol`` of V's D-norm. With
+    ``coef=True`` (and no ``basis``) also the matrix M with ``Q = V M``."""
+    scale = np.sqrt(np.max(deg @ (V * V))) if V.size else 0.0
+    for _ in range(2):
+        for Q in basis:
+            V = V - Q @ (Q.T @ (deg[:, None] * V))
+    G = V.T @ (deg[:, None] * V)
+    s, U = np.linalg.eigh(0.5 * (G + G.T))
+    keep = s > (rtol * scale) ** 2
+    Q = V @ (U[:, keep] / np.sqrt(s[keep]))
+    # one more pass for D-orthonormality to rounding (the Gram route squares the condition)
+    G = Q.T @ (deg[:, None] * Q)
+    Lc = np.linalg.cholesky(0.5 * (G + G.T))
+    Q = scipy.linalg.solve_triangular(Lc, Q.T, lower=True).T
+    if coef:
+        M = scipy.linalg.solve_triangular(Lc, (U[:, keep] / np.sqrt(s[keep])).T, lower=True).T
+        return Q, M
+    return Q
 
 
 def _fix_signs(V):

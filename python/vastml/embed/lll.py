@@ -16,6 +16,7 @@ from vastml.embed._lll_core import (
     procrustes_error,
     reconstruction_weights,
     reduced_eigenproblem,
+    refine_eigenmaps,
     select_landmarks,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "procrustes_error",
     "reconstruction_weights",
     "reduced_eigenproblem",
+    "refine_eigenmaps",
     "select_landmarks",
 ]

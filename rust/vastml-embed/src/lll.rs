@@ -433,6 +433,91 @@ pub fn z_m_zt<I: CsrIndex>(
     m: Option<Csr<'_, I>>,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>> {
+    z_m_zt_impl(z, l, diag, m, cancel, None)
+}
+
+/// The sparse N×L matrix `(diag(v) + M) Zᵀ` by rows, in point order: row `p` has the
+/// landmark indices `index[start[p]..start[p + 1]]` (no order) and values `value[..]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SparseRows {
+    /// Row offsets (N + 1).
+    pub start: Vec<usize>,
+    /// Landmark indices.
+    pub index: Vec<u32>,
+    /// Values.
+    pub value: Vec<f64>,
+}
+
+/// [`z_m_zt`] that also returns the intermediate `(diag(v) + M) Zᵀ` (N×L, sparse), which it
+/// computes anyway: with it, `M X` for any `X = Zᵀ X̃` costs O(nnz · d) instead of a pass over
+/// M (the first product of the refinement of an LLL embedding).
+///
+/// # Errors
+/// As [`z_m_zt`].
+pub fn z_m_zt_keep<I: CsrIndex>(
+    z: &Weights,
+    l: usize,
+    diag: Option<&[f64]>,
+    m: Option<Csr<'_, I>>,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, SparseRows)> {
+    let mut kept = Kept::default();
+    let out = z_m_zt_impl(z, l, diag, m, cancel, Some(&mut kept))?;
+    // reassemble the per-block rows (in visiting order) by point
+    let n = z.n_points();
+    let mut len = vec![0usize; n];
+    let mut loc = Vec::with_capacity(n);
+    for (b, subs) in kept.blocks.iter().enumerate() {
+        for (si, sp) in subs.iter().enumerate() {
+            for r in 0..sp.start.len() - 1 {
+                let c = b * SANDWICH_BLOCK + si * SANDWICH_SUB + r;
+                let p = kept.order[c] as usize;
+                len[p] = sp.start[r + 1] - sp.start[r];
+                loc.push((p, b, si, r));
+            }
+        }
+    }
+    let mut start = vec![0usize; n + 1];
+    for p in 0..n {
+        start[p + 1] = start[p] + len[p];
+    }
+    let mut index = vec![0u32; start[n]];
+    let mut value = vec![0.0; start[n]];
+    for &(p, b, si, r) in &loc {
+        let sp = &kept.blocks[b][si];
+        let (a, e) = (sp.start[r], sp.start[r + 1]);
+        index[start[p]..start[p + 1]].copy_from_slice(&sp.index[a..e]);
+        value[start[p]..start[p + 1]].copy_from_slice(&sp.value[a..e]);
+    }
+    Ok((
+        out,
+        SparseRows {
+            start,
+            index,
+            value,
+        },
+    ))
+}
+
+/// What [`z_m_zt_keep`] collects from [`z_m_zt_impl`]: the visiting order and every block's
+/// sparse rows.
+#[derive(Default)]
+struct Kept {
+    order: Vec<u32>,
+    blocks: Vec<Vec<Sparse>>,
+}
+
+/// Points per sub-run of phase 1 of [`z_m_zt`].
+const SANDWICH_SUB: usize = 64;
+
+fn z_m_zt_impl<I: CsrIndex>(
+    z: &Weights,
+    l: usize,
+    diag: Option<&[f64]>,
+    m: Option<Csr<'_, I>>,
+    cancel: &AtomicBool,
+    mut keep: Option<&mut Kept>,
+) -> Result<Vec<f64>> {
     let n = z.n_points();
     if z.values.len() != z.indices.len() || (z.k == 0 && !z.indices.is_empty()) {
         return Err(EmbedError::ShapeMismatch(
@@ -528,7 +613,7 @@ pub fn z_m_zt<I: CsrIndex>(
         }
     }
     let packed = &packed[off..off + n * stride];
-    const SUB: usize = 64;
+    const SUB: usize = SANDWICH_SUB;
     let mut s0 = 0;
     while s0 < n {
         if cancel.load(Ordering::Relaxed) {
@@ -612,9 +697,167 @@ pub fn z_m_zt<I: CsrIndex>(
                 }
             }
         });
+        if let Some(k) = keep.as_deref_mut() {
+            k.blocks.push(subs);
+        }
         s0 = s1;
     }
+    if let Some(k) = keep {
+        k.order = order;
+    }
     Ok(out)
+}
+
+/// Rows of the output per parallel task of [`csr_dense_product`].
+const SPMM_ROWS: usize = 256;
+
+/// `Y = M X` for a sparse N×N CSR `M` and a dense N×k row-major `X` (N×k row-major result).
+///
+/// The block product behind the refinement of an LLL embedding (smoothing steps and the
+/// Rayleigh-Ritz matrices need `W X` for a few columns): one pass over the stored entries of
+/// M with the k columns updated together, parallel over runs of rows; every row sums its
+/// entries in stored order, so the result does not depend on the number of threads.
+///
+/// # Errors
+/// Shapes that disagree, an invalid CSR structure, non-finite values, or cancellation.
+pub fn csr_dense_product<I: CsrIndex>(
+    m: Csr<'_, I>,
+    x: &[f64],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let n = m.indptr.len().saturating_sub(1);
+    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
+        return Err(EmbedError::ShapeMismatch(
+            "M: indptr empty or indices and data differ in length".into(),
+        ));
+    }
+    if x.len() != n * k {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "X has {} entries for {n}×{k}",
+            x.len()
+        )));
+    }
+    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
+        || m.indptr[0].ix() != 0
+        || m.indptr[n].ix() != m.indices.len()
+        || m.indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(invalid("indptr", "not a valid CSR row pointer"));
+    }
+    check_finite(x, "x")?;
+    let mut out = vec![0.0f64; n * k];
+    if n == 0 || k == 0 {
+        return Ok(out);
+    }
+    // one pass over M: column indices are checked as they are used (a bad one stops the row),
+    // and the data's finiteness is checked on the (much smaller) result instead of on M
+    let bad = AtomicBool::new(false);
+    macro_rules! run {
+        ($($c:literal)*) => {
+            match k {
+                $($c => spmm_fixed::<I, $c>(m, x, &mut out, &bad, cancel),)*
+                _ => spmm_any(m, x, k, &mut out, &bad, cancel),
+            }
+        };
+    }
+    run!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+    if bad.load(Ordering::Relaxed) {
+        return Err(invalid("indices", format!("column index >= {n}")));
+    }
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err(EmbedError::NonFinite { name: "data" });
+    }
+    Ok(out)
+}
+
+/// Rows of [`csr_dense_product`] with k known at compile time: the k sums stay in registers.
+fn spmm_fixed<I: CsrIndex, const K: usize>(
+    m: Csr<'_, I>,
+    x: &[f64],
+    out: &mut [f64],
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) {
+    let n = m.indptr.len() - 1;
+    out.par_chunks_mut(SPMM_ROWS * K)
+        .enumerate()
+        .for_each(|(b, block)| {
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return;
+            }
+            for (r, dst) in block.chunks_exact_mut(K).enumerate() {
+                let row = b * SPMM_ROWS + r;
+                let (q0, q1) = (m.indptr[row].ix(), m.indptr[row + 1].ix());
+                let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+                let mut acc = [0.0f64; K];
+                for (t, (&j, &w)) in ix.iter().zip(vs).enumerate() {
+                    if let Some(&ahead) = ix.get(t + PREFETCH) {
+                        if ahead.below(n) {
+                            prefetch_f64(&x[ahead.ix() * K]);
+                        }
+                    }
+                    if !j.below(n) {
+                        bad.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    let xr: &[f64; K] = x[j.ix() * K..j.ix() * K + K].try_into().unwrap();
+                    for c in 0..K {
+                        acc[c] += w * xr[c];
+                    }
+                }
+                dst.copy_from_slice(&acc);
+            }
+        });
+}
+
+/// [`spmm_fixed`] for any k.
+fn spmm_any<I: CsrIndex>(
+    m: Csr<'_, I>,
+    x: &[f64],
+    k: usize,
+    out: &mut [f64],
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) {
+    let n = m.indptr.len() - 1;
+    out.par_chunks_mut(SPMM_ROWS * k)
+        .enumerate()
+        .for_each(|(b, block)| {
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return;
+            }
+            for (r, acc) in block.chunks_exact_mut(k).enumerate() {
+                let row = b * SPMM_ROWS + r;
+                let (q0, q1) = (m.indptr[row].ix(), m.indptr[row + 1].ix());
+                for (&j, &w) in m.indices[q0..q1].iter().zip(&m.data[q0..q1]) {
+                    if !j.below(n) {
+                        bad.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    let xr = &x[j.ix() * k..j.ix() * k + k];
+                    for (a, &v) in acc.iter_mut().zip(xr) {
+                        *a += w * v;
+                    }
+                }
+            }
+        });
+}
+
+/// [`prefetch`] for the cache line of an f64.
+#[inline(always)]
+fn prefetch_f64(v: &f64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch of a valid reference's address; it reads nothing into the program.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((v as *const f64).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
 }
 
 #[cfg(test)]
@@ -764,10 +1007,98 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got1, got32);
+        // the kept rows are (diag(v) + M) Zᵀ, and the product is unchanged
+        let (got_k, t) = z_m_zt_keep(
+            &z,
+            l,
+            Some(&v),
+            Some(Csr {
+                indptr: &indptr,
+                indices: &indices,
+                data: &data,
+            }),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(got_k, got1);
+        assert_eq!(t.start.len(), n + 1);
+        for p in 0..n {
+            let mut row = vec![0.0; l];
+            for e in t.start[p]..t.start[p + 1] {
+                row[t.index[e] as usize] += t.value[e];
+            }
+            for (j, &got) in row.iter().enumerate() {
+                let mut want_pj = v[p] * zd[j * n + p];
+                for q in indptr[p] as usize..indptr[p + 1] as usize {
+                    want_pj += data[q] * zd[j * n + indices[q] as usize];
+                }
+                assert!((got - want_pj).abs() < 1e-12, "{got} vs {want_pj}");
+            }
+        }
         let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         for (g, w) in got1.iter().zip(&want) {
             assert!((g - w).abs() < 1e-12 * scale, "{g} vs {w}");
         }
+    }
+
+    #[test]
+    fn block_product_matches_a_dense_loop_for_any_thread_count() {
+        let mut rng = Pcg64::seed_from_u64(5);
+        let (n, k) = (1000, 7);
+        let mut indptr = vec![0i64];
+        let mut indices = Vec::new();
+        let mut data = Vec::new();
+        for p in 0..n {
+            for _ in 0..(p % 13) {
+                indices.push(rng.random_range(0..n as i64));
+                data.push(rng.random::<f64>() - 0.3);
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let x = uniform(&mut rng, n * k);
+        let mut want = vec![0.0; n * k];
+        for p in 0..n {
+            for q in indptr[p] as usize..indptr[p + 1] as usize {
+                for t in 0..k {
+                    want[p * k + t] += data[q] * x[indices[q] as usize * k + t];
+                }
+            }
+        }
+        let m = Csr {
+            indptr: &indptr,
+            indices: &indices,
+            data: &data,
+        };
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| csr_dense_product(m, &x, k, &AtomicBool::new(false)).unwrap())
+        };
+        let got1 = run(1);
+        assert_eq!(got1, run(3));
+        assert_eq!(got1, want);
+        let indptr32: Vec<i32> = indptr.iter().map(|&p| p as i32).collect();
+        let indices32: Vec<i32> = indices.iter().map(|&j| j as i32).collect();
+        let m32 = Csr {
+            indptr: &indptr32,
+            indices: &indices32,
+            data: &data,
+        };
+        assert_eq!(
+            csr_dense_product(m32, &x, k, &AtomicBool::new(false)).unwrap(),
+            want
+        );
+        let c = AtomicBool::new(false);
+        assert!(csr_dense_product(m, &x[1..], k, &c).is_err());
+        let bad = [0i64, 1];
+        let m_bad = Csr {
+            indptr: &bad,
+            indices: &[5i64],
+            data: &[1.0],
+        };
+        assert!(csr_dense_product(m_bad, &[1.0], 1, &c).is_err());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use vastml_embed::lll::{Csr, Weights, reconstruction_weights, z_m_zt};
+use vastml_embed::lll::{
+    Csr, SparseRows, Weights, csr_dense_product, reconstruction_weights, z_m_zt, z_m_zt_keep,
+};
 
 use crate::arrays::{rows, vector};
 use crate::door::enter;
@@ -59,14 +61,16 @@ pub fn lll_weights<'py>(
     ))
 }
 
-/// lll_z_m_zt(indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None)
+/// lll_z_m_zt(indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None, keep_rows=False)
 /// --
 ///
 /// Z (diag(v) + M) Z^T as a dense L x L array, for Z given by `lll_weights`'s (indices,
 /// weights) and an optional N x N CSR matrix M (indptr / indices both int64 or both int32, as
-/// SciPy stores them: no copy of a large graph). Deterministic for any n_jobs.
+/// SciPy stores them: no copy of a large graph). Deterministic for any n_jobs. With
+/// `keep_rows=True` returns (that array, (indptr int64 N + 1, indices uint32, values)) where the
+/// second is the CSR N x L matrix (diag(v) + M) Z^T computed on the way.
 #[pyfunction]
-#[pyo3(signature = (indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None))]
+#[pyo3(signature = (indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None, keep_rows=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn lll_z_m_zt<'py>(
     py: Python<'py>,
@@ -78,7 +82,8 @@ pub fn lll_z_m_zt<'py>(
     m_indices: Option<Bound<'py, PyAny>>,
     m_data: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    keep_rows: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let (vs, k) = rows(&weights, "weights")?;
     if indices.shape() != weights.shape() {
         return Err(PyValueError::new_err(
@@ -107,7 +112,7 @@ pub fn lll_z_m_zt<'py>(
                     data,
                 };
                 enter(py, n_jobs, |cancel| {
-                    z_m_zt(&z, n_landmarks, dg, Some(m), cancel)
+                    product(&z, n_landmarks, dg, Some(m), cancel, keep_rows)
                 })?
             } else if let (Ok(p), Ok(i)) = (
                 p.extract::<PyReadonlyArray1<'py, i32>>(),
@@ -119,7 +124,7 @@ pub fn lll_z_m_zt<'py>(
                     data,
                 };
                 enter(py, n_jobs, |cancel| {
-                    z_m_zt(&z, n_landmarks, dg, Some(m), cancel)
+                    product(&z, n_landmarks, dg, Some(m), cancel, keep_rows)
                 })?
             } else {
                 return Err(PyTypeError::new_err(
@@ -128,7 +133,7 @@ pub fn lll_z_m_zt<'py>(
             }
         }
         (None, None, None) => enter(py, n_jobs, |cancel| {
-            z_m_zt::<i64>(&z, n_landmarks, dg, None, cancel)
+            product::<i64>(&z, n_landmarks, dg, None, cancel, keep_rows)
         })?,
         _ => {
             return Err(PyValueError::new_err(
@@ -136,5 +141,80 @@ pub fn lll_z_m_zt<'py>(
             ));
         }
     };
-    matrix(py, out, n_landmarks, n_landmarks)
+    let (out, kept) = out;
+    let dense = matrix(py, out, n_landmarks, n_landmarks)?;
+    match kept {
+        None => Ok(dense.into_any()),
+        Some(t) => {
+            let start: Vec<i64> = t.start.iter().map(|&v| v as i64).collect();
+            let rows = (
+                start.into_pyarray(py),
+                t.index.into_pyarray(py),
+                t.value.into_pyarray(py),
+            );
+            Ok((dense, rows).into_pyobject(py)?.into_any())
+        }
+    }
+}
+
+/// `z_m_zt`, or `z_m_zt_keep` when the rows are wanted.
+fn product<I: vastml_embed::CsrIndex>(
+    z: &Weights,
+    l: usize,
+    dg: Option<&[f64]>,
+    m: Option<Csr<'_, I>>,
+    cancel: &std::sync::atomic::AtomicBool,
+    keep: bool,
+) -> vastml_embed::Result<(Vec<f64>, Option<SparseRows>)> {
+    if keep {
+        z_m_zt_keep(z, l, dg, m, cancel).map(|(o, t)| (o, Some(t)))
+    } else {
+        z_m_zt(z, l, dg, m, cancel).map(|o| (o, None))
+    }
+}
+
+/// lll_csr_dense(indptr, indices, data, x, n_jobs=None)
+/// --
+///
+/// M X for an N x N CSR matrix M (indptr / indices both int64 or both int32, uncopied) and a
+/// dense N x k array X; returns N x k. Deterministic for any n_jobs.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, x, n_jobs=None))]
+pub fn lll_csr_dense<'py>(
+    py: Python<'py>,
+    indptr: Bound<'py, PyAny>,
+    indices: Bound<'py, PyAny>,
+    data: PyReadonlyArray1<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (xs, k) = rows(&x, "x")?;
+    let n = x.shape()[0];
+    let data = vector(&data, "data")?;
+    let out = if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i64>>(),
+        indices.extract::<PyReadonlyArray1<'py, i64>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| csr_dense_product(m, xs, k, cancel))?
+    } else if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i32>>(),
+        indices.extract::<PyReadonlyArray1<'py, i32>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| csr_dense_product(m, xs, k, cancel))?
+    } else {
+        return Err(PyTypeError::new_err(
+            "`indptr` and `indices` must both be int64 or both int32 arrays",
+        ));
+    };
+    matrix(py, out, n, k)
 }
