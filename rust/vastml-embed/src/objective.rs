@@ -504,6 +504,12 @@ fn tsne_attraction<V: CsrValue>(
     2.0 * scale * e
 }
 
+/// From this many points on, [`tsne_gradient_descent`] computes a Barnes-Hut repulsion by
+/// the dual tree of [`crate::dualtree`] (cell-cell interactions with a first-order target
+/// expansion: more accurate per θ than the per-point walk and several times cheaper at
+/// large N); below it, the per-point walk of [`kernel_sums`] (small results unchanged).
+pub const DUAL_TREE_MIN: usize = 50_000;
+
 /// Runs `n_iter` iterations of t-SNE's gradient descent (van der Maaten's momentum and
 /// per-coordinate gains, as scikit-learn and openTSNE use it) in one call: per iteration
 /// the gradient G (attraction scaled by `opts.exaggeration`, repulsion by `repulsion`),
@@ -568,7 +574,22 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
             &mut bufs,
             &mut grad,
         );
-        if n >= 2 {
+        let dual = match repulsion {
+            Repulsion::BarnesHut { theta } if n >= DUAL_TREE_MIN && dim <= 3 => Some(theta),
+            _ => None,
+        };
+        if let Some(theta) = dual {
+            // Large N: the cell-cell (dual-tree) Barnes-Hut, see [`crate::dualtree`].
+            let r = crate::dualtree::tsne_repulsion(x, dim, theta, cancel)?;
+            let c = -4.0 / r.z;
+            grad.par_iter_mut()
+                .zip(r.force.par_iter())
+                .with_min_len(4096)
+                .for_each(|(g, f)| *g += c * f);
+            if need {
+                e = ea + r.z.ln();
+            }
+        } else if n >= 2 {
             let sums = kernel_sums(x, dim, Kernel::StudentT, None, repulsion, cancel)?;
             let z: f64 = sums.s0.iter().sum();
             add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 / z);
