@@ -34,6 +34,9 @@
 //! until they are accepted, or passed down; targets are processed in parallel (rayon join
 //! over children of large cells).
 
+// Small fixed-size D / D x D arrays: index loops read like the formulas.
+#![allow(clippy::needless_range_loop)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -100,6 +103,51 @@ fn spread(mut v: u64, dim: usize) -> u64 {
     out
 }
 
+/// (Morton key, index) of every point of `x` (n x D), sorted: a Z-order of a 2^k grid over
+/// the bounding box.
+fn morton_sorted<const D: usize>(x: &[f64]) -> Vec<(u64, u32)> {
+    let mut lo = [f64::INFINITY; D];
+    let mut hi = [f64::NEG_INFINITY; D];
+    for p in x.chunks_exact(D) {
+        for c in 0..D {
+            lo[c] = lo[c].min(p[c]);
+            hi[c] = hi[c].max(p[c]);
+        }
+    }
+    let side = (0..D).map(|c| hi[c] - lo[c]).fold(0.0, f64::max);
+    let bits = grid_bits(D);
+    let scale = if side > 0.0 {
+        (1u64 << bits) as f64 / side
+    } else {
+        0.0
+    };
+    let maxq = (1u64 << bits) - 1;
+    let mut keyed: Vec<(u64, u32)> = x
+        .par_chunks_exact(D)
+        .enumerate()
+        .map(|(i, p)| {
+            let mut k = 0u64;
+            for c in 0..D {
+                let q = (((p[c] - lo[c]) * scale) as u64).min(maxq);
+                k |= spread(q, D) << c;
+            }
+            (k, i as u32)
+        })
+        .collect();
+    keyed.par_sort_unstable();
+    keyed
+}
+
+/// The indices of the points of `x` (n x dim row-major, dim 1 to 3) in Morton (Z) order.
+pub(crate) fn morton_order(x: &[f64], dim: usize) -> Vec<u32> {
+    let keyed = match dim {
+        1 => morton_sorted::<1>(x),
+        2 => morton_sorted::<2>(x),
+        _ => morton_sorted::<3>(x),
+    };
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
 type Expansion<const D: usize> = ([f64; D], [[f64; D]; D]);
 
 impl<const D: usize> DualTree<D> {
@@ -118,35 +166,8 @@ impl<const D: usize> DualTree<D> {
         if n >= u32::MAX as usize {
             return Err(invalid("X", "too many points for the tree"));
         }
-        let mut lo = [f64::INFINITY; D];
-        let mut hi = [f64::NEG_INFINITY; D];
-        for p in x.chunks_exact(D) {
-            for c in 0..D {
-                lo[c] = lo[c].min(p[c]);
-                hi[c] = hi[c].max(p[c]);
-            }
-        }
-        let side = (0..D).map(|c| hi[c] - lo[c]).fold(0.0, f64::max);
+        let keyed = morton_sorted::<D>(x);
         let bits = grid_bits(D);
-        let scale = if side > 0.0 {
-            (1u64 << bits) as f64 / side
-        } else {
-            0.0
-        };
-        let maxq = (1u64 << bits) - 1;
-        let mut keyed: Vec<(u64, u32)> = x
-            .par_chunks_exact(D)
-            .enumerate()
-            .map(|(i, p)| {
-                let mut k = 0u64;
-                for c in 0..D {
-                    let q = (((p[c] - lo[c]) * scale) as u64).min(maxq);
-                    k |= spread(q, D) << c;
-                }
-                (k, i as u32)
-            })
-            .collect();
-        keyed.par_sort_unstable();
         let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
         let keys: Vec<u64> = keyed.into_iter().map(|(k, _)| k).collect();
         let points: Vec<[f64; D]> = order

@@ -406,6 +406,32 @@ impl<V: CsrValue> UpperPairs<V> {
             }
             indptr.push(cols.len());
         }
+        UpperPairs::with_blocks(indptr, cols, data, n)
+    }
+
+    /// The upper triangle of P relabelled by `perm` (new label r' of input row perm[r'];
+    /// `inv` its inverse): each unordered pair once, from its smaller new label.
+    fn permuted<I: CsrIndex>(w: &Csr<I, V>, perm: &[u32], inv: &[u32]) -> UpperPairs<V> {
+        let n = perm.len();
+        let mut indptr = Vec::with_capacity(n + 1);
+        indptr.push(0);
+        let mut cols = Vec::new();
+        let mut data = Vec::new();
+        for (rp, &r) in perm.iter().enumerate() {
+            let r = r as usize;
+            for idx in w.indptr[r].ix()..w.indptr[r + 1].ix() {
+                let m = inv[w.indices[idx].ix()] as usize;
+                if m > rp {
+                    cols.push(m as u32);
+                    data.push(w.data[idx]);
+                }
+            }
+            indptr.push(cols.len());
+        }
+        UpperPairs::with_blocks(indptr, cols, data, n)
+    }
+
+    fn with_blocks(indptr: Vec<usize>, cols: Vec<u32>, data: Vec<V>, n: usize) -> UpperPairs<V> {
         let nnz = cols.len();
         let mut blocks = vec![0];
         for b in 1..ATTRACTION_BLOCKS {
@@ -556,7 +582,73 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
     if !(opts.momentum >= 0.0 && opts.momentum.is_finite() && opts.min_gain >= 0.0) {
         return Err(invalid("momentum", "momentum and min_gain must be >= 0"));
     }
+    if n >= DUAL_TREE_MIN && dim <= 3 && n_iter > 0 {
+        // Large N: relabel the points in the Morton order of the embedding, so that the
+        // attraction (random access into x for every entry of P) and the tree read nearby
+        // memory; P's neighbours are near in the embedding. Undone at the end.
+        let perm = crate::dualtree::morton_order(x, dim);
+        let mut inv = vec![0u32; n];
+        for (rp, &r) in perm.iter().enumerate() {
+            inv[r as usize] = rp as u32;
+        }
+        let pairs = UpperPairs::permuted(attraction_w, &perm, &inv);
+        drop(inv);
+        let gather = |a: &[f64]| -> Vec<f64> {
+            perm.iter()
+                .flat_map(|&r| a[r as usize * dim..(r as usize + 1) * dim].iter().copied())
+                .collect()
+        };
+        let (mut xp, mut up, mut gp) = (gather(x), gather(update), gather(gains));
+        let e = gd_iterations(
+            &mut xp,
+            dim,
+            &pairs,
+            repulsion,
+            opts,
+            &mut up,
+            &mut gp,
+            n_iter,
+            objective_at_last,
+            cancel,
+        );
+        for (rp, &r) in perm.iter().enumerate() {
+            let (a, b) = (r as usize * dim, rp * dim);
+            x[a..a + dim].copy_from_slice(&xp[b..b + dim]);
+            update[a..a + dim].copy_from_slice(&up[b..b + dim]);
+            gains[a..a + dim].copy_from_slice(&gp[b..b + dim]);
+        }
+        return e;
+    }
     let pairs = UpperPairs::new(attraction_w, n);
+    gd_iterations(
+        x,
+        dim,
+        &pairs,
+        repulsion,
+        opts,
+        update,
+        gains,
+        n_iter,
+        objective_at_last,
+        cancel,
+    )
+}
+
+/// The iterations of [`tsne_gradient_descent`] over the prepared pairs of P.
+#[allow(clippy::too_many_arguments)]
+fn gd_iterations<V: CsrValue>(
+    x: &mut [f64],
+    dim: usize,
+    pairs: &UpperPairs<V>,
+    repulsion: Repulsion,
+    opts: GdOptions,
+    update: &mut [f64],
+    gains: &mut [f64],
+    n_iter: usize,
+    objective_at_last: bool,
+    cancel: &AtomicBool,
+) -> Result<f64> {
+    let n = x.len() / dim;
     let mut bufs = vec![vec![0.0; n * dim]; ATTRACTION_BLOCKS];
     let mut grad = vec![0.0; n * dim];
     let mut e = f64::NAN;
@@ -565,15 +657,7 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
             return Err(EmbedError::Cancelled);
         }
         let need = objective_at_last && it + 1 == n_iter;
-        let ea = tsne_attraction(
-            need,
-            x,
-            dim,
-            &pairs,
-            opts.exaggeration,
-            &mut bufs,
-            &mut grad,
-        );
+        let ea = tsne_attraction(need, x, dim, pairs, opts.exaggeration, &mut bufs, &mut grad);
         let dual = match repulsion {
             Repulsion::BarnesHut { theta } if n >= DUAL_TREE_MIN && dim <= 3 => Some(theta),
             _ => None,
