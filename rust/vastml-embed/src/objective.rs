@@ -413,21 +413,46 @@ impl<V: CsrValue> UpperPairs<V> {
     /// `inv` its inverse): each unordered pair once, from its smaller new label.
     fn permuted<I: CsrIndex>(w: &Csr<I, V>, perm: &[u32], inv: &[u32]) -> UpperPairs<V> {
         let n = perm.len();
+        // Parallel: count each new row's entries, then fill blocks of rows in parallel.
+        let kept = |rp: usize| {
+            let r = perm[rp] as usize;
+            (w.indptr[r].ix()..w.indptr[r + 1].ix())
+                .filter(move |&idx| inv[w.indices[idx].ix()] as usize > rp)
+        };
+        let counts: Vec<usize> = (0..n)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|rp| kept(rp).count())
+            .collect();
         let mut indptr = Vec::with_capacity(n + 1);
         indptr.push(0);
-        let mut cols = Vec::new();
-        let mut data = Vec::new();
-        for (rp, &r) in perm.iter().enumerate() {
-            let r = r as usize;
-            for idx in w.indptr[r].ix()..w.indptr[r + 1].ix() {
-                let m = inv[w.indices[idx].ix()] as usize;
-                if m > rp {
-                    cols.push(m as u32);
-                    data.push(w.data[idx]);
+        for c in counts {
+            indptr.push(indptr[indptr.len() - 1] + c);
+        }
+        let nnz = indptr[n];
+        let mut cols = vec![0u32; nnz];
+        let mut data = vec![V::of(0.0); nnz];
+        const ROWS: usize = 4096;
+        let mut parts = Vec::with_capacity(n / ROWS + 1);
+        let (mut rc, mut rd) = (&mut cols[..], &mut data[..]);
+        for lo in (0..n).step_by(ROWS) {
+            let hi = (lo + ROWS).min(n);
+            let len = indptr[hi] - indptr[lo];
+            let (a, b) = rc.split_at_mut(len);
+            let (c, d) = rd.split_at_mut(len);
+            parts.push((lo, hi, a, c));
+            (rc, rd) = (b, d);
+        }
+        parts.into_par_iter().for_each(|(lo, hi, pc, pd)| {
+            let mut k = 0;
+            for rp in lo..hi {
+                for idx in kept(rp) {
+                    pc[k] = inv[w.indices[idx].ix()];
+                    pd[k] = w.data[idx];
+                    k += 1;
                 }
             }
-            indptr.push(cols.len());
-        }
+        });
         UpperPairs::with_blocks(indptr, cols, data, n)
     }
 
