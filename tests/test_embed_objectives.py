@@ -345,3 +345,68 @@ def test_homotopy_centring_keeps_a_collapsed_x_able_to_leave_the_saddle():
     collapsed = lambdas[-1] * n * (n - 1)  # E at X = 0
     assert obj(X)[0] < 0.9 * collapsed, obj(X)[0]
     assert np.abs(X.mean(axis=0)).max() < 1e-8
+
+
+def _clusters(n, seed=0):
+    rng = np.random.default_rng(seed)
+    lab = rng.integers(0, 7, n)
+    return rng.normal(size=(n, 2)) * (1 + lab[:, None]) + 20 * np.c_[np.sin(lab), np.cos(lab)]
+
+
+def test_dual_tree_repulsion_against_exact_and_per_point_bh():
+    from vastml._core import tsne_repulsion
+
+    X = _clusters(1500)
+    s0, s1, sx = kernel_sums(X, kernel="student", method="exact")
+    Fe, Ze = X * s1[:, None] - sx, s0.sum()
+    z, F = tsne_repulsion(X, 0.0)  # theta = 0: no cell pair accepted, exact
+    np.testing.assert_allclose(F, Fe, rtol=1e-9, atol=1e-12)
+    assert abs(z - Ze) < 1e-10 * Ze
+    errs = []
+    for theta in (0.2, 0.5, 1.0):
+        z, F = tsne_repulsion(X, theta)
+        b0, b1, bx = kernel_sums(X, kernel="student", method="barnes_hut", theta=theta)
+        e = np.linalg.norm(F - Fe) / np.linalg.norm(Fe)
+        eb = np.linalg.norm(X * b1[:, None] - bx - Fe) / np.linalg.norm(Fe)
+        assert e <= 2 * eb, (theta, e, eb)  # not worse than 2x per-point Barnes-Hut
+        assert abs(z - Ze) / Ze <= 2 * max(abs(b0.sum() - Ze) / Ze, eb)
+        errs.append(e)
+    assert errs[0] < errs[1] < errs[2] and errs[0] > 0
+
+
+def test_fused_descent_uses_the_dual_tree_from_50k_points():
+    """One fused Barnes-Hut step at N = 50,000 equals the step from the dual-tree
+    repulsion and a NumPy attraction (so the large-N path is the tested kernel)."""
+    from vastml._core import tsne_gd, tsne_repulsion
+
+    n = 50_000
+    X = _clusters(n, 1)
+    rng = np.random.default_rng(2)
+    rows = np.repeat(np.arange(n), 5)
+    cols = rng.integers(0, n, rows.size)
+    A = sp.csr_matrix((rng.random(rows.size), (rows, cols)), shape=(n, n))
+    A.setdiag(0)
+    A.eliminate_zeros()
+    P = (A + A.T).tocsr()
+    P.sort_indices()
+    P.data /= P.data.sum()
+    lr, exag = 200.0, 4.0
+    Y, U, G, _ = tsne_gd(
+        X, P.indptr.astype(np.int64), P.indices.astype(np.int64), P.data, np.zeros_like(X),
+        np.ones_like(X), 1, lr, 0.5, exag, 0.01, "barnes_hut", 0.5,
+    )
+    z, F = tsne_repulsion(X, 0.5)
+    C = P.tocoo()
+    d = X[C.row] - X[C.col]
+    w = C.data / (1 + (d**2).sum(1))
+    att = np.zeros_like(X)
+    np.add.at(att, C.row, w[:, None] * d)
+    grad = 4 * exag * att - 4 / z * F
+    Y_ref = X - lr * 0.8 * grad
+    Y_ref -= Y_ref.mean(0)
+    np.testing.assert_allclose(Y, Y_ref, rtol=1e-9, atol=1e-9 * np.abs(Y_ref).max())
+    # The per-point (grouped) walk gives a different approximation: the dual tree is used.
+    b0, b1, bx = kernel_sums(X, kernel="student", method="barnes_hut", theta=0.5)
+    Y_bh = X - lr * 0.8 * (4 * exag * att - 4 / b0.sum() * (X * b1[:, None] - bx))
+    Y_bh -= Y_bh.mean(0)
+    assert not np.allclose(Y, Y_bh, rtol=1e-9, atol=1e-9 * np.abs(Y_ref).max())

@@ -514,3 +514,8 @@ def knn_graph(
     eps: float = 0.0,
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...
+def tsne_repulsion(
+    x: npt.NDArray[np.float64],
+    theta: float = 0.5,
+    n_jobs: int | None = None,
+) -> tuple[float, npt.NDArray[np.float64]]: ...

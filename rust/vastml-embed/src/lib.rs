@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod affinity;
+pub mod dualtree;
 mod error;
 pub mod interp;
 pub mod lll;

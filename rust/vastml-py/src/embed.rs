@@ -367,6 +367,28 @@ pub fn kernel_sums<'py>(
     ))
 }
 
+/// tsne_repulsion(x, theta=0.5, n_jobs=None)
+/// --
+///
+/// The t-SNE repulsion by the dual-tree (cell-cell) Barnes-Hut of large N: returns
+/// (Z, F) with Z = sum_{n!=m} 1/(1+t_nm) and F[n] = sum_{m!=n} (x_n - x_m)/(1+t_nm)^2
+/// (x has 1 to 3 columns; theta = 0 is exact).
+#[pyfunction]
+#[pyo3(signature = (x, theta=0.5, n_jobs=None))]
+pub fn tsne_repulsion<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    theta: f64,
+    n_jobs: Option<isize>,
+) -> PyResult<(f64, Bound<'py, PyArray2<f64>>)> {
+    let (xs, dim) = rows(&x, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let r = enter(py, n_jobs, |cancel| {
+        vastml_embed::dualtree::tsne_repulsion(xs, dim, theta, cancel)
+    })?;
+    Ok((r.z, matrix(py, r.force, n, dim)?))
+}
+
 type GdOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
