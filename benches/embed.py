@@ -27,6 +27,9 @@ Rows (peers run in the same process, right after ours; read the ratios, not the 
   vastml's approximate kd-tree from 200,000 points, 750 iterations): wall and CPU seconds,
   the kNN + affinities stage, peak RSS. Target < 15 min and < 4 GB. ``--big-n N`` runs
   the same row at N points (no targets checked), e.g. 200,000 for a smoke run.
+  ``--only-big-affinities``: only the stage before the descent at ``--big-n`` points (kNN,
+  affinities, symmetrisation; wall, CPU and peak RSS, kNN recall on 200 sampled rows against
+  brute force, max |H - log K|). Target (issue 7): <= ~80 s wall / ~150 s CPU at 1M.
 """
 
 from __future__ import annotations
@@ -546,6 +549,36 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "cpu_seconds": cpu() - c,
                   "stages": stages, "n_iter": m.n_iter_, "kl": m.kl_divergence_}}))
 """
 
+_BIG_AFF = """
+import json, math, resource, time, numpy as np
+from sklearn.datasets import make_blobs
+from vastml.embed import entropic_affinities, symmetrize
+from vastml.embed._affinities import KNN_APPROX_EPS, rust_knn
+X, _ = make_blobs(n_samples={n}, n_features=10, centers=10, random_state=0)
+cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+st = {{}}
+def run(name, f):
+    t, c = time.perf_counter(), cpu()
+    r = f()
+    st[name] = (time.perf_counter() - t, cpu() - c)
+    return r
+d, i = run("kNN", lambda: rust_knn(X, 90, KNN_APPROX_EPS))
+P, beta, info = run("affinities", lambda: entropic_affinities(knn=(d, i), perplexity=30, compact=True))
+rows = np.random.default_rng(0).choice(X.shape[0], 200, replace=False)
+hits, gap = 0, 0.0
+for r in rows:  # recall against brute force; entropy of the float64 row at the found beta
+    dd = ((X - X[r]) ** 2).sum(1)
+    dd[r] = np.inf
+    hits += np.isin(i[r], np.argpartition(dd, 90)[:90]).sum()
+    p = np.exp(-beta[r] * (d[r] - d[r].min()))
+    p /= p.sum()
+    gap = max(gap, abs(-(p * np.log(p)).sum() - math.log(30)))
+del d, i
+S = run("symmetrize", lambda: symmetrize(P, "joint"))
+print(json.dumps({{"stages": st, "recall": hits / (90 * len(rows)), "max_gap": gap,
+                  "evals": float(info["evaluations"].mean()), "nnz": int(S.nnz)}}))
+"""
+
 
 def main(argv=None):
     def add_args(ap):
@@ -561,6 +594,12 @@ def main(argv=None):
         ap.add_argument("--big", action="store_true", help="also run the 1,000,000-point row")
         ap.add_argument("--skip-tsne", action="store_true", help="only affinities and homotopy")
         ap.add_argument("--only-big", action="store_true", help="run only the 1M row")
+        ap.add_argument(
+            "--only-big-affinities",
+            action="store_true",
+            help="run only the stage before t-SNE's descent at --big-n points (kNN, "
+            "affinities, symmetrisation: wall, CPU, peak RSS, kNN recall, max |H - log K|)",
+        )
         ap.add_argument(
             "--big-n", type=int, default=1_000_000, help="points of the --big row (default 1M)"
         )
@@ -634,6 +673,30 @@ def main(argv=None):
         jobs = [j for j in jobs if j[0].split()[0].replace("t-SNE", "tsne") in wanted]
     if a.only_big:
         a.big, jobs = True, []
+    if a.only_big_affinities:
+        jobs = []
+        nb = a.big_n
+        info = bench.run_isolated(_BIG_AFF.format(n=nb), timeout=3600)
+        if "error" in info:
+            bench.skip("1M stage before the descent", {"N": nb}, str(info["error"])[-200:])
+        else:
+            st = info["stages"]
+            wall, cpu = (sum(v[j] for v in st.values()) for j in (0, 1))
+            bench.compare(
+                "1M stage before the descent (kNN + affinities + symmetrisation)",
+                Timing([wall]),
+                {},
+                {"N": nb},
+                {
+                    **{f"{k}": f"{v[0]:.1f} s wall / {v[1]:.1f} s CPU" for k, v in st.items()},
+                    "CPU": f"{cpu:.0f} s",
+                    "peak RSS": f"{info['peak_rss_bytes'] / 1e9:.2f} GB",
+                    "kNN recall (200 rows)": f"{info['recall']:.4f}",
+                    "max |H - log K| (200 rows)": f"{info['max_gap']:.1e}",
+                    "evaluations per point": f"{info['evals']:.2f}",
+                    "nnz P": info["nnz"],
+                },
+            )
     for tag, fn, args in jobs:
         log(tag)
         try:

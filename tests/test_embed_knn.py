@@ -85,6 +85,11 @@ def test_entropic_affinities_and_tsne_switch(monkeypatch):
     auto = TSNE(**kw).fit(X)
     assert calls
     np.testing.assert_allclose(auto.beta_, exact.beta_, rtol=0.02)
+    # The approximate path fits scikit-learn's tree only when transform needs it.
+    assert not hasattr(auto.nn_, "n_samples_fit_")
+    Y = auto.transform(X[:5])
+    assert Y.shape == (5, 2) and np.isfinite(Y).all()
+    assert auto.nn_.n_samples_fit_ == X.shape[0]
     with pytest.raises(ValueError):
         TSNE(neighbors="bogus").fit(X)
 

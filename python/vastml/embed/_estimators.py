@@ -87,7 +87,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             raise ValueError(f"`n_neighbors` must be an int in (perplexity, n_samples), got {k!r}")
         # n_jobs=None means all cores here (DESIGN), but one job to scikit-learn.
         jobs = effective_n_jobs(self.n_jobs)
-        self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=jobs).fit(X)
+        self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=jobs)
         compact = n >= AUTO_COMPACT_MIN
         neighbors = getattr(self, "neighbors", "exact")
         choice(neighbors, "neighbors", NEIGHBOR_METHODS)
@@ -95,8 +95,9 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             # vastml's parallel kd-tree, (1 + eps)-approximate: scikit-learn's exact query
             # is ~40 CPU-minutes at 1M x 10-D (``nn_`` above still serves ``transform``).
             knn = rust_knn(X, int(k), KNN_APPROX_EPS, self.n_jobs, compact)
+            self._nn_X = X  # ``nn_`` is fitted on the first ``transform`` (6 CPU-s at 1M)
         else:
-            knn = knn_graph(self.nn_, int(k), compact)
+            knn = knn_graph(self.nn_.fit(X), int(k), compact)
         P, beta, info = entropic_affinities(
             knn=knn,
             perplexity=self.perplexity,
@@ -136,6 +137,8 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         training points, then each point's own objective; thesis §5.4)."""
         check_is_fitted(self, "embedding_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if not hasattr(self.nn_, "n_samples_fit_"):
+            self.nn_.fit(self._nn_X)
         dist, idx = self.nn_.kneighbors(X)
         return embed_new_points(
             self._model,

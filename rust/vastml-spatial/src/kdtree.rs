@@ -622,43 +622,6 @@ impl KdTree {
         }
     }
 
-    /// The `k` nearest other points of the point at tree position `pos` (itself excluded by
-    /// position, so duplicates of it still count), written nearest first (ties: smaller
-    /// original index) as squared distances and original indices into `d2` and `idx` (both of
-    /// length `k`, `k < len`). A box is skipped when `shrink` times its distance exceeds the
-    /// current `k`-th distance: `shrink = 1` is exact, `(1 + eps)^2` gives a
-    /// `(1 + eps)`-approximate search (every returned distance is still exact). For
-    /// [`crate::knn_graph`].
-    pub(crate) fn nearest_other(
-        &self,
-        pos: usize,
-        k: usize,
-        shrink: f64,
-        d2: &mut [f64],
-        idx: &mut [usize],
-    ) {
-        let heap = match self.dim {
-            2 => self.nearest_other_impl::<2>(pos, k, shrink),
-            3 => self.nearest_other_impl::<3>(pos, k, shrink),
-            10 => self.nearest_other_impl::<10>(pos, k, shrink),
-            _ => self.nearest_other_impl::<0>(pos, k, shrink),
-        };
-        for (j, c) in heap.into_sorted_vec().into_iter().enumerate() {
-            d2[j] = c.d2;
-            idx[j] = c.index;
-        }
-    }
-
-    fn nearest_other_impl<const D: usize>(
-        &self,
-        pos: usize,
-        k: usize,
-        shrink: f64,
-    ) -> BinaryHeap<Candidate> {
-        let dim = if D == 0 { self.dim } else { D };
-        self.search_impl::<D>(&self.points[pos * dim..(pos + 1) * dim], k, shrink, pos)
-    }
-
     /// Returns a max-heap holding the `k` best candidates (`1 <= k <= len`).
     fn nearest_impl<const D: usize>(&self, q: &[f64], k: usize) -> BinaryHeap<Candidate> {
         self.search_impl::<D>(q, k, 1.0, usize::MAX)

@@ -1,9 +1,11 @@
 //! The k-nearest-neighbour graph of a point set (every point's `k` nearest *other* points),
 //! for the affinities of t-SNE and friends at large N.
 //!
-//! One [`KdTree`] is built (in parallel) and every point is queried from its own tree
-//! position, in tree order, so consecutive queries walk the same nodes (cache-friendly), in
-//! parallel chunks with rayon. `eps = 0` is exact; `eps > 0` skips a box when `(1 + eps)`
+//! One kd-tree specialised for this query is built (in parallel; `knn_tree.rs`: split
+//! planes with the children's extents and an incremental cell distance, one coordinate per
+//! node; leaves stored transposed and padded so a leaf's distances are one SIMD loop;
+//! the `k` best kept in a sorted array) and every point is queried in tree order, so
+//! consecutive queries walk the same nodes (cache-friendly), in parallel runs with rayon. `eps = 0` is exact; `eps > 0` skips a box when `(1 + eps)`
 //! times its distance is beyond the current `k`-th neighbour, the classic
 //! `(1 + eps)`-approximate search (Arya et al. 1998): every returned neighbour is within
 //! `(1 + eps)` of the true `j`-th neighbour's distance, the distances returned are exact, and
@@ -21,8 +23,9 @@
 
 use rayon::prelude::*;
 
+use crate::knn_tree::{Best, KnnTree};
 use crate::validate::validate_points;
-use crate::{KdTree, Result, SpatialError};
+use crate::{Result, SpatialError};
 
 /// Leaf size of the kNN tree (larger than [`crate::DEFAULT_LEAF_SIZE`]: with `k` near 100
 /// neighbours, larger leaves mean fewer box tests for the same points).
@@ -30,6 +33,10 @@ pub const KNN_LEAF_SIZE: usize = 32;
 
 /// Queries per parallel chunk (results are scattered back to input order per chunk).
 const CHUNK: usize = 1 << 14;
+
+/// Consecutive queries (in tree order) per parallel task: each starts from the previous
+/// one's neighbours.
+const RUN: usize = 256;
 
 /// A kNN graph in input order: row `i` of the `n x k` row-major arrays lists point `i`'s
 /// neighbours nearest first (ties: smaller index); the point itself is never listed, but its
@@ -50,7 +57,7 @@ pub struct KnnGraph {
 ///
 /// # Errors
 /// [`SpatialError::InvalidParameter`] unless `1 <= k < n`, `eps >= 0` (finite) and
-/// `n < 2^31`; the errors of [`KdTree::build`] for bad points.
+/// `n < 2^31`; [`SpatialError`]s for an empty, ragged or non-finite point set.
 pub fn knn_graph(points: &[f64], dim: usize, k: usize, eps: f64) -> Result<KnnGraph> {
     let n = validate_points(points, dim)?;
     if k == 0 || k >= n {
@@ -71,23 +78,35 @@ pub fn knn_graph(points: &[f64], dim: usize, k: usize, eps: f64) -> Result<KnnGr
             reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
         });
     }
-    let tree = KdTree::build(points, dim, KNN_LEAF_SIZE)?;
+    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE);
     let shrink = (1.0 + eps) * (1.0 + eps);
-    let perm = tree.permutation();
+    let perm = &tree.perm;
     let mut sqdist = vec![0.0f64; n * k];
     let mut indices = vec![0i32; n * k];
     let mut buf_d = vec![0.0f64; CHUNK.min(n) * k];
-    let mut buf_i = vec![0usize; CHUNK.min(n) * k];
+    let mut buf_i = vec![0u32; CHUNK.min(n) * k];
     for start in (0..n).step_by(CHUNK) {
         let end = (start + CHUNK).min(n);
         let m = end - start;
         buf_d[..m * k]
-            .par_chunks_mut(k)
-            .zip(buf_i[..m * k].par_chunks_mut(k))
+            .par_chunks_mut(k * RUN)
+            .zip(buf_i[..m * k].par_chunks_mut(k * RUN))
             .enumerate()
-            .for_each(|(j, (d, i))| tree.nearest_other(start + j, k, shrink, d, i));
+            .for_each(|(r, (bd, bi))| {
+                let first = start + r * RUN;
+                let mut best = Best::new(k);
+                for j in 0..bd.len() / k {
+                    let t = first + j;
+                    let o = perm[t] as usize;
+                    let q = &points[o * dim..(o + 1) * dim];
+                    best.clear();
+                    tree.search(q, t, shrink, &mut best);
+                    bd[j * k..(j + 1) * k].copy_from_slice(&best.d2);
+                    bi[j * k..(j + 1) * k].copy_from_slice(&best.idx);
+                }
+            });
         for j in 0..m {
-            let row = perm[start + j];
+            let row = perm[start + j] as usize;
             sqdist[row * k..(row + 1) * k].copy_from_slice(&buf_d[j * k..(j + 1) * k]);
             for (o, &x) in indices[row * k..(row + 1) * k]
                 .iter_mut()
@@ -193,6 +212,28 @@ mod tests {
                 "eps {eps}: recall {recall}"
             );
             last = recall;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Small integer coordinates: many ties and duplicates, leaves of coincident
+        /// points, every dimension path (2, 3, 10 and the generic one).
+        #[test]
+        fn exact_equals_brute_force_with_ties(
+            n in 2usize..400,
+            dim in proptest::sample::select(vec![1usize, 2, 3, 5, 10, 12]),
+            kf in 0.0f64..1.0,
+            seed in 0u64..1000,
+            spread in 1i32..6,
+        ) {
+            let mut rng = Pcg64::seed_from_u64(seed);
+            let pts: Vec<f64> = (0..n * dim).map(|_| rng.random_range(0..spread) as f64).collect();
+            let k = 1 + ((n - 2) as f64 * kf) as usize;
+            let g = knn_graph(&pts, dim, k, 0.0).unwrap();
+            let (d, ix) = brute(&pts, dim, k);
+            proptest::prop_assert_eq!(g.sqdist, d);
+            proptest::prop_assert_eq!(g.indices, ix);
         }
     }
 

@@ -48,6 +48,7 @@ mod kcenter;
 mod kdtree;
 mod kmeans;
 mod knn;
+mod knn_tree;
 mod validate;
 
 pub use clustering::Clustering;
