@@ -30,6 +30,10 @@ pub enum Step {
     Restart,
     /// End the pipeline unless the step before gave a new best arrangement.
     StopUnlessImproved,
+    /// Exhaustive polish (`crate::polish`): every swap, reversal and relocation of a
+    /// block of up to this many positions (also reversed), rows and columns alternately
+    /// until neither improves (pair-form objectives only; others are left unchanged).
+    Polish(usize),
 }
 
 /// Parameters of [`pls`].
@@ -50,6 +54,9 @@ pub struct PlsParams {
     /// started (`None`: only `restarts` bounds the rounds). A wall-clock bound: the rounds
     /// actually run then depend on the machine's speed and load.
     pub time_budget: Option<f64>,
+    /// After everything else, polish the best arrangement exhaustively
+    /// ([`crate::polish::polish`]) with blocks of up to this many positions (`None`: off).
+    pub polish: Option<usize>,
 }
 
 impl Default for PlsParams {
@@ -80,6 +87,7 @@ impl Default for PlsParams {
             n_blocks: 10,
             restarts: 0,
             time_budget: None,
+            polish: None,
         }
     }
 }
@@ -289,6 +297,15 @@ pub fn pls(
                 }
                 continue;
             }
+            Step::Polish(k) => {
+                let axes: &[usize] = match params.search.axes {
+                    Axes::Rows => &[0],
+                    Axes::Cols => &[1],
+                    Axes::Both => &[0, 1],
+                };
+                crate::polish::polish(arr, axes, k, usize::MAX, cancel)?;
+                "polish".to_string()
+            }
             Step::KMax(k) => {
                 let axes: &[usize] = match params.search.axes {
                     Axes::Rows => &[0],
@@ -360,13 +377,28 @@ pub fn pls(
     if arr.raw_error() > best.0 {
         restore(arr, &best)?;
     }
+    if let Some(max_block) = params.polish {
+        // only ever lowers the error: applies improving moves of the best arrangement
+        crate::polish::polish(arr, axes, max_block, usize::MAX, cancel)?;
+        history.push(("polish".to_string(), arr.error()));
+        if let Some(p) = &params.search.progress {
+            let step = params.schedule.len() + params.restarts + 1;
+            if !p.report("polish", step, arr.error()) {
+                return Err(OrderError::Cancelled);
+            }
+        }
+    }
     Ok(PlsReport { history })
 }
 
-/// The kick number `kick` of the iterated local search, on each axis in `axes`: odd kicks a
-/// block ordering on 4-16 blocks whose boundaries start at a random offset (a different cut
-/// of the display than the pipeline's fixed 10 blocks), even kicks two random segments of
-/// up to a sixth of the axis, each reversed or moved elsewhere.
+/// The kick number `kick` of the iterated local search, on each axis in `axes`. Every eighth
+/// kick, starting with the first, flips the display: every axis in `axes` reversed at once,
+/// a joint move no search on one axis makes (reversing the rows alone mirrors the pattern);
+/// under ZerosAndOnes padding (ones above and left) the flipped pattern has another error
+/// and its own local minima. Of the other kicks, the odd ones a block ordering on 4-16 blocks
+/// whose boundaries start at a random offset (a different cut of the display than the
+/// pipeline's fixed 10 blocks), the even ones two random segments of up to a sixth of the
+/// axis, each reversed or moved elsewhere.
 fn perturb(
     arr: &mut Arrangement,
     axes: &[usize],
@@ -374,6 +406,15 @@ fn perturb(
     rng: &mut Pcg64,
     cancel: &AtomicBool,
 ) -> Result<(), OrderError> {
+    if kick % 8 == 0 {
+        for &axis in axes {
+            let mut order = arr.order(axis);
+            order.reverse();
+            arr.set_order(axis, &order)?;
+        }
+        return Ok(());
+    }
+    let kick = kick - kick / 8 - 1;
     for &axis in axes {
         let m = arr.len(axis);
         if m < 8 {
