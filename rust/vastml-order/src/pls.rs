@@ -333,8 +333,9 @@ pub fn pls(
         Axes::Both => &[0, 1],
     };
     let base = params.schedule.len() as u64 + 1;
-    // the first round continues from the best of the pipeline
-    let (mut continue_next, mut kicks) = (true, 0usize);
+    // the first round starts from the flipped best of the pipeline (kick 0): the other
+    // orientation is searched early, before the rounds settle in one basin
+    let (mut continue_next, mut kicks) = (false, 0usize);
     for round in 0..params.restarts {
         if params
             .time_budget
