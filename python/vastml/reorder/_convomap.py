@@ -134,8 +134,9 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     restarts : int, default=0
         Iterated local search after P-LS (``method="pls"``): this many rounds of "kick the best
         arrangement found so far, then a 3- and a 1-split search", keeping the best. The first
-        kick and every eighth flips the display (every reordered axis reversed at once: the
-        other orientation of the pattern against the padding); the others alternate between a
+        round continues from P-LS's best; the second always starts from the flipped best
+        (every reordered axis reversed at once: the other orientation of the pattern against
+        the padding), and every eighth kick after it flips again; the others alternate between a
         block ordering on 4-16 blocks cut at a random offset and two random segment reversals
         / relocations, on every reordered axis. Each round is seeded
         from (``random_state``, round), so the result is reproducible and independent of

@@ -47,7 +47,7 @@ pub struct PlsParams {
     pub n_blocks: usize,
     /// Iterated local search after the schedule: this many rounds of "a 3- and a 1-split
     /// search from the best arrangement", kicked first (see `perturb`) unless the round
-    /// before improved the best (0: none). Each round is seeded from (seed, round), so the
+    /// before improved the best; round 2 is always kicked, by a flip of the display (0: none). Each round is seeded from (seed, round), so the
     /// result does not depend on the thread count.
     pub restarts: usize,
     /// Start no further round once this many seconds have passed since the pipeline
@@ -333,9 +333,10 @@ pub fn pls(
         Axes::Both => &[0, 1],
     };
     let base = params.schedule.len() as u64 + 1;
-    // the first round starts from the flipped best of the pipeline (kick 0): the other
-    // orientation is searched early, before the rounds settle in one basin
-    let (mut continue_next, mut kicks) = (false, 0usize);
+    // the first round continues from the best of the pipeline; the second always starts
+    // from the flipped best (kick 0), so the other orientation is searched early, before
+    // rounds with small gains settle in one basin
+    let (mut continue_next, mut kicks) = (true, 0usize);
     for round in 0..params.restarts {
         if params
             .time_budget
@@ -355,7 +356,7 @@ pub fn pls(
         );
         // after a round that improved, continue from the new best without a kick (the
         // automatic stop ends searches that still had gains); else the next kick
-        if !continue_next {
+        if !continue_next || round == 1 {
             perturb(arr, axes, kicks, &mut rng, cancel)?;
             kicks += 1;
         }
@@ -393,7 +394,7 @@ pub fn pls(
 }
 
 /// The kick number `kick` of the iterated local search, on each axis in `axes`. Every eighth
-/// kick, starting with the first, flips the display: every axis in `axes` reversed at once,
+/// kick, starting with the first (which always starts round 2), flips the display: every axis in `axes` reversed at once,
 /// a joint move no search on one axis makes (reversing the rows alone mirrors the pattern);
 /// under ZerosAndOnes padding (ones above and left) the flipped pattern has another error
 /// and its own local minima. Of the other kicks, the odd ones a block ordering on 4-16 blocks
