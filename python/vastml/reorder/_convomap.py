@@ -154,7 +154,8 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         alternately until neither improves; moves are scored from a table of pair overlaps.
         Never raises the error (``history_`` gains ``"polish"``). Only for
         ``error="abs"`` with zeros_and_ones or zero padding; axes whose table (length² x
-        kernel half-height) exceeds 2**23 entries are left alone. Deterministic.
+        kernel half-height) exceeds 2**23 entries are left alone. Deterministic, except that
+        with ``time_budget`` it stops (keeping its gains) once twice the budget has passed.
 
     Attributes
     ----------

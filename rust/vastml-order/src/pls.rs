@@ -55,7 +55,8 @@ pub struct PlsParams {
     /// actually run then depend on the machine's speed and load.
     pub time_budget: Option<f64>,
     /// After everything else, polish the best arrangement exhaustively
-    /// ([`crate::polish::polish`]) with blocks of up to this many positions (`None`: off).
+    /// ([`crate::polish::polish`]) with blocks of up to this many positions (`None`: off);
+    /// with a `time_budget`, the polish stops at twice the budget, keeping its gains.
     pub polish: Option<usize>,
 }
 
@@ -303,7 +304,7 @@ pub fn pls(
                     Axes::Cols => &[1],
                     Axes::Both => &[0, 1],
                 };
-                crate::polish::polish(arr, axes, k, usize::MAX, cancel)?;
+                crate::polish::polish(arr, axes, k, usize::MAX, None, cancel)?;
                 "polish".to_string()
             }
             Step::KMax(k) => {
@@ -380,8 +381,12 @@ pub fn pls(
         restore(arr, &best)?;
     }
     if let Some(max_block) = params.polish {
-        // only ever lowers the error: applies improving moves of the best arrangement
-        crate::polish::polish(arr, axes, max_block, usize::MAX, cancel)?;
+        // only ever lowers the error: applies improving moves of the best arrangement; with
+        // a time budget it stops at twice the budget (keeping the moves applied until then)
+        let deadline = params
+            .time_budget
+            .map(|b| clock + std::time::Duration::from_secs_f64(2.0 * b.max(0.0)));
+        crate::polish::polish(arr, axes, max_block, usize::MAX, deadline, cancel)?;
         history.push(("polish".to_string(), arr.error()));
         if let Some(p) = &params.search.progress {
             let step = params.schedule.len() + params.restarts + 1;

@@ -17,6 +17,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -302,8 +303,9 @@ pub struct PolishReport {
 }
 
 /// Improves one axis until no swap, reversal or block relocation (blocks of 1..=`max_block`,
-/// also reversed) improves it; returns the number of moves of each kind applied. The
-/// arrangement's order is set at the end (its error is recomputed from scratch).
+/// also reversed) improves it, or until `deadline` (then it keeps the moves applied so
+/// far); returns the number of moves of each kind applied. The arrangement's order is set
+/// at the end (its error is recomputed from scratch).
 ///
 /// # Errors
 /// As [`PairTable::build`], cancellation.
@@ -311,6 +313,7 @@ pub fn polish_axis(
     arr: &mut Arrangement,
     axis: usize,
     max_block: usize,
+    deadline: Option<Instant>,
     cancel: &AtomicBool,
 ) -> Result<[usize; 3], OrderError> {
     let table = PairTable::build(arr, axis)?;
@@ -318,11 +321,15 @@ pub fn polish_axis(
     let mut o: Vec<u32> = arr.order(axis).iter().map(|&x| x as u32).collect();
     let mut moves = [0usize; 3];
     let mut gain = 0i64;
-    loop {
+    let late = || deadline.is_some_and(|d| Instant::now() >= d);
+    'scan: loop {
         let before = gain;
         for a in 0..m {
             if cancel.load(Ordering::Relaxed) {
                 return Err(OrderError::Cancelled);
+            }
+            if late() {
+                break 'scan;
             }
             for b in a + 1..m {
                 let v = table.delta_swap(&o, a, b);
@@ -337,6 +344,9 @@ pub fn polish_axis(
             if cancel.load(Ordering::Relaxed) {
                 return Err(OrderError::Cancelled);
             }
+            if late() {
+                break 'scan;
+            }
             for b in a + 1..m {
                 let v = table.delta_reverse(&o, a, b);
                 if v > 0 {
@@ -350,6 +360,9 @@ pub fn polish_axis(
             for i in 0..=m - len {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(OrderError::Cancelled);
+                }
+                if late() {
+                    break 'scan;
                 }
                 if let Some((v, g, reversed)) = table.best_relocation(&o, i, len) {
                     if v > 0 {
@@ -374,7 +387,8 @@ pub fn polish_axis(
 }
 
 /// [`polish_axis`] on the rows, then the columns, alternating until an axis pass applies no
-/// move on either (or `max_passes` axis passes ran). Axes whose table would be too large
+/// move on either (or `max_passes` axis passes ran, or `deadline` passed: the moves applied
+/// until then are kept). Axes whose table would be too large
 /// are skipped; an objective that is not of the pair form is left unchanged.
 ///
 /// # Errors
@@ -384,6 +398,7 @@ pub fn polish(
     axes: &[usize],
     max_block: usize,
     max_passes: usize,
+    deadline: Option<Instant>,
     cancel: &AtomicBool,
 ) -> Result<PolishReport, OrderError> {
     let mut report = PolishReport::default();
@@ -394,10 +409,13 @@ pub fn polish(
         .collect();
     let mut quiet = 0;
     let mut k = 0;
-    while quiet < usable.len() && report.passes < max_passes {
+    while quiet < usable.len()
+        && report.passes < max_passes
+        && !deadline.is_some_and(|d| Instant::now() >= d)
+    {
         let axis = usable[k % usable.len()];
         k += 1;
-        let mv = polish_axis(arr, axis, max_block, cancel)?;
+        let mv = polish_axis(arr, axis, max_block, deadline, cancel)?;
         report.passes += 1;
         if mv.iter().sum::<usize>() == 0 {
             quiet += 1;

@@ -162,7 +162,7 @@ proptest! {
         let mut arr = random_arr(seed, m, n, colours, density, KernelKind::Gbs, 2 * kr + 1, 2 * kr + 1, padding);
         let before = arr.raw_error();
         let cancel = AtomicBool::new(false);
-        let rep = polish(&mut arr, &[0, 1], 3, usize::MAX, &cancel).unwrap();
+        let rep = polish(&mut arr, &[0, 1], 3, usize::MAX, None, &cancel).unwrap();
         prop_assert!(arr.raw_error() <= before);
         prop_assert_eq!(arr.raw_error(), arr.full_raw(0));
         prop_assert_eq!(arr.raw_error(), arr.full_raw(1));
@@ -198,7 +198,15 @@ fn polish_skips_other_objectives() {
     assert!(!table_fits(&arr, 0));
     assert!(PairTable::build(&arr, 0).is_err());
     let (r, c, e) = (arr.order(0), arr.order(1), arr.raw_error());
-    let rep = polish(&mut arr, &[0, 1], 8, usize::MAX, &AtomicBool::new(false)).unwrap();
+    let rep = polish(
+        &mut arr,
+        &[0, 1],
+        8,
+        usize::MAX,
+        None,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
     assert_eq!(rep.passes, 0);
     assert_eq!((arr.order(0), arr.order(1), arr.raw_error()), (r, c, e));
 }
@@ -250,4 +258,32 @@ fn pls_with_flip_rounds_and_polish() {
     assert!((a.error() - best).abs() < 1e-9);
     let (b, _) = run();
     assert_eq!((a.order(0), a.order(1)), (b.order(0), b.order(1)));
+}
+
+/// A deadline already passed stops the polish before its first pass; a later one keeps
+/// the moves applied until then (the result is still exact).
+#[test]
+fn polish_deadline() {
+    let cancel = AtomicBool::new(false);
+    let arr = random_arr(
+        9,
+        30,
+        30,
+        1,
+        0.4,
+        KernelKind::Gbs,
+        5,
+        5,
+        Padding::ZerosAndOnes,
+    );
+    let mut a = arr.clone();
+    let past = std::time::Instant::now();
+    let rep = polish(&mut a, &[0, 1], 4, usize::MAX, Some(past), &cancel).unwrap();
+    assert_eq!(rep.passes, 0);
+    assert_eq!((a.order(0), a.order(1)), (arr.order(0), arr.order(1)));
+    let mut b = arr.clone();
+    let later = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    let rep = polish(&mut b, &[0, 1], 4, usize::MAX, Some(later), &cancel).unwrap();
+    assert!(rep.passes >= 2 && b.raw_error() < arr.raw_error());
+    assert_eq!(b.raw_error(), b.full_raw(0));
 }
