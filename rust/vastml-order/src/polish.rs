@@ -411,7 +411,7 @@ pub fn polish(
     let mut k = 0;
     while quiet < usable.len()
         && report.passes < max_passes
-        && !deadline.is_some_and(|d| Instant::now() >= d)
+        && deadline.is_none_or(|d| Instant::now() < d)
     {
         let axis = usable[k % usable.len()];
         k += 1;
