@@ -364,6 +364,7 @@ def convomap_fit(
     progress: Any = None,
     restarts: int = 0,
     time_budget: float | None = None,
+    polish: int = 0,
 ) -> tuple[
     list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int]
 ]: ...

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::error::{OrderError, invalid};
 use crate::kernel::Kernel;
 use crate::matrix::{ErrorKind, Matrix, Padding};
-use crate::view::{Src, View, dot_shift, weighted_overlap};
+use crate::view::{Src, View, dot_shift, shift_counts, weighted_overlap};
 
 /// New displayed positions `dst..dst+len` take the rows found at `src..src+len` before the
 /// move (in reverse when `mirrored`).
@@ -244,7 +244,7 @@ impl Arrangement {
     /// Σ_dc K[d][dc] · popcount(x & shift(src, dc)) over layers: the weighted count of
     /// set neighbours of the row `ent` in the neighbour row at offset `d`.
     #[inline]
-    fn contrib(&self, axis: usize, ent: u32, src: Src, d: isize) -> u128 {
+    pub(crate) fn contrib(&self, axis: usize, ent: u32, src: Src, d: isize) -> u128 {
         self.contrib_in(axis, ent, src, d, &self.all_layers)
     }
 
@@ -499,10 +499,55 @@ impl Arrangement {
         acc
     }
 
+    /// [`Self::real_overlap`] of `x` and `y` for every distance d in 1..=h at once
+    /// (`out[d - 1]`, h = half the kernel height along `axis`): one pass over the words
+    /// counts the overlaps at every column shift, shared by all kernel rows.
+    pub(crate) fn real_overlaps(&self, axis: usize, x: u32, y: u32, out: &mut [i64]) {
+        let k = &self.kernels[axis];
+        let h = k.rows() / 2;
+        let view = &self.views[axis];
+        let pad = view.pad;
+        if pad >= 64 || k.cols() != 2 * pad + 1 {
+            for d in 1..=h {
+                out[d - 1] = self.real_overlap(axis, x, y, d) as i64;
+            }
+            return;
+        }
+        let mut counts = [0u32; 127];
+        let c = &mut counts[..k.cols()];
+        for &l in &self.all_layers {
+            shift_counts(
+                view.real_of(l, x as usize),
+                view.real_of(l, y as usize),
+                pad,
+                c,
+            );
+        }
+        for d in 1..=h {
+            let kr = d + h;
+            let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
+            out[d - 1] = row
+                .iter()
+                .zip(c.iter())
+                .map(|(&w, &n)| w as i64 * i64::from(n))
+                .sum();
+        }
+    }
+
+    /// Whether the error is the pair form that [`Self::delta_pairs`] (and the tables of
+    /// `polish`) use: abs error with zero or ZerosAndOnes padding.
+    pub(crate) fn pair_form(&self) -> bool {
+        self.objective.kind == ErrorKind::Abs
+            && matches!(
+                self.objective.padding,
+                Padding::ZerosAndOnes | Padding::Zero
+            )
+    }
+
     /// The position-dependent part of the error of entity `x` shown at `p` that is not a
     /// pair overlap: its weighted overlap with the left padding bits of its neighbours (one
     /// per neighbour in range) and with the padding rows above and below the display.
-    fn edge_term(&self, axis: usize, x: u32, p: usize) -> u128 {
+    pub(crate) fn edge_term(&self, axis: usize, x: u32, p: usize) -> u128 {
         let m = self.len(axis) as isize;
         let h = (self.kernels[axis].rows() / 2) as isize;
         let p = p as isize;

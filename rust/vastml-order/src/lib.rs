@@ -27,6 +27,7 @@ pub mod kmax;
 mod matrix;
 mod moves;
 pub mod pls;
+pub mod polish;
 mod rectangles;
 mod search;
 mod synthetic;

@@ -30,6 +30,10 @@ pub enum Step {
     Restart,
     /// End the pipeline unless the step before gave a new best arrangement.
     StopUnlessImproved,
+    /// Exhaustive polish (`crate::polish`): every swap, reversal and relocation of a
+    /// block of up to this many positions (also reversed), rows and columns alternately
+    /// until neither improves (pair-form objectives only; others are left unchanged).
+    Polish(usize),
 }
 
 /// Parameters of [`pls`].
@@ -43,13 +47,17 @@ pub struct PlsParams {
     pub n_blocks: usize,
     /// Iterated local search after the schedule: this many rounds of "a 3- and a 1-split
     /// search from the best arrangement", kicked first (see `perturb`) unless the round
-    /// before improved the best (0: none). Each round is seeded from (seed, round), so the
+    /// before improved the best; round 2 is always kicked, by a flip of the display (0: none). Each round is seeded from (seed, round), so the
     /// result does not depend on the thread count.
     pub restarts: usize,
     /// Start no further round once this many seconds have passed since the pipeline
     /// started (`None`: only `restarts` bounds the rounds). A wall-clock bound: the rounds
     /// actually run then depend on the machine's speed and load.
     pub time_budget: Option<f64>,
+    /// After everything else, polish the best arrangement exhaustively
+    /// ([`crate::polish::polish`]) with blocks of up to this many positions (`None`: off);
+    /// with a `time_budget`, the polish stops at twice the budget, keeping its gains.
+    pub polish: Option<usize>,
 }
 
 impl Default for PlsParams {
@@ -80,6 +88,7 @@ impl Default for PlsParams {
             n_blocks: 10,
             restarts: 0,
             time_budget: None,
+            polish: None,
         }
     }
 }
@@ -289,6 +298,15 @@ pub fn pls(
                 }
                 continue;
             }
+            Step::Polish(k) => {
+                let axes: &[usize] = match params.search.axes {
+                    Axes::Rows => &[0],
+                    Axes::Cols => &[1],
+                    Axes::Both => &[0, 1],
+                };
+                crate::polish::polish(arr, axes, k, usize::MAX, None, cancel)?;
+                "polish".to_string()
+            }
             Step::KMax(k) => {
                 let axes: &[usize] = match params.search.axes {
                     Axes::Rows => &[0],
@@ -316,7 +334,9 @@ pub fn pls(
         Axes::Both => &[0, 1],
     };
     let base = params.schedule.len() as u64 + 1;
-    // the first round continues from the best of the pipeline
+    // the first round continues from the best of the pipeline; the second always starts
+    // from the flipped best (kick 0), so the other orientation is searched early, before
+    // rounds with small gains settle in one basin
     let (mut continue_next, mut kicks) = (true, 0usize);
     for round in 0..params.restarts {
         if params
@@ -337,7 +357,7 @@ pub fn pls(
         );
         // after a round that improved, continue from the new best without a kick (the
         // automatic stop ends searches that still had gains); else the next kick
-        if !continue_next {
+        if !continue_next || round == 1 {
             perturb(arr, axes, kicks, &mut rng, cancel)?;
             kicks += 1;
         }
@@ -360,13 +380,32 @@ pub fn pls(
     if arr.raw_error() > best.0 {
         restore(arr, &best)?;
     }
+    if let Some(max_block) = params.polish {
+        // only ever lowers the error: applies improving moves of the best arrangement; with
+        // a time budget it stops at twice the budget (keeping the moves applied until then)
+        let deadline = params
+            .time_budget
+            .map(|b| clock + std::time::Duration::from_secs_f64(2.0 * b.max(0.0)));
+        crate::polish::polish(arr, axes, max_block, usize::MAX, deadline, cancel)?;
+        history.push(("polish".to_string(), arr.error()));
+        if let Some(p) = &params.search.progress {
+            let step = params.schedule.len() + params.restarts + 1;
+            if !p.report("polish", step, arr.error()) {
+                return Err(OrderError::Cancelled);
+            }
+        }
+    }
     Ok(PlsReport { history })
 }
 
-/// The kick number `kick` of the iterated local search, on each axis in `axes`: odd kicks a
-/// block ordering on 4-16 blocks whose boundaries start at a random offset (a different cut
-/// of the display than the pipeline's fixed 10 blocks), even kicks two random segments of
-/// up to a sixth of the axis, each reversed or moved elsewhere.
+/// The kick number `kick` of the iterated local search, on each axis in `axes`. Every eighth
+/// kick, starting with the first (which always starts round 2), flips the display: every axis in `axes` reversed at once,
+/// a joint move no search on one axis makes (reversing the rows alone mirrors the pattern);
+/// under ZerosAndOnes padding (ones above and left) the flipped pattern has another error
+/// and its own local minima. Of the other kicks, the odd ones a block ordering on 4-16 blocks
+/// whose boundaries start at a random offset (a different cut of the display than the
+/// pipeline's fixed 10 blocks), the even ones two random segments of up to a sixth of the
+/// axis, each reversed or moved elsewhere.
 fn perturb(
     arr: &mut Arrangement,
     axes: &[usize],
@@ -374,6 +413,15 @@ fn perturb(
     rng: &mut Pcg64,
     cancel: &AtomicBool,
 ) -> Result<(), OrderError> {
+    if kick % 8 == 0 {
+        for &axis in axes {
+            let mut order = arr.order(axis);
+            order.reverse();
+            arr.set_order(axis, &order)?;
+        }
+        return Ok(());
+    }
+    let kick = kick - kick / 8 - 1;
     for &axis in axes {
         let m = arr.len(axis);
         if m < 8 {

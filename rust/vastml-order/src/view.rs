@@ -254,9 +254,21 @@ pub(crate) fn dot_shift(x: &[u64], y: &[u64], s: isize) -> u64 {
 #[inline]
 pub(crate) fn weighted_overlap(x: &[u64], y: &[u64], weights: &[u64], pad: usize) -> u128 {
     debug_assert!(pad < 64 && weights.len() == 2 * pad + 1);
-    let nw = x.len();
     let mut counts = [0u32; 127];
-    let counts = &mut counts[..weights.len()];
+    shift_counts(x, y, pad, &mut counts[..weights.len()]);
+    counts[..weights.len()]
+        .iter()
+        .zip(weights)
+        .map(|(&c, &w)| u128::from(c) * u128::from(w))
+        .sum()
+}
+
+/// `counts[j] += |x ∩ shift(y, j − pad)|` for j in 0..=2 pad (y read as 0 outside its
+/// words), in one pass over the words. Needs `pad < 64` and `counts.len() == 2 pad + 1`.
+#[inline]
+pub(crate) fn shift_counts(x: &[u64], y: &[u64], pad: usize, counts: &mut [u32]) {
+    debug_assert!(pad < 64 && counts.len() == 2 * pad + 1);
+    let nw = x.len();
     for (i, &xw) in x.iter().enumerate() {
         if xw == 0 {
             continue;
@@ -277,9 +289,4 @@ pub(crate) fn weighted_overlap(x: &[u64], y: &[u64], weights: &[u64], pad: usize
             *c += (xw & yw).count_ones();
         }
     }
-    counts
-        .iter()
-        .zip(weights)
-        .map(|(&c, &w)| u128::from(c) * u128::from(w))
-        .sum()
 }

@@ -132,7 +132,7 @@ type FitResult = (
     row_order, col_order, init, method, moves, max_iter, segment_length, reaction,
     stop_threshold, accept_ties, axes_name, swap_radius, max_block, tolerance, schedule,
     n_blocks, seed, n_jobs=None, recolor=false, kmax_k=5, progress=None, restarts=0,
-    time_budget=None))]
+    time_budget=None, polish=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn convomap_fit(
     py: Python<'_>,
@@ -166,6 +166,7 @@ pub fn convomap_fit(
     progress: Option<Py<PyAny>>,
     restarts: usize,
     time_budget: Option<f64>,
+    polish: usize,
 ) -> PyResult<FitResult> {
     let clock = std::time::Instant::now();
     let m = matrix(&codes, n_colours)?;
@@ -244,6 +245,7 @@ pub fn convomap_fit(
             "kmax" => Ok(Step::KMax(kmax_k)),
             "restart" => Ok(Step::Restart),
             "stop_unless_improved" => Ok(Step::StopUnlessImproved),
+            "polish" => Ok(Step::Polish(8)),
             k => k
                 .parse::<usize>()
                 .ok()
@@ -283,6 +285,7 @@ pub fn convomap_fit(
                     restarts,
                     // counted from the start of the fit (the TSP included)
                     time_budget: time_budget.map(|b| b - clock.elapsed().as_secs_f64()),
+                    polish: (polish > 0).then_some(polish),
                 },
                 cancel,
             )?;
