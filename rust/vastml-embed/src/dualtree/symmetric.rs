@@ -394,3 +394,57 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod profile {
+    use super::super::*;
+    use std::time::Instant;
+
+    /// Phase timings at 1M points (run by hand: `cargo test --release profile_1m -- --ignored
+    /// --nocapture`).
+    #[test]
+    #[ignore]
+    fn profile_1m() {
+        let n = 1_000_000;
+        let mut s = 1u64;
+        let mut u = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let mut x = Vec::with_capacity(2 * n);
+        for i in 0..n {
+            let a = (i % 10) as f64 * 0.628;
+            let r = 125.0 + 25.0 * (u() + u() + u() - 1.5);
+            x.push(r * a.cos() + 25.0 * (u() + u() - 1.0));
+            x.push(r * a.sin() + 25.0 * (u() + u() - 1.0));
+        }
+        // As in the descent: points already in Morton order.
+        let perm = morton_order(&x, 2);
+        let x: Vec<f64> = perm
+            .iter()
+            .flat_map(|&i| [x[2 * i as usize], x[2 * i as usize + 1]])
+            .collect();
+        let no = AtomicBool::new(false);
+        for _ in 0..2 {
+            let t = Instant::now();
+            let keyed = morton_sorted::<2>(&x);
+            let t_sort = t.elapsed();
+            drop(keyed);
+            let t = Instant::now();
+            let tree = DualTree::<2>::new(&x).unwrap();
+            let t_new = t.elapsed();
+            let t = Instant::now();
+            let r = tree.tsne_repulsion(0.54, &no).unwrap();
+            let t_rep = t.elapsed();
+            let t = Instant::now();
+            let r2 = tree.tsne_repulsion(1e6, &no).unwrap();
+            let t_far = t.elapsed();
+            eprintln!(
+                "sort {t_sort:?} new {t_new:?} repulsion(0.54) {t_rep:?} repulsion(1e6) {t_far:?} z {} {}",
+                r.z, r2.z
+            );
+        }
+    }
+}
