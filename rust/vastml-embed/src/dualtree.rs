@@ -109,8 +109,6 @@ pub struct DualTree<const D: usize> {
     points: Vec<[f64; D]>,
     /// Input index of each tree position.
     order: Vec<u32>,
-    /// Most points in a leaf.
-    leaf: usize,
     /// Cell pairs with more points than this are split in parallel (symmetric traversal).
     par_min: usize,
 }
@@ -172,74 +170,24 @@ pub(crate) fn morton_order(x: &[f64], dim: usize) -> Vec<u32> {
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
-type Expansion<const D: usize> = ([f64; D], [[f64; D]; D]);
+/// Builds the cells of a [`DualTree`] over Morton-sorted points (subtrees of large cells
+/// in parallel).
+struct Builder<'a, const D: usize> {
+    points: &'a [[f64; D]],
+    keys: &'a [u64],
+    leaf: usize,
+    par_build: usize,
+    cells: Vec<Cell<D>>,
+    kids: Vec<u32>,
+}
 
-impl<const D: usize> DualTree<D> {
-    /// Builds the tree over `x` (n x D row-major).
-    ///
-    /// # Errors
-    /// Shape and finiteness errors; D outside 1..=3; more than u32::MAX points.
-    pub fn new(x: &[f64]) -> Result<DualTree<D>> {
-        DualTree::with_leaf(x, LEAF)
-    }
+/// Cells with more points than this build their children's subtrees in parallel.
+const PAR_BUILD: usize = 65_536;
 
-    /// Builds the tree over `x` (n x D row-major) with at most `leaf` points per leaf.
-    ///
-    /// # Errors
-    /// As [`DualTree::new`]; `leaf` = 0.
-    pub fn with_leaf(x: &[f64], leaf: usize) -> Result<DualTree<D>> {
-        if leaf == 0 {
-            return Err(invalid("leaf", "must be >= 1"));
-        }
-        if !(1..=3).contains(&D) {
-            return Err(invalid(
-                "n_components",
-                "the dual tree handles 1 to 3 dimensions",
-            ));
-        }
-        let n = check_points(x, D)?;
-        if n >= u32::MAX as usize {
-            return Err(invalid("X", "too many points for the tree"));
-        }
-        let keyed = morton_sorted::<D>(x);
-        let bits = grid_bits(D);
-        let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
-        let keys: Vec<u64> = keyed.into_iter().map(|(k, _)| k).collect();
-        let points: Vec<[f64; D]> = order
-            .par_iter()
-            .map(|&i| {
-                let mut p = [0.0; D];
-                p.copy_from_slice(&x[i as usize * D..(i as usize + 1) * D]);
-                p
-            })
-            .collect();
-        let mut tree = DualTree {
-            cells: Vec::with_capacity(2 * n / leaf + 16),
-            kids: Vec::with_capacity(2 * n / leaf + 16),
-            points,
-            order,
-            leaf,
-            par_min: PAR_MIN,
-        };
-        if n > 0 {
-            tree.build(&keys, 0, n, bits as usize * D, 0);
-        }
-        Ok(tree)
-    }
-
-    /// Number of points.
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    /// True when the tree holds no point.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
+impl<const D: usize> Builder<'_, D> {
     /// Adds the cell of sorted positions start..end whose keys agree on the bits from
     /// `level` up (its children split on the next D bits below); returns its index.
-    fn build(&mut self, keys: &[u64], start: usize, end: usize, level: usize, parent: u32) -> u32 {
+    fn build(&mut self, start: usize, end: usize, level: usize, parent: u32) -> u32 {
         let id = self.cells.len();
         self.cells.push(Cell {
             start: start as u32,
@@ -276,8 +224,8 @@ impl<const D: usize> DualTree<D> {
                 let mask = (1u64 << D) - 1;
                 let mut s = start;
                 while s < end {
-                    let b = (keys[s] >> lvl) & mask;
-                    s += keys[s..end].partition_point(|&k| (k >> lvl) & mask <= b);
+                    let b = (self.keys[s] >> lvl) & mask;
+                    s += self.keys[s..end].partition_point(|&k| (k >> lvl) & mask <= b);
                     cuts.push(s);
                 }
                 if cuts.len() > 2 {
@@ -286,8 +234,40 @@ impl<const D: usize> DualTree<D> {
             }
             let mut kids = [0u32; 8];
             let nk = cuts.len() - 1;
-            for w in 0..nk {
-                kids[w] = self.build(keys, cuts[w], cuts[w + 1], lvl, id as u32);
+            if end - start > self.par_build {
+                // Large: the children's subtrees in parallel, appended in order (the same
+                // depth-first layout as the serial build).
+                let subs: Vec<(Vec<Cell<D>>, Vec<u32>)> = (0..nk)
+                    .into_par_iter()
+                    .map(|w| {
+                        let mut b = Builder {
+                            points: self.points,
+                            keys: self.keys,
+                            leaf: self.leaf,
+                            par_build: self.par_build,
+                            cells: Vec::new(),
+                            kids: Vec::new(),
+                        };
+                        b.build(cuts[w], cuts[w + 1], lvl, 0);
+                        (b.cells, b.kids)
+                    })
+                    .collect();
+                for (w, (cs, ks)) in subs.into_iter().enumerate() {
+                    let (oc, ok) = (self.cells.len() as u32, self.kids.len() as u32);
+                    kids[w] = oc;
+                    self.cells.extend(cs.into_iter().map(|mut c| {
+                        c.first_kid += ok;
+                        c.parent += oc;
+                        c.last += oc;
+                        c
+                    }));
+                    self.cells[oc as usize].parent = id as u32;
+                    self.kids.extend(ks.into_iter().map(|k| k + oc));
+                }
+            } else {
+                for w in 0..nk {
+                    kids[w] = self.build(cuts[w], cuts[w + 1], lvl, id as u32);
+                }
             }
             for &k in &kids[..nk] {
                 let ck = &self.cells[k as usize];
@@ -317,6 +297,85 @@ impl<const D: usize> DualTree<D> {
         // box (at most the geometric side of the Morton cell, often much less).
         c.size = (0..D).map(|k| hi[k] - lo[k]).fold(0.0, f64::max);
         id as u32
+    }
+}
+
+type Expansion<const D: usize> = ([f64; D], [[f64; D]; D]);
+
+impl<const D: usize> DualTree<D> {
+    /// Builds the tree over `x` (n x D row-major).
+    ///
+    /// # Errors
+    /// Shape and finiteness errors; D outside 1..=3; more than u32::MAX points.
+    pub fn new(x: &[f64]) -> Result<DualTree<D>> {
+        DualTree::with_leaf(x, LEAF)
+    }
+
+    /// Builds the tree over `x` (n x D row-major) with at most `leaf` points per leaf.
+    ///
+    /// # Errors
+    /// As [`DualTree::new`]; `leaf` = 0.
+    pub fn with_leaf(x: &[f64], leaf: usize) -> Result<DualTree<D>> {
+        DualTree::built(x, leaf, PAR_BUILD)
+    }
+
+    /// [`DualTree::with_leaf`], building subtrees of more than `par_build` points in parallel.
+    fn built(x: &[f64], leaf: usize, par_build: usize) -> Result<DualTree<D>> {
+        if leaf == 0 {
+            return Err(invalid("leaf", "must be >= 1"));
+        }
+        if !(1..=3).contains(&D) {
+            return Err(invalid(
+                "n_components",
+                "the dual tree handles 1 to 3 dimensions",
+            ));
+        }
+        let n = check_points(x, D)?;
+        if n >= u32::MAX as usize {
+            return Err(invalid("X", "too many points for the tree"));
+        }
+        let keyed = morton_sorted::<D>(x);
+        let bits = grid_bits(D);
+        let order: Vec<u32> = keyed.iter().map(|&(_, i)| i).collect();
+        let keys: Vec<u64> = keyed.into_iter().map(|(k, _)| k).collect();
+        let points: Vec<[f64; D]> = order
+            .par_iter()
+            .map(|&i| {
+                let mut p = [0.0; D];
+                p.copy_from_slice(&x[i as usize * D..(i as usize + 1) * D]);
+                p
+            })
+            .collect();
+        let mut b = Builder {
+            points: &points,
+            keys: &keys,
+            leaf,
+            par_build,
+            cells: Vec::with_capacity(2 * n / leaf + 16),
+            kids: Vec::with_capacity(2 * n / leaf + 16),
+        };
+        if n > 0 {
+            b.build(0, n, bits as usize * D, 0);
+        }
+        let (cells, kids) = (b.cells, b.kids);
+        let tree = DualTree {
+            cells,
+            kids,
+            points,
+            order,
+            par_min: PAR_MIN,
+        };
+        Ok(tree)
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// True when the tree holds no point.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 
     fn children(&self, c: &Cell<D>) -> &[u32] {
@@ -716,6 +775,26 @@ mod tests {
                 assert_eq!(c1, c2);
             }
         }
+    }
+
+    #[test]
+    fn parallel_build_equals_the_serial_one() {
+        let no = AtomicBool::new(false);
+        let x = layout(20_000, 2, 5);
+        let serial = DualTree::<2>::built(&x, LEAF, usize::MAX).unwrap();
+        let par = DualTree::<2>::built(&x, LEAF, 100).unwrap();
+        assert_eq!(serial.cells.len(), par.cells.len());
+        for (a, b) in serial.cells.iter().zip(&par.cells) {
+            assert_eq!(
+                (a.start, a.end, a.n_kids, a.parent, a.last, a.centre, a.size),
+                (b.start, b.end, b.n_kids, b.parent, b.last, b.centre, b.size)
+            );
+            assert_eq!(serial.children(a), par.children(b));
+        }
+        assert_eq!(
+            serial.tsne_repulsion(0.5, &no).unwrap(),
+            par.tsne_repulsion(0.5, &no).unwrap()
+        );
     }
 
     #[test]
