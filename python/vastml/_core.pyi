@@ -88,9 +88,9 @@ def kernel_sums(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def tsne_gd(
     x: npt.NDArray[np.float64],
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
-    data: npt.NDArray[np.float64],
+    indptr: npt.NDArray[np.int64] | None,
+    indices: npt.NDArray[np.int64] | None,
+    data: npt.NDArray[np.float64] | None,
     update: npt.NDArray[np.float64],
     gains: npt.NDArray[np.float64],
     n_iter: int,
@@ -104,9 +104,24 @@ def tsne_gd(
     objective_at_last: bool = False,
     n_jobs: int | None = None,
     box_width: float = 1.0,
+    pairs: TsnePairs | None = None,
 ) -> tuple[
     npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float
 ]: ...
+def tsne_pairs(  # also int32 / int32 / float32 arrays
+    x: npt.NDArray[np.float64],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> TsnePairs: ...
+
+class TsnePairs:
+    @property
+    def n_points(self) -> int: ...
+    @property
+    def relabelled(self) -> bool: ...
+
 def symmetrize_csr(  # also int32 / int32 / float32 arrays (same layout out)
     n: int,
     indptr: npt.NDArray[np.int64],
@@ -519,4 +534,6 @@ def tsne_repulsion(
     x: npt.NDArray[np.float64],
     theta: float = 0.5,
     n_jobs: int | None = None,
+    leaf: int = 16,
+    symmetric: bool = True,
 ) -> tuple[float, npt.NDArray[np.float64]]: ...

@@ -216,7 +216,9 @@ class TSNE(_NeighborEmbedding):
         "auto": exact up to 1,500 points, Barnes-Hut above, and the FFT-accelerated
         interpolation (FIt-SNE; ``n_components <= 2``) from 10,000 points on.
     theta : float, default=0.5
-        Barnes-Hut opening angle (0 = exact).
+        Barnes-Hut opening angle (0 = exact). From 50,000 points the descent uses the
+        dual-tree Barnes-Hut at 1.08 ``theta`` (its error there matches the per-point
+        walk's at ``theta``).
     n_neighbors : int, default=None
         Neighbours for the affinities (None: 3 x perplexity).
     affinity_method : str, default="euler"

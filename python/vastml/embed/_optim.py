@@ -444,6 +444,7 @@ def tsne_gradient_descent(
     tol=None,
     tol_offset=0.0,
     callback_every=1,
+    relabel_every=250,
 ):
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
     optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
@@ -453,7 +454,9 @@ def tsne_gradient_descent(
     in Rust (one call per ``objective_every`` iterations, or per iteration when a
     ``callback`` is given, unless ``callback_every`` > 1: then it is called only at the
     objective checks, e.g. for progress output, and the calls stay 50 iterations long);
-    ``fused=False`` is the reference NumPy loop (same arithmetic).
+    ``fused=False`` is the reference NumPy loop (same arithmetic). The fused calls share
+    P's pairs, prepared at the start and every ``relabel_every`` iterations (from 50,000
+    points relabelled in the Morton order of the embedding then: memory locality only).
     ``tol``: stop early, at an objective check, when the objective fell by less than
     ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
@@ -471,7 +474,17 @@ def tsne_gradient_descent(
     )
     done = 0
     if use_rust:
+        pairs, prepared_at = None, 0
         while done < n_iter:
+            if pairs is None or done - prepared_at >= relabel_every:
+                # P's pairs prepared once for many calls (from 50,000 points relabelled in
+                # the Morton order of the current embedding, for memory locality; the order
+                # stays good for hundreds of iterations). Drop the old ones first (memory).
+                pairs = None
+                pairs = _core.tsne_pairs(
+                    X, objective._indptr, objective._indices, objective._data, objective.n_jobs
+                )
+                prepared_at = done
             boundary = objective_every - (it0 + done) % objective_every
             per_iteration = callback is not None and callback_every == 1
             step = 1 if per_iteration else min(boundary, n_iter - done)
@@ -479,9 +492,9 @@ def tsne_gradient_descent(
             need = step == boundary or last
             X, update, gains, e = _core.tsne_gd(
                 X,
-                objective._indptr,
-                objective._indices,
-                objective._data,
+                None,
+                None,
+                None,
                 update,
                 gains,
                 int(step),
@@ -495,6 +508,7 @@ def tsne_gradient_descent(
                 need,
                 objective.n_jobs,
                 box_width=getattr(objective, "box_width", 1.0),
+                pairs=pairs,
             )
             objective.n_evaluations += step
             done += step

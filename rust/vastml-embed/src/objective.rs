@@ -557,9 +557,64 @@ fn tsne_attraction<V: CsrValue>(
 
 /// From this many points on, [`tsne_gradient_descent`] computes a Barnes-Hut repulsion by
 /// the dual tree of [`crate::dualtree`] (cell-cell interactions with a first-order target
-/// expansion: more accurate per θ than the per-point walk and several times cheaper at
-/// large N); below it, the per-point walk of [`kernel_sums`] (small results unchanged).
+/// expansion: more accurate per θ than the per-point walk, so it runs at
+/// [`crate::dualtree::THETA_SCALE`] θ, and several times cheaper at large N); below it, the
+/// per-point walk of [`kernel_sums`] (small results unchanged).
 pub const DUAL_TREE_MIN: usize = 50_000;
+
+/// P's unordered pairs prepared for [`tsne_gradient_descent_prepared`], so that several
+/// calls (chunks of iterations between which Python checks the objective and runs
+/// callbacks) share one preparation: from [`DUAL_TREE_MIN`] points on (d <= 3) the points
+/// are relabelled in the Morton order of the embedding at preparation time, so that the
+/// attraction (random access into x for every entry of P) and the tree read nearby memory
+/// (P's neighbours are near in the embedding). Relabelling P costs about as much as 5-10
+/// iterations at 1M points; the order stays good for hundreds of iterations, so callers
+/// prepare anew only now and then (the Python driver: each phase, every 250 iterations).
+pub struct TsnePairs<V> {
+    n: usize,
+    /// New label -> input index (None: input order).
+    perm: Option<Vec<u32>>,
+    pairs: UpperPairs<V>,
+}
+
+impl<V: CsrValue> TsnePairs<V> {
+    /// Prepares the pairs of the symmetric `w` for the points `x` (n x `dim`).
+    ///
+    /// # Errors
+    /// Shape and finiteness errors of `x` and `w`.
+    pub fn new<I: CsrIndex>(w: &Csr<I, V>, x: &[f64], dim: usize) -> Result<TsnePairs<V>> {
+        let n = check_points(x, dim)?;
+        w.check(n)?;
+        if n >= DUAL_TREE_MIN && dim <= 3 {
+            let perm = crate::dualtree::morton_order(x, dim);
+            let mut inv = vec![0u32; n];
+            for (rp, &r) in perm.iter().enumerate() {
+                inv[r as usize] = rp as u32;
+            }
+            let pairs = UpperPairs::permuted(w, &perm, &inv);
+            return Ok(TsnePairs {
+                n,
+                perm: Some(perm),
+                pairs,
+            });
+        }
+        Ok(TsnePairs {
+            n,
+            perm: None,
+            pairs: UpperPairs::new(w, n),
+        })
+    }
+
+    /// Number of points.
+    pub fn n_points(&self) -> usize {
+        self.n
+    }
+
+    /// True when the points are relabelled (Morton order of the embedding at preparation).
+    pub fn relabelled(&self) -> bool {
+        self.perm.is_some()
+    }
+}
 
 /// Runs `n_iter` iterations of t-SNE's gradient descent (van der Maaten's momentum and
 /// per-coordinate gains, as scikit-learn and openTSNE use it) in one call: per iteration
@@ -572,7 +627,8 @@ pub const DUAL_TREE_MIN: usize = 50_000;
 /// before its update when `objective_at_last`, else NaN. The same iteration as calling
 /// [`evaluate_with`] with the scaled attraction and updating in the caller, up to
 /// rounding: the attraction (P must be symmetric, as the gradient 4 L X assumes) visits
-/// each unordered pair once, from its upper-triangle entry.
+/// each unordered pair once, from its upper-triangle entry. Prepares P's pairs
+/// ([`TsnePairs`]) for this call only; see [`tsne_gradient_descent_prepared`] to share them.
 ///
 /// # Errors
 /// Shape and finiteness errors, errors of the repulsion method, [`EmbedError::Cancelled`].
@@ -589,8 +645,46 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
     objective_at_last: bool,
     cancel: &AtomicBool,
 ) -> Result<f64> {
+    let pairs = TsnePairs::new(attraction_w, x, dim)?;
+    tsne_gradient_descent_prepared(
+        x,
+        dim,
+        &pairs,
+        repulsion,
+        opts,
+        update,
+        gains,
+        n_iter,
+        objective_at_last,
+        cancel,
+    )
+}
+
+/// [`tsne_gradient_descent`] with P's pairs prepared by [`TsnePairs::new`] (for any earlier
+/// embedding of the same points: the labelling only affects memory locality).
+///
+/// # Errors
+/// As [`tsne_gradient_descent`]; pairs prepared for another number of points.
+#[allow(clippy::too_many_arguments)]
+pub fn tsne_gradient_descent_prepared<V: CsrValue>(
+    x: &mut [f64],
+    dim: usize,
+    pairs: &TsnePairs<V>,
+    repulsion: Repulsion,
+    opts: GdOptions,
+    update: &mut [f64],
+    gains: &mut [f64],
+    n_iter: usize,
+    objective_at_last: bool,
+    cancel: &AtomicBool,
+) -> Result<f64> {
     let n = check_points(x, dim)?;
-    attraction_w.check(n)?;
+    if pairs.n != n {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "pairs prepared for {} points, x has {n}",
+            pairs.n
+        )));
+    }
     if update.len() != x.len() || gains.len() != x.len() {
         return Err(EmbedError::ShapeMismatch(
             "update and gains must have the shape of x".into(),
@@ -607,56 +701,46 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
     if !(opts.momentum >= 0.0 && opts.momentum.is_finite() && opts.min_gain >= 0.0) {
         return Err(invalid("momentum", "momentum and min_gain must be >= 0"));
     }
-    if n >= DUAL_TREE_MIN && dim <= 3 && n_iter > 0 {
-        // Large N: relabel the points in the Morton order of the embedding, so that the
-        // attraction (random access into x for every entry of P) and the tree read nearby
-        // memory; P's neighbours are near in the embedding. Undone at the end.
-        let perm = crate::dualtree::morton_order(x, dim);
-        let mut inv = vec![0u32; n];
-        for (rp, &r) in perm.iter().enumerate() {
-            inv[r as usize] = rp as u32;
-        }
-        let pairs = UpperPairs::permuted(attraction_w, &perm, &inv);
-        drop(inv);
-        let gather = |a: &[f64]| -> Vec<f64> {
-            perm.iter()
-                .flat_map(|&r| a[r as usize * dim..(r as usize + 1) * dim].iter().copied())
-                .collect()
-        };
-        let (mut xp, mut up, mut gp) = (gather(x), gather(update), gather(gains));
-        let e = gd_iterations(
-            &mut xp,
+    let Some(perm) = pairs.perm.as_ref().filter(|_| n_iter > 0) else {
+        return gd_iterations(
+            x,
             dim,
-            &pairs,
+            &pairs.pairs,
             repulsion,
             opts,
-            &mut up,
-            &mut gp,
+            update,
+            gains,
             n_iter,
             objective_at_last,
             cancel,
         );
-        for (rp, &r) in perm.iter().enumerate() {
-            let (a, b) = (r as usize * dim, rp * dim);
-            x[a..a + dim].copy_from_slice(&xp[b..b + dim]);
-            update[a..a + dim].copy_from_slice(&up[b..b + dim]);
-            gains[a..a + dim].copy_from_slice(&gp[b..b + dim]);
-        }
-        return e;
-    }
-    let pairs = UpperPairs::new(attraction_w, n);
-    gd_iterations(
-        x,
+    };
+    // Relabelled: gather in the prepared order, iterate, scatter back.
+    let gather = |a: &[f64]| -> Vec<f64> {
+        perm.par_iter()
+            .flat_map_iter(|&r| a[r as usize * dim..(r as usize + 1) * dim].iter().copied())
+            .collect()
+    };
+    let (mut xp, mut up, mut gp) = (gather(x), gather(update), gather(gains));
+    let e = gd_iterations(
+        &mut xp,
         dim,
-        &pairs,
+        &pairs.pairs,
         repulsion,
         opts,
-        update,
-        gains,
+        &mut up,
+        &mut gp,
         n_iter,
         objective_at_last,
         cancel,
-    )
+    );
+    for (rp, &r) in perm.iter().enumerate() {
+        let (a, b) = (r as usize * dim, rp * dim);
+        x[a..a + dim].copy_from_slice(&xp[b..b + dim]);
+        update[a..a + dim].copy_from_slice(&up[b..b + dim]);
+        gains[a..a + dim].copy_from_slice(&gp[b..b + dim]);
+    }
+    e
 }
 
 /// The iterations of [`tsne_gradient_descent`] over the prepared pairs of P.
@@ -688,7 +772,9 @@ fn gd_iterations<V: CsrValue>(
             _ => None,
         };
         if let Some(theta) = dual {
-            // Large N: the cell-cell (dual-tree) Barnes-Hut, see [`crate::dualtree`].
+            // Large N: the cell-cell (dual-tree) Barnes-Hut, see [`crate::dualtree`], at
+            // the θ of equal accuracy.
+            let theta = crate::dualtree::THETA_SCALE * theta;
             let r = crate::dualtree::tsne_repulsion(x, dim, theta, cancel)?;
             let c = -4.0 / r.z;
             grad.par_iter_mut()

@@ -367,24 +367,32 @@ pub fn kernel_sums<'py>(
     ))
 }
 
-/// tsne_repulsion(x, theta=0.5, n_jobs=None)
+/// tsne_repulsion(x, theta=0.5, n_jobs=None, leaf=16, symmetric=True)
 /// --
 ///
 /// The t-SNE repulsion by the dual-tree (cell-cell) Barnes-Hut of large N: returns
 /// (Z, F) with Z = sum_{n!=m} 1/(1+t_nm) and F[n] = sum_{m!=n} (x_n - x_m)/(1+t_nm)^2
-/// (x has 1 to 3 columns; theta = 0 is exact).
+/// (x has 1 to 3 columns; theta = 0 is exact). `leaf`: most points per leaf;
+/// `symmetric=False`: the target-wise traversal (each cell pair visited from both sides).
 #[pyfunction]
-#[pyo3(signature = (x, theta=0.5, n_jobs=None))]
+#[pyo3(signature = (x, theta=0.5, n_jobs=None, leaf=16, symmetric=true))]
 pub fn tsne_repulsion<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     theta: f64,
     n_jobs: Option<isize>,
+    leaf: usize,
+    symmetric: bool,
 ) -> PyResult<(f64, Bound<'py, PyArray2<f64>>)> {
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
+    let opts = vastml_embed::dualtree::DualOptions {
+        leaf,
+        symmetric,
+        ..Default::default()
+    };
     let r = enter(py, n_jobs, |cancel| {
-        vastml_embed::dualtree::tsne_repulsion(xs, dim, theta, cancel)
+        vastml_embed::dualtree::tsne_repulsion_with(xs, dim, theta, opts, cancel)
     })?;
     Ok((r.z, matrix(py, r.force, n, dim)?))
 }
@@ -396,15 +404,91 @@ type GdOut<'py> = (
     f64,
 );
 
-/// tsne_gd(x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=False, n_jobs=None, box_width=1.0)
+/// P's unordered pairs prepared once for several `tsne_gd` calls (from 50,000 points:
+/// relabelled in the Morton order of the embedding given to `tsne_pairs`).
+#[pyclass(name = "TsnePairs", module = "vastml._core", frozen)]
+pub struct PyTsnePairs {
+    inner: TsnePairsAny,
+}
+
+enum TsnePairsAny {
+    Wide(vastml_embed::objective::TsnePairs<f64>),
+    Compact(vastml_embed::objective::TsnePairs<f32>),
+}
+
+#[pymethods]
+impl PyTsnePairs {
+    /// Number of points.
+    #[getter]
+    fn n_points(&self) -> usize {
+        match &self.inner {
+            TsnePairsAny::Wide(p) => p.n_points(),
+            TsnePairsAny::Compact(p) => p.n_points(),
+        }
+    }
+
+    /// True when the points are relabelled in Morton order.
+    #[getter]
+    fn relabelled(&self) -> bool {
+        match &self.inner {
+            TsnePairsAny::Wide(p) => p.relabelled(),
+            TsnePairsAny::Compact(p) => p.relabelled(),
+        }
+    }
+}
+
+/// tsne_pairs(x, indptr, indices, data, n_jobs=None)
+/// --
+///
+/// Prepares the symmetric CSR P for `tsne_gd(..., pairs=...)` at the embedding x (each
+/// unordered pair once; from 50,000 points relabelled in x's Morton order).
+#[pyfunction]
+#[pyo3(signature = (x, indptr, indices, data, n_jobs=None))]
+pub fn tsne_pairs<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    n_jobs: Option<isize>,
+) -> PyResult<PyTsnePairs> {
+    let (xs, dim) = rows(&x, "x")?;
+    let arrays = csr_arrays(indptr, indices, data)?;
+    let inner = match &arrays {
+        CsrArrays::Wide(p, i, d) => {
+            let w = Csr {
+                indptr: slice(p, "indptr")?,
+                indices: slice(i, "indices")?,
+                data: slice(d, "data")?,
+            };
+            TsnePairsAny::Wide(enter(py, n_jobs, |_| {
+                vastml_embed::objective::TsnePairs::new(&w, xs, dim)
+            })?)
+        }
+        CsrArrays::Compact(p, i, d) => {
+            let w = Csr {
+                indptr: slice(p, "indptr")?,
+                indices: slice(i, "indices")?,
+                data: slice(d, "data")?,
+            };
+            TsnePairsAny::Compact(enter(py, n_jobs, |_| {
+                vastml_embed::objective::TsnePairs::new(&w, xs, dim)
+            })?)
+        }
+    };
+    Ok(PyTsnePairs { inner })
+}
+
+/// tsne_gd(x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=False, n_jobs=None, box_width=1.0, pairs=None)
 /// --
 ///
 /// `n_iter` iterations of t-SNE's momentum gradient descent with gains in one call
 /// (attraction CSR P scaled by `exaggeration`, repulsion by `gradient`). Returns the new
 /// (x, update, gains, E) with E the objective at the last iterate (NaN unless
-/// `objective_at_last`).
+/// `objective_at_last`). `pairs`: P prepared by `tsne_pairs` (then the CSR arrays are not
+/// read; pass None for them).
 #[pyfunction]
-#[pyo3(signature = (x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=false, n_jobs=None, box_width=1.0))]
+#[pyo3(signature = (x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=false, n_jobs=None, box_width=1.0, pairs=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn tsne_gd<'py>(
     py: Python<'py>,
@@ -425,13 +509,13 @@ pub fn tsne_gd<'py>(
     objective_at_last: bool,
     n_jobs: Option<isize>,
     box_width: f64,
+    pairs: Option<Bound<'py, PyTsnePairs>>,
 ) -> PyResult<GdOut<'py>> {
     let rep = repulsion_with(gradient, theta, 0.0, n_interp, box_width)?;
     let (xs, dim) = rows(&x, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let (us, _) = rows(&update, "update")?;
     let (gs, _) = rows(&gains, "gains")?;
-    let arrays = csr_arrays(indptr, indices, data)?;
     let (mut xv, mut uv, mut gv) = (xs.to_vec(), us.to_vec(), gs.to_vec());
     let opts = vastml_embed::objective::GdOptions {
         learning_rate,
@@ -439,6 +523,42 @@ pub fn tsne_gd<'py>(
         exaggeration,
         min_gain,
     };
+    if let Some(p) = pairs {
+        let inner: &TsnePairsAny = &p.get().inner;
+        let e = enter(py, n_jobs, |cancel| match inner {
+            TsnePairsAny::Wide(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
+                &mut xv,
+                dim,
+                pp,
+                rep,
+                opts,
+                &mut uv,
+                &mut gv,
+                n_iter,
+                objective_at_last,
+                cancel,
+            ),
+            TsnePairsAny::Compact(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
+                &mut xv,
+                dim,
+                pp,
+                rep,
+                opts,
+                &mut uv,
+                &mut gv,
+                n_iter,
+                objective_at_last,
+                cancel,
+            ),
+        })?;
+        return Ok((
+            matrix(py, xv, n, dim)?,
+            matrix(py, uv, n, dim)?,
+            matrix(py, gv, n, dim)?,
+            e,
+        ));
+    }
+    let arrays = csr_arrays(indptr, indices, data)?;
     let e = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
         vastml_embed::objective::tsne_gradient_descent(
             &mut xv,

@@ -39,6 +39,8 @@ mod _core {
     #[pymodule_export]
     use super::embed::tsne_repulsion;
     #[pymodule_export]
+    use super::embed::{PyTsnePairs, tsne_pairs};
+    #[pymodule_export]
     use super::embed::{embedding_objective, entropic_affinities_knn, kernel_sums};
     #[pymodule_export]
     use super::embed::{pe_evaluate, pe_r_step, pe_reduced};
