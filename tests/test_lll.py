@@ -30,6 +30,7 @@ from vastml.embed._lll_core import (
     pieces_to_csr,
     reduced_matrix,
     refine_eigenmaps,
+    sym_quadratic_form,
     weight_pieces,
 )
 
@@ -672,3 +673,32 @@ def test_oversampled_refinement_never_increases_ritz_values(gap_graph):
                                    atol=1e-10)
     with pytest.raises(ValueError, match="n_components"):
         refine_eigenmaps(W, np.random.default_rng(0).normal(size=(len(X), 2)), n_components=3)
+
+
+def test_symmetric_quadratic_form_matches_the_product():
+    rng = np.random.default_rng(3)
+    R = sp.random(900, 900, density=0.01, random_state=5, format="csr")
+    M = (R + R.T + sp.diags(rng.uniform(size=900))).tocsr()
+    for k in (1, 9, 17):  # fixed-width kernels and the general one
+        V = rng.normal(size=(900, k))
+        want = V.T @ (M @ V)
+        np.testing.assert_allclose(sym_quadratic_form(M, V), want,
+                                   atol=1e-12 * np.abs(want).max())
+        np.testing.assert_allclose(sym_quadratic_form(M, V, backend="numpy"), want)
+    np.testing.assert_array_equal(sym_quadratic_form(M, V, n_jobs=1),
+                                  sym_quadratic_form(M, V, n_jobs=2))
+    with pytest.raises(ValueError):
+        sym_quadratic_form(M, V[:-1])
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_refinement_with_the_symmetric_last_block_equals_the_full_products(gap_graph, rounds):
+    """The last block through its quadratic form (upper triangle of W) gives the Ritz pairs of
+    the full products."""
+    X, W, _, _ = gap_graph
+    X0 = np.random.default_rng(1).normal(size=(len(X), 4))
+    for steps in (0, 1, 2):
+        a = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, n_components=2)
+        b = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, n_components=2, symmetric=True)
+        np.testing.assert_allclose(b[0], a[0], rtol=1e-10)
+        assert _same_up_to_sign(b[1], a[1], 1e-7 * np.abs(a[1]).max())

@@ -492,6 +492,13 @@ def lll_z_m_zt_sym(
     m_data: npt.NDArray[np.float64],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def lll_sym_quadratic_form(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    v: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
 def lll_csr_dense(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],

@@ -212,7 +212,8 @@ class LLLEigenmaps(_LLLBase):
         # A = Z (D - W) Z^T = B - Z W Z^T; a symmetric graph (every affinity this estimator
         # builds, and any precomputed one that passes a sampled check) is read by its upper
         # triangle only: every edge once
-        A = B - reduced_matrix(nbr, zw, L, M=W, symmetric=_looks_symmetric(W))
+        symmetric = _looks_symmetric(W)
+        A = B - reduced_matrix(nbr, zw, L, M=W, symmetric=symmetric)
         times["Z A Z^T, Z B Z^T"] = lap()
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
@@ -233,7 +234,7 @@ class LLLEigenmaps(_LLLBase):
             if not self._drop_first:
                 raise ValueError("`refine` is for eigenmaps (the trivial eigenvector dropped)")
             w, E = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, deg=deg,
-                                    n_components=d)
+                                    n_components=d, symmetric=symmetric)
             self.eigenvalues_ = w
             self.embedding_ = E
             # landmarks' embedding for transform: the D-weighted least-squares fit

@@ -151,6 +151,7 @@ fn solve_ones(g: &mut [f64], k: usize, w: &mut [f64]) -> bool {
 /// Per-thread buffers of the weight computation.
 struct Scratch {
     dots: Vec<f32>,
+    screen: Vec<f64>,
     cand: Vec<(f64, u32)>,
     diff: Vec<f64>,
     g: Vec<f64>,
@@ -240,6 +241,7 @@ pub fn reconstruction_weights(
         .try_for_each_init(
             || Scratch {
                 dots: vec![0.0; BLOCK * l],
+                screen: vec![0.0; l],
                 cand: Vec::with_capacity(l),
                 diff: vec![0.0; k * dim],
                 g: vec![0.0; k * k],
@@ -287,23 +289,29 @@ pub fn reconstruction_weights(
                         .zip(&mean)
                         .map(|(v, mu)| (v - mu) * (v - mu))
                         .sum();
-                    // the kc smallest screened values, kept sorted by insertion (most of the
-                    // L candidates fail the first comparison)
+                    // the screened values (a vectorisable pass), then the kc smallest kept
+                    // sorted by insertion: most of the L values fail the first comparison,
+                    // and an insertion shifts at most kc entries in place
+                    let dp = &s.dots[p * l..(p + 1) * l];
+                    for ((v, &d), &ln) in s.screen.iter_mut().zip(dp).zip(&lnorm) {
+                        *v = xn + ln - 2.0 * f64::from(d);
+                    }
                     s.cand.clear();
-                    let mut worst = f64::INFINITY;
-                    for (j, (&d, &ln)) in s.dots[p * l..(p + 1) * l].iter().zip(&lnorm).enumerate()
-                    {
-                        let v = xn + ln - 2.0 * f64::from(d);
-                        if s.cand.len() < kc || v < worst {
-                            let at = s.cand.partition_point(|c| c.0 <= v);
-                            if s.cand.len() == kc {
-                                s.cand.pop();
+                    for (j, &v) in s.screen.iter().enumerate() {
+                        let mut at = s.cand.len();
+                        if at == kc {
+                            if v >= s.cand[kc - 1].0 {
+                                continue;
                             }
-                            s.cand.insert(at, (v, j as u32));
-                            if s.cand.len() == kc {
-                                worst = s.cand[kc - 1].0;
-                            }
+                            at = kc - 1;
+                        } else {
+                            s.cand.push((v, j as u32));
                         }
+                        while at > 0 && s.cand[at - 1].0 > v {
+                            s.cand[at] = s.cand[at - 1];
+                            at -= 1;
+                        }
+                        s.cand[at] = (v, j as u32);
                     }
                     let screened_max = s.cand.last().map_or(f64::INFINITY, |c| c.0);
                     for c in s.cand.iter_mut() {
@@ -1102,6 +1110,204 @@ fn spmm_any<I: CsrIndex>(
         });
 }
 
+/// Points per chunk of [`sym_quadratic_form`] (fixed: the sums do not depend on the threads).
+const QF_CHUNK: usize = 2048;
+
+/// `Vᵀ M V` (k×k, row-major) for a **symmetric** sparse N×N `M` and a dense N×k row-major `V`,
+/// reading only the upper triangle of M: every edge once.
+///
+/// With `M = U + diag(M) + Uᵀ`, `Vᵀ M V = S + Sᵀ` where
+/// `S = Σ_p v_p (Σ_{m > p} M_pm v_m + ½ M_pp v_p)ᵀ`: half the random row fetches of the full
+/// product `M V`, for when only the small matrix is wanted (the last block of a Rayleigh-Ritz
+/// refinement). Rows with sorted column indices start above the diagonal by a binary search;
+/// others are filtered. `M` is not checked for symmetry (its lower triangle is never read).
+/// Deterministic for any number of threads (fixed chunks of points, summed in order).
+///
+/// # Errors
+/// Shapes that disagree, an invalid CSR structure or column index, non-finite values, or
+/// cancellation.
+pub fn sym_quadratic_form<I: CsrIndex>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let n = m.indptr.len().saturating_sub(1);
+    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
+        return Err(EmbedError::ShapeMismatch(
+            "M: indptr empty or indices and data differ in length".into(),
+        ));
+    }
+    if v.len() != n * k {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "V has {} entries for {n}×{k}",
+            v.len()
+        )));
+    }
+    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
+        || m.indptr[0].ix() != 0
+        || m.indptr[n].ix() != m.indices.len()
+        || m.indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(invalid("indptr", "not a valid CSR row pointer"));
+    }
+    check_finite(v, "v")?;
+    let mut out = vec![0.0f64; k * k];
+    if n == 0 || k == 0 {
+        return Ok(out);
+    }
+    let bad = AtomicBool::new(false);
+    macro_rules! run {
+        ($($c:literal)*) => {
+            match k {
+                $($c => qf_fixed::<I, $c>(m, v, &bad, cancel),)*
+                _ => qf_any(m, v, k, &bad, cancel),
+            }
+        };
+    }
+    let parts = run!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+    if bad.load(Ordering::Relaxed) {
+        return Err(invalid("indices", format!("column index >= {n}")));
+    }
+    for part in &parts {
+        out.iter_mut().zip(part).for_each(|(o, v)| *o += v);
+    }
+    for i in 0..k {
+        for j in 0..i {
+            let s = out[i * k + j] + out[j * k + i];
+            out[i * k + j] = s;
+            out[j * k + i] = s;
+        }
+        out[i * k + i] *= 2.0;
+    }
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err(EmbedError::NonFinite { name: "data" });
+    }
+    Ok(out)
+}
+
+/// The upper-triangle entries `(j, w)` of row `p` (j > p, and the diagonal with weight ½)
+/// passed to `f`; false on a column index out of range.
+#[inline(always)]
+fn upper_row<I: CsrIndex>(
+    m: Csr<'_, I>,
+    p: usize,
+    mut f: impl FnMut(usize, f64, &[I], usize),
+) -> bool {
+    let n = m.indptr.len() - 1;
+    let (q0, q1) = (m.indptr[p].ix(), m.indptr[p + 1].ix());
+    let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+    let pi = I::of(p);
+    if ix.windows(2).all(|w| w[0] < w[1]) {
+        let mut from = ix.partition_point(|&j| j < pi);
+        if ix.get(from) == Some(&pi) {
+            f(p, 0.5 * vs[from], &[], 0);
+            from += 1;
+        }
+        let (ix, vs) = (&ix[from..], &vs[from..]);
+        if ix.last().is_some_and(|j| !j.below(n)) {
+            return false;
+        }
+        for (t, (&j, &w)) in ix.iter().zip(vs).enumerate() {
+            f(j.ix(), w, ix, t);
+        }
+    } else {
+        for (&j, &w) in ix.iter().zip(vs) {
+            if !j.below(n) {
+                return false;
+            }
+            if j > pi {
+                f(j.ix(), w, &[], 0);
+            } else if j == pi {
+                f(p, 0.5 * w, &[], 0);
+            }
+        }
+    }
+    true
+}
+
+fn qf_fixed<I: CsrIndex, const K: usize>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) -> Vec<Vec<f64>> {
+    let n = m.indptr.len() - 1;
+    (0..n.div_ceil(QF_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut s = vec![0.0f64; K * K];
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return s;
+            }
+            for p in c * QF_CHUNK..((c + 1) * QF_CHUNK).min(n) {
+                let mut acc = [0.0f64; K];
+                let ok = upper_row(m, p, |j, w, ix, t| {
+                    if let Some(&ahead) = ix.get(t + PREFETCH) {
+                        prefetch_f64(&v[ahead.ix() * K]);
+                    }
+                    let xr: &[f64; K] = v[j * K..j * K + K].try_into().unwrap();
+                    for c in 0..K {
+                        acc[c] += w * xr[c];
+                    }
+                });
+                if !ok {
+                    bad.store(true, Ordering::Relaxed);
+                    return s;
+                }
+                let vp: &[f64; K] = v[p * K..p * K + K].try_into().unwrap();
+                for a in 0..K {
+                    for b in 0..K {
+                        s[a * K + b] += vp[a] * acc[b];
+                    }
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+fn qf_any<I: CsrIndex>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    k: usize,
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) -> Vec<Vec<f64>> {
+    let n = m.indptr.len() - 1;
+    (0..n.div_ceil(QF_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut s = vec![0.0f64; k * k];
+            let mut acc = vec![0.0f64; k];
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return s;
+            }
+            for p in c * QF_CHUNK..((c + 1) * QF_CHUNK).min(n) {
+                acc.iter_mut().for_each(|a| *a = 0.0);
+                let ok = upper_row(m, p, |j, w, _, _| {
+                    for (a, &x) in acc.iter_mut().zip(&v[j * k..j * k + k]) {
+                        *a += w * x;
+                    }
+                });
+                if !ok {
+                    bad.store(true, Ordering::Relaxed);
+                    return s;
+                }
+                for a in 0..k {
+                    for b in 0..k {
+                        s[a * k + b] += v[p * k + a] * acc[b];
+                    }
+                }
+            }
+            s
+        })
+        .collect()
+}
+
 /// [`prefetch`] for the cache line of an f64.
 #[inline(always)]
 fn prefetch_f64(v: &f64) {
@@ -1512,6 +1718,75 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn symmetric_quadratic_form_equals_the_dense_one() {
+        let mut rng = Pcg64::seed_from_u64(13);
+        let n = 3000;
+        let mut rows: Vec<Vec<(i64, f64)>> = vec![Vec::new(); n];
+        for p in 0..n {
+            for _ in 0..5 {
+                let j = rng.random_range(0..n);
+                let v = rng.random::<f64>();
+                rows[p].push((j as i64, v));
+                if j != p {
+                    rows[j].push((p as i64, v));
+                }
+            }
+        }
+        for (sorted, k) in [(true, 9usize), (false, 3), (true, 20)] {
+            let (mut indptr, mut indices, mut data) = (vec![0i64], Vec::new(), Vec::new());
+            for r in &rows {
+                let mut r = r.clone();
+                if sorted {
+                    r.sort_by_key(|e| e.0);
+                } else {
+                    r.reverse();
+                }
+                indices.extend(r.iter().map(|e| e.0));
+                data.extend(r.iter().map(|e| e.1));
+                indptr.push(indices.len() as i64);
+            }
+            let v = uniform(&mut rng, n * k);
+            let mut want = vec![0.0; k * k];
+            for p in 0..n {
+                for q in indptr[p] as usize..indptr[p + 1] as usize {
+                    let j = indices[q] as usize;
+                    for a in 0..k {
+                        for b in 0..k {
+                            want[a * k + b] += v[p * k + a] * data[q] * v[j * k + b];
+                        }
+                    }
+                }
+            }
+            let m = Csr {
+                indptr: &indptr,
+                indices: &indices,
+                data: &data,
+            };
+            let run = |threads: usize| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| sym_quadratic_form(m, &v, k, &AtomicBool::new(false)).unwrap())
+            };
+            let got = run(1);
+            assert_eq!(got, run(3));
+            let scale = want.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-11 * scale, "{g} vs {w}");
+            }
+        }
+        let c = AtomicBool::new(false);
+        let bad = [0i64, 1];
+        let m_bad = Csr {
+            indptr: &bad,
+            indices: &[5i64],
+            data: &[1.0],
+        };
+        assert!(sym_quadratic_form(m_bad, &[1.0], 1, &c).is_err());
     }
 
     #[test]

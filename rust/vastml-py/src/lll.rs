@@ -4,8 +4,8 @@ use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntyped
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use vastml_embed::lll::{
-    Csr, SparseRows, Weights, csr_dense_product, reconstruction_weights, z_m_zt, z_m_zt_keep,
-    z_m_zt_sym,
+    Csr, SparseRows, Weights, csr_dense_product, reconstruction_weights, sym_quadratic_form,
+    z_m_zt, z_m_zt_keep, z_m_zt_sym,
 };
 
 use crate::arrays::{rows, vector};
@@ -280,4 +280,50 @@ pub fn lll_z_m_zt_sym<'py>(
         ));
     };
     matrix(py, out, n_landmarks, n_landmarks)
+}
+
+/// lll_sym_quadratic_form(indptr, indices, data, v, n_jobs=None)
+/// --
+///
+/// V^T M V (k x k) for a symmetric N x N CSR matrix M (indptr / indices both int64 or both
+/// int32, uncopied; only the upper triangle is read, symmetry is not checked) and a dense N x k
+/// array V. Deterministic for any n_jobs.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, v, n_jobs=None))]
+pub fn lll_sym_quadratic_form<'py>(
+    py: Python<'py>,
+    indptr: Bound<'py, PyAny>,
+    indices: Bound<'py, PyAny>,
+    data: PyReadonlyArray1<'py, f64>,
+    v: PyReadonlyArray2<'py, f64>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (vs, k) = rows(&v, "v")?;
+    let data = vector(&data, "data")?;
+    let out = if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i64>>(),
+        indices.extract::<PyReadonlyArray1<'py, i64>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
+    } else if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i32>>(),
+        indices.extract::<PyReadonlyArray1<'py, i32>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
+    } else {
+        return Err(PyTypeError::new_err(
+            "`indptr` and `indices` must both be int64 or both int32 arrays",
+        ));
+    };
+    matrix(py, out, k, k)
 }
