@@ -30,6 +30,7 @@ from vastml.embed._lll_core import (
     pieces_to_csr,
     reduced_matrix,
     refine_eigenmaps,
+    sym_quadratic_form,
     weight_pieces,
 )
 
@@ -189,6 +190,51 @@ def test_reduced_matrix_matches_scipy_products():
         reduced_matrix(nbr, W, L, diag=v[:-1])
     with pytest.raises(ValueError, match="M"):
         reduced_matrix(nbr, W, L, M=M[:-1])
+
+
+def test_symmetric_reduced_matrix_reads_the_upper_triangle_and_equals_the_product():
+    """The upper-triangle kernel (every edge once) against SciPy's Z M Z^T on a symmetric M
+    with a diagonal, for any thread count; on a non-symmetric M it is Z sym_triu(M) Z^T."""
+    from vastml.embed._lll import _looks_symmetric
+
+    rng = np.random.default_rng(4)
+    n, L = 4000, 50
+    X = rng.normal(size=(n, 3))
+    nbr, zw, _ = weight_pieces(X, X[rng.choice(n, L, replace=False)], 2)
+    Z = pieces_to_csr(nbr, zw, L)
+    R = sp.random(n, n, density=0.003, random_state=2, format="csr")
+    M = (R + R.T + sp.diags(rng.uniform(0, 1, n))).tocsr()
+    assert _looks_symmetric(M)
+    want = (Z @ M @ Z.T).toarray()
+    v = rng.uniform(1, 2, n)
+    for kw in ({}, {"diag": v}):
+        got = reduced_matrix(nbr, zw, L, M=M, symmetric=True, **kw)
+        w = want + ((Z @ sp.diags(v) @ Z.T).toarray() if kw else 0)
+        np.testing.assert_allclose(got, w, atol=1e-12 * np.abs(w).max())
+    np.testing.assert_array_equal(reduced_matrix(nbr, zw, L, M=M, symmetric=True, n_jobs=1),
+                                  reduced_matrix(nbr, zw, L, M=M, symmetric=True, n_jobs=2))
+    # int64 indices, unsorted rows: same numbers
+    M64 = M.copy()
+    M64.indptr, M64.indices = M64.indptr.astype(np.int64), M64.indices.astype(np.int64)
+    M64.indices = M64.indices.copy()
+    for r in range(n):  # reverse every row
+        a, b = M64.indptr[r], M64.indptr[r + 1]
+        M64.indices[a:b] = M64.indices[a:b][::-1].copy()
+        M64.data[a:b] = M64.data[a:b][::-1].copy()
+    M64.has_sorted_indices = False
+    np.testing.assert_allclose(reduced_matrix(nbr, zw, L, M=M64, symmetric=True), want,
+                               atol=1e-12 * np.abs(want).max())
+    # non-symmetric: the upper triangle mirrored (Rust and the NumPy oracle agree)
+    A = (R + sp.diags(rng.uniform(0, 1, n))).tocsr()
+    assert not _looks_symmetric(A)
+    got = reduced_matrix(nbr, zw, L, M=A, symmetric=True)
+    U = sp.triu(A, k=1)
+    w = (Z @ (U + U.T + sp.diags(A.diagonal())) @ Z.T).toarray()
+    np.testing.assert_allclose(got, w, atol=1e-12 * np.abs(w).max())
+    np.testing.assert_allclose(reduced_matrix(nbr, zw, L, M=A, symmetric=True, backend="numpy"),
+                               w, atol=1e-12 * np.abs(w).max())
+    with pytest.raises(ValueError, match="keep_rows"):
+        reduced_matrix(nbr, zw, L, M=M, symmetric=True, keep_rows=True)
 
 
 def test_shift_invert_reduced_solver_matches_dense():
@@ -609,3 +655,50 @@ def test_kept_rows_are_w_times_zt_and_give_the_same_refinement(gap_graph):
     b = refine_eigenmaps(W, X0, steps=2, WX0=W @ X0)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-10)
     assert _same_up_to_sign(a[1], b[1], 1e-8 * np.abs(a[1]).max())
+
+
+def test_oversampled_refinement_never_increases_ritz_values(gap_graph):
+    """Starting the refinement from d + p reduced eigenvectors enlarges the Krylov span, so
+    each of the d smallest Ritz values is at most the one without oversampling."""
+    X, W, ev, E = gap_graph
+    for seed in range(3):
+        kw = dict(n_landmarks=40, affinity="precomputed", random_state=seed, refine=1)
+        a = LLLEigenmaps(2, **kw).fit(X, affinity_matrix=W)
+        b = LLLEigenmaps(2, refine_oversample=3, **kw).fit(X, affinity_matrix=W)
+        assert b.embedding_.shape == (len(X), 2) and b.landmark_embedding_.shape == (40, 2)
+        assert np.all(b.eigenvalues_ <= a.eigenvalues_ * (1 + 1e-12))
+        assert np.all(b.eigenvalues_ >= ev * (1 - 1e-10))
+        deg = np.asarray(W.sum(axis=1)).ravel()
+        np.testing.assert_allclose(b.embedding_.T @ (deg[:, None] * b.embedding_), np.eye(2),
+                                   atol=1e-10)
+    with pytest.raises(ValueError, match="n_components"):
+        refine_eigenmaps(W, np.random.default_rng(0).normal(size=(len(X), 2)), n_components=3)
+
+
+def test_symmetric_quadratic_form_matches_the_product():
+    rng = np.random.default_rng(3)
+    R = sp.random(900, 900, density=0.01, random_state=5, format="csr")
+    M = (R + R.T + sp.diags(rng.uniform(size=900))).tocsr()
+    for k in (1, 9, 17):  # fixed-width kernels and the general one
+        V = rng.normal(size=(900, k))
+        want = V.T @ (M @ V)
+        np.testing.assert_allclose(sym_quadratic_form(M, V), want,
+                                   atol=1e-12 * np.abs(want).max())
+        np.testing.assert_allclose(sym_quadratic_form(M, V, backend="numpy"), want)
+    np.testing.assert_array_equal(sym_quadratic_form(M, V, n_jobs=1),
+                                  sym_quadratic_form(M, V, n_jobs=2))
+    with pytest.raises(ValueError):
+        sym_quadratic_form(M, V[:-1])
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_refinement_with_the_symmetric_last_block_equals_the_full_products(gap_graph, rounds):
+    """The last block through its quadratic form (upper triangle of W) gives the Ritz pairs of
+    the full products."""
+    X, W, _, _ = gap_graph
+    X0 = np.random.default_rng(1).normal(size=(len(X), 4))
+    for steps in (0, 1, 2):
+        a = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, n_components=2)
+        b = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, n_components=2, symmetric=True)
+        np.testing.assert_allclose(b[0], a[0], rtol=1e-10)
+        assert _same_up_to_sign(b[1], a[1], 1e-7 * np.abs(a[1]).max())

@@ -499,6 +499,22 @@ def lll_z_m_zt(
         tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.float64]],
     ]
 ): ...
+def lll_z_m_zt_sym(
+    indices: npt.NDArray[np.uint32],
+    weights: npt.NDArray[np.float64],
+    n_landmarks: int,
+    indptr: npt.NDArray[np.int64],
+    m_indices: npt.NDArray[np.int64],
+    m_data: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
+def lll_sym_quadratic_form(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    v: npt.NDArray[np.float64],
+    n_jobs: int | None = None,
+) -> npt.NDArray[np.float64]: ...
 def lll_csr_dense(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],

@@ -105,6 +105,11 @@ class LLLEigenmaps(_LLLBase):
     refine_rounds : int, default=1
         Rounds of that refinement (block subspace iteration; converges to exact eigenmaps
         when the spectrum has a gap after the d-th eigenvalue).
+    refine_oversample : int, default=0
+        p: the refinement starts from the d + p leading non-trivial reduced eigenvectors (the
+        Ritz solve keeps the best d), so a direction that LLL ranked just after the d-th can
+        be swapped in. Each sparse product then carries d + p columns instead of d. Never
+        raises a Ritz value (the span only grows).
     random_state : int, RandomState instance or None
 
     Attributes
@@ -143,6 +148,7 @@ class LLLEigenmaps(_LLLBase):
         reg=1e-3,
         refine=0,
         refine_rounds=1,
+        refine_oversample=0,
         random_state=None,
     ):
         self.n_components = n_components
@@ -155,6 +161,7 @@ class LLLEigenmaps(_LLLBase):
         self.reg = reg
         self.refine = refine
         self.refine_rounds = refine_rounds
+        self.refine_oversample = refine_oversample
         self.random_state = random_state
 
     _drop_first = True
@@ -199,30 +206,35 @@ class LLLEigenmaps(_LLLBase):
         B = reduced_matrix(nbr, zw, L, diag=deg)
         steps = _positive_int(getattr(self, "refine", 0), "refine", minimum=0)
         rounds = _positive_int(getattr(self, "refine_rounds", 1), "refine_rounds", minimum=0)
+        over = _positive_int(getattr(self, "refine_oversample", 0), "refine_oversample",
+                             minimum=0)
         refining = steps > 0 and rounds > 0
-        if refining:  # keep W Z^T: the refinement's first product W X = (W Z^T) X_tilde
-            ZWZ, WZt = reduced_matrix(nbr, zw, L, M=W, keep_rows=True)
-            A = B - ZWZ
-        else:
-            A = B - reduced_matrix(nbr, zw, L, M=W)
+        # A = Z (D - W) Z^T = B - Z W Z^T; a symmetric graph (every affinity this estimator
+        # builds, and any precomputed one that passes a sampled check) is read by its upper
+        # triangle only: every edge once
+        symmetric = _looks_symmetric(W)
+        A = B - reduced_matrix(nbr, zw, L, M=W, symmetric=symmetric)
         times["Z A Z^T, Z B Z^T"] = lap()
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
             raise ValueError(f"`n_components` needs at least {k} landmarks, got {Z.shape[0]}")
-        w, Xt = reduced_eigenproblem(A, B, k)
+        # the refinement may start from the next `over` reduced eigenvectors too
+        kx = min(k + over, Z.shape[0]) if refining and self._drop_first else k
+        w, Xt = reduced_eigenproblem(A, B, kx)
         if self._drop_first:
             w, Xt = w[1:], Xt[:, 1:]
         times["reduced eigensolve"] = lap()
         self.weights_ = Z
-        self.eigenvalues_ = w
-        self.landmark_embedding_ = Xt
-        self.embedding_ = np.asarray(Z.T @ Xt)
+        self.eigenvalues_ = w[:d]
+        self.landmark_embedding_ = Xt[:, :d]
+        X0 = np.asarray(Z.T @ Xt)
+        self.embedding_ = X0[:, :d]
         times["X = X_tilde Z"] = lap()
         if refining:
             if not self._drop_first:
                 raise ValueError("`refine` is for eigenmaps (the trivial eigenvector dropped)")
-            w, E = refine_eigenmaps(W, self.embedding_, steps=steps, rounds=rounds, deg=deg,
-                                    WX0=np.asarray(WZt @ Xt))
+            w, E = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, deg=deg,
+                                    n_components=d, symmetric=symmetric)
             self.eigenvalues_ = w
             self.embedding_ = E
             # landmarks' embedding for transform: the D-weighted least-squares fit
@@ -238,6 +250,22 @@ class LLLEigenmaps(_LLLBase):
 
     def fit_transform(self, X, y=None, affinity_matrix=None):
         return self.fit(X, affinity_matrix=affinity_matrix).embedding_
+
+
+def _looks_symmetric(W, n_samples=2000, seed=0):
+    """True when ``n_samples`` random stored entries of W (CSR) all equal their transposes
+    (to 1e-12 relative): a cheap check, so that the upper-triangle kernel is used only on a
+    graph that is symmetric (a non-symmetric one fails it with near certainty unless its
+    asymmetry sits in a handful of entries; eigenmaps needs a symmetric W anyway)."""
+    if W.nnz == 0:
+        return True
+    rng = np.random.default_rng(seed)
+    e = rng.integers(0, W.nnz, min(n_samples, W.nnz))
+    rows = np.searchsorted(W.indptr, e, side="right") - 1
+    cols = W.indices[e]
+    there = W.data[e]
+    back = np.asarray(W[cols, rows]).ravel()
+    return bool(np.all(np.abs(back - there) <= 1e-12 * np.abs(there)))
 
 
 def knn_gaussian(X, n_neighbors, bandwidth):

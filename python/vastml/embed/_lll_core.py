@@ -219,13 +219,19 @@ def _weight_pieces_numpy(X, Lm, K, reg):
 
 
 def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_jobs=None,
-                   keep_rows=False):
+                   keep_rows=False, symmetric=False):
     """``Z (diag(v) + M) Z^T`` (L x L, dense) for Z given as :func:`weight_pieces`.
 
     ``backend="rust"``: ``vastml._core.lll_z_m_zt``, one pass over the points (parallel and
     deterministic); ``"numpy"``: SciPy sparse products (the oracle). ``keep_rows=True`` also
     returns the N x L CSR matrix ``(diag(v) + M) Z^T`` computed on the way (then
     ``M (Z^T X_tilde)`` costs a small sparse product instead of a pass over M).
+
+    ``symmetric=True`` declares M symmetric (not checked): the Rust backend then reads only its
+    upper triangle (``vastml._core.lll_z_m_zt_sym``: every edge once, ``Z M Z^T = S + S^T``
+    with ``S = Z triu-part``; about 3x faster than the general kernel on a K_W = 200 graph);
+    for a non-symmetric M the result is ``Z (triu(M) + triu(M)^T - diag(M)) Z^T``. Not with
+    ``keep_rows``.
 
     Examples
     --------
@@ -247,6 +253,11 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
         if M.shape != (n, n):
             raise ValueError(f"`M` must be {n} x {n}")
     choice(backend, "backend", ("rust", "numpy"))
+    if symmetric and keep_rows:
+        raise ValueError("`keep_rows` needs the general kernel (`symmetric=False`)")
+    if symmetric and M is not None and backend == "numpy":  # what the upper triangle means
+        U = sp.triu(M, k=1, format="csr")
+        M = (U + U.T + sp.diags(M.diagonal())).tocsr()
     if backend == "numpy":
         Z = pieces_to_csr(nbr, W, n_landmarks)
         out = np.zeros((n_landmarks, n_landmarks))
@@ -259,6 +270,16 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
         return (out, sp.csr_matrix(T)) if keep_rows else out
     from vastml import _core
 
+    if symmetric and M is not None:
+        it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+        out = _core.lll_z_m_zt_sym(
+            np.ascontiguousarray(nbr, dtype=np.uint32), np.ascontiguousarray(W, dtype=np.float64),
+            int(n_landmarks), np.ascontiguousarray(M.indptr, dtype=it),
+            np.ascontiguousarray(M.indices, dtype=it), np.ascontiguousarray(M.data, dtype=np.float64),
+            n_jobs)
+        if diag is not None:
+            out += reduced_matrix(nbr, W, n_landmarks, diag=diag, n_jobs=n_jobs)
+        return out
     args = (None, None, None)
     if M is not None:
         # SciPy's int32 index arrays go in as they are (no copy of a large graph)
@@ -397,26 +418,65 @@ def csr_dense_product(M, Y, *, backend="rust", n_jobs=None):
                                np.ascontiguousarray(M.data, dtype=np.float64), Y, n_jobs)
 
 
+def sym_quadratic_form(M, V, *, backend="rust", n_jobs=None):
+    """``V^T M V`` (k x k) for a symmetric sparse N x N matrix M and a dense N x k block V.
+
+    ``backend="rust"``: ``vastml._core.lll_sym_quadratic_form``, one pass over the upper
+    triangle of M (every edge once: half the random row fetches of ``M @ V``; symmetry is
+    not checked, the lower triangle is never read); ``"numpy"``: ``V.T @ (M @ V)`` (the
+    oracle).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> R = sp.random(60, 60, density=0.1, random_state=0, format="csr")
+    >>> M = (R + R.T).tocsr()
+    >>> V = np.random.default_rng(0).normal(size=(60, 3))
+    >>> bool(np.allclose(sym_quadratic_form(M, V), V.T @ (M @ V)))
+    True
+    """
+    M = sp.csr_matrix(M, dtype=np.float64)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    if V.ndim != 2 or M.shape != (V.shape[0], V.shape[0]):
+        raise ValueError(f"`M` must be N x N and `V` N x k, got {M.shape} and {V.shape}")
+    choice(backend, "backend", ("rust", "numpy"))
+    if backend == "numpy":
+        return V.T @ np.asarray(M @ V)
+    from vastml import _core
+
+    it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+    return _core.lll_sym_quadratic_form(np.ascontiguousarray(M.indptr, dtype=it),
+                                        np.ascontiguousarray(M.indices, dtype=it),
+                                        np.ascontiguousarray(M.data, dtype=np.float64), V,
+                                        n_jobs)
+
+
 def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol=1e-10,
-                     WX0=None):
+                     WX0=None, n_components=None, symmetric=False):
     r"""Block-Krylov Rayleigh-Ritz refinement of an approximate Laplacian-eigenmaps embedding.
 
     Not in the thesis (our extension of LLL). LLL's error to the exact eigenvectors is mostly
     high-frequency interpolation error between landmarks; a few smoothing steps with
     :math:`P = D^{-1} W` damp it. Each round takes the block Krylov space
-    :math:`[1, X, P X, \dots, P^s X]` (s = ``steps``; built by block Lanczos in the D inner
-    product) and solves :math:`\min \operatorname{tr}(X L X^T)` s.t. :math:`X D X^T = I` in it
-    (Rayleigh-Ritz), keeping the d smallest non-trivial Ritz vectors. A round costs
-    ``steps + 1`` sparse products of the graph with an N x d block (:math:`W Q_j = D P Q_j`, so
-    the Ritz matrix needs no extra product) plus O(N (s d)^2) dense work. The space contains X,
-    so every Ritz value is at most the corresponding one of X (Cauchy interlacing); repeated
-    rounds are restarted block Lanczos, which converges to the exact eigenvectors when the
-    spectrum has a gap after the d-th.
+    :math:`[X, P X, \dots, P^s X]` (s = ``steps``) with the constant projected out (block
+    Lanczos in the D inner product) and solves :math:`\min \operatorname{tr}(X L X^T)` s.t.
+    :math:`X D X^T = I` in it (Rayleigh-Ritz), keeping the smallest Ritz vectors. The products
+    with the graph are :math:`W Q_j` for the s + 1 blocks; the next block is
+    :math:`D^{-1} W Q_j` made D-orthogonal to the previous ones, and the Ritz matrices come from
+    the small Gram matrices :math:`S^T D S` and :math:`S^T W S` of the basis S, so a round costs
+    ``steps + 1`` sparse products with an N x k block (k = ``X0.shape[1]``) plus
+    O(N (s k)^2) dense work — and later rounds reuse ``W X`` of the previous Ritz vectors
+    (``W S R``), so they cost ``steps`` products. The space contains X, so every Ritz value is
+    at most the corresponding one of X (Cauchy interlacing); repeated rounds are restarted block
+    Lanczos, which converges to the exact eigenvectors when the spectrum has a gap after the
+    ``n_components``-th.
 
     Parameters
     ----------
     W : sparse (N x N) symmetric affinity matrix.
-    X0 : ndarray (N, d), the embedding to refine (the constant is added to the basis).
+    X0 : ndarray (N, k), the embedding to refine (any constant part is ignored). Giving
+        more columns than ``n_components`` (oversampling: the next approximate eigenvectors)
+        lets the Ritz solve swap in a direction that the first ``n_components`` missed.
     steps : int, default=1
         s, smoothing steps (Krylov block size) per round; ``0`` is a plain Rayleigh-Ritz.
     rounds : int, default=1
@@ -426,13 +486,20 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
         Sparse block product (:func:`csr_dense_product`).
     rtol : float
         Basis directions whose D-norm falls below ``rtol`` (relative) are dropped.
-    WX0 : ndarray (N, d) or None
-        ``W @ X0`` when already known (LLL gets it from ``W Z^T``, computed with its reduced
-        matrix): saves the first sparse product.
+    WX0 : ndarray (N, k) or None
+        ``W @ X0`` when already known: saves the first sparse product.
+    n_components : int or None
+        Ritz vectors returned (default k). Each round keeps k of them as the next start.
+    symmetric : bool, default=False
+        Declares W symmetric (not checked). With the Rust backend the last block of the last
+        round then enters the Ritz matrix through :func:`sym_quadratic_form` (one pass over
+        the upper triangle of W) instead of a full product: one round with ``steps=1`` costs
+        one product and a half.
 
     Returns
     -------
-    (eigenvalues (d,), X (N, d)) with ``X^T D X = I`` and ``X^T D 1 = 0``.
+    (eigenvalues (n_components,), X (N, n_components)) with ``X^T D X = I`` and
+    ``X^T D 1 = 0``.
 
     Examples
     --------
@@ -447,7 +514,10 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
     """
     W = sp.csr_matrix(W, dtype=np.float64)
     X = np.asarray(X0, dtype=np.float64)
-    n, d = X.shape
+    n, k = X.shape
+    d = k if n_components is None else _positive_int(n_components, "n_components")
+    if d > k:
+        raise ValueError(f"`n_components` = {d} exceeds the columns of X0 ({k})")
     steps = _positive_int(steps, "steps", minimum=0)
     rounds = _positive_int(rounds, "rounds", minimum=0)
     if W.shape != (n, n):
@@ -457,64 +527,118 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
     deg = np.asarray(deg, dtype=np.float64)
     if (deg <= 0).any():
         raise ValueError("the affinity graph has isolated points (zero degree)")
-    c = np.full((n, 1), 1.0 / np.sqrt(deg.sum()))  # the constant, D-normalised (P c = c)
+    WX = None if WX0 is None else np.asarray(WX0, dtype=np.float64)
+    if WX is not None and WX.shape != X.shape:
+        raise ValueError(f"`WX0` must have the shape of X0 {X.shape}, got {WX.shape}")
+    c = 1.0 / np.sqrt(deg.sum())  # the constant vector c 1, D-normalised (W c 1 = c deg)
+    dc = c * deg
     lam = None
-    for _ in range(rounds):
-        # block Lanczos in the D inner product: Q_0 = [c, X] (D-orthonormal), Q_{j+1} = the
-        # part of P Q_j D-orthogonal to Q_0..Q_j; W Q_j = D (P Q_j), so after the last product
-        # the Ritz matrix Q^T (D - W) Q = I - Q^T D [P Q_0, ..., P Q_s] needs nothing more
-        a = X.T @ (deg * c[:, 0])  # X - c a^T is D-orthogonal to the constant
-        Q0, M0 = _d_orthonormal(X - c @ a[None, :], deg, [], rtol, coef=True)
+    quad = symmetric and backend == "rust"
+    for r in range(rounds):
+        last = r == rounds - 1
+        # block Lanczos in the D inner product: Q_0 = X minus its constant part, made
+        # D-orthonormal; Q_{j+1} = the part of D^-1 W Q_j D-orthogonal to the constant and
+        # to Q_0..Q_j. W c = c deg, so W (X - c 1 a^T) = W X - c deg a^T needs no product.
+        a = dc @ X
+        X = X - c * a
+        if WX is not None:
+            WX = WX - np.outer(dc, a)
+        Q0, T0 = _d_orthonormal(X, deg, [], rtol, coef=True)
         if Q0.shape[1] == 0:
             raise ValueError("the embedding to refine is constant")
-        Q = [c, Q0]
-        PQ = [c]
+        blocks = [Q0]
+        Wblocks = [] if WX is None else [WX @ T0]
         for j in range(steps + 1):
-            if j == 0 and WX0 is not None:  # P Q_0 = (D^-1 W X0 - c a^T) M0 (P c = c)
-                V = ((1.0 / deg)[:, None] * WX0 - c @ a[None, :]) @ M0
-                WX0 = None  # only valid for the first round
-            else:
-                V = (1.0 / deg)[:, None] * csr_dense_product(W, Q[-1], backend=backend)
-            PQ.append(V)
-            if j < steps:
-                nxt = _d_orthonormal(V, deg, Q, rtol)
-                if nxt.shape[1] == 0:  # the span is invariant: nothing new to add
-                    break
-                Q.append(nxt)
-        Qm = np.hstack(Q)
-        DQ = deg[:, None] * Qm
-        A = np.eye(Qm.shape[1]) - DQ.T @ np.hstack(PQ[: len(Q)])
+            if len(Wblocks) < len(blocks):
+                if j == steps and last and quad:
+                    break  # the last block's product only enters the Ritz matrix: see below
+                Wblocks.append(csr_dense_product(W, blocks[-1], backend=backend))
+            if j == steps:
+                break
+            V = Wblocks[-1] / deg[:, None]
+            V -= c * (dc @ V)
+            V = _d_orthonormal(V, deg, blocks, rtol)
+            if V.shape[1] == 0:  # the span is invariant: nothing new to add
+                break
+            blocks.append(V)
+        S = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
+        # S is D-orthonormal to rounding (re-orthonormalised per block), so the Ritz problem
+        # is the small symmetric one S^T (D - W) S = I - S^T W S
+        nS = S.shape[1]
+        if len(Wblocks) == len(blocks):
+            WS = np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0]
+            SWS = S.T @ WS
+        else:
+            # last round, symmetric W: the last block Q enters only through Q^T W Q, one pass
+            # over the upper triangle of W (half the row fetches of W Q); its cross terms with
+            # the earlier blocks come from their products, (W Q_j)^T Q
+            WS = None
+            SWS = np.empty((nS, nS))
+            nP = sum(b.shape[1] for b in Wblocks)
+            if nP:
+                C = S.T @ (np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0])
+                SWS[:, :nP] = C
+                SWS[:nP, nP:] = C[nP:, :].T
+            SWS[nP:, nP:] = sym_quadratic_form(W, blocks[-1])
+        A = np.eye(nS) - SWS
         w, R = np.linalg.eigh(0.5 * (A + A.T))
-        if w.size < d + 1:
-            raise ValueError(f"the refinement basis has rank {w.size} < {d + 1}")
-        Xr = Qm @ R[:, : d + 1]
-        # drop the trivial (constant) Ritz vector: the one with the largest D-weighted mean
-        triv = int(np.argmax(np.abs(deg @ Xr)))
-        cols = [j for j in range(d + 1) if j != triv]
-        lam, X = w[cols], Xr[:, cols]
+        if w.size < d:
+            raise ValueError(f"the refinement basis has rank {w.size} < {d}")
+        kk = min(k, w.size) if not last else d
+        lam, R = w[:kk], R[:, :kk]
+        X = S @ R
+        # W X of the new Ritz vectors: the next round's first product for free
+        WX = WS @ R if (WS is not None and not last) else None
     if lam is None:
-        return None, X
-    return lam, _fix_signs(X)
+        return None, X[:, :d]
+    return lam[:d], _fix_signs(X[:, :d])
 
 
 def _d_orthonormal(V, deg, basis, rtol, coef=False):
     """D-orthonormal basis of the part of span(V) D-orthogonal to the blocks of ``basis``
     (block Gram-Schmidt, twice), dropping directions below ``rtol`` of V's D-norm. With
-    ``coef=True`` (and no ``basis``) also the matrix M with ``Q = V M``."""
-    scale = np.sqrt(np.max(deg @ (V * V))) if V.size else 0.0
-    for _ in range(2):
+    ``coef=True`` (and no ``basis``) also the matrix M with ``Q = V M``.
+
+    The orthonormalisation is Cholesky QR on the small Gram matrix ``G = V^T D V`` (one pass
+    over V for G and one for ``V R^-1``). The Gram route squares the condition number, so a
+    second Cholesky QR pass follows unless G was already within 1e-6 of the identity (as for
+    the B-orthonormal reduced eigenvectors, whose first pass is then exact to rounding); an
+    eigendecomposition of G (dropping the directions below ``rtol``) replaces the Cholesky
+    factorisation when that fails or G is ill-conditioned.
+    """
+    # directions are dropped relative to V's D-norm before the projection
+    scale = np.sqrt(np.max(deg @ (V * V))) if (V.size and basis) else None
+    for _ in range(2 if basis else 0):
         for Q in basis:
             V = V - Q @ (Q.T @ (deg[:, None] * V))
+    k = V.shape[1]
     G = V.T @ (deg[:, None] * V)
-    s, U = np.linalg.eigh(0.5 * (G + G.T))
-    keep = s > (rtol * scale) ** 2
-    Q = V @ (U[:, keep] / np.sqrt(s[keep]))
-    # one more pass for D-orthonormality to rounding (the Gram route squares the condition)
-    G = Q.T @ (deg[:, None] * Q)
-    Lc = np.linalg.cholesky(0.5 * (G + G.T))
-    Q = scipy.linalg.solve_triangular(Lc, Q.T, lower=True).T
+    G = 0.5 * (G + G.T)
+    if scale is None:
+        scale = np.sqrt(np.max(np.diag(G))) if k else 0.0
+    near_identity = k > 0 and np.abs(G - np.eye(k)).max() < 1e-6
+    M = None
+    try:
+        Lc = np.linalg.cholesky(G)
+        dl = np.diag(Lc)
+        if dl.min() > 1e-6 * dl.max() and dl.min() > rtol * scale:
+            M = scipy.linalg.solve_triangular(Lc, np.eye(k), lower=True).T
+    except np.linalg.LinAlgError:
+        pass
+    if M is None:  # nearly dependent columns: drop the directions below rtol
+        near_identity = False
+        s, U = np.linalg.eigh(G)
+        keep = s > (rtol * max(scale, 1e-300)) ** 2
+        M = U[:, keep] / np.sqrt(s[keep])
+    Q = V @ M
+    if not near_identity and M.shape[1] > 0:
+        # one more Cholesky QR pass for D-orthonormality to rounding
+        G = Q.T @ (deg[:, None] * Q)
+        Lc = np.linalg.cholesky(0.5 * (G + G.T))
+        M2 = scipy.linalg.solve_triangular(Lc, np.eye(M.shape[1]), lower=True).T
+        Q = Q @ M2
+        M = M @ M2
     if coef:
-        M = scipy.linalg.solve_triangular(Lc, (U[:, keep] / np.sqrt(s[keep])).T, lower=True).T
         return Q, M
     return Q
 

@@ -150,13 +150,14 @@ fn solve_ones(g: &mut [f64], k: usize, w: &mut [f64]) -> bool {
 
 /// Per-thread buffers of the weight computation.
 struct Scratch {
-    dots: Vec<f64>,
+    dots: Vec<f32>,
+    screen: Vec<f64>,
     cand: Vec<(f64, u32)>,
     diff: Vec<f64>,
     g: Vec<f64>,
     g0: Vec<f64>,
     w: Vec<f64>,
-    xc: Vec<f64>,
+    xc: Vec<f32>,
 }
 
 /// LLE reconstruction weights of every point from its `k` nearest landmarks.
@@ -220,6 +221,15 @@ pub fn reconstruction_weights(
         .flat_map(|row| row.iter().zip(&mean).map(|(v, m)| v - m))
         .collect();
     let lnorm: Vec<f64> = lc.chunks_exact(dim).map(|r| dot(r, r)).collect();
+    let lc32: Vec<f32> = lc.iter().map(|&v| v as f32).collect();
+    // The screening runs in f32 (half the GEMM time of f64). Its error on a squared distance
+    // |x|² + |l|² − 2 x·l is at most GAMMA·(|x|² + |l|²) (rounding of the inputs and of a
+    // D-term dot product, with room to spare); after the exact distances of the candidates the
+    // K_Z-th is checked against the smallest screened value left out, and a point whose
+    // ranking the screening could have got wrong is searched exhaustively in f64 (on the
+    // bench data: never).
+    let gamma = 4.0 * (dim as f64 + 4.0) * f64::from(f32::EPSILON);
+    let lmax = lnorm.iter().fold(0.0f64, |a, &v| a.max(v));
     let kc = (k + MARGIN).min(l);
 
     let mut indices = vec![0u32; n * k];
@@ -231,6 +241,7 @@ pub fn reconstruction_weights(
         .try_for_each_init(
             || Scratch {
                 dots: vec![0.0; BLOCK * l],
+                screen: vec![0.0; l],
                 cand: Vec::with_capacity(l),
                 diff: vec![0.0; k * dim],
                 g: vec![0.0; k * k],
@@ -248,13 +259,13 @@ pub fn reconstruction_weights(
                 for (dst, src) in s.xc.chunks_exact_mut(dim).zip(xb.chunks_exact(dim)) {
                     dst.iter_mut()
                         .zip(src.iter().zip(&mean))
-                        .for_each(|(d, (v, mu))| *d = v - mu);
+                        .for_each(|(d, (v, mu))| *d = (v - mu) as f32);
                 }
-                // dots = Xc_b · Lcᵀ  (m × L)
+                // dots = Xc_b · Lcᵀ  (m × L), f32
                 // SAFETY: the strides describe row-major m×dim, (L×dim)ᵀ and m×L arrays that
                 // the slices hold entirely.
                 unsafe {
-                    matrixmultiply::dgemm(
+                    matrixmultiply::sgemm(
                         m,
                         dim,
                         l,
@@ -262,7 +273,7 @@ pub fn reconstruction_weights(
                         s.xc.as_ptr(),
                         dim as isize,
                         1,
-                        lc.as_ptr(),
+                        lc32.as_ptr(),
                         1,
                         dim as isize,
                         0.0,
@@ -273,26 +284,55 @@ pub fn reconstruction_weights(
                 }
                 for p in 0..m {
                     let xp = &xb[p * dim..(p + 1) * dim];
-                    let xn = dot(&s.xc[p * dim..(p + 1) * dim], &s.xc[p * dim..(p + 1) * dim]);
-                    s.cand.clear();
-                    s.cand.extend(
-                        s.dots[p * l..(p + 1) * l]
-                            .iter()
-                            .zip(&lnorm)
-                            .enumerate()
-                            .map(|(j, (&d, &ln))| (xn + ln - 2.0 * d, j as u32)),
-                    );
-                    if kc < l {
-                        s.cand
-                            .select_nth_unstable_by(kc - 1, |a, b| a.0.total_cmp(&b.0));
-                        s.cand.truncate(kc);
+                    let xn: f64 = xp
+                        .iter()
+                        .zip(&mean)
+                        .map(|(v, mu)| (v - mu) * (v - mu))
+                        .sum();
+                    // the screened values (a vectorisable pass), then the kc smallest kept
+                    // sorted by insertion: most of the L values fail the first comparison,
+                    // and an insertion shifts at most kc entries in place
+                    let dp = &s.dots[p * l..(p + 1) * l];
+                    for ((v, &d), &ln) in s.screen.iter_mut().zip(dp).zip(&lnorm) {
+                        *v = xn + ln - 2.0 * f64::from(d);
                     }
+                    s.cand.clear();
+                    for (j, &v) in s.screen.iter().enumerate() {
+                        let mut at = s.cand.len();
+                        if at == kc {
+                            if v >= s.cand[kc - 1].0 {
+                                continue;
+                            }
+                            at = kc - 1;
+                        } else {
+                            s.cand.push((v, j as u32));
+                        }
+                        while at > 0 && s.cand[at - 1].0 > v {
+                            s.cand[at] = s.cand[at - 1];
+                            at -= 1;
+                        }
+                        s.cand[at] = (v, j as u32);
+                    }
+                    let screened_max = s.cand.last().map_or(f64::INFINITY, |c| c.0);
                     for c in s.cand.iter_mut() {
                         let j = c.1 as usize;
                         c.0 = sqdist(xp, &landmarks[j * dim..(j + 1) * dim]);
                     }
                     s.cand
                         .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    // a landmark left out has a screened value >= screened_max, so its true
+                    // squared distance is >= screened_max - err: if that could still beat the
+                    // K_Z-th candidate, rank all landmarks exactly
+                    if kc < l && screened_max - gamma * (xn + lmax) <= s.cand[k - 1].0 {
+                        s.cand.clear();
+                        s.cand.extend(
+                            (0..l).map(|j| {
+                                (sqdist(xp, &landmarks[j * dim..(j + 1) * dim]), j as u32)
+                            }),
+                        );
+                        s.cand
+                            .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    }
                     let io = &mut idx_out[p * k..(p + 1) * k];
                     let vo = &mut val_out[p * k..(p + 1) * k];
                     for (o, c) in io.iter_mut().zip(&s.cand) {
@@ -708,6 +748,229 @@ fn z_m_zt_impl<I: CsrIndex>(
     Ok(out)
 }
 
+/// Upper bound of the per-chunk L×L accumulators of [`z_m_zt_sym`] (bytes, all chunks).
+const SYM_MEMORY: usize = 1 << 28;
+/// At most this many chunks of points (each with its own accumulator) in [`z_m_zt_sym`].
+const SYM_MAX_CHUNKS: usize = 8;
+/// At least this many points per chunk of [`z_m_zt_sym`].
+const SYM_MIN_CHUNK: usize = 2048;
+
+/// Chunks of points of [`z_m_zt_sym`]: fixed by N and L alone (never by the thread count),
+/// so the sums do not depend on the number of threads.
+fn sym_chunks(n: usize, l: usize) -> usize {
+    let by_memory = (SYM_MEMORY / (8 * l * l).max(1)).max(1);
+    (n / SYM_MIN_CHUNK).clamp(1, SYM_MAX_CHUNKS).min(by_memory)
+}
+
+/// Z's columns packed one record per point (in point order), 64-byte aligned: K_Z weights
+/// then the K_Z landmark indices two to a word, so a random fetch of a column is one or two
+/// cache lines instead of a lookup into separate index and value arrays.
+struct Packed {
+    words: Vec<u64>,
+    off: usize,
+    stride: usize,
+    k: usize,
+}
+
+impl Packed {
+    fn new(z: &Weights) -> Packed {
+        let (n, k) = (z.n_points(), z.k);
+        let stride = k + k.div_ceil(2);
+        let mut words = vec![0u64; n * stride + 8];
+        let off = (64 - words.as_ptr() as usize % 64) % 64 / 8;
+        for (rec, (ix, vs)) in words[off..off + n * stride]
+            .chunks_exact_mut(stride)
+            .zip(z.indices.chunks_exact(k).zip(z.values.chunks_exact(k)))
+        {
+            for (t, (&i, &v)) in ix.iter().zip(vs).enumerate() {
+                rec[t] = v.to_bits();
+                rec[k + t / 2] |= u64::from(i) << (32 * (t % 2));
+            }
+        }
+        Packed {
+            words,
+            off,
+            stride,
+            k,
+        }
+    }
+
+    #[inline(always)]
+    fn head(&self, p: usize) -> &u64 {
+        &self.words[self.off + p * self.stride]
+    }
+
+    /// `acc += f · z_p`, marking the landmarks touched in the bit set `mask`.
+    #[inline(always)]
+    fn add(&self, p: usize, f: f64, acc: &mut [f64], mask: &mut [u64]) {
+        let a = self.off + p * self.stride;
+        let rec = &self.words[a..a + self.stride];
+        let k = self.k;
+        for t in 0..k {
+            let w = f64::from_bits(rec[t]);
+            let i = (rec[k + t / 2] >> (32 * (t % 2))) as u32 as usize;
+            acc[i] += f * w;
+            mask[i / 64] |= 1u64 << (i % 64);
+        }
+    }
+}
+
+/// `Z M Zᵀ` (L×L, dense, row-major) for a **symmetric** sparse N×N `M`, reading only its
+/// upper triangle: every edge once.
+///
+/// With `M = U + diag(M) + Uᵀ` (U strictly upper), `Z M Zᵀ = S + Sᵀ` where
+/// `S = Σ_p z_p (Σ_{m > p} M_pm z_m + ½ M_pp z_p)ᵀ`: per point one dense accumulator of its
+/// upper neighbours' columns of Z, then K_Z dense row updates of S. That halves the random
+/// fetches of [`z_m_zt`] (which reads both triangles) and drops its sparse bookkeeping. Rows of
+/// M with sorted column indices (SciPy's canonical form) start at their first entry above the
+/// diagonal by a binary search; other rows are filtered entry by entry. `M` is **not** checked
+/// for symmetry (its lower triangle is never read): for a non-symmetric M the result is
+/// `Z (triu(M) + triu(M)ᵀ − diag(M)) Zᵀ`.
+///
+/// Points are split into a fixed number of chunks (set by N and L, never by the thread count),
+/// each with its own L×L accumulator, summed in chunk order: the result does not depend on the
+/// number of threads. The accumulators hold at most 256 MB in all (fewer chunks at large L).
+///
+/// # Errors
+/// Shapes that disagree, landmark indices ≥ `l`, an invalid CSR structure or a column index
+/// out of range, non-finite values, or cancellation.
+pub fn z_m_zt_sym<I: CsrIndex>(
+    z: &Weights,
+    l: usize,
+    m: Csr<'_, I>,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let n = z.n_points();
+    if z.values.len() != z.indices.len() || (z.k == 0 && !z.indices.is_empty()) {
+        return Err(EmbedError::ShapeMismatch(
+            "weights: indices and values differ in length".into(),
+        ));
+    }
+    if z.indices.iter().any(|&i| i as usize >= l) {
+        return Err(invalid("indices", format!("landmark index >= {l}")));
+    }
+    check_finite(&z.values, "values")?;
+    if m.indptr.len() != n + 1 || m.indices.len() != m.data.len() {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "M must be a {n}×{n} CSR matrix (indptr of length {})",
+            n + 1
+        )));
+    }
+    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
+        || m.indptr[0].ix() != 0
+        || m.indptr[n].ix() != m.indices.len()
+        || m.indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(invalid("indptr", "not a valid CSR row pointer"));
+    }
+    let mut out = vec![0.0f64; l * l];
+    if l == 0 || n == 0 {
+        return Ok(out);
+    }
+    let pk = Packed::new(z);
+    let chunks = sym_chunks(n, l);
+    let bad = AtomicBool::new(false);
+    // Points in their own order: the rows of M are then read as one stream (visiting them in
+    // any other order, e.g. grouped by nearest landmark, doubled the time: every row start
+    // became a cache miss), and only the records of Z are fetched at random.
+    let parts: Vec<Vec<f64>> = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let (a, b) = (c * n / chunks, (c + 1) * n / chunks);
+            let mut s = vec![0.0f64; l * l];
+            let mut acc = vec![0.0f64; l];
+            let mut mask = vec![0u64; l.div_ceil(64)];
+            let mut touched: Vec<u32> = Vec::with_capacity(l);
+            for p in a..b {
+                if (p - a) % 4096 == 0
+                    && (cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed))
+                {
+                    return s;
+                }
+                let (q0, q1) = (m.indptr[p].ix(), m.indptr[p + 1].ix());
+                let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+                let pi = I::of(p);
+                if ix.windows(2).all(|w| w[0] < w[1]) {
+                    let mut from = ix.partition_point(|&j| j < pi);
+                    if ix.get(from) == Some(&pi) {
+                        pk.add(p, 0.5 * vs[from], &mut acc, &mut mask);
+                        from += 1;
+                    }
+                    let (ix, vs) = (&ix[from..], &vs[from..]);
+                    if ix.last().is_some_and(|j| !j.below(n)) {
+                        bad.store(true, Ordering::Relaxed);
+                        return s;
+                    }
+                    for (t, (&j, &w)) in ix.iter().zip(vs).enumerate() {
+                        if let Some(&ahead) = ix.get(t + PREFETCH) {
+                            prefetch(pk.head(ahead.ix()));
+                        }
+                        pk.add(j.ix(), w, &mut acc, &mut mask);
+                    }
+                } else {
+                    for (&j, &w) in ix.iter().zip(vs) {
+                        if !j.below(n) {
+                            bad.store(true, Ordering::Relaxed);
+                            return s;
+                        }
+                        if j > pi {
+                            pk.add(j.ix(), w, &mut acc, &mut mask);
+                        } else if j == pi {
+                            pk.add(p, 0.5 * w, &mut acc, &mut mask);
+                        }
+                    }
+                }
+                // the touched landmarks from the bit set (sparse: a point's upper neighbours
+                // see a few dozen of the L landmarks), then K_Z sparse row updates of S
+                touched.clear();
+                for (wi, word) in mask.iter_mut().enumerate() {
+                    let mut bits = *word;
+                    while bits != 0 {
+                        touched.push((wi * 64 + bits.trailing_zeros() as usize) as u32);
+                        bits &= bits - 1;
+                    }
+                    *word = 0;
+                }
+                let (zi, zv) = z.column(p);
+                for (&i, &v) in zi.iter().zip(zv) {
+                    let row = &mut s[i as usize * l..(i as usize + 1) * l];
+                    for &j in &touched {
+                        row[j as usize] += v * acc[j as usize];
+                    }
+                }
+                for &j in &touched {
+                    acc[j as usize] = 0.0;
+                }
+            }
+            s
+        })
+        .collect();
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+    if bad.load(Ordering::Relaxed) {
+        return Err(invalid("indices", format!("column index >= {n}")));
+    }
+    // sum the chunks in order, then S + Sᵀ
+    out.par_chunks_mut(l).enumerate().for_each(|(i, row)| {
+        for part in &parts {
+            row.iter_mut()
+                .zip(&part[i * l..(i + 1) * l])
+                .for_each(|(o, v)| *o += v);
+        }
+    });
+    for i in 0..l {
+        for j in 0..i {
+            let v = out[i * l + j] + out[j * l + i];
+            out[i * l + j] = v;
+            out[j * l + i] = v;
+        }
+        out[i * l + i] *= 2.0;
+    }
+    check_finite(&out, "data")?;
+    Ok(out)
+}
+
 /// Rows of the output per parallel task of [`csr_dense_product`].
 const SPMM_ROWS: usize = 256;
 
@@ -845,6 +1108,204 @@ fn spmm_any<I: CsrIndex>(
                 }
             }
         });
+}
+
+/// Points per chunk of [`sym_quadratic_form`] (fixed: the sums do not depend on the threads).
+const QF_CHUNK: usize = 2048;
+
+/// `Vᵀ M V` (k×k, row-major) for a **symmetric** sparse N×N `M` and a dense N×k row-major `V`,
+/// reading only the upper triangle of M: every edge once.
+///
+/// With `M = U + diag(M) + Uᵀ`, `Vᵀ M V = S + Sᵀ` where
+/// `S = Σ_p v_p (Σ_{m > p} M_pm v_m + ½ M_pp v_p)ᵀ`: half the random row fetches of the full
+/// product `M V`, for when only the small matrix is wanted (the last block of a Rayleigh-Ritz
+/// refinement). Rows with sorted column indices start above the diagonal by a binary search;
+/// others are filtered. `M` is not checked for symmetry (its lower triangle is never read).
+/// Deterministic for any number of threads (fixed chunks of points, summed in order).
+///
+/// # Errors
+/// Shapes that disagree, an invalid CSR structure or column index, non-finite values, or
+/// cancellation.
+pub fn sym_quadratic_form<I: CsrIndex>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let n = m.indptr.len().saturating_sub(1);
+    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
+        return Err(EmbedError::ShapeMismatch(
+            "M: indptr empty or indices and data differ in length".into(),
+        ));
+    }
+    if v.len() != n * k {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "V has {} entries for {n}×{k}",
+            v.len()
+        )));
+    }
+    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
+        || m.indptr[0].ix() != 0
+        || m.indptr[n].ix() != m.indices.len()
+        || m.indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(invalid("indptr", "not a valid CSR row pointer"));
+    }
+    check_finite(v, "v")?;
+    let mut out = vec![0.0f64; k * k];
+    if n == 0 || k == 0 {
+        return Ok(out);
+    }
+    let bad = AtomicBool::new(false);
+    macro_rules! run {
+        ($($c:literal)*) => {
+            match k {
+                $($c => qf_fixed::<I, $c>(m, v, &bad, cancel),)*
+                _ => qf_any(m, v, k, &bad, cancel),
+            }
+        };
+    }
+    let parts = run!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    if cancel.load(Ordering::Relaxed) {
+        return Err(EmbedError::Cancelled);
+    }
+    if bad.load(Ordering::Relaxed) {
+        return Err(invalid("indices", format!("column index >= {n}")));
+    }
+    for part in &parts {
+        out.iter_mut().zip(part).for_each(|(o, v)| *o += v);
+    }
+    for i in 0..k {
+        for j in 0..i {
+            let s = out[i * k + j] + out[j * k + i];
+            out[i * k + j] = s;
+            out[j * k + i] = s;
+        }
+        out[i * k + i] *= 2.0;
+    }
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err(EmbedError::NonFinite { name: "data" });
+    }
+    Ok(out)
+}
+
+/// The upper-triangle entries `(j, w)` of row `p` (j > p, and the diagonal with weight ½)
+/// passed to `f`; false on a column index out of range.
+#[inline(always)]
+fn upper_row<I: CsrIndex>(
+    m: Csr<'_, I>,
+    p: usize,
+    mut f: impl FnMut(usize, f64, &[I], usize),
+) -> bool {
+    let n = m.indptr.len() - 1;
+    let (q0, q1) = (m.indptr[p].ix(), m.indptr[p + 1].ix());
+    let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+    let pi = I::of(p);
+    if ix.windows(2).all(|w| w[0] < w[1]) {
+        let mut from = ix.partition_point(|&j| j < pi);
+        if ix.get(from) == Some(&pi) {
+            f(p, 0.5 * vs[from], &[], 0);
+            from += 1;
+        }
+        let (ix, vs) = (&ix[from..], &vs[from..]);
+        if ix.last().is_some_and(|j| !j.below(n)) {
+            return false;
+        }
+        for (t, (&j, &w)) in ix.iter().zip(vs).enumerate() {
+            f(j.ix(), w, ix, t);
+        }
+    } else {
+        for (&j, &w) in ix.iter().zip(vs) {
+            if !j.below(n) {
+                return false;
+            }
+            if j > pi {
+                f(j.ix(), w, &[], 0);
+            } else if j == pi {
+                f(p, 0.5 * w, &[], 0);
+            }
+        }
+    }
+    true
+}
+
+fn qf_fixed<I: CsrIndex, const K: usize>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) -> Vec<Vec<f64>> {
+    let n = m.indptr.len() - 1;
+    (0..n.div_ceil(QF_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut s = vec![0.0f64; K * K];
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return s;
+            }
+            for p in c * QF_CHUNK..((c + 1) * QF_CHUNK).min(n) {
+                let mut acc = [0.0f64; K];
+                let ok = upper_row(m, p, |j, w, ix, t| {
+                    if let Some(&ahead) = ix.get(t + PREFETCH) {
+                        prefetch_f64(&v[ahead.ix() * K]);
+                    }
+                    let xr: &[f64; K] = v[j * K..j * K + K].try_into().unwrap();
+                    for c in 0..K {
+                        acc[c] += w * xr[c];
+                    }
+                });
+                if !ok {
+                    bad.store(true, Ordering::Relaxed);
+                    return s;
+                }
+                let vp: &[f64; K] = v[p * K..p * K + K].try_into().unwrap();
+                for a in 0..K {
+                    for b in 0..K {
+                        s[a * K + b] += vp[a] * acc[b];
+                    }
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+fn qf_any<I: CsrIndex>(
+    m: Csr<'_, I>,
+    v: &[f64],
+    k: usize,
+    bad: &AtomicBool,
+    cancel: &AtomicBool,
+) -> Vec<Vec<f64>> {
+    let n = m.indptr.len() - 1;
+    (0..n.div_ceil(QF_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut s = vec![0.0f64; k * k];
+            let mut acc = vec![0.0f64; k];
+            if cancel.load(Ordering::Relaxed) || bad.load(Ordering::Relaxed) {
+                return s;
+            }
+            for p in c * QF_CHUNK..((c + 1) * QF_CHUNK).min(n) {
+                acc.iter_mut().for_each(|a| *a = 0.0);
+                let ok = upper_row(m, p, |j, w, _, _| {
+                    for (a, &x) in acc.iter_mut().zip(&v[j * k..j * k + k]) {
+                        *a += w * x;
+                    }
+                });
+                if !ok {
+                    bad.store(true, Ordering::Relaxed);
+                    return s;
+                }
+                for a in 0..k {
+                    for b in 0..k {
+                        s[a * k + b] += v[p * k + a] * acc[b];
+                    }
+                }
+            }
+            s
+        })
+        .collect()
 }
 
 /// [`prefetch`] for the cache line of an f64.
@@ -1099,6 +1560,233 @@ mod tests {
             data: &[1.0],
         };
         assert!(csr_dense_product(m_bad, &[1.0], 1, &c).is_err());
+    }
+
+    #[test]
+    fn f32_screening_falls_back_to_exact_ranking_on_near_ties() {
+        // landmarks on a sphere about each point, radii differing by 1e-9 relative: the f32
+        // screening cannot order them, the exhaustive f64 ranking must
+        let mut rng = Pcg64::seed_from_u64(7);
+        let (dim, l, k) = (8, 40, 3);
+        let centre = uniform(&mut rng, dim);
+        let mut lm = Vec::new();
+        for j in 0..l {
+            let dir = uniform(&mut rng, dim);
+            let nrm = dir.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let r = 1.0 + 1e-9 * j as f64;
+            lm.extend(dir.iter().zip(&centre).map(|(d, c)| c + r * d / nrm));
+        }
+        let z =
+            reconstruction_weights(&centre, &lm, dim, k, 1e-3, &AtomicBool::new(false)).unwrap();
+        let mut d: Vec<(f64, u32)> = (0..l)
+            .map(|j| (sqdist(&centre, &lm[j * dim..(j + 1) * dim]), j as u32))
+            .collect();
+        d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let want: Vec<u32> = d[..k].iter().map(|v| v.1).collect();
+        assert_eq!(z.indices, want);
+    }
+
+    /// Dense `Z M Zᵀ` (the oracle of the sparse kernels).
+    fn dense_z_m_zt(
+        z: &Weights,
+        l: usize,
+        indptr: &[i64],
+        indices: &[i64],
+        data: &[f64],
+    ) -> Vec<f64> {
+        let n = z.n_points();
+        let zd = dense(z, l);
+        let mut zm = vec![0.0; l * n]; // Z M
+        for p in 0..n {
+            for q in indptr[p] as usize..indptr[p + 1] as usize {
+                let j = indices[q] as usize;
+                for i in 0..l {
+                    zm[i * n + j] += zd[i * n + p] * data[q];
+                }
+            }
+        }
+        let mut out = vec![0.0; l * l];
+        for i in 0..l {
+            for j in 0..l {
+                out[i * l + j] = (0..n).map(|p| zm[i * n + p] * zd[j * n + p]).sum();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn symmetric_kernel_equals_the_dense_product_for_any_thread_count() {
+        let mut rng = Pcg64::seed_from_u64(11);
+        let (n, l, dim, k) = (5000, 30, 3, 2);
+        let x = uniform(&mut rng, n * dim);
+        let lm = uniform(&mut rng, l * dim);
+        let z = reconstruction_weights(&x, &lm, dim, k, 1e-3, &AtomicBool::new(false)).unwrap();
+        // a random symmetric M with a diagonal, rows sorted (SciPy's layout) ...
+        let mut rows: Vec<Vec<(i64, f64)>> = vec![Vec::new(); n];
+        for p in 0..n {
+            for _ in 0..6 {
+                let j = rng.random_range(0..n);
+                let v = rng.random::<f64>();
+                rows[p].push((j as i64, v));
+                if j != p {
+                    rows[j].push((p as i64, v));
+                }
+            }
+        }
+        let csr = |rows: &[Vec<(i64, f64)>], sort: bool| {
+            let (mut indptr, mut indices, mut data) = (vec![0i64], Vec::new(), Vec::new());
+            for r in rows {
+                let mut r = r.clone();
+                if sort {
+                    r.sort_by_key(|e| e.0);
+                    r.dedup_by(|a, b| {
+                        if a.0 == b.0 {
+                            b.1 += a.1;
+                            true
+                        } else {
+                            false
+                        }
+                    });
+                }
+                indices.extend(r.iter().map(|e| e.0));
+                data.extend(r.iter().map(|e| e.1));
+                indptr.push(indices.len() as i64);
+            }
+            (indptr, indices, data)
+        };
+        let (ip, ix, dv) = csr(&rows, true);
+        let want = dense_z_m_zt(&z, l, &ip, &ix, &dv);
+        let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let m = Csr {
+            indptr: &ip,
+            indices: &ix,
+            data: &dv,
+        };
+        let run = |threads: usize, m: Csr<'_, i64>| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| z_m_zt_sym(&z, l, m, &AtomicBool::new(false)).unwrap())
+        };
+        let got = run(1, m);
+        assert_eq!(got, run(3, m));
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12 * scale, "{g} vs {w}");
+        }
+        // ... and the same matrix with unsorted rows (filtered entry by entry)
+        let mut shuffled = rows.clone();
+        for r in shuffled.iter_mut() {
+            r.reverse();
+        }
+        let (ip2, ix2, dv2) = csr(&shuffled, false);
+        let got2 = run(
+            2,
+            Csr {
+                indptr: &ip2,
+                indices: &ix2,
+                data: &dv2,
+            },
+        );
+        for (g, w) in got2.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12 * scale, "{g} vs {w}");
+        }
+        // bad input
+        let c = AtomicBool::new(false);
+        let bad = [0i64, 1];
+        let m_bad = Csr {
+            indptr: &bad,
+            indices: &[5i64],
+            data: &[1.0],
+        };
+        let z1 = Weights {
+            k: 1,
+            indices: vec![0],
+            values: vec![1.0],
+        };
+        assert!(z_m_zt_sym(&z1, 1, m_bad, &c).is_err());
+        assert!(
+            z_m_zt_sym(
+                &z,
+                l,
+                Csr {
+                    indptr: &ip[1..],
+                    indices: &ix,
+                    data: &dv
+                },
+                &c
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn symmetric_quadratic_form_equals_the_dense_one() {
+        let mut rng = Pcg64::seed_from_u64(13);
+        let n = 3000;
+        let mut rows: Vec<Vec<(i64, f64)>> = vec![Vec::new(); n];
+        for p in 0..n {
+            for _ in 0..5 {
+                let j = rng.random_range(0..n);
+                let v = rng.random::<f64>();
+                rows[p].push((j as i64, v));
+                if j != p {
+                    rows[j].push((p as i64, v));
+                }
+            }
+        }
+        for (sorted, k) in [(true, 9usize), (false, 3), (true, 20)] {
+            let (mut indptr, mut indices, mut data) = (vec![0i64], Vec::new(), Vec::new());
+            for r in &rows {
+                let mut r = r.clone();
+                if sorted {
+                    r.sort_by_key(|e| e.0);
+                } else {
+                    r.reverse();
+                }
+                indices.extend(r.iter().map(|e| e.0));
+                data.extend(r.iter().map(|e| e.1));
+                indptr.push(indices.len() as i64);
+            }
+            let v = uniform(&mut rng, n * k);
+            let mut want = vec![0.0; k * k];
+            for p in 0..n {
+                for q in indptr[p] as usize..indptr[p + 1] as usize {
+                    let j = indices[q] as usize;
+                    for a in 0..k {
+                        for b in 0..k {
+                            want[a * k + b] += v[p * k + a] * data[q] * v[j * k + b];
+                        }
+                    }
+                }
+            }
+            let m = Csr {
+                indptr: &indptr,
+                indices: &indices,
+                data: &data,
+            };
+            let run = |threads: usize| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| sym_quadratic_form(m, &v, k, &AtomicBool::new(false)).unwrap())
+            };
+            let got = run(1);
+            assert_eq!(got, run(3));
+            let scale = want.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-11 * scale, "{g} vs {w}");
+            }
+        }
+        let c = AtomicBool::new(false);
+        let bad = [0i64, 1];
+        let m_bad = Csr {
+            indptr: &bad,
+            indices: &[5i64],
+            data: &[1.0],
+        };
+        assert!(sym_quadratic_form(m_bad, &[1.0], 1, &c).is_err());
     }
 
     #[test]

@@ -51,7 +51,9 @@ mod _core {
         PyGaussTransform, PySplitIfgt, gauss_transform, split_ifgt_centers, split_ifgt_radii,
     };
     #[pymodule_export]
-    use super::lll::{lll_csr_dense, lll_weights, lll_z_m_zt};
+    use super::lll::{
+        lll_csr_dense, lll_sym_quadratic_form, lll_weights, lll_z_m_zt, lll_z_m_zt_sym,
+    };
     #[pymodule_export]
     use super::order::{
         branch_and_bound_order, convolution_error, convomap_fit, gradient_order,

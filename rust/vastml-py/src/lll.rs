@@ -4,7 +4,8 @@ use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntyped
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use vastml_embed::lll::{
-    Csr, SparseRows, Weights, csr_dense_product, reconstruction_weights, z_m_zt, z_m_zt_keep,
+    Csr, SparseRows, Weights, csr_dense_product, reconstruction_weights, sym_quadratic_form,
+    z_m_zt, z_m_zt_keep, z_m_zt_sym,
 };
 
 use crate::arrays::{rows, vector};
@@ -217,4 +218,112 @@ pub fn lll_csr_dense<'py>(
         ));
     };
     matrix(py, out, n, k)
+}
+
+/// lll_z_m_zt_sym(indices, weights, n_landmarks, indptr, m_indices, m_data, n_jobs=None)
+/// --
+///
+/// Z M Z^T (dense L x L) for a symmetric N x N CSR matrix M, reading only its upper triangle
+/// (every edge once; the lower triangle is never read nor checked). Deterministic for any
+/// n_jobs.
+#[pyfunction]
+#[pyo3(signature = (indices, weights, n_landmarks, indptr, m_indices, m_data, n_jobs=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn lll_z_m_zt_sym<'py>(
+    py: Python<'py>,
+    indices: PyReadonlyArray2<'py, u32>,
+    weights: PyReadonlyArray2<'py, f64>,
+    n_landmarks: usize,
+    indptr: Bound<'py, PyAny>,
+    m_indices: Bound<'py, PyAny>,
+    m_data: PyReadonlyArray1<'py, f64>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (vs, k) = rows(&weights, "weights")?;
+    if indices.shape() != weights.shape() {
+        return Err(PyValueError::new_err(
+            "`indices` and `weights` differ in shape",
+        ));
+    }
+    let ix = indices
+        .as_slice()
+        .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous uint32 array"))?;
+    let z = Weights {
+        k,
+        indices: ix.to_vec(),
+        values: vs.to_vec(),
+    };
+    let data = vector(&m_data, "m_data")?;
+    let out = if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i64>>(),
+        m_indices.extract::<PyReadonlyArray1<'py, i64>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "m_indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| z_m_zt_sym(&z, n_landmarks, m, cancel))?
+    } else if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i32>>(),
+        m_indices.extract::<PyReadonlyArray1<'py, i32>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "m_indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| z_m_zt_sym(&z, n_landmarks, m, cancel))?
+    } else {
+        return Err(PyTypeError::new_err(
+            "`indptr` and `m_indices` must both be int64 or both int32 arrays",
+        ));
+    };
+    matrix(py, out, n_landmarks, n_landmarks)
+}
+
+/// lll_sym_quadratic_form(indptr, indices, data, v, n_jobs=None)
+/// --
+///
+/// V^T M V (k x k) for a symmetric N x N CSR matrix M (indptr / indices both int64 or both
+/// int32, uncopied; only the upper triangle is read, symmetry is not checked) and a dense N x k
+/// array V. Deterministic for any n_jobs.
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, v, n_jobs=None))]
+pub fn lll_sym_quadratic_form<'py>(
+    py: Python<'py>,
+    indptr: Bound<'py, PyAny>,
+    indices: Bound<'py, PyAny>,
+    data: PyReadonlyArray1<'py, f64>,
+    v: PyReadonlyArray2<'py, f64>,
+    n_jobs: Option<isize>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let (vs, k) = rows(&v, "v")?;
+    let data = vector(&data, "data")?;
+    let out = if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i64>>(),
+        indices.extract::<PyReadonlyArray1<'py, i64>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
+    } else if let (Ok(p), Ok(i)) = (
+        indptr.extract::<PyReadonlyArray1<'py, i32>>(),
+        indices.extract::<PyReadonlyArray1<'py, i32>>(),
+    ) {
+        let m = Csr {
+            indptr: ints(&p, "indptr")?,
+            indices: ints(&i, "indices")?,
+            data,
+        };
+        enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
+    } else {
+        return Err(PyTypeError::new_err(
+            "`indptr` and `indices` must both be int64 or both int32 arrays",
+        ));
+    };
+    matrix(py, out, k, k)
 }
