@@ -971,6 +971,38 @@ pub fn z_m_zt_sym<I: CsrIndex>(
     Ok(out)
 }
 
+/// Checks a sparse N×N CSR `m` and a dense N×k row-major block `x` (named `name` in errors)
+/// for [`csr_dense_product`] and [`sym_quadratic_form`]; returns N.
+fn check_csr_block<I: CsrIndex>(
+    m: Csr<'_, I>,
+    x: &[f64],
+    k: usize,
+    name: &'static str,
+) -> Result<usize> {
+    let n = m.indptr.len().saturating_sub(1);
+    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
+        return Err(EmbedError::ShapeMismatch(
+            "M: indptr empty or indices and data differ in length".into(),
+        ));
+    }
+    if x.len() != n * k {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "{} has {} entries for {n}×{k}",
+            name.to_uppercase(),
+            x.len()
+        )));
+    }
+    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
+        || m.indptr[0].ix() != 0
+        || m.indptr[n].ix() != m.indices.len()
+        || m.indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(invalid("indptr", "not a valid CSR row pointer"));
+    }
+    check_finite(x, name)?;
+    Ok(n)
+}
+
 /// Rows of the output per parallel task of [`csr_dense_product`].
 const SPMM_ROWS: usize = 256;
 
@@ -989,26 +1021,7 @@ pub fn csr_dense_product<I: CsrIndex>(
     k: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>> {
-    let n = m.indptr.len().saturating_sub(1);
-    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
-        return Err(EmbedError::ShapeMismatch(
-            "M: indptr empty or indices and data differ in length".into(),
-        ));
-    }
-    if x.len() != n * k {
-        return Err(EmbedError::ShapeMismatch(format!(
-            "X has {} entries for {n}×{k}",
-            x.len()
-        )));
-    }
-    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
-        || m.indptr[0].ix() != 0
-        || m.indptr[n].ix() != m.indices.len()
-        || m.indptr.windows(2).any(|w| w[0] > w[1])
-    {
-        return Err(invalid("indptr", "not a valid CSR row pointer"));
-    }
-    check_finite(x, "x")?;
+    let n = check_csr_block(m, x, k, "x")?;
     let mut out = vec![0.0f64; n * k];
     if n == 0 || k == 0 {
         return Ok(out);
@@ -1132,26 +1145,7 @@ pub fn sym_quadratic_form<I: CsrIndex>(
     k: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>> {
-    let n = m.indptr.len().saturating_sub(1);
-    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
-        return Err(EmbedError::ShapeMismatch(
-            "M: indptr empty or indices and data differ in length".into(),
-        ));
-    }
-    if v.len() != n * k {
-        return Err(EmbedError::ShapeMismatch(format!(
-            "V has {} entries for {n}×{k}",
-            v.len()
-        )));
-    }
-    if !m.indptr.iter().all(|p| p.below(m.indices.len() + 1))
-        || m.indptr[0].ix() != 0
-        || m.indptr[n].ix() != m.indices.len()
-        || m.indptr.windows(2).any(|w| w[0] > w[1])
-    {
-        return Err(invalid("indptr", "not a valid CSR row pointer"));
-    }
-    check_finite(v, "v")?;
+    let n = check_csr_block(m, v, k, "v")?;
     let mut out = vec![0.0f64; k * k];
     if n == 0 || k == 0 {
         return Ok(out);
