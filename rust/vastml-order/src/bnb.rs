@@ -9,6 +9,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -124,6 +125,8 @@ struct Search<'a> {
     bound: Bound,
     best: &'a AtomicU64,
     cancel: &'a AtomicBool,
+    /// Stop here, keeping the best order found (`None`: search to the proven optimum).
+    deadline: Option<Instant>,
     /// Per distance, per row: other rows sorted by increasing cost.
     sorted: Vec<Vec<Vec<u16>>>,
     /// Per distance, per row: cheapest cost to any other row.
@@ -140,6 +143,8 @@ struct Local {
     best_order: Vec<usize>,
     nodes: u64,
     cancelled: bool,
+    /// The deadline passed: the subtree was left unfinished.
+    timed_out: bool,
 }
 
 impl Search<'_> {
@@ -210,10 +215,14 @@ impl Search<'_> {
 
     fn dfs(&self, loc: &mut Local, cost: u64) {
         loc.nodes += 1;
-        if loc.nodes % 4096 == 0 && self.cancel.load(Ordering::Relaxed) {
-            loc.cancelled = true;
+        if loc.nodes % 256 == 0 {
+            if self.cancel.load(Ordering::Relaxed) {
+                loc.cancelled = true;
+            } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                loc.timed_out = true;
+            }
         }
-        if loc.cancelled {
+        if loc.cancelled || loc.timed_out {
             return;
         }
         let n = self.pc.n;
@@ -267,7 +276,7 @@ impl Search<'_> {
             self.dfs(loc, cost + add);
             loc.used &= !(1 << u);
             loc.prefix.pop();
-            if loc.cancelled {
+            if loc.cancelled || loc.timed_out {
                 return;
             }
         }
@@ -279,12 +288,48 @@ impl Search<'_> {
 ///
 /// # Errors
 /// More than 64 rows, an invalid `initial`, or cancellation.
+///
+/// # Example
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, exhaustive};
+///
+/// // cost[0][a * n + b]: the cost of placing b next to a (a path: 0-1-2-3 is cheapest)
+/// let n = 4;
+/// let mut c = vec![9u64; n * n];
+/// for a in 0..n - 1 {
+///     c[a * n + a + 1] = 1;
+///     c[(a + 1) * n + a] = 1;
+/// }
+/// let pc = PairCosts::new(n, vec![c])?;
+/// let r = branch_and_bound(&pc, Some(&[2, 0, 3, 1]), Bound::Slow, &AtomicBool::new(false))?;
+/// assert_eq!(r.cost, 3);
+/// assert_eq!(r.cost, exhaustive(&pc).cost);
+/// # Ok::<(), vastml_order::OrderError>(())
+/// ```
 pub fn branch_and_bound(
     costs: &PairCosts,
     initial: Option<&[usize]>,
     bound: Bound,
     cancel: &AtomicBool,
 ) -> Result<BnbResult, OrderError> {
+    branch_and_bound_until(costs, initial, bound, None, cancel).map(|(r, _)| r)
+}
+
+/// [`branch_and_bound`] that stops at `deadline` (when given) with the best order found by
+/// then: the result is exact only when the returned flag is `true` (no subtree was cut).
+/// For heuristic uses, such as the block-ordering kicks of the iterated local search, where
+/// a good order soon matters more than a proven one.
+///
+/// # Errors
+/// As [`branch_and_bound`]; the deadline is not an error.
+pub fn branch_and_bound_until(
+    costs: &PairCosts,
+    initial: Option<&[usize]>,
+    bound: Bound,
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Result<(BnbResult, bool), OrderError> {
     let n = costs.n;
     if n > 64 {
         return Err(invalid(
@@ -302,11 +347,12 @@ pub fn branch_and_bound(
         return Err(invalid("initial", "is not a permutation of the rows"));
     }
     if n <= 2 {
-        return Ok(BnbResult {
+        let r = BnbResult {
             cost: costs.order_cost(&init),
             order: init,
             nodes: 1,
-        });
+        };
+        return Ok((r, true));
     }
     let h = costs.cost.len();
     let sorted: Vec<Vec<Vec<u16>>> = (0..h)
@@ -346,12 +392,14 @@ pub fn branch_and_bound(
         bound,
         best: &best,
         cancel,
+        deadline,
         sorted,
         cheapest,
     };
     let found: Mutex<Vec<(u64, usize, Vec<usize>)>> = Mutex::new(Vec::new());
     let nodes = AtomicU64::new(0);
     let cancelled = AtomicBool::new(false);
+    let timed_out = AtomicBool::new(false);
     (0..n - 1).into_par_iter().for_each(|first| {
         let mut loc = Local {
             memo: std::collections::HashMap::new(),
@@ -361,11 +409,15 @@ pub fn branch_and_bound(
             best_order: Vec::new(),
             nodes: 0,
             cancelled: false,
+            timed_out: false,
         };
         search.dfs(&mut loc, 0);
         nodes.fetch_add(loc.nodes, Ordering::Relaxed);
         if loc.cancelled {
             cancelled.store(true, Ordering::Relaxed);
+        }
+        if loc.timed_out {
+            timed_out.store(true, Ordering::Relaxed);
         }
         if !loc.best_order.is_empty()
             && let Ok(mut f) = found.lock()
@@ -382,11 +434,12 @@ pub fn branch_and_bound(
         Some((c, _, o)) if c < init_cost => (c, o),
         _ => (init_cost, init),
     };
-    Ok(BnbResult {
+    let r = BnbResult {
         order,
         cost,
         nodes: nodes.load(Ordering::Relaxed),
-    })
+    };
+    Ok((r, !timed_out.load(Ordering::Relaxed)))
 }
 
 /// Exhaustive search over all orders (the oracle for small n).

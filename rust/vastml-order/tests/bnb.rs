@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 
 use proptest::prelude::*;
-use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, exhaustive};
+use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, branch_and_bound_until, exhaustive};
 use vastml_order::{Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, Padding};
 
 fn objective(kind: KernelKind, rows: usize, cols: usize) -> Objective {
@@ -78,6 +78,43 @@ fn hampath_reduction() {
             assert!(trans > target);
         }
     }
+}
+
+/// Pseudo-random binary rows (an LCG: no structure for the bound to exploit).
+fn random_rows(rows: usize, cols: usize, seed: u64) -> Matrix {
+    let mut x = seed;
+    let v: Vec<u8> = (0..rows * cols)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            u8::from(x >> 62 == 0)
+        })
+        .collect();
+    Matrix::binary(rows, cols, &v).unwrap()
+}
+
+#[test]
+fn deadline_keeps_a_valid_order_and_says_it_is_not_proven() {
+    let m = random_rows(30, 40, 7);
+    let pc = PairCosts::convomap(&m, &objective(KernelKind::CrossGbs, 3, 3), None).unwrap();
+    let start: Vec<usize> = (0..30).collect();
+    let cancel = AtomicBool::new(false);
+    let past = Some(std::time::Instant::now());
+    let (r, exact) = branch_and_bound_until(&pc, Some(&start), Bound::Slow, past, &cancel).unwrap();
+    assert!(!exact, "30 random rows cannot be solved in 256 nodes");
+    let mut sorted = r.order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, start);
+    assert_eq!(pc.order_cost(&r.order), r.cost);
+    assert!(r.cost <= pc.order_cost(&start));
+    // a deadline that does not bind changes nothing
+    let m = random_rows(9, 12, 3);
+    let pc = PairCosts::convomap(&m, &objective(KernelKind::CrossGbs, 3, 3), None).unwrap();
+    let later = std::time::Instant::now().checked_add(std::time::Duration::from_secs(3600));
+    let (r, exact) = branch_and_bound_until(&pc, None, Bound::Slow, later, &cancel).unwrap();
+    assert!(exact);
+    assert_eq!(r.cost, exhaustive(&pc).cost);
 }
 
 proptest! {
