@@ -25,6 +25,7 @@ from vastml.reorder import (
     load_genes,
     load_mammals,
     load_news,
+    load_paleo,
     nested_order,
     planted_categorical,
     planted_matrix,
@@ -144,6 +145,15 @@ def test_verified_real_datasets():
     assert N.shape == (589, 589) and len(y) == 589
     for k, want in [(7, 50609.1), (11, 53378.3), (21, 56043.9)]:
         assert convolution_error(N, kernel_size=k) == pytest.approx(want, abs=0.06)
+
+
+@needs_data
+def test_paleo_loader():
+    # the thesis's 1597 x 4215 (its unordered error came from a hash-map order, spec section 15)
+    P = load_paleo(DATA)
+    assert P.shape == (1597, 4215)
+    assert int(P.sum()) == 14133 and set(np.unique(P)) == {0, 1}
+    assert P.sum(axis=0).min() >= 1 and P.sum(axis=1).min() >= 1
 
 
 def test_factor_two_identity_under_cyclic_padding():

@@ -37,6 +37,7 @@ from vastml.reorder._io import (
     load_matrix,
     load_mushrooms,
     load_news,
+    load_paleo,
     save_matrix,
 )
 from vastml.reorder._objective import convolution_error
@@ -68,6 +69,7 @@ __all__ = [
     "load_matrix",
     "load_mushrooms",
     "load_news",
+    "load_paleo",
     "nested_order",
     "planted_categorical",
     "planted_matrix",

@@ -3,6 +3,7 @@ format) and loaders of the thesis's real data sets."""
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -132,6 +133,24 @@ def load_mammals(root=None) -> np.ndarray:
     return np.loadtxt(_data_dir(root) / "Mammals" / "mammals.txt", delimiter=",")[:, 69:].astype(
         np.int64
     )
+
+
+def load_paleo(root=None) -> np.ndarray:
+    """Paleo 1597 x 4215 (NOW fossil localities x species, 1 where the species was found),
+    from the NOW export ``NOW/NOW_public_030717.csv``; rows by locality id (``LIDNUM``),
+    columns by species id (``SIDNUM``). The thesis's original order came from a hash map, so
+    only the shape and the number of ones (14,133) match it, not the unordered error."""
+    path = _data_dir(root) / "NOW" / "NOW_public_030717.csv"
+    with path.open(newline="", encoding="utf-8", errors="replace") as f:
+        rows = csv.reader(f, delimiter="|")
+        header = next(rows)
+        li, si = header.index("LIDNUM"), header.index("SIDNUM")
+        pairs = np.array([(int(r[li]), int(r[si])) for r in rows if len(r) > max(li, si)])
+    loc, r = np.unique(pairs[:, 0], return_inverse=True)
+    spec, c = np.unique(pairs[:, 1], return_inverse=True)
+    X = np.zeros((len(loc), len(spec)), dtype=np.int64)
+    X[r, c] = 1
+    return X
 
 
 def load_genes(root=None) -> np.ndarray:

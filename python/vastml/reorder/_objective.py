@@ -34,6 +34,16 @@ def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray
         a = a.astype(str)
     if categorical not in (None, True, False):
         raise ValueError(f"`categorical` must be None, True or False, got {categorical!r}")
+    if categorical is not True and a.dtype.kind in "biuf" and a.size:
+        # binary check without sorting every cell (np.unique below sorts: 0.3-0.5 s for 6.7M)
+        if a.dtype.kind == "b":
+            binary = True
+        elif a.dtype.kind == "f":
+            binary = bool(((a == 0) | (a == 1)).all())
+        else:
+            binary = bool(a.min() >= 0 and a.max() <= 1)
+        if binary:
+            return np.ascontiguousarray(a, dtype=np.uint32), 0, np.array([0, 1])
     values, first, inverse = np.unique(a.ravel(), return_index=True, return_inverse=True)
     is_binary = a.dtype.kind in "biuf" and set(values.tolist()) <= {0, 1}
     if categorical is False and not is_binary:

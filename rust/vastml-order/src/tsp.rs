@@ -7,7 +7,12 @@ use crate::error::{OrderError, invalid};
 use crate::matrix::Matrix;
 
 /// Pairwise distances between the rows (`axis` 0) or columns (`axis` 1) of `matrix`: the
-/// number of differing cells (Hamming for binary data), row-major n x n.
+/// number of differing cells (Hamming for binary data; for categorical data half the
+/// differing layer bits, i.e. the differing cells), row-major n x n.
+///
+/// Sparse data (few ones per feature) takes the intersection route
+/// `|a| + |b| - 2 |a ∩ b|`, which visits only the pairs that share a one; otherwise the
+/// rows' words are compared with popcount. Both give the same integers.
 pub fn hamming_distances(matrix: &Matrix, axis: usize) -> Vec<u32> {
     let owned;
     let mx = if axis == 0 {
@@ -16,6 +21,49 @@ pub fn hamming_distances(matrix: &Matrix, axis: usize) -> Vec<u32> {
         owned = matrix.transposed();
         &owned
     };
+    let n = mx.n_rows();
+    let layers = mx.n_layers();
+    let features = mx.n_cols();
+    // holders[l][f]: the items with a one at feature f of layer l
+    let mut holders: Vec<Vec<Vec<u32>>> = vec![vec![Vec::new(); features]; layers];
+    let mut ones = vec![0u32; n];
+    for (l, layer) in holders.iter_mut().enumerate() {
+        for (i, count) in ones.iter_mut().enumerate() {
+            for f in set_bits(mx.row_bits(l, i)) {
+                layer[f].push(i as u32);
+                *count += 1;
+            }
+        }
+    }
+    let shared: u64 = holders
+        .iter()
+        .flatten()
+        .map(|h| (h.len() as u64).pow(2))
+        .sum();
+    let popcount_cost = (n as u64).pow(2) * (layers * mx.row_bits(0, 0).len()) as u64;
+    if shared + (n as u64).pow(2) < popcount_cost / 2 {
+        hamming_by_intersections(mx, &holders, &ones)
+    } else {
+        hamming_by_popcount(mx)
+    }
+}
+
+/// Positions of the set bits of a bit row.
+fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(w, &x)| {
+        let mut x = x;
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let b = x.trailing_zeros() as usize;
+                x &= x - 1;
+                w * 64 + b
+            })
+        })
+    })
+}
+
+/// [`hamming_distances`] over the bit words (the route for dense data).
+fn hamming_by_popcount(mx: &Matrix) -> Vec<u32> {
     let n = mx.n_rows();
     let layers = mx.n_layers();
     let halve = layers > 1;
@@ -40,6 +88,33 @@ pub fn hamming_distances(matrix: &Matrix, axis: usize) -> Vec<u32> {
     out
 }
 
+/// [`hamming_distances`] as `|a| + |b| - 2 |a ∩ b|` with the intersections counted through
+/// the features' holder lists (the route for sparse data).
+fn hamming_by_intersections(mx: &Matrix, holders: &[Vec<Vec<u32>>], ones: &[u32]) -> Vec<u32> {
+    let n = mx.n_rows();
+    let halve = mx.n_layers() > 1;
+    let mut out = vec![0u32; n * n];
+    out.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for (d, &o) in row.iter_mut().zip(ones) {
+            *d = ones[i] + o;
+        }
+        for (l, layer) in holders.iter().enumerate() {
+            for f in set_bits(mx.row_bits(l, i)) {
+                for &j in &layer[f] {
+                    row[j as usize] -= 2;
+                }
+            }
+        }
+        row[i] = 0;
+        if halve {
+            for d in row.iter_mut() {
+                *d /= 2;
+            }
+        }
+    });
+    out
+}
+
 /// Length of an open path.
 pub fn path_length(path: &[usize], dist: &[u32], n: usize) -> u64 {
     path.windows(2)
@@ -55,8 +130,16 @@ fn find(parent: &mut [usize], mut x: usize) -> usize {
     x
 }
 
-/// Greedy matching: edges by increasing length (ties by index), degree at most 2, no cycle;
-/// the resulting fragments form one open path.
+/// Pairs (i < j) taken by the first band of the greedy matching, in multiples of the city
+/// count; each further band is four times larger.
+const GREEDY_BAND: usize = 8;
+
+/// Greedy matching over a symmetric distance matrix: edges by increasing length (ties by
+/// index), degree at most 2, no cycle; the resulting fragments form one open path.
+///
+/// The edges are visited in bands of increasing length: only the pairs of the current band
+/// are collected and sorted, and matching usually ends within the first bands, so the
+/// n²/2 pairs are never all sorted (the order of the visit is that of a full sort).
 ///
 /// # Errors
 /// More than 2^20 cities, distances above 2^24, or a matrix of the wrong size.
@@ -73,39 +156,103 @@ pub fn greedy_path(dist: &[u32], n: usize) -> Result<Vec<usize>, OrderError> {
     if n <= 2 {
         return Ok((0..n).collect());
     }
-    if dist.iter().any(|&d| d >= 1 << 24) {
+    let max = dist.par_iter().copied().max().unwrap_or(0);
+    if max >= 1 << 24 {
         return Err(invalid("distances", "must be below 2^24"));
     }
-    let mut pairs: Vec<u64> = (0..n)
+    // histogram of the pairs' lengths, in at most 2^16 buckets of 2^shift lengths each
+    let shift = (32 - max.leading_zeros()).saturating_sub(16);
+    let buckets = (max >> shift) as usize + 1;
+    let hist: Vec<u64> = (0..n)
         .into_par_iter()
-        .flat_map_iter(|i| {
-            (i + 1..n)
-                .map(move |j| (u64::from(dist[i * n + j]) << 40) | ((i as u64) << 20) | j as u64)
-        })
-        .collect();
-    pairs.par_sort_unstable();
+        .fold(
+            || vec![0u64; buckets],
+            |mut h, i| {
+                for &d in &dist[i * n + i + 1..(i + 1) * n] {
+                    h[(d >> shift) as usize] += 1;
+                }
+                h
+            },
+        )
+        .reduce(
+            || vec![0u64; buckets],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                a
+            },
+        );
     let mut degree = vec![0u8; n];
     let mut parent: Vec<usize> = (0..n).collect();
     let mut adj = vec![[usize::MAX; 2]; n];
     let mut edges = 0;
-    for key in pairs {
-        let i = ((key >> 20) & 0xF_FFFF) as usize;
-        let j = (key & 0xF_FFFF) as usize;
-        if degree[i] >= 2 || degree[j] >= 2 {
-            continue;
+    let (mut lo, mut want) = (0usize, (GREEDY_BAND * n) as u64);
+    while edges < n - 1 && lo < buckets {
+        // the band: buckets lo..hi holding at least `want` pairs (or the rest)
+        let mut hi = lo;
+        let mut count = 0;
+        while hi < buckets && (count < want || count == 0) {
+            count += hist[hi];
+            hi += 1;
         }
-        let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
-        if ri == rj {
-            continue;
+        want = want.saturating_mul(4);
+        let (blo, bhi) = (lo as u32, hi as u32);
+        // only cities that can still take an edge: a pair with a full end is skipped anyway
+        let open: Vec<usize> = (0..n).filter(|&i| degree[i] < 2).collect();
+        let open = &open;
+        let mut pairs: Vec<u64> = open
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(a, &i)| {
+                open[a + 1..].iter().filter_map(move |&j| {
+                    let d = dist[i * n + j];
+                    (blo..bhi)
+                        .contains(&(d >> shift))
+                        .then(|| (u64::from(d) << 40) | ((i as u64) << 20) | j as u64)
+                })
+            })
+            .collect();
+        if shift == 0 {
+            // one length per bucket, pairs met in (i, j) order: a stable counting sort by
+            // length gives the (length, i, j) order without comparisons
+            let mut next = vec![0usize; hi - lo + 1];
+            for &key in &pairs {
+                next[(key >> 40) as usize - lo + 1] += 1;
+            }
+            for b in 1..next.len() {
+                next[b] += next[b - 1];
+            }
+            let mut sorted = vec![0u64; pairs.len()];
+            for &key in &pairs {
+                let b = (key >> 40) as usize - lo;
+                sorted[next[b]] = key;
+                next[b] += 1;
+            }
+            pairs = sorted;
+        } else {
+            pairs.par_sort_unstable();
         }
-        parent[ri] = rj;
-        adj[i][degree[i] as usize] = j;
-        adj[j][degree[j] as usize] = i;
-        degree[i] += 1;
-        degree[j] += 1;
-        edges += 1;
-        if edges == n - 1 {
-            break;
+        lo = hi;
+        for key in pairs {
+            let i = ((key >> 20) & 0xF_FFFF) as usize;
+            let j = (key & 0xF_FFFF) as usize;
+            if degree[i] >= 2 || degree[j] >= 2 {
+                continue;
+            }
+            let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+            if ri == rj {
+                continue;
+            }
+            parent[ri] = rj;
+            adj[i][degree[i] as usize] = j;
+            adj[j][degree[j] as usize] = i;
+            degree[i] += 1;
+            degree[j] += 1;
+            edges += 1;
+            if edges == n - 1 {
+                break;
+            }
         }
     }
     let start = (0..n).find(|&i| degree[i] <= 1).unwrap_or(0);
@@ -128,33 +275,61 @@ pub fn greedy_path(dist: &[u32], n: usize) -> Result<Vec<usize>, OrderError> {
     Ok(path)
 }
 
-/// 2-opt on an open path: reverse `path[i+1..=j]` when it shortens the path (the ends may
-/// move too); at most `passes` passes, stopping after a pass without change. Returns the
-/// number of improving reversals.
+/// 2-opt on an open path over a symmetric distance matrix: reverse `path[i..=j]` when it
+/// shortens the path (the ends may move too), scanning i, then j, in order; at most `passes`
+/// passes, stopping after a pass without change. Returns the number of improving reversals.
+///
+/// The lengths of the path's edges are kept in an array (a reversal reverses the edges
+/// inside it), so a scan reads two rows of `dist` and that array instead of a random
+/// entry of `dist` per step.
 pub fn two_opt(path: &mut [usize], dist: &[u32], n: usize, passes: usize) -> usize {
     let len = path.len();
-    let d = |a: usize, b: usize| i64::from(dist[a * n + b]);
+    if len < 2 {
+        return 0;
+    }
+    let row = |a: u32| &dist[a as usize * n..(a as usize + 1) * n];
+    // the path as u32 (half the cache lines of usize) and edge[k], the length of the edge
+    // path[k] - path[k + 1]; lengths below 2^24 (greedy's limit) cannot overflow the sums,
+    // longer ones are compared in u64
+    let mut p: Vec<u32> = path.iter().map(|&x| x as u32).collect();
+    let mut edge: Vec<u64> = p
+        .windows(2)
+        .map(|w| u64::from(row(w[0])[w[1] as usize]))
+        .collect();
+    // the two rows read at random positions during a scan, copied first: a sequential
+    // copy streams from memory, while random reads of an uncached row miss on every line
+    // (i = 0 reverses a prefix: no left edge, as if the left neighbour were at distance 0)
+    let (mut left_row, mut first_row) = (vec![0u32; n], vec![0u32; n]);
     let mut total = 0;
     for _ in 0..passes {
         let mut changed = 0;
-        // i = None reverses a prefix; j = len-1 reverses a suffix.
-        for i in 0..len {
+        for i in 0..len - 1 {
+            if i > 0 {
+                left_row.copy_from_slice(row(p[i - 1]));
+            } else {
+                left_row.fill(0);
+            }
+            first_row.copy_from_slice(row(p[i]));
+            let mut before_left = if i > 0 { edge[i - 1] } else { 0 };
+            // j = len - 1 reverses a suffix: no right edge
             for j in i + 1..len {
-                // reverse path[i..=j]
-                let before_left = if i > 0 { d(path[i - 1], path[i]) } else { 0 };
-                let after_left = if i > 0 { d(path[i - 1], path[j]) } else { 0 };
-                let before_right = if j + 1 < len {
-                    d(path[j], path[j + 1])
+                let after_left = u64::from(left_row[p[j] as usize]);
+                let (before_right, after_right) = if j + 1 < len {
+                    (edge[j], u64::from(first_row[p[j + 1] as usize]))
                 } else {
-                    0
-                };
-                let after_right = if j + 1 < len {
-                    d(path[i], path[j + 1])
-                } else {
-                    0
+                    (0, 0)
                 };
                 if after_left + after_right < before_left + before_right {
-                    path[i..=j].reverse();
+                    p[i..=j].reverse();
+                    edge[i..j].reverse();
+                    if i > 0 {
+                        edge[i - 1] = after_left;
+                        before_left = after_left;
+                    }
+                    if j + 1 < len {
+                        edge[j] = after_right;
+                    }
+                    first_row.copy_from_slice(row(p[i]));
                     changed += 1;
                 }
             }
@@ -163,6 +338,9 @@ pub fn two_opt(path: &mut [usize], dist: &[u32], n: usize, passes: usize) -> usi
         if changed == 0 {
             break;
         }
+    }
+    for (x, &y) in path.iter_mut().zip(&p) {
+        *x = y as usize;
     }
     total
 }
@@ -244,5 +422,139 @@ mod tests {
         let mut t = g.clone();
         two_opt(&mut t, &dist, n, 3);
         assert!(path_length(&t, &dist, n) <= path_length(&g, &dist, n));
+    }
+
+    /// The greedy matching as first written: every pair sorted at once.
+    fn greedy_full_sort(dist: &[u32], n: usize) -> Vec<usize> {
+        let mut pairs: Vec<(u32, usize, usize)> = (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (dist[i * n + j], i, j)))
+            .collect();
+        pairs.sort_unstable();
+        let mut degree = vec![0u8; n];
+        let mut parent: Vec<usize> = (0..n).collect();
+        let mut adj = vec![Vec::new(); n];
+        for (_, i, j) in pairs {
+            if degree[i] >= 2 || degree[j] >= 2 {
+                continue;
+            }
+            let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+            if ri != rj {
+                parent[ri] = rj;
+                adj[i].push(j);
+                adj[j].push(i);
+                degree[i] += 1;
+                degree[j] += 1;
+            }
+        }
+        let mut path = vec![(0..n).find(|&i| degree[i] <= 1).unwrap_or(0)];
+        while path.len() < n {
+            let cur = path[path.len() - 1];
+            let prev = (path.len() > 1).then(|| path[path.len() - 2]);
+            match adj[cur].iter().find(|&&x| Some(x) != prev) {
+                Some(&x) => path.push(x),
+                None => break,
+            }
+        }
+        path
+    }
+
+    /// 2-opt as first written: every length read from the matrix.
+    fn two_opt_plain(path: &mut [usize], dist: &[u32], n: usize, passes: usize) -> usize {
+        let len = path.len();
+        let d = |a: usize, b: usize| i64::from(dist[a * n + b]);
+        let mut total = 0;
+        for _ in 0..passes {
+            let mut changed = 0;
+            for i in 0..len {
+                for j in i + 1..len {
+                    let (bl, al) = if i > 0 {
+                        (d(path[i - 1], path[i]), d(path[i - 1], path[j]))
+                    } else {
+                        (0, 0)
+                    };
+                    let (br, ar) = if j + 1 < len {
+                        (d(path[j], path[j + 1]), d(path[i], path[j + 1]))
+                    } else {
+                        (0, 0)
+                    };
+                    if al + ar < bl + br {
+                        path[i..=j].reverse();
+                        changed += 1;
+                    }
+                }
+            }
+            total += changed;
+            if changed == 0 {
+                break;
+            }
+        }
+        total
+    }
+
+    fn lcg(seed: u64) -> impl FnMut() -> u64 {
+        let mut s = seed;
+        move || {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            s >> 33
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// The banded greedy and the edge-array 2-opt give exactly the paths of the
+        /// full-sort greedy and the plain 2-opt, ties included (few distinct lengths).
+        #[test]
+        fn fast_tsp_equals_the_plain_one(n in 3usize..90, levels in 1u64..40, seed in 0u64..1000) {
+            let mut r = lcg(seed);
+            let mut dist = vec![0u32; n * n];
+            for i in 0..n {
+                for j in i + 1..n {
+                    let v = (r() % levels) as u32 * if levels > 30 { 70_001 } else { 1 };
+                    dist[i * n + j] = v;
+                    dist[j * n + i] = v;
+                }
+            }
+            let g = greedy_path(&dist, n).unwrap();
+            proptest::prop_assert_eq!(&g, &greedy_full_sort(&dist, n));
+            let (mut a, mut b) = (g.clone(), g);
+            let ma = two_opt(&mut a, &dist, n, 3);
+            let mb = two_opt_plain(&mut b, &dist, n, 3);
+            proptest::prop_assert_eq!(a, b);
+            proptest::prop_assert_eq!(ma, mb);
+        }
+
+        /// Both routes of the distances give the same integers (binary and categorical).
+        #[test]
+        fn sparse_and_popcount_distances_agree(
+            rows in 1usize..40, cols in 1usize..150, density in 1u64..100,
+            layers in 1usize..4, axis in 0usize..2, seed in 0u64..1000,
+        ) {
+            let mut r = lcg(seed);
+            let m = if layers == 1 {
+                let v: Vec<u8> = (0..rows * cols).map(|_| u8::from(r() % 100 < density)).collect();
+                Matrix::binary(rows, cols, &v).unwrap()
+            } else {
+                let v: Vec<u32> = (0..rows * cols)
+                    .map(|_| if r() % 100 < density { 1 + (r() % (layers as u64 - 1)) as u32 } else { 0 })
+                    .collect();
+                Matrix::categorical(rows, cols, &v, layers).unwrap()
+            };
+            let mx = if axis == 0 { m.clone() } else { m.transposed() };
+            let mut holders = vec![vec![Vec::new(); mx.n_cols()]; mx.n_layers()];
+            let mut ones = vec![0u32; mx.n_rows()];
+            for (l, layer) in holders.iter_mut().enumerate() {
+                for (i, o) in ones.iter_mut().enumerate() {
+                    for f in set_bits(mx.row_bits(l, i)) {
+                        layer[f].push(i as u32);
+                        *o += 1;
+                    }
+                }
+            }
+            let sparse = hamming_by_intersections(&mx, &holders, &ones);
+            proptest::prop_assert_eq!(&sparse, &hamming_by_popcount(&mx));
+            proptest::prop_assert_eq!(&sparse, &hamming_distances(&m, axis));
+        }
     }
 }
