@@ -416,6 +416,10 @@ def test_convomap_restarts_never_worse_and_exact():
     # a budget spent before P-LS ends runs no round
     c = ConvoMap(kernel_size=5, random_state=3, restarts=6, time_budget=1e-9).fit(S)
     assert c.history_ == plain.history_
+    # a budget too large for a deadline (it used to panic converting to a Duration) is no bound
+    for huge in (1e30, float("inf")):
+        d = ConvoMap(kernel_size=5, random_state=3, restarts=6, time_budget=huge, polish=True).fit(S)
+        assert d.history_[: len(a.history_)] == a.history_ and d.history_[-1][0] == "polish"
 
 
 def test_convomap_polish_exact_never_worse_and_a_local_minimum():

@@ -344,9 +344,7 @@ pub fn pls(
     // a kick's block ordering stops at the end of the budget with the best block order
     // found: on a small matrix one exact ordering of 17 noisy blocks can outlast the budget
     // (football, GBS(7): 0.3-0.6 s against a budget of 0.12 s)
-    let deadline = params
-        .time_budget
-        .map(|b| clock + Duration::from_secs_f64(b.max(0.0)));
+    let deadline = params.time_budget.and_then(|b| after(clock, b));
     for round in 0..params.restarts {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -389,9 +387,7 @@ pub fn pls(
     if let Some(max_block) = params.polish {
         // only ever lowers the error: applies improving moves of the best arrangement; with
         // a time budget it stops at twice the budget (keeping the moves applied until then)
-        let deadline = params
-            .time_budget
-            .map(|b| clock + Duration::from_secs_f64(2.0 * b.max(0.0)));
+        let deadline = params.time_budget.and_then(|b| after(clock, 2.0 * b));
         crate::polish::polish(arr, axes, max_block, usize::MAX, deadline, cancel)?;
         history.push(("polish".to_string(), arr.error()));
         if let Some(p) = &params.search.progress {
@@ -402,6 +398,13 @@ pub fn pls(
         }
     }
     Ok(PlsReport { history })
+}
+
+/// `seconds` after `start` (at least `start`); `None` when too far to represent (an
+/// infinite or huge budget: no deadline).
+fn after(start: Instant, seconds: f64) -> Option<Instant> {
+    let d = Duration::try_from_secs_f64(seconds.max(0.0)).ok()?;
+    start.checked_add(d)
 }
 
 /// The kick number `kick` of the iterated local search, on each axis in `axes`. Every eighth
