@@ -311,27 +311,32 @@ pub fn two_opt(path: &mut [usize], dist: &[u32], n: usize, passes: usize) -> usi
             }
             first_row.copy_from_slice(row(p[i]));
             let mut before_left = if i > 0 { edge[i - 1] } else { 0 };
-            // j = len - 1 reverses a suffix: no right edge
-            for j in i + 1..len {
-                let after_left = u64::from(left_row[p[j] as usize]);
-                let (before_right, after_right) = if j + 1 < len {
-                    (edge[j], u64::from(first_row[p[j + 1] as usize]))
-                } else {
-                    (0, 0)
-                };
-                if after_left + after_right < before_left + before_right {
-                    p[i..=j].reverse();
-                    edge[i..j].reverse();
-                    if i > 0 {
-                        edge[i - 1] = after_left;
-                        before_left = after_left;
-                    }
-                    if j + 1 < len {
-                        edge[j] = after_right;
-                    }
-                    first_row.copy_from_slice(row(p[i]));
-                    changed += 1;
+            // j < len - 1: a reversal with a right edge; found by a tight scan, then applied,
+            // and the scan goes on after it (the order of the plain loop over j)
+            let mut j = i + 1;
+            while let Some(k) = first_improving(&left_row, &first_row, &p, &edge, before_left, j) {
+                let after_left = u64::from(left_row[p[k] as usize]);
+                let after_right = u64::from(first_row[p[k + 1] as usize]);
+                p[i..=k].reverse();
+                edge[i..k].reverse();
+                if i > 0 {
+                    edge[i - 1] = after_left;
+                    before_left = after_left;
                 }
+                edge[k] = after_right;
+                first_row.copy_from_slice(row(p[i]));
+                changed += 1;
+                j = k + 1;
+            }
+            // j = len - 1 reverses a suffix: no right edge
+            let after_left = u64::from(left_row[p[len - 1] as usize]);
+            if after_left < before_left {
+                p[i..].reverse();
+                edge[i..].reverse();
+                if i > 0 {
+                    edge[i - 1] = after_left;
+                }
+                changed += 1;
             }
         }
         total += changed;
@@ -343,6 +348,33 @@ pub fn two_opt(path: &mut [usize], dist: &[u32], n: usize, passes: usize) -> usi
         *x = y as usize;
     }
     total
+}
+
+/// The first j in `start..len - 1` whose reversal `p[i..=j]` shortens the path: the new
+/// edges (left neighbour of i to `p[j]`, `p[i]` to `p[j + 1]`, read from the copied rows)
+/// are shorter than the old (`before_left` and `edge[j]`). A loop without index checks on
+/// the path and edges: most scans find nothing.
+#[inline]
+fn first_improving(
+    left_row: &[u32],
+    first_row: &[u32],
+    p: &[u32],
+    edge: &[u64],
+    before_left: u64,
+    start: usize,
+) -> Option<usize> {
+    let end = p.len() - 1;
+    if start >= end {
+        return None;
+    }
+    p[start..=end]
+        .windows(2)
+        .zip(&edge[start..end])
+        .position(|(w, &e)| {
+            u64::from(left_row[w[0] as usize]) + u64::from(first_row[w[1] as usize])
+                < before_left + e
+        })
+        .map(|k| start + k)
 }
 
 /// Greedy + 2-opt (3 passes) open path over the distance matrix.
@@ -523,6 +555,16 @@ mod tests {
             let mb = two_opt_plain(&mut b, &dist, n, 3);
             proptest::prop_assert_eq!(a, b);
             proptest::prop_assert_eq!(ma, mb);
+            // from a shuffled path: many more reversals, prefixes and suffixes included
+            let mut c: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                c.swap(i, (r() % (i as u64 + 1)) as usize);
+            }
+            let mut d = c.clone();
+            let mc = two_opt(&mut c, &dist, n, 3);
+            let md = two_opt_plain(&mut d, &dist, n, 3);
+            proptest::prop_assert_eq!(c, d);
+            proptest::prop_assert_eq!(mc, md);
         }
 
         /// Both routes of the distances give the same integers (binary and categorical).
