@@ -72,6 +72,8 @@ pub struct Arrangement {
     scratch_bits: Vec<u32>,
     /// Scratch of `delta_pairs`: (old position, new position) of each position of a window.
     window: Vec<[u32; 2]>,
+    /// Scratch of `delta_pairs`: positions whose error may change, after and before a move.
+    cand_bufs: (Vec<usize>, Vec<usize>),
     all_layers: Vec<usize>,
     /// Integer weights of each axis's kernel, row-major (for the pair overlaps).
     kernel_rows_raw: [Vec<u64>; 2],
@@ -152,6 +154,7 @@ impl Arrangement {
             generation: 0,
             scratch_bits: Vec::new(),
             window: Vec::new(),
+            cand_bufs: (Vec::new(), Vec::new()),
             all_layers: (0..k).collect(),
             pair_cache: [Vec::new(), Vec::new()],
             cache_ok: [false, false],
@@ -195,6 +198,21 @@ impl Arrangement {
     pub fn order(&self, axis: usize) -> Vec<usize> {
         self.maps[axis].iter().map(|&i| i as usize).collect()
     }
+    /// Calls `f(j)` for every displayed position `j` of the other axis where the entity shown
+    /// at `pos` on `axis` is set in `layer`, in increasing order (visits only set bits).
+    pub(crate) fn for_each_set(
+        &self,
+        axis: usize,
+        layer: usize,
+        pos: usize,
+        mut f: impl FnMut(usize),
+    ) {
+        let v = &self.views[axis];
+        for_each_bit(v.real_of(layer, self.maps[axis][pos] as usize), |i| {
+            f(i - v.pad)
+        });
+    }
+
     /// Kernel rows (the reach along `axis` is `kernel_rows(axis) / 2`).
     pub fn kernel_rows(&self, axis: usize) -> usize {
         self.kernels[axis].rows()
@@ -412,11 +430,18 @@ impl Arrangement {
 
     /// Positions whose error may change under `segs`, deduplicated.
     fn candidates(&mut self, axis: usize, segs: &[Segment]) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.candidates_into(axis, segs, &mut out);
+        out
+    }
+
+    /// [`Self::candidates`] into `out` (cleared first).
+    fn candidates_into(&mut self, axis: usize, segs: &[Segment], out: &mut Vec<usize>) {
+        out.clear();
         let m = self.len(axis) as isize;
         let h = (self.kernels[axis].rows() / 2) as isize;
         let cyclic = self.objective.padding == Padding::Cyclic;
         let g = self.next_generation();
-        let mut out = Vec::new();
         let mut push = |q: isize, stamp: &mut [u32]| {
             let q = if cyclic {
                 q.rem_euclid(m)
@@ -449,7 +474,6 @@ impl Arrangement {
                 }
             }
         }
-        out
     }
 
     /// Exact raw error change of applying `segs` on `axis`, evaluated without changing anything.
@@ -599,8 +623,9 @@ impl Arrangement {
                 self.rebuild_cache(axis);
             }
         }
-        let new_cands = self.candidates(axis, segs);
-        let old_cands = self.candidates(axis, &inverse);
+        let (mut new_cands, mut old_cands) = std::mem::take(&mut self.cand_bufs);
+        self.candidates_into(axis, segs, &mut new_cands);
+        self.candidates_into(axis, &inverse, &mut old_cands);
         // old position of each new position (`src`) and new position of each old one (`dst`)
         // over the window the moved segments and their reach cover
         let lo = segs
@@ -638,7 +663,9 @@ impl Arrangement {
         let src = |p: usize| through(p, 0);
         let dst = |p: usize| through(p, 1);
         let cached = self.cache_ok[axis];
-        let mut fresh = Vec::new();
+        // the buffer of the last evaluated move's overlaps, reused
+        let mut fresh = self.pending.take().map(|p| p.2).unwrap_or_default();
+        fresh.clear();
         let mut pairs = 0i128;
         for &p in &new_cands {
             let sp = src(p);
@@ -688,6 +715,7 @@ impl Arrangement {
             }
         }
         self.window = window;
+        self.cand_bufs = (new_cands, old_cands);
         if cached {
             self.pending = Some((axis, segs.to_vec(), fresh));
         }

@@ -134,20 +134,20 @@ fn order_blocks(
     }
     let mut codes = Vec::with_capacity(blocks.len() * n);
     let mut bits = Vec::with_capacity(blocks.len() * n);
+    // counts[l * n + j]: entities of the block set at position j in layer l (set bits only)
+    let mut counts = vec![0usize; layers * n];
     for &(s, e) in blocks {
-        for j in 0..n {
-            let mut counts = vec![0usize; layers];
-            for p in s..e {
-                for (l, c) in counts.iter_mut().enumerate() {
-                    if arr.cell(axis, l, p, j) {
-                        *c += 1;
-                    }
-                }
+        counts.iter_mut().for_each(|c| *c = 0);
+        for p in s..e {
+            for l in 0..layers {
+                arr.for_each_set(axis, l, p, |j| counts[l * n + j] += 1);
             }
+        }
+        for j in 0..n {
             if layers == 1 {
-                bits.push(u8::from(2 * counts[0] > e - s));
+                bits.push(u8::from(2 * counts[j] > e - s));
             } else {
-                let best = (0..layers).max_by_key(|&l| (counts[l], usize::MAX - l));
+                let best = (0..layers).max_by_key(|&l| (counts[l * n + j], usize::MAX - l));
                 codes.push(best.unwrap_or(0) as u32);
             }
         }
