@@ -281,8 +281,8 @@ impl Arrangement {
                 .iter()
                 .map(|&l| {
                     weighted_overlap(
-                        (view.real_of(l, ent as usize), view.mask_of(l, ent as usize)),
-                        (view.src_bits(l, src), view.src_mask(l, src)),
+                        view.masked_real(l, ent as usize),
+                        view.masked_src(l, src),
                         row,
                         view.pad,
                     )
@@ -506,8 +506,10 @@ impl Arrangement {
         if pad < 64 {
             let row = &self.kernel_rows_raw[axis][kr * k.cols()..(kr + 1) * k.cols()];
             for &l in &self.all_layers {
-                let xb = (view.real_of(l, x as usize), view.mask_of(l, x as usize));
-                let yb = (view.real_of(l, y as usize), view.mask_of(l, y as usize));
+                let (xb, yb) = (
+                    view.masked_real(l, x as usize),
+                    view.masked_real(l, y as usize),
+                );
                 acc += weighted_overlap(xb, yb, row, pad);
             }
             return acc;
@@ -544,10 +546,8 @@ impl Arrangement {
         let c = &mut counts[..k.cols()];
         for &l in &self.all_layers {
             shift_counts_masked(
-                view.real_of(l, x as usize),
-                view.mask_of(l, x as usize),
-                view.real_of(l, y as usize),
-                view.mask_of(l, y as usize),
+                view.masked_real(l, x as usize),
+                view.masked_real(l, y as usize),
                 pad,
                 c,
             );

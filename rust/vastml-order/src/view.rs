@@ -198,6 +198,24 @@ impl View {
         &self.nz[i * self.mw..(i + 1) * self.mw]
     }
 
+    /// Real bits of entity `e` in layer `l` with their mask.
+    #[inline]
+    pub fn masked_real(&self, l: usize, e: usize) -> Masked<'_> {
+        Masked {
+            bits: self.real_of(l, e),
+            mask: self.mask_of(l, e),
+        }
+    }
+
+    /// Padded bits of a neighbour source in layer `l` with their mask.
+    #[inline]
+    pub fn masked_src(&self, l: usize, s: Src) -> Masked<'_> {
+        Masked {
+            bits: self.src_bits(l, s),
+            mask: self.src_mask(l, s),
+        }
+    }
+
     /// Non-zero word mask of a neighbour source in layer `l`.
     #[inline]
     pub fn src_mask(&self, l: usize, s: Src) -> &[u64] {
@@ -372,36 +390,33 @@ pub(crate) fn dot_shift(x: &[u64], y: &[u64], s: isize) -> u64 {
 /// `mx` and `my` mark the non-zero words (see [`shift_counts_masked`]).
 /// Needs `pad < 64` and `weights.len() == 2 pad + 1 <= 127`.
 #[inline]
-pub(crate) fn weighted_overlap(
-    (x, mx): (&[u64], &[u64]),
-    (y, my): (&[u64], &[u64]),
-    weights: &[u64],
-    pad: usize,
-) -> u128 {
+pub(crate) fn weighted_overlap(x: Masked, y: Masked, weights: &[u64], pad: usize) -> u128 {
     debug_assert!(pad < 64 && weights.len() == 2 * pad + 1);
     // a counts array no longer than needed: zeroing 127 counts per pair showed in profiles
     match weights.len() {
-        0..=7 => weighted_overlap_n::<7>((x, mx), (y, my), weights, pad),
-        8..=31 => weighted_overlap_n::<31>((x, mx), (y, my), weights, pad),
-        _ => weighted_overlap_n::<127>((x, mx), (y, my), weights, pad),
+        0..=7 => weighted_overlap_n::<7>(x, y, weights, pad),
+        8..=31 => weighted_overlap_n::<31>(x, y, weights, pad),
+        _ => weighted_overlap_n::<127>(x, y, weights, pad),
     }
 }
 
 #[inline(always)]
-fn weighted_overlap_n<const N: usize>(
-    (x, mx): (&[u64], &[u64]),
-    (y, my): (&[u64], &[u64]),
-    weights: &[u64],
-    pad: usize,
-) -> u128 {
+fn weighted_overlap_n<const N: usize>(x: Masked, y: Masked, weights: &[u64], pad: usize) -> u128 {
     let mut counts = [0u32; N];
     let counts = &mut counts[..weights.len()];
-    shift_counts_masked(x, mx, y, my, pad, counts);
+    shift_counts_masked(x, y, pad, counts);
     counts
         .iter()
         .zip(weights)
         .map(|(&c, &w)| u128::from(c) * u128::from(w))
         .sum()
+}
+
+/// A bit row with the mask of its non-zero words (see [`View::nz`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Masked<'a> {
+    pub bits: &'a [u64],
+    pub mask: &'a [u64],
 }
 
 /// [`shift_counts`] visiting only the words where `x` and the words next to them in `y`
@@ -411,45 +426,25 @@ fn weighted_overlap_n<const N: usize>(
 /// baseline target counts bits with a dozen shifts and multiplies, which made this the
 /// hottest loop of the search.
 #[inline]
-pub(crate) fn shift_counts_masked(
-    x: &[u64],
-    mx: &[u64],
-    y: &[u64],
-    my: &[u64],
-    pad: usize,
-    counts: &mut [u32],
-) {
+pub(crate) fn shift_counts_masked(x: Masked, y: Masked, pad: usize, counts: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has POPCNT (checked above)
-        unsafe { shift_counts_masked_popcnt(x, mx, y, my, pad, counts) };
+        unsafe { shift_counts_masked_popcnt(x, y, pad, counts) };
         return;
     }
-    shift_counts_masked_body(x, mx, y, my, pad, counts);
+    shift_counts_masked_body(x, y, pad, counts);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-unsafe fn shift_counts_masked_popcnt(
-    x: &[u64],
-    mx: &[u64],
-    y: &[u64],
-    my: &[u64],
-    pad: usize,
-    counts: &mut [u32],
-) {
-    shift_counts_masked_body(x, mx, y, my, pad, counts);
+unsafe fn shift_counts_masked_popcnt(x: Masked, y: Masked, pad: usize, counts: &mut [u32]) {
+    shift_counts_masked_body(x, y, pad, counts);
 }
 
 #[inline(always)]
-fn shift_counts_masked_body(
-    x: &[u64],
-    mx: &[u64],
-    y: &[u64],
-    my: &[u64],
-    pad: usize,
-    counts: &mut [u32],
-) {
+fn shift_counts_masked_body(x: Masked, y: Masked, pad: usize, counts: &mut [u32]) {
+    let (Masked { bits: x, mask: mx }, Masked { bits: y, mask: my }) = (x, y);
     debug_assert!(pad < 64 && counts.len() == 2 * pad + 1 && mx.len() == my.len());
     let nw = x.len();
     let nm = my.len();
@@ -557,7 +552,9 @@ mod tests {
             let mut full = vec![0u32; 2 * pad + 1];
             let mut fast = full.clone();
             shift_counts(&x, &y, pad, &mut full);
-            shift_counts_masked(&x, &mask(&x), &y, &mask(&y), pad, &mut fast);
+            let (mx, my) = (mask(&x), mask(&y));
+            let m = |bits, mask| Masked { bits, mask };
+            shift_counts_masked(m(&x, &mx), m(&y, &my), pad, &mut fast);
             prop_assert_eq!(full, fast);
         }
     }
@@ -568,11 +565,22 @@ mod tests {
         let (mut x, mut y) = (vec![0u64; 130], vec![0u64; 130]);
         x[64] = 1;
         y[63] = 1 << 63;
+        let (mx, my) = (mask(&x), mask(&y));
+        let (xm, ym) = (
+            Masked {
+                bits: &x,
+                mask: &mx,
+            },
+            Masked {
+                bits: &y,
+                mask: &my,
+            },
+        );
         let mut c = [0u32; 3];
-        shift_counts_masked(&x, &mask(&x), &y, &mask(&y), 1, &mut c);
+        shift_counts_masked(xm, ym, 1, &mut c);
         assert_eq!(c, [1, 0, 0]);
         let mut c = [0u32; 3];
-        shift_counts_masked(&y, &mask(&y), &x, &mask(&x), 1, &mut c);
+        shift_counts_masked(ym, xm, 1, &mut c);
         assert_eq!(c, [0, 0, 1]);
     }
 }
