@@ -54,6 +54,15 @@ def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=20
     training points: entropic affinities to the neighbours, start at the affinity-weighted
     mean of the neighbours' embeddings, then L-BFGS on the (separable) objective."""
     m = sqdist.shape[0]
+    # The points are optimised in chunks, jointly (one L-BFGS run, BLAS products over the
+    # chunk), so rounding, and with it where L-BFGS stops, depends on which rows come where.
+    # Processing them in a canonical order (by their distances, then their neighbours) makes
+    # the result not depend on the order of the batch: transform(X[perm]) == transform(X)[perm]
+    # exactly (OpenBLAS's AVX-512 kernels give a row's products different rounding at
+    # different positions, which L-BFGS grew to 1e-3).
+    sqdist, idx = np.asarray(sqdist), np.asarray(idx)
+    canon = np.lexsort(tuple(idx.T[::-1]) + tuple(sqdist.T[::-1]))
+    sqdist, idx = sqdist[canon], idx[canon]
     # Each row starts from its own bounds (no warm start from the previous row), so a new
     # point's affinities do not depend on which other points come with it, or in what order.
     p, *_ = _core.entropic_affinities_knn(
@@ -77,5 +86,5 @@ def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=20
         res = scipy_minimize(
             fun, x0.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter}
         )
-        out[a:b] = res.x.reshape(shape)
+        out[canon[a:b]] = res.x.reshape(shape)
     return out
