@@ -11,8 +11,8 @@ use rayon::prelude::*;
 
 use crate::error::{OrderError, invalid};
 use crate::kernel::Kernel;
-use crate::matrix::{ErrorKind, Matrix, Padding};
-use crate::view::{Src, View, dot_shift, for_each_bit, shift_counts_masked, weighted_overlap};
+use crate::matrix::{ErrorKind, Matrix, Padding, set_bits};
+use crate::view::{Src, View, dot_shift, shift_counts_masked, weighted_overlap};
 
 /// New displayed positions `dst..dst+len` take the rows found at `src..src+len` before the
 /// move (in reverse when `mirrored`).
@@ -208,9 +208,9 @@ impl Arrangement {
         mut f: impl FnMut(usize),
     ) {
         let v = &self.views[axis];
-        for_each_bit(v.real_of(layer, self.maps[axis][pos] as usize), |i| {
-            f(i - v.pad)
-        });
+        for i in set_bits(v.real_of(layer, self.maps[axis][pos] as usize)) {
+            f(i - v.pad);
+        }
     }
 
     /// Kernel rows (the reach along `axis` is `kernel_rows(axis) / 2`).
@@ -880,10 +880,10 @@ impl Arrangement {
                 }
             }
             let other_map = &self.maps[1 - axis];
-            for_each_bit(&union, |i| {
+            for i in set_bits(&union) {
                 let ent = other_map[i - moved.pad] as usize;
                 other.permute_entity(l, ent, lo, &new_pos, &mut scratch);
-            });
+            }
         }
         self.scratch_bits = scratch;
         self.total += delta;

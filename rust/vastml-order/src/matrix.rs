@@ -65,6 +65,20 @@ pub(crate) fn words(bits: usize) -> usize {
     bits.div_ceil(64)
 }
 
+/// Positions of the set bits of a bit row, in increasing order.
+pub(crate) fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(w, &x)| {
+        let mut x = x;
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let b = x.trailing_zeros() as usize;
+                x &= x - 1;
+                w * 64 + b
+            })
+        })
+    })
+}
+
 /// A binary or categorical matrix stored as one bit layer per colour, rows in original order.
 ///
 /// A binary matrix is one layer (its ones); a categorical matrix with k colours has k layers

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::error::{OrderError, invalid};
-use crate::matrix::Matrix;
+use crate::matrix::{Matrix, set_bits};
 
 /// Pairwise distances between the rows (`axis` 0) or columns (`axis` 1) of `matrix`: the
 /// number of differing cells (Hamming for binary data; for categorical data half the
@@ -46,20 +46,6 @@ pub fn hamming_distances(matrix: &Matrix, axis: usize) -> Vec<u32> {
     } else {
         hamming_by_popcount(mx)
     }
-}
-
-/// Positions of the set bits of a bit row.
-fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    words.iter().enumerate().flat_map(|(w, &x)| {
-        let mut x = x;
-        std::iter::from_fn(move || {
-            (x != 0).then(|| {
-                let b = x.trailing_zeros() as usize;
-                x &= x - 1;
-                w * 64 + b
-            })
-        })
-    })
 }
 
 /// [`hamming_distances`] over the bit words (the route for dense data).

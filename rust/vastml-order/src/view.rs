@@ -4,7 +4,7 @@
 //! column; for the column axis an entity is an original column indexed by displayed row.
 //! Bit `pad + j` holds displayed position `j`; the `pad` bits on each side hold the padding.
 
-use crate::matrix::{Matrix, Padding, words};
+use crate::matrix::{Matrix, Padding, set_bits, words};
 
 /// Where the neighbour row at some displayed offset comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +31,11 @@ pub(crate) struct View {
     pub bottom: Vec<u64>,
     pub ones: Vec<u32>,
     /// Words of a mask: `words(w)`.
-    pub mw: usize,
+    mw: usize,
     /// `nz[(l * n_ent + e) * mw ..]`: bit k set when word k of the padded bits of entity `e`
     /// in layer `l` is non-zero (the real bits are a subset, so it covers them too). Sparse
     /// rows visit only the words where both rows of a pair have bits near each other.
-    pub nz: Vec<u64>,
+    nz: Vec<u64>,
     nz_top: Vec<u64>,
     nz_bottom: Vec<u64>,
     padding: Padding,
@@ -62,18 +62,6 @@ fn mask_into(bits: &[u64], mask: &mut [u64]) {
     for (k, &b) in bits.iter().enumerate() {
         if b != 0 {
             mask[k / 64] |= 1u64 << (k % 64);
-        }
-    }
-}
-
-/// Calls `f(i)` for every set bit `i` of `bits`, in increasing order.
-#[inline]
-pub(crate) fn for_each_bit(bits: &[u64], mut f: impl FnMut(usize)) {
-    for (k, &word) in bits.iter().enumerate() {
-        let mut b = word;
-        while b != 0 {
-            f(k * 64 + b.trailing_zeros() as usize);
-            b &= b - 1;
         }
     }
 }
@@ -121,7 +109,7 @@ impl View {
             // walk the set bits of the matrix's rows: rows are entities of axis 0 and
             // positions of axis 1
             for r in 0..matrix.n_rows() {
-                for_each_bit(matrix.row_bits(l, r), |c| {
+                for c in set_bits(matrix.row_bits(l, r)) {
                     let (e, j) = if axis == 0 {
                         (r, shown[c])
                     } else {
@@ -130,7 +118,7 @@ impl View {
                     let base = (l * n_ent + e) * w;
                     put(&mut v.real[base..base + w], pad + j, true);
                     v.ones[l * n_ent + e] += 1;
-                });
+                }
             }
             for e in 0..n_ent {
                 v.refresh_padding(l, e);
@@ -387,7 +375,7 @@ pub(crate) fn dot_shift(x: &[u64], y: &[u64], s: isize) -> u64 {
 
 /// Σ_j weights[j] · |x ∩ shift(y, j − pad)| (y read as 0 outside its words): the weighted
 /// overlaps of `x` with `y` shifted by every offset −pad..=pad in one pass over the words.
-/// `mx` and `my` mark the non-zero words (see [`shift_counts_masked`]).
+/// The masks of `x` and `y` mark their non-zero words (see [`shift_counts_masked`]).
 /// Needs `pad < 64` and `weights.len() == 2 pad + 1 <= 127`.
 #[inline]
 pub(crate) fn weighted_overlap(x: Masked, y: Masked, weights: &[u64], pad: usize) -> u128 {
@@ -420,7 +408,7 @@ pub(crate) struct Masked<'a> {
 }
 
 /// [`shift_counts`] visiting only the words where `x` and the words next to them in `y`
-/// can be non-zero: `mx` and `my` mark (at least) the non-zero words of `x` and `y`.
+/// can be non-zero: their masks mark (at least) the non-zero words of `x` and `y`.
 ///
 /// On x86-64 CPUs with the POPCNT instruction (all since 2008) the counts use it: the
 /// baseline target counts bits with a dozen shifts and multiplies, which made this the
