@@ -118,20 +118,17 @@ pub fn block_ordering(
     order_blocks(arr, axis, &blocks, None, cancel)
 }
 
-/// Block ordering on given consecutive blocks (start, end) of positions covering the axis;
-/// at `deadline` the branch and bound stops with the best block order found by then.
-fn order_blocks(
-    arr: &mut Arrangement,
+/// The displayed matrix with each block of positions of `axis` squashed into one row by
+/// majority vote: for binary data a one where more than half of the block has one, for
+/// categorical data the most frequent colour (the lowest on ties). The other axis keeps its
+/// displayed order.
+fn squash_blocks(
+    arr: &Arrangement,
     axis: usize,
     blocks: &[(usize, usize)],
-    deadline: Option<Instant>,
-    cancel: &AtomicBool,
-) -> Result<(), OrderError> {
+) -> Result<Matrix, OrderError> {
     let n = arr.len(1 - axis);
     let layers = arr.matrix().n_layers();
-    if blocks.len() < 3 {
-        return Ok(());
-    }
     let mut codes = Vec::with_capacity(blocks.len() * n);
     let mut bits = Vec::with_capacity(blocks.len() * n);
     // counts[l * n + j]: entities of the block set at position j in layer l (set bits only)
@@ -152,11 +149,26 @@ fn order_blocks(
             }
         }
     }
-    let squashed = if layers == 1 {
-        Matrix::binary(blocks.len(), n, &bits)?
+    if layers == 1 {
+        Matrix::binary(blocks.len(), n, &bits)
     } else {
-        Matrix::categorical(blocks.len(), n, &codes, layers)?
-    };
+        Matrix::categorical(blocks.len(), n, &codes, layers)
+    }
+}
+
+/// Block ordering on given consecutive blocks (start, end) of positions covering the axis;
+/// at `deadline` the branch and bound stops with the best block order found by then.
+fn order_blocks(
+    arr: &mut Arrangement,
+    axis: usize,
+    blocks: &[(usize, usize)],
+    deadline: Option<Instant>,
+    cancel: &AtomicBool,
+) -> Result<(), OrderError> {
+    if blocks.len() < 3 {
+        return Ok(());
+    }
+    let squashed = squash_blocks(arr, axis, blocks)?;
     let obj = Objective {
         kernel: Kernel::new(KernelKind::CrossGbs, 3, 3)?,
         padding: Padding::Zero,
@@ -490,4 +502,88 @@ fn restore(arr: &mut Arrangement, snap: &Snapshot) -> Result<(), OrderError> {
     arr.set_order(1, &snap.2)?;
     debug_assert_eq!(arr.raw_error(), snap.0);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{RngExt, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    use super::*;
+
+    /// The majority vote cell by cell, through `Arrangement::cell` (the squash's oracle).
+    fn squash_by_cells(arr: &Arrangement, axis: usize, blocks: &[(usize, usize)]) -> Matrix {
+        let (n, layers) = (arr.len(1 - axis), arr.matrix().n_layers());
+        let mut bits = Vec::new();
+        let mut codes = Vec::new();
+        for &(s, e) in blocks {
+            for j in 0..n {
+                let count = |l: usize| (s..e).filter(|&p| arr.cell(axis, l, p, j)).count();
+                if layers == 1 {
+                    bits.push(u8::from(2 * count(0) > e - s));
+                } else {
+                    let best = (0..layers).max_by_key(|&l| (count(l), usize::MAX - l));
+                    codes.push(best.unwrap_or(0) as u32);
+                }
+            }
+        }
+        if layers == 1 {
+            Matrix::binary(blocks.len(), n, &bits).unwrap()
+        } else {
+            Matrix::categorical(blocks.len(), n, &codes, layers).unwrap()
+        }
+    }
+
+    #[test]
+    fn squash_from_set_bits_equals_the_cell_vote() {
+        let mut rng = Pcg64::seed_from_u64(7);
+        for case in 0..60 {
+            let (m, n) = (rng.random_range(3..90), rng.random_range(3..150));
+            let colours = if case % 3 == 0 {
+                rng.random_range(2..5)
+            } else {
+                1
+            };
+            let density = rng.random_range(0.01..0.7);
+            let matrix = if colours == 1 {
+                let v: Vec<u8> = (0..m * n)
+                    .map(|_| u8::from(rng.random_bool(density)))
+                    .collect();
+                Matrix::binary(m, n, &v).unwrap()
+            } else {
+                let v: Vec<u32> = (0..m * n)
+                    .map(|_| rng.random_range(0..colours as u32))
+                    .collect();
+                Matrix::categorical(m, n, &v, colours).unwrap()
+            };
+            let mut rows: Vec<usize> = (0..m).collect();
+            let mut cols: Vec<usize> = (0..n).collect();
+            for i in (1..m).rev() {
+                rows.swap(i, rng.random_range(0..=i));
+            }
+            for i in (1..n).rev() {
+                cols.swap(i, rng.random_range(0..=i));
+            }
+            let obj = Objective {
+                kernel: Kernel::new(KernelKind::Gbs, 3, 5).unwrap(),
+                padding: Padding::ZerosAndOnes,
+                kind: ErrorKind::Abs,
+            };
+            let arr = Arrangement::new(matrix, obj, Some(&rows), Some(&cols)).unwrap();
+            for axis in 0..2 {
+                let len = arr.len(axis);
+                let mut cuts = vec![0];
+                while *cuts.last().unwrap() < len {
+                    let last = *cuts.last().unwrap();
+                    cuts.push((last + rng.random_range(1..8)).min(len));
+                }
+                let blocks: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+                assert_eq!(
+                    squash_blocks(&arr, axis, &blocks).unwrap(),
+                    squash_by_cells(&arr, axis, &blocks),
+                    "case {case} axis {axis}"
+                );
+            }
+        }
+    }
 }
