@@ -1,18 +1,66 @@
-"""Input checks shared by every public function: convert once, fail early, name the parameter."""
+"""Input checks shared by every public function: convert once, fail early, name the parameter.
+
+The rules, the same everywhere in vastml:
+
+- a value of the wrong kind (a string where a number is wanted, a float where an int is) raises
+  ``TypeError``; a value of the right kind out of its range raises ``ValueError``;
+- every message names the user's parameter in backticks and says what was expected;
+- arrays: complex input is refused (``TypeError``), sparse input is refused where only dense
+  input is supported, NaN and inf are refused unless a function documents otherwise.
+"""
 
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
+
+SPARSE_MESSAGE = "sparse input is not supported here, use X.toarray() if it fits"
+
+
+def reject_sparse(x, name: str) -> None:
+    """Raise TypeError naming ``name`` when ``x`` is a SciPy sparse matrix or array."""
+    if hasattr(x, "tocsr") and hasattr(x, "nnz"):
+        raise TypeError(f"`{name}`: {SPARSE_MESSAGE}")
+
+
+def reject_complex(a: np.ndarray, name: str) -> None:
+    """Raise TypeError naming ``name`` when ``a`` holds complex numbers."""
+    if np.iscomplexobj(a):
+        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
+
+
+def as_float_array(x, name: str) -> np.ndarray:
+    """``x`` as a float64 array (any shape): TypeError for sparse, complex or non-numbers."""
+    reject_sparse(x, name)
+    if np.iscomplexobj(x):
+        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
 
 
 def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array of shape (n, d).
 
     A 1-D array is read as n points in one dimension. Raises ValueError naming ``name`` for
-    empty, non-finite, wrongly shaped input, or a dimension different from ``dim``.
+    empty, non-finite, wrongly shaped input, or a dimension different from ``dim``; TypeError
+    for sparse, complex or non-numeric input.
+
+    Examples
+    --------
+    >>> from vastml._validation import as_points
+    >>> as_points([1.0, 2.0], "x").shape
+    (2, 1)
+    >>> as_points([[1j]], "x")
+    Traceback (most recent call last):
+    TypeError: `x` must hold real numbers, got a complex array
     """
+    reject_sparse(x, name)
+    if np.iscomplexobj(x):
+        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -74,6 +122,67 @@ def open_unit_float(v, name: str) -> float:
     return v
 
 
+def check_int(v, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """An int (not a bool, not a float) in ``[low, high]``; either bound may be None.
+
+    Examples
+    --------
+    >>> from vastml._validation import check_int
+    >>> check_int(3, "max_iter", low=1)
+    3
+    >>> check_int(0, "max_iter", low=1)
+    Traceback (most recent call last):
+    ValueError: `max_iter` must be >= 1, got 0
+    """
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {v!r}")
+    v = int(v)
+    if low is not None and v < low:
+        raise ValueError(f"`{name}` must be >= {low}, got {v}")
+    if high is not None and v > high:
+        raise ValueError(f"`{name}` must be <= {high}, got {v}")
+    return v
+
+
+def check_float(
+    v,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite real number in the interval given by ``low`` / ``high`` (closed unless ``*_open``).
+
+    Examples
+    --------
+    >>> from vastml._validation import check_float
+    >>> check_float(0.5, "momentum", low=0, high=1, high_open=True)
+    0.5
+    >>> check_float(2, "momentum", low=0, high=1, high_open=True)
+    Traceback (most recent call last):
+    ValueError: `momentum` must be < 1, got 2.0
+    """
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number, got {v!r}")
+    v = float(v)
+    if not np.isfinite(v):
+        raise ValueError(f"`{name}` must be finite, got {v}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise ValueError(f"`{name}` must be {'>' if low_open else '>='} {low}, got {v}")
+    if high is not None and (v >= high if high_open else v > high):
+        raise ValueError(f"`{name}` must be {'<' if high_open else '<='} {high}, got {v}")
+    return v
+
+
+def check_bool(v, name: str) -> bool:
+    """A bool (NumPy's included)."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False, got {v!r}")
+    return bool(v)
+
+
 def choice(v, name: str, options) -> str:
     """One of ``options`` (strings)."""
     if not isinstance(v, str) or v not in options:
@@ -82,11 +191,27 @@ def choice(v, name: str, options) -> str:
 
 
 def n_jobs_arg(v, name: str = "n_jobs"):
-    """None or a non-zero int (checked again, with the same rule, in Rust)."""
+    """None or a non-zero int, a positive count clamped to the machine's cores.
+
+    -1 means all cores, -2 all but one (as in scikit-learn); the rule is checked again in Rust.
+
+    Examples
+    --------
+    >>> import os
+    >>> from vastml._validation import n_jobs_arg
+    >>> n_jobs_arg(2**62) == (os.cpu_count() or 1)
+    True
+    """
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"`{name}` must be None or an int, got {v!r}")
-    if int(v) == 0:
+    v = int(v)
+    if v == 0:
         raise ValueError(f"`{name}` == 0 is not allowed; use None (all cores), a positive count, or -1")
-    return int(v)
+    cores = os.cpu_count() or 1
+    if v > cores:
+        return cores
+    if v < -cores:
+        return -cores
+    return v
