@@ -155,7 +155,11 @@ def _demo_all(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from vastml import __version__
 
-    p = argparse.ArgumentParser(prog="vastml", description="vastml: large-data tools with a Rust core")
+    p = argparse.ArgumentParser(
+        prog="vastml",
+        description="vastml: large-data tools with a Rust core",
+        epilog="Errors print one line; add --debug anywhere to see the traceback.",
+    )
     p.add_argument("--version", action="version", version=f"vastml {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run the demonstration on generated data")
@@ -182,13 +186,58 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the input or the options were wrong, not that vastml is broken."""
+    from sklearn.exceptions import NotFittedError
+
+    from vastml import VastmlError
+
+    return (ValueError, TypeError, OSError, MemoryError, NotFittedError, VastmlError)
+
+
+def _check_out(out) -> None:
+    """Refuse an ``--out`` that cannot be written before any work is done."""
+    if out is None:
+        return
+    import os
+    from pathlib import Path
+
+    parent = Path(out).expanduser().resolve().parent
+    if not parent.is_dir():
+        raise ValueError(f"--out {out}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"--out {out}: the folder {parent} is not writable")
+    if Path(out).is_dir():
+        raise ValueError(f"--out {out}: is a folder, expected a file name")
+
+
 def main(argv=None) -> int:
+    """Run the ``vastml`` command; return its exit code.
+
+    A user error (a missing file, a bad option value, data the command cannot read) prints one
+    line ``vastml: error: ...`` on stderr and returns 2; ``--debug`` shows the traceback instead.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    if debug:
+        argv.remove("--debug")
     args = build_parser().parse_args(argv)
     try:
+        _check_out(getattr(args, "out", None))
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except _user_errors() as exc:
+        if debug:
+            raise
+        msg = str(exc) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename is not None:
+            msg = f"{exc.filename}: {exc.strerror or msg}"
+        elif isinstance(exc, MemoryError):
+            msg = f"not enough memory: {msg}"
+        print(f"vastml: error: {msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

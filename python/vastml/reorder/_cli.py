@@ -24,11 +24,21 @@ def _kernel_size(text: str):
     raise ValueError(f"--kernel-size must be like 25 or 29x5, got {text!r}")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, writer) -> None:
+    """Write ``path`` through a temporary file renamed into place, so a reader never sees half
+    a file. The file gets the mode a plain ``open(path, "w")`` would give (0666 less the
+    umask), not mkstemp's private 0600."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
     os.close(fd)
     try:
         writer(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -14,47 +14,89 @@ def _read_backup(path) -> tuple[np.ndarray, list[str], list[str]]:
     """A ``.backup`` file: description line; "rows cols n_layers dont_change_colours"; the
     row map; the column map; column labels; row labels ("|%|" stands for a space); then for
     each layer, one line per row listing its set columns, and a separator line. Cells set in
-    layer k hold k (or 1 for a single layer); the maps are applied (shown order)."""
+    layer k hold k (or 1 for a single layer); the maps are applied (shown order).
+
+    A malformed file raises ValueError naming the file and the (1-based) line."""
     with open(path) as f:
         lines = f.read().split("\n")
-    try:
-        m, n, layers, _ = (int(x) for x in lines[1].split())
-        row_map = [int(x) for x in lines[2].split()]
-        col_map = [int(x) for x in lines[3].split()]
-        col_labels = [s.replace("|%|", " ") for s in lines[4].rstrip().split(" ")]
-        row_labels = [s.replace("|%|", " ") for s in lines[5].rstrip().split(" ")]
-        data = np.zeros((m, n), dtype=np.int64)
-        i = 6
-        for layer in range(layers):
-            for r in range(m):
-                for c in lines[i].split():
-                    data[r, int(c)] = layer if layers > 1 else 1
-                i += 1
+
+    def fail(line_no: int, what: str):
+        raise ValueError(f"{path}, line {line_no}: {what}") from None
+
+    def ints(i: int, what: str) -> list[int]:
+        if i >= len(lines):
+            fail(i + 1, f"the file ends before its {what}")
+        try:
+            return [int(x) for x in lines[i].split()]
+        except ValueError:
+            fail(i + 1, f"expected whole numbers for the {what}, got {lines[i][:60]!r}")
+
+    head = ints(1, "header 'rows cols n_layers flag'")
+    if len(head) != 4 or min(head[:3]) < 1:
+        fail(2, f"expected 'rows cols n_layers flag' with positive sizes, got {lines[1][:60]!r}")
+    m, n, layers, _ = head
+    row_map, col_map = ints(2, "row map"), ints(3, "column map")
+    if sorted(row_map) != list(range(m)):
+        fail(3, f"the row map is not a permutation of 0..{m - 1}")
+    if sorted(col_map) != list(range(n)):
+        fail(4, f"the column map is not a permutation of 0..{n - 1}")
+    if len(lines) < 6:
+        fail(len(lines), "the file ends before its labels")
+    col_labels = [s.replace("|%|", " ") for s in lines[4].rstrip().split(" ")]
+    row_labels = [s.replace("|%|", " ") for s in lines[5].rstrip().split(" ")]
+    data = np.zeros((m, n), dtype=np.int64)
+    i = 6
+    for layer in range(layers):
+        for r in range(m):
+            cols = ints(i, f"set columns of row {r} in layer {layer}")
+            bad = [c for c in cols if not 0 <= c < n]
+            if bad:
+                fail(i + 1, f"column {bad[0]} is outside 0..{n - 1}")
+            data[r, cols] = layer if layers > 1 else 1
             i += 1
-    except (ValueError, IndexError) as exc:
-        raise ValueError(f"{path}: not a valid .backup file ({exc})") from None
-    if sorted(row_map) != list(range(m)) or sorted(col_map) != list(range(n)):
-        raise ValueError(f"{path}: the row or column map is not a permutation")
+        if i >= len(lines):
+            fail(i + 1, f"the file ends before the separator line after layer {layer}")
+        i += 1
     data = data[row_map][:, col_map]
     return data, [row_labels[i] for i in row_map] if len(row_labels) == m else row_labels, (
         [col_labels[i] for i in col_map] if len(col_labels) == n else col_labels
     )
 
 
+#: The most layers (colours) a ``.backup`` file written by vastml may have.
+MAX_BACKUP_LAYERS = 256
+
+
 def _write_backup(path, matrix, description="vastml") -> None:
+    """Write the ``.backup`` format, whose layers hold colour codes: value v goes to layer v, so
+    the file reads back to the same matrix. Only non-negative integer codes below
+    :data:`MAX_BACKUP_LAYERS` fit; anything else raises ValueError."""
     a = np.asarray(matrix)
-    values = np.unique(a)
-    binary = set(values.tolist()) <= {0, 1}
-    layers = [1] if binary else list(values)
-    m, n = a.shape
-    out = [description, f"{m} {n} {len(layers) if not binary else 1} 0"]
+    if a.ndim != 2 or a.size == 0:
+        raise ValueError(f"{path}: a .backup file holds a non-empty 2-D matrix, got shape {a.shape}")
+    if a.dtype.kind not in "iub":
+        if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+            raise ValueError(
+                f"{path}: the .backup format holds whole-number colour codes; got {a.dtype} values"
+            )
+    codes = a.astype(np.int64)
+    lo, hi = int(codes.min()), int(codes.max())
+    if lo < 0 or hi >= MAX_BACKUP_LAYERS:
+        raise ValueError(
+            f"{path}: the .backup format holds colour codes 0..{MAX_BACKUP_LAYERS - 1}; "
+            f"got values from {lo} to {hi}"
+        )
+    binary = hi <= 1
+    layers = [1] if binary else list(range(hi + 1))
+    m, n = codes.shape
+    out = [description, f"{m} {n} {len(layers)} 0"]
     out.append(" ".join(str(i) for i in range(m)))
     out.append(" ".join(str(i) for i in range(n)))
     out.append(" ".join(f"c{i}" for i in range(n)))
     out.append(" ".join(f"r{i}" for i in range(m)))
     for v in layers:
         for r in range(m):
-            out.append(" ".join(str(c) for c in np.flatnonzero(a[r] == v)))
+            out.append(" ".join(str(c) for c in np.flatnonzero(codes[r] == v)))
         out.append("")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from vastml import _core
+from vastml._validation import choice, reject_complex, reject_sparse
 
 KERNELS = ("gbs", "gbe", "uniform", "cross_gbs", "cross_gbe", "cgbs_thesis_tables")
 PADDINGS = ("zeros_and_ones", "extension", "zero", "cyclic")
@@ -20,10 +21,12 @@ def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray
     count of 0: only its ones count in the error. Any other matrix is categorical: its distinct
     values are relabelled 0..k-1 in order of first appearance (row-major), one layer each.
     """
+    reject_sparse(matrix, name)
     try:
         a = np.asarray(matrix)
     except Exception as exc:  # noqa: BLE001 - anything numpy cannot read is a type error
         raise TypeError(f"`{name}` must be a 2-D array: {exc}") from None
+    reject_complex(a, name)
     if a.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D, got shape {a.shape}")
     if a.shape[0] == 0 or a.shape[1] == 0:
@@ -31,7 +34,12 @@ def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray
     if a.dtype.kind == "f" and not np.isfinite(a).all():
         raise ValueError(f"`{name}` contains NaN or infinite values")
     if a.dtype == object:
-        a = a.astype(str)
+        # numbers held as Python objects are numbers (0/1 objects are binary); anything else
+        # (strings, mixed) is read by its text
+        if all(isinstance(v, numbers.Real) for v in a.flat):
+            a = a.astype(np.float64)
+        else:
+            a = a.astype(str)
     if categorical not in (None, True, False):
         raise ValueError(f"`categorical` must be None, True or False, got {categorical!r}")
     if categorical is not True and a.dtype.kind in "biuf" and a.size:
@@ -90,10 +98,7 @@ def kernel_args(kernel, kernel_size) -> tuple[str, tuple[int, int], np.ndarray |
     return "gbs", w.shape, w
 
 
-def check_choice(v, name, options) -> str:
-    if not isinstance(v, str) or v not in options:
-        raise ValueError(f"`{name}` must be one of {list(options)}, got {v!r}")
-    return v
+check_choice = choice
 
 
 def check_order(order, n: int, name: str) -> list[int] | None:

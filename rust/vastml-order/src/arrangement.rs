@@ -108,11 +108,19 @@ fn check_order(order: &[usize], n: usize, name: &'static str) -> Result<Vec<u32>
     Ok(order.iter().map(|&i| i as u32).collect())
 }
 
+/// The longest kernel side accepted along a matrix side of `len` cells: 2 `len` + 1 (beyond
+/// that the outer weights only ever see padding, while the work grows with the kernel), or
+/// 61, the thesis's largest kernel, for tiny matrices.
+pub fn usable_kernel_side(len: usize) -> usize {
+    len.saturating_mul(2).saturating_add(1).max(61)
+}
+
 impl Arrangement {
     /// Shows `matrix` in `row_order` x `col_order` (identity when `None`).
     ///
     /// # Errors
-    /// Orders that are not permutations of the right length.
+    /// Orders that are not permutations of the right length; a kernel side longer than
+    /// [`usable_kernel_side`] of the matrix side it slides along.
     pub fn new(
         matrix: Matrix,
         objective: Objective,
@@ -120,6 +128,17 @@ impl Arrangement {
         col_order: Option<&[usize]>,
     ) -> Result<Self, OrderError> {
         let (m, n) = (matrix.n_rows(), matrix.n_cols());
+        let (kr, kc) = (objective.kernel.rows(), objective.kernel.cols());
+        let (max_r, max_c) = (usable_kernel_side(m), usable_kernel_side(n));
+        if kr > max_r || kc > max_c {
+            return Err(invalid(
+                "kernel_size",
+                format!(
+                    "a {kr} x {kc} kernel is larger than a {m} x {n} matrix can use \
+                     (at most {max_r} x {max_c})"
+                ),
+            ));
+        }
         let rows: Vec<usize> = row_order.map_or_else(|| (0..m).collect(), <[usize]>::to_vec);
         let cols: Vec<usize> = col_order.map_or_else(|| (0..n).collect(), <[usize]>::to_vec);
         let maps = [

@@ -56,8 +56,9 @@ impl Kernel {
     /// A named kernel of `rows` x `cols` (both odd).
     ///
     /// # Errors
-    /// [`OrderError::InvalidParameter`] for even or zero sizes, or a GBE too large for 64-bit
-    /// integer weights (`max(rows, cols) > 61`).
+    /// [`OrderError::InvalidParameter`] for even or zero sizes, more than
+    /// [`MAX_KERNEL_WEIGHTS`] weights, or a GBE too large for 64-bit integer weights
+    /// (`max(rows, cols) > 61`).
     pub fn new(kind: KernelKind, rows: usize, cols: usize) -> Result<Self, OrderError> {
         check_size(rows, cols)?;
         let (hr, hc) = (rows / 2, cols / 2);
@@ -207,11 +208,24 @@ impl Kernel {
     }
 }
 
+/// The most weights a kernel may have (4,095 x 4,095): far beyond any useful kernel, and
+/// small enough that its weights and per-cell work stay bounded.
+pub const MAX_KERNEL_WEIGHTS: usize = 1 << 24;
+
 fn check_size(rows: usize, cols: usize) -> Result<(), OrderError> {
     if rows == 0 || cols == 0 || rows % 2 == 0 || cols % 2 == 0 {
         return Err(invalid(
             "kernel_size",
             format!("kernel sizes must be odd and positive (got {rows} x {cols})"),
+        ));
+    }
+    if rows
+        .checked_mul(cols)
+        .is_none_or(|n| n > MAX_KERNEL_WEIGHTS)
+    {
+        return Err(invalid(
+            "kernel_size",
+            format!("{rows} x {cols} is too large (at most {MAX_KERNEL_WEIGHTS} weights)"),
         ));
     }
     Ok(())

@@ -36,7 +36,7 @@ pub mod tsp_heuristics;
 pub mod tsp_means;
 mod view;
 
-pub use arrangement::{Arrangement, Objective, Segment};
+pub use arrangement::{Arrangement, Objective, Segment, usable_kernel_side};
 pub use error::OrderError;
 pub use kernel::{Kernel, KernelKind};
 pub use matrix::{ErrorKind, Matrix, Padding, dense_error};

@@ -1,7 +1,7 @@
 //! The planted test matrices of the thesis (spec §15.1-§15.2), drawn with `java.util.Random`
 //! exactly as the reference generator does, so the published "Original" errors reproduce.
 
-use crate::error::{OrderError, invalid};
+use crate::error::{OrderError, checked_cells, invalid, try_filled};
 
 /// `java.util.Random`: the 48-bit linear congruential generator.
 #[derive(Debug, Clone)]
@@ -85,7 +85,8 @@ impl std::str::FromStr for Pattern {
 /// seed gives the matrices of Tables A.1-A.9.
 ///
 /// # Errors
-/// `noise` outside [0, 1] or `size` == 0.
+/// `noise` outside [0, 1] or `size` == 0; [`OrderError::OutOfMemory`] when `size` x `size`
+/// bytes cannot be allocated.
 pub fn planted(
     pattern: Pattern,
     size: usize,
@@ -102,8 +103,8 @@ pub fn planted(
         return Err(invalid("size", "must be positive"));
     }
     let n = size;
+    let mut out = try_filled(checked_cells(n, n, "size")?, 0u8, "size")?;
     let mut rng = JavaRandom::new(seed);
-    let mut out = vec![0u8; n * n];
     let band = (0.2 * n as f64) as usize;
     let inside = |i: usize, j: usize| match pattern {
         Pattern::Nested => i + j < n,
@@ -168,8 +169,8 @@ pub fn planted_categorical(size: usize, seed: i64) -> Result<Vec<u32>, OrderErro
     let n = size;
     let (lo, hi) = (n / 3, n / 3 + 2 * n / 5);
     let stripe = (2 * n / 5).div_ceil(6);
+    let mut out = try_filled(checked_cells(n, n, "size")?, 0u32, "size")?;
     let mut rng = JavaRandom::new(seed);
-    let mut out = vec![0u32; n * n];
     for c in 0..n {
         for r in 0..n {
             out[r * n + c] = if (lo..hi).contains(&r) && (lo..hi).contains(&c) {

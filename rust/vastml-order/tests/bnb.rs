@@ -4,7 +4,10 @@ use std::sync::atomic::AtomicBool;
 
 use proptest::prelude::*;
 use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, branch_and_bound_until, exhaustive};
-use vastml_order::{Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, Padding};
+use vastml_order::{
+    Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, OrderError, Padding,
+    usable_kernel_side,
+};
 
 fn objective(kind: KernelKind, rows: usize, cols: usize) -> Objective {
     Objective {
@@ -156,4 +159,34 @@ proptest! {
             prop_assert!((e1 - e2).abs() < 1e-9, "{} vs {}", e1, e2);
         }
     }
+}
+
+#[test]
+fn absurd_kernels_are_refused_before_any_work() {
+    // 63 rows is within the weight cap but longer than a 24-row matrix can use (2 * 24 + 1, or 61).
+    let m = Matrix::binary(24, 18, &[0u8; 24 * 18]).unwrap();
+    let err =
+        Arrangement::new(m.clone(), objective(KernelKind::Gbs, 63, 3), None, None).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OrderError::InvalidParameter {
+                name: "kernel_size",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(Arrangement::new(m, objective(KernelKind::Gbs, 49, 37), None, None).is_ok());
+    // a billion-wide kernel is refused by its size alone, without allocating its weights
+    let err = Kernel::new(KernelKind::Gbs, 1_000_000_001, 3).unwrap_err();
+    assert!(matches!(
+        err,
+        OrderError::InvalidParameter {
+            name: "kernel_size",
+            ..
+        }
+    ));
+    assert_eq!(usable_kernel_side(1), 61);
+    assert_eq!(usable_kernel_side(100), 201);
 }

@@ -75,9 +75,23 @@ fn pool(threads: usize) -> PyResult<Arc<ThreadPool>> {
     Ok(p)
 }
 
+/// A panic in the work is a bug of vastml: it reaches Python as `VastmlError` (an `Exception`,
+/// so `except Exception` catches it), not as pyo3's `PanicException` (a `BaseException`).
+fn panic_to_pyerr(payload: &(dyn std::any::Any + Send)) -> PyErr {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    VastmlError::new_err(format!(
+        "internal error in vastml's Rust core (a bug, please report it with the input): {msg}"
+    ))
+}
+
 /// Runs `work` without the GIL on the pool for `n_jobs`, honouring Ctrl-C.
 ///
-/// `work` receives the cancel flag it should poll in its long loops.
+/// `work` receives the cancel flag it should poll in its long loops. A panic inside `work`
+/// becomes `VastmlError` rather than pyo3's `PanicException`.
 pub fn enter<T, E, F>(py: Python<'_>, n_jobs: Option<isize>, work: F) -> PyResult<T>
 where
     T: Send,
@@ -110,12 +124,11 @@ where
                     }
                 }
             }
-            let joined = handle
-                .join()
-                .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
-            match interrupted {
-                Some(e) => Err(e),
-                None => Ok(joined),
+            let joined = handle.join();
+            match (interrupted, joined) {
+                (Some(e), _) => Err(e),
+                (None, Ok(r)) => Ok(r),
+                (None, Err(payload)) => Err(panic_to_pyerr(payload.as_ref())),
             }
         })
     });

@@ -1,10 +1,11 @@
 //! Mapping of the pure-Rust crates' typed errors to Python exceptions.
 //!
 //! Parameter, shape and value errors become `ValueError` (the message names the parameter);
+//! an allocation sized by a parameter that cannot be made becomes `MemoryError`;
 //! everything else becomes `vastml.VastmlError`. A cancelled computation becomes
 //! `KeyboardInterrupt` (it is only ever cancelled because of Ctrl-C).
 
-use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyMemoryError, PyValueError};
 use pyo3::{PyErr, create_exception};
 use vastml_embed::EmbedError;
 use vastml_fgt::FgtError;
@@ -77,6 +78,7 @@ impl ToPyErr for OrderError {
             OrderError::InvalidParameter { .. } | OrderError::ShapeMismatch(_) => {
                 PyValueError::new_err(self.to_string())
             }
+            OrderError::OutOfMemory { .. } => PyMemoryError::new_err(self.to_string()),
             OrderError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
         }
     }

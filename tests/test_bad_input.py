@@ -1,0 +1,210 @@
+"""Bad input gets a clear error: no aborts, panics, hangs or silent wrong answers.
+
+Cases that once killed the process run in a subprocess under an address-space limit, so a
+regression shows as a failed test rather than a dead test run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vastml
+from vastml import reorder as R
+from vastml._validation import as_points, check_float, check_int, n_jobs_arg
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(60, 2))
+B = (RNG.random((24, 18)) < 0.35).astype(int)
+
+# 4 GiB of address space: enough for the interpreter, NumPy and the extension, far below
+# what the absurd sizes below would ask for.
+_LIMIT = 4 << 30
+
+
+def _run_limited(code: str) -> subprocess.CompletedProcess:
+    prelude = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, ({_LIMIT}, {_LIMIT}))
+        import numpy as np
+        import vastml
+        from vastml import reorder as R
+        rng = np.random.default_rng(0)
+        B = (rng.random((24, 18)) < 0.35).astype(int)
+        """
+    )
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "call, exc",
+    [
+        ("R.convolution_error(B, kernel_size=10**9 + 1)", "ValueError"),
+        ("R.ConvoMap(kernel_size=10**9 + 1, max_iter=1).fit(B)", "ValueError"),
+        ("R.planted_matrix('banded', size=10**6)", "MemoryError"),
+        ("R.planted_matrix('banded', size=2**32)", "ValueError"),
+    ],
+)
+def test_absurd_sizes_raise_instead_of_aborting(call, exc):
+    r = _run_limited(
+        f"""
+        try:
+            {call}
+        except BaseException as e:
+            print("RAISED", type(e).__name__, e)
+        else:
+            print("RETURNED")
+        """
+    )
+    assert r.returncode == 0, f"process died ({r.returncode}): {r.stderr[-500:]}"
+    assert f"RAISED {exc}" in r.stdout, r.stdout + r.stderr[-500:]
+    assert "size" in r.stdout  # the message names the parameter
+
+
+def test_kernel_larger_than_the_matrix_is_refused_at_once():
+    with pytest.raises(ValueError, match="kernel_size"):
+        R.convolution_error(B, kernel_size=101)
+    # the largest useful kernel still works
+    assert np.isfinite(R.convolution_error(B, kernel_size=49))
+
+
+def test_rust_panics_surface_as_exceptions_not_base_exceptions():
+    # Whatever the core does with points this far apart, it must not raise pyo3's
+    # PanicException (a BaseException that `except Exception` does not catch).
+    try:
+        order = R.tsp_path(X * 1e155)
+    except Exception as e:  # noqa: BLE001 - the point is that it is an Exception
+        assert isinstance(e, (ValueError, vastml.VastmlError))
+    else:
+        assert sorted(np.asarray(order).tolist()) == list(range(len(X)))
+
+
+def test_backup_round_trip_keeps_values(tmp_path):
+    p = tmp_path / "m.backup"
+    for M in ([[0, 2], [5, 2]], [[0, 1], [1, 1]], B, [[3, 3, 0], [1, 2, 2]]):
+        R.save_matrix(p, M)
+        np.testing.assert_array_equal(R.load_matrix(p), np.asarray(M))
+
+
+@pytest.mark.parametrize("bad", [[[-1, 0]], [[0.5, 1]], [[0, 300]], [[np.nan, 1]]])
+def test_backup_refuses_what_it_cannot_hold(tmp_path, bad):
+    with pytest.raises(ValueError, match="backup"):
+        R.save_matrix(tmp_path / "m.backup", np.asarray(bad))
+
+
+@pytest.mark.parametrize(
+    "body, line",
+    [
+        ("x\n1 2 1 0\n0\n0 1\na b\nr\n-1\n\n", 7),  # a column outside the matrix
+        ("x\n1 2 1 0\n0\n0 1\na b\nr\n0 7\n\n", 7),
+        ("x\n1 2 1 0\n0\n0 1\na b\nr\nzero\n\n", 7),
+        ("x\n1 2 1 0\n0\n1 1\na b\nr\n0\n\n", 4),  # the column map is no permutation
+        ("x\n1 two 1 0\n", 2),
+        ("x\n2 2 1 0\n0 1\n0 1\na b\nr s\n0\n", 9),  # truncated after row 0
+    ],
+)
+def test_malformed_backup_names_file_and_line(tmp_path, body, line):
+    p = tmp_path / "bad.backup"
+    p.write_text(body)
+    with pytest.raises(ValueError, match=rf"bad\.backup, line {line}:"):
+        R.load_matrix(p)
+
+
+def test_object_arrays_of_zeros_and_ones_are_binary():
+    from vastml.reorder._objective import as_codes
+
+    assert as_codes(B.astype(object))[1] == 0  # binary: colour count 0
+    assert as_codes(B)[1] == 0
+    assert R.convolution_error(B.astype(object)) == R.convolution_error(B)
+    assert as_codes(np.array([["a", "b"], ["b", "a"]], dtype=object))[1] == 2
+
+
+def test_sparse_and_complex_matrices_are_refused_clearly():
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match="sparse input is not supported here"):
+        R.convolution_error(sp.csr_matrix(B))
+    with pytest.raises(TypeError, match="complex"):
+        R.convolution_error(B + 0j)
+    with pytest.raises(TypeError, match="sparse input is not supported here"):
+        as_points(sp.csr_matrix(X), "X")
+    with pytest.raises(TypeError, match="complex"):
+        as_points(X + 1j, "X")
+
+
+def test_validation_kinds_and_ranges():
+    with pytest.raises(TypeError, match="`max_iter` must be an int"):
+        check_int(2.0, "max_iter")
+    with pytest.raises(TypeError):
+        check_int(True, "max_iter")
+    with pytest.raises(ValueError, match="`n_neighbors` must be >= 1, got 0"):
+        check_int(0, "n_neighbors", low=1)
+    with pytest.raises(ValueError, match="`momentum` must be < 1"):
+        check_float(2, "momentum", low=0, high=1, high_open=True)
+    with pytest.raises(ValueError, match="finite"):
+        check_float(float("nan"), "rho")
+    assert n_jobs_arg(2**62) == (os.cpu_count() or 1)
+    assert n_jobs_arg(-(2**62)) == -(os.cpu_count() or 1)
+    with pytest.raises(ValueError):
+        n_jobs_arg(0)
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "vastml", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("svm", "train", "/nonexistent/train.txt"),
+        ("order", "/nonexistent.npy"),
+        ("reorder", "/nonexistent.npy"),
+        ("embed", "/nonexistent.npy"),
+        ("demo", "--quick", "--out", "/nonexistent-folder/demo.png"),
+    ],
+)
+def test_cli_user_errors_are_one_line(args):
+    r = _cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "error:" in r.stderr and "nonexistent" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_debug_shows_the_traceback():
+    r = _cli("embed", "/nonexistent.npy", "--debug")
+    assert r.returncode != 0
+    assert "Traceback" in r.stderr
+
+
+def test_cli_checks_out_before_the_work(tmp_path):
+    np.save(tmp_path / "m.npy", B)
+    r = _cli("reorder", str(tmp_path / "m.npy"), "--out", str(tmp_path / "nope" / "o.npy"))
+    assert r.returncode == 2 and "does not exist" in r.stderr, r.stderr
+
+
+def test_written_files_get_the_users_umask(tmp_path):
+    from vastml.reorder._cli import _atomic_write
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "o.npy"
+        _atomic_write(out, lambda p: np.save(p, B))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    np.testing.assert_array_equal(np.load(out), B)
