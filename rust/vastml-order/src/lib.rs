@@ -21,6 +21,7 @@ mod arrangement;
 pub mod bnb;
 pub mod colours;
 mod error;
+pub mod fit;
 pub mod gradient;
 mod kernel;
 pub mod kmax;

@@ -3,15 +3,17 @@
 //! Matrices arrive as C-contiguous uint32 codes with `n_colours` (0 = binary: codes 0/1).
 
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
-use vastml_order::tsp::{hamming_distances, tsp_arrange, tsp_path};
+use vastml_order::fit::{FitParams, fit};
+use vastml_order::tsp::{hamming_distances, tsp_path};
 use vastml_order::{
-    Arrangement, Axes, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
-    OrderError, Pattern, PlsParams, Progress, SearchParams, Step, Tolerance, local_search, pls,
+    Arrangement, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
+    OrderError, Pattern, PlsParams, Progress, SearchParams, Step, Tolerance,
 };
 
 use crate::door::enter;
@@ -72,17 +74,6 @@ fn objective(
         padding: padding.parse().map_err(perr)?,
         kind: error.parse::<ErrorKind>().map_err(perr)?,
     })
-}
-
-fn axes(s: &str) -> PyResult<Axes> {
-    match s {
-        "rows" => Ok(Axes::Rows),
-        "columns" => Ok(Axes::Cols),
-        "both" => Ok(Axes::Both),
-        o => Err(PyValueError::new_err(format!(
-            "`axes` must be 'rows', 'columns' or 'both', got {o:?}"
-        ))),
-    }
 }
 
 /// convolution_error(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order, col_order, n_jobs=None)
@@ -168,155 +159,90 @@ pub fn convomap_fit(
     time_budget: Option<f64>,
     polish: usize,
 ) -> PyResult<FitResult> {
-    let clock = std::time::Instant::now();
     let m = matrix(&codes, n_colours)?;
-    if recolor && n_colours == 0 {
-        return Err(PyValueError::new_err(
-            "`recolor=True` needs a categorical matrix (colours are swapped per column)",
-        ));
-    }
-    let callback_error: std::sync::Arc<std::sync::Mutex<Option<PyErr>>> = Default::default();
-    let hook = progress.map(|cb| {
-        let slot = callback_error.clone();
-        Progress(std::sync::Arc::new(
-            move |stage: &str, step: usize, err: f64| {
-                Python::attach(|py| match cb.call1(py, (stage, step, err)) {
-                    Ok(_) => true,
-                    Err(e) => {
-                        if let Ok(mut g) = slot.lock() {
-                            g.get_or_insert(e);
-                        }
-                        false
-                    }
-                })
-            },
-        ))
-    });
-    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
-    let mut moves: Vec<MoveKind> = moves
+    let callback_error: Arc<Mutex<Option<PyErr>>> = Default::default();
+    let moves = moves
         .iter()
-        .map(|s| s.parse().map_err(perr))
-        .collect::<PyResult<_>>()?;
-    if !recolor {
-        moves.retain(|&k| k != MoveKind::Recolor);
-        if moves.is_empty() {
-            return Err(PyValueError::new_err(
-                "the 'recolor' move needs `recolor=True`; give at least one other move",
-            ));
-        }
-    }
-    let ax = axes(axes_name)?;
-    if !matches!(init, "tsp" | "none") {
-        return Err(PyValueError::new_err(format!(
-            "`init` must be 'tsp' or an order, got {init:?}"
-        )));
-    }
-    if !matches!(method, "pls" | "ls") {
-        return Err(PyValueError::new_err(format!(
-            "`method` must be 'pls' or 'ls', got {method:?}"
-        )));
-    }
-    let search = SearchParams {
-        moves: moves.clone(),
-        max_iter,
-        segment: segment_length,
-        reaction,
-        stop_threshold,
-        accept_ties,
-        axes: ax,
-        config: MoveConfig {
-            swap_radius,
-            max_block,
-            tolerance: Tolerance {
-                zeros: tolerance.0,
-                extra_zeros: tolerance.1,
-                per_ones: tolerance.2,
-                min_density: tolerance.3,
-            },
-            recolour: recolor,
-        },
-        seed,
-        progress: hook.clone(),
-    };
-    let schedule: Vec<Step> = schedule
+        .map(|s| s.parse())
+        .collect::<Result<Vec<MoveKind>, _>>()
+        .map_err(perr)?;
+    let schedule = schedule
         .iter()
-        .map(|s| match s.as_str() {
-            "block_ordering" => Ok(Step::BlockOrdering),
-            "kmax" => Ok(Step::KMax(kmax_k)),
-            "restart" => Ok(Step::Restart),
-            "stop_unless_improved" => Ok(Step::StopUnlessImproved),
-            "polish" => Ok(Step::Polish(8)),
-            k => k
-                .parse::<usize>()
-                .ok()
-                .filter(|&k| k > 0)
-                .map(Step::Split)
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "`schedule` entries must be 'block_ordering', 'kmax', 'restart', 'stop_unless_improved' or a positive number of splits, got {k:?}"
-                    ))
-                }),
-        })
-        .collect::<PyResult<_>>()?;
-    let result = enter(py, n_jobs, |cancel: &AtomicBool| {
-        let mut arr = Arrangement::new(m, obj, row_order.as_deref(), col_order.as_deref())?;
-        let mut history = vec![("start".to_string(), arr.error())];
-        if init == "tsp" {
-            if recolor {
-                vastml_order::colours::tsp_arrange_recolour(&mut arr, ax)?;
-            } else {
-                tsp_arrange(&mut arr, ax)?;
-            }
-            history.push(("tsp".to_string(), arr.error()));
-            if let Some(h) = &hook {
-                if !h.report("tsp", 0, arr.error()) {
-                    return Err(OrderError::Cancelled);
-                }
-            }
-        }
-        let mut weights = Vec::new();
-        if method == "pls" {
-            let rep = pls(
-                &mut arr,
-                &PlsParams {
-                    search: search.clone(),
-                    schedule: schedule.clone(),
-                    n_blocks,
-                    restarts,
-                    // counted from the start of the fit (the TSP included)
-                    time_budget: time_budget.map(|b| b - clock.elapsed().as_secs_f64()),
-                    polish: (polish > 0).then_some(polish),
+        .map(|s| Step::parse(s, kmax_k))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(perr)?;
+    let params = FitParams {
+        init: init.parse().map_err(perr)?,
+        method: method.parse().map_err(perr)?,
+        pls: PlsParams {
+            search: SearchParams {
+                moves,
+                max_iter,
+                segment: segment_length,
+                reaction,
+                stop_threshold,
+                accept_ties,
+                axes: axes_name.parse().map_err(perr)?,
+                config: MoveConfig {
+                    swap_radius,
+                    max_block,
+                    tolerance: Tolerance {
+                        zeros: tolerance.0,
+                        extra_zeros: tolerance.1,
+                        per_ones: tolerance.2,
+                        min_density: tolerance.3,
+                    },
+                    recolour: recolor,
                 },
-                cancel,
-            )?;
-            history.extend(rep.history.into_iter().skip(1));
-        } else {
-            let rep = local_search(&mut arr, &search, None, cancel)?;
-            history.extend(
-                rep.history
-                    .iter()
-                    .skip(1)
-                    .map(|&(it, e)| (format!("iteration_{it}"), e)),
-            );
-            weights = moves
-                .iter()
-                .zip(rep.weights)
-                .map(|(k, w)| (k.name().to_string(), w))
-                .collect();
-        }
-        Ok::<_, OrderError>((
-            arr.order(0),
-            arr.order(1),
-            arr.error(),
-            history,
-            weights,
-            arr.colour_maps().to_vec(),
-        ))
+                seed,
+                progress: progress.map(|cb| python_progress(cb, callback_error.clone())),
+            },
+            schedule,
+            n_blocks,
+            restarts,
+            time_budget,
+            polish: (polish > 0).then_some(polish),
+        },
+    };
+    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
+    let result = enter(py, n_jobs, |cancel: &AtomicBool| {
+        fit(
+            m,
+            obj,
+            row_order.as_deref(),
+            col_order.as_deref(),
+            &params,
+            cancel,
+        )
     });
     if let Some(e) = callback_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
-    result
+    let r = result?;
+    Ok((
+        r.row_order,
+        r.col_order,
+        r.error,
+        r.history,
+        r.move_weights,
+        r.colour_maps,
+    ))
+}
+
+/// A Rust progress hook that calls the Python `callback(stage, step, error)`; an exception it
+/// raises stops the fit and is kept in `slot` to be raised after.
+fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
+    Progress(Arc::new(move |stage: &str, step: usize, err: f64| {
+        Python::attach(|py| match cb.call1(py, (stage, step, err)) {
+            Ok(_) => true,
+            Err(e) => {
+                if let Ok(mut g) = slot.lock() {
+                    g.get_or_insert(e);
+                }
+                false
+            }
+        })
+    }))
 }
 
 /// tsp_order(codes, n_colours, axis) -> list[int]
