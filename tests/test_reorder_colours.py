@@ -98,28 +98,48 @@ def test_kmax_step_in_the_pipeline():
         ConvoMap(kmax_k=0).fit(M)
 
 
-def test_progress_callback_and_verbose(capsys):
+def test_progress_callbacks_and_verbose(capsys):
     M = (np.add.outer(np.arange(30), np.arange(30)) < 30).astype(int)
     M = M[np.random.default_rng(0).permutation(30)]
     seen = []
-    cm = ConvoMap(kernel_size=5, random_state=0, verbose=True, callback=lambda *a: seen.append(a)).fit(M)
-    stages = [s for s, _, _ in seen]
-    assert stages == [h[0] for h in cm.history_[1:]]
-    assert [e for _, _, e in seen] == pytest.approx([h[1] for h in cm.history_[1:]])
-    err = capsys.readouterr().err
-    assert err.count("[ConvoMap]") == len(seen)
-    # plain local search: one report per segment
+    cm = ConvoMap(kernel_size=5, random_state=0, verbose=True,
+                  callbacks=lambda *a: seen.append(a)).fit(M)
+    assert [it for it, _, _ in seen] == list(range(1, len(seen) + 1))
+    assert [st["stage"] for _, _, st in seen] == [h[0] for h in cm.history_[1:]]
+    assert [e for _, e, _ in seen] == pytest.approx([h[1] for h in cm.history_[1:]])
+    assert not cm.stopped_early_
+    assert "ConvoMap" in capsys.readouterr().err  # the progress bar
+    # plain local search: one report per segment; every second one with callback_every=2
     seen.clear()
     ConvoMap(kernel_size=5, method="ls", max_iter=1000, segment_length=100, stop_threshold=None,
-             random_state=0, callback=lambda *a: seen.append(a)).fit(M)
-    assert [s for s, _, _ in seen] == ["tsp"] + ["iteration"] * 10
-    assert [i for _, i, _ in seen[1:]] == list(range(100, 1001, 100))
+             random_state=0, callbacks=[lambda *a: seen.append(a)], callback_every=2).fit(M)
+    assert [st["stage"] for _, _, st in seen] == ["iteration"] * 5
+    assert [st["step"] for _, _, st in seen] == list(range(100, 1000, 200))  # reports 2, 4, ..., 10
 
     def boom(*a):
         raise RuntimeError("stop here")
 
     with pytest.raises(RuntimeError, match="stop here"):
-        ConvoMap(kernel_size=5, random_state=0, callback=boom).fit(M)
+        ConvoMap(kernel_size=5, random_state=0, callbacks=boom).fit(M)
+
+
+def test_a_callback_returning_true_stops_the_fit_with_its_orders():
+    M = (np.add.outer(np.arange(40), np.arange(40)) < 40).astype(int)
+    M = M[np.random.default_rng(1).permutation(40)][:, np.random.default_rng(2).permutation(40)]
+    seen = []
+
+    def stop_after_tsp(it, error, state):
+        seen.append(state["stage"])
+        return state["stage"] == "tsp"
+
+    cm = ConvoMap(kernel_size=5, random_state=0, callbacks=stop_after_tsp).fit(M)
+    assert cm.stopped_early_ and seen == ["tsp"]
+    assert [h[0] for h in cm.history_] == ["start", "tsp"]
+    assert cm.error_ == pytest.approx(cm.history_[1][1])
+    assert convolution_error(M, kernel_size=5, row_order=cm.row_order_,
+                             col_order=cm.col_order_) == pytest.approx(cm.error_)
+    with pytest.raises(TypeError, match="callbacks"):
+        ConvoMap(callbacks=3).fit(M)
 
 
 def test_load_mushrooms_categorical():

@@ -381,7 +381,7 @@ def convomap_fit(
     time_budget: float | None = None,
     polish: int = 0,
 ) -> tuple[
-    list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int]
+    list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int], bool
 ]: ...
 def tsp_order(
     codes: npt.NDArray[np.uint32], n_colours: int, axis: int, n_jobs: int | None = None

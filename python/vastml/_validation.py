@@ -5,8 +5,9 @@ The rules, the same everywhere in vastml:
 - a value of the wrong kind (a string where a number is wanted, a float where an int is) raises
   ``TypeError``; a value of the right kind out of its range raises ``ValueError``;
 - every message names the user's parameter in backticks and says what was expected;
-- arrays: complex input is refused (``TypeError``), sparse input is refused where only dense
-  input is supported, NaN and inf are refused unless a function documents otherwise.
+- arrays: complex input is refused (``ValueError``, in scikit-learn's words), sparse input is
+  refused (``TypeError``) where only dense input is supported, NaN and inf are refused unless a
+  function documents otherwise.
 """
 
 from __future__ import annotations
@@ -25,17 +26,26 @@ def reject_sparse(x, name: str) -> None:
         raise TypeError(f"`{name}`: {SPARSE_MESSAGE}")
 
 
-def reject_complex(a: np.ndarray, name: str) -> None:
-    """Raise TypeError naming ``name`` when ``a`` holds complex numbers."""
+COMPLEX_MESSAGE = "Complex data not supported"
+
+
+def reject_complex(a, name: str) -> None:
+    """Raise ValueError naming ``name`` when ``a`` holds complex numbers (ValueError, with
+    scikit-learn's wording, so that estimators pass its checks)."""
     if np.iscomplexobj(a):
-        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
+        raise ValueError(f"{COMPLEX_MESSAGE}: `{name}` must hold real numbers")
+
+
+def empty_message(name: str, shape: tuple) -> str:
+    """The message for an empty array, in scikit-learn's words."""
+    what = "sample(s)" if shape[0] == 0 else "feature(s)"
+    return f"`{name}` is empty: found 0 {what} (shape={shape}) while a minimum of 1 is required."
 
 
 def as_float_array(x, name: str) -> np.ndarray:
     """``x`` as a float64 array (any shape): TypeError for sparse, complex or non-numbers."""
     reject_sparse(x, name)
-    if np.iscomplexobj(x):
-        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
+    reject_complex(x, name)
     try:
         return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -46,8 +56,8 @@ def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array of shape (n, d).
 
     A 1-D array is read as n points in one dimension. Raises ValueError naming ``name`` for
-    empty, non-finite, wrongly shaped input, or a dimension different from ``dim``; TypeError
-    for sparse, complex or non-numeric input.
+    empty, non-finite, complex or wrongly shaped input, or a dimension different from ``dim``;
+    TypeError for sparse or non-numeric input.
 
     Examples
     --------
@@ -56,11 +66,10 @@ def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
     (2, 1)
     >>> as_points([[1j]], "x")
     Traceback (most recent call last):
-    TypeError: `x` must hold real numbers, got a complex array
+    ValueError: Complex data not supported: `x` must hold real numbers
     """
     reject_sparse(x, name)
-    if np.iscomplexobj(x):
-        raise TypeError(f"`{name}` must hold real numbers, got a complex array")
+    reject_complex(x, name)
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -70,7 +79,7 @@ def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
     if a.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got shape {a.shape}")
     if a.shape[0] == 0 or a.shape[1] == 0:
-        raise ValueError(f"`{name}` is empty (shape {a.shape})")
+        raise ValueError(empty_message(name, a.shape))
     if dim is not None and a.shape[1] != dim:
         raise ValueError(
             f"`{name}` has {a.shape[1]} features but the sources have {dim}: dimensions must match"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numbers
-import sys
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -12,6 +10,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from vastml import _core
+from vastml._progress import Progress, check_callback_every, check_callbacks
+from vastml._validation import reject_complex, reject_sparse
 from vastml.reorder._objective import (
     ERRORS,
     PADDINGS,
@@ -121,11 +121,18 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         narrower one. The default keeps every colour as given ("commonAttributes", e.g.
         similarity matrices). Needs a categorical matrix.
     verbose : bool or int, default=False
-        Print the error after the TSP and after every P-LS step (every segment of
-        ``segment_length`` iterations with ``method="ls"``) to stderr.
-    callback : callable or None, default=None
-        ``callback(stage, step, error)`` at the same points; an exception raised by it stops
-        the fit and propagates.
+        Show a progress bar with the error, updated after the TSP and after every P-LS step
+        (every segment of ``segment_length`` iterations with ``method="ls"``).
+    callbacks : callable, list of callables or None, default=None
+        Each is called as ``callback(iteration, objective, state)`` at those points, every
+        ``callback_every``-th time: ``iteration`` counts the reports from 1, ``objective`` is the
+        current error, and ``state`` is a dict ``{"stage": ..., "step": ...}`` naming the stage
+        that just ended (``"tsp"``, a P-LS step, ``"ils_<round>"``, or ``"iteration"`` with its
+        iteration count for ``method="ls"``). Returning True stops the fit cleanly: the orders
+        of that moment are kept and ``stopped_early_`` is True. An exception raised by a
+        callback stops the fit and propagates.
+    callback_every : int, default=1
+        Call the callbacks at every this many reports.
     categorical : None or bool, default=None
         None: binary iff the values are in {0, 1}.
     n_jobs : int or None
@@ -174,6 +181,18 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     color_maps_ : ndarray of int, shape (n_features, n_colours) or None
         With ``recolor=True``: ``color_maps_[j, c]`` is the colour now shown for the value
         ``values_[c]`` of column j (``transform`` applies it). None otherwise.
+    n_iter_ : int
+        Number of search stages run after the start (the entries of ``history_`` after the
+        first).
+    stopped_early_ : bool
+        A callback asked the fit to stop.
+
+    Notes
+    -----
+    ConvoMap is transductive: ``transform`` reorders the matrix it was fitted on (or another
+    matrix of the same shape, cell for cell), so scikit-learn's checks that transform subsets
+    or permutations of the samples do not apply to it, and it takes binary or categorical
+    matrices (at most 255 colours), not continuous data.
 
     Examples
     --------
@@ -223,7 +242,8 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         kmax_k=5,
         recolor=False,
         verbose=False,
-        callback=None,
+        callbacks=None,
+        callback_every=1,
         categorical=None,
         n_jobs=None,
         random_state=None,
@@ -252,7 +272,8 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         self.kmax_k = kmax_k
         self.recolor = recolor
         self.verbose = verbose
-        self.callback = callback
+        self.callbacks = callbacks
+        self.callback_every = callback_every
         self.categorical = categorical
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -276,8 +297,8 @@ class ConvoMap(TransformerMixin, BaseEstimator):
                 f"`moves` must be 'all' or a non-empty list from {list(known)}"
                 + ("" if self.recolor else " ('recolor' needs recolor=True)")
             )
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError(f"`callback` must be callable or None, got {self.callback!r}")
+        check_callbacks(self.callbacks)
+        check_callback_every(self.callback_every)
         max_iter = self.max_iter if self.max_iter is not None else (5000 if method == "pls" else 100_000)
         seg = self.segment_length if self.segment_length is not None else (100 if method == "pls" else 500)
         max_iter = _positive_int(max_iter, "max_iter", 0)
@@ -347,52 +368,51 @@ class ConvoMap(TransformerMixin, BaseEstimator):
                 raise ValueError(f"`init={init!r}` needs a binary matrix")
             r0, c0 = (o.tolist() for o in _BASELINE_INITS[init](codes))
             init = "none"
-        t0 = time.perf_counter()
-
-        def progress(stage, step, error):
-            if self.verbose:
-                where = f"{stage} {step}" if stage == "iteration" else f"step {step} {stage}"
-                print(
-                    f"[ConvoMap] {where}: error={error:.6g}, {time.perf_counter() - t0:.2f} s",
-                    file=sys.stderr,
-                )
-            if self.callback is not None:
-                self.callback(stage, step, error)
-
-        hook = progress if (self.verbose or self.callback is not None) else None
-        rows, cols, err, history, weights, cmaps = _core.convomap_fit(
-            codes,
-            n_colours,
-            p["kernel"],
-            p["kernel_size"],
-            p["kernel_weights"],
-            p["padding"],
-            p["error"],
-            r0,
-            c0,
-            init,
-            p["method"],
-            p["moves"],
-            p["max_iter"],
-            p["segment_length"],
-            p["reaction"],
-            p["stop_threshold"],
-            p["accept_ties"],
-            p["axes_name"],
-            p["swap_radius"],
-            p["max_block"],
-            p["tolerance"],
-            p["schedule"],
-            p["n_blocks"],
-            seed,
-            n_jobs=self.n_jobs,
-            recolor=bool(self.recolor),
-            kmax_k=p["kmax_k"],
-            progress=hook,
-            restarts=p["restarts"] if p["method"] == "pls" else 0,
-            time_budget=p["time_budget"],
-            polish=p["polish"] if p["method"] == "pls" else 0,
+        progress = Progress(
+            self.callbacks, callback_every=self.callback_every, verbose=self.verbose, desc="ConvoMap"
         )
+        reports = 0
+
+        def hook(stage, step, error):
+            nonlocal reports
+            reports += 1
+            return progress.report(reports, error, {"stage": stage, "step": step})
+
+        with progress:
+            result = _core.convomap_fit(
+                codes,
+                n_colours,
+                p["kernel"],
+                p["kernel_size"],
+                p["kernel_weights"],
+                p["padding"],
+                p["error"],
+                r0,
+                c0,
+                init,
+                p["method"],
+                p["moves"],
+                p["max_iter"],
+                p["segment_length"],
+                p["reaction"],
+                p["stop_threshold"],
+                p["accept_ties"],
+                p["axes_name"],
+                p["swap_radius"],
+                p["max_block"],
+                p["tolerance"],
+                p["schedule"],
+                p["n_blocks"],
+                seed,
+                n_jobs=self.n_jobs,
+                recolor=bool(self.recolor),
+                kmax_k=p["kmax_k"],
+                progress=hook if progress.active else None,
+                restarts=p["restarts"] if p["method"] == "pls" else 0,
+                time_budget=p["time_budget"],
+                polish=p["polish"] if p["method"] == "pls" else 0,
+            )
+        rows, cols, err, history, weights, cmaps, stopped = result
         self.row_order_ = np.asarray(rows, dtype=np.intp)
         self.col_order_ = np.asarray(cols, dtype=np.intp)
         self.error_ = float(err)
@@ -408,16 +428,33 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         )
         self.n_features_in_ = codes.shape[1]
         self.n_rows_ = codes.shape[0]
+        self.n_iter_ = max(len(self.history_) - 1, 1)
+        self.stopped_early_ = bool(stopped)
         return self
 
     def transform(self, X):
         """``X`` with rows and columns in the fitted orders."""
         check_is_fitted(self, "row_order_")
+        reject_sparse(X, "X")
         a = np.asarray(X)
-        if a.ndim != 2 or a.shape != (self.n_rows_, self.n_features_in_):
+        reject_complex(a, "X")
+        if a.ndim != 2:
             raise ValueError(
-                f"`X` must have the fitted shape {(self.n_rows_, self.n_features_in_)}, got {a.shape}"
+                f"`X` must be 2-D, got shape {a.shape}. Reshape your data to the fitted shape "
+                f"{(self.n_rows_, self.n_features_in_)}."
             )
+        if a.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {a.shape[1]} features, but ConvoMap is expecting {self.n_features_in_} "
+                "features as input"
+            )
+        if a.shape[0] != self.n_rows_:
+            raise ValueError(
+                f"`X` must have the fitted shape {(self.n_rows_, self.n_features_in_)}, got "
+                f"{a.shape}: ConvoMap reorders the matrix it was fitted on"
+            )
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            raise ValueError("`X` contains NaN or infinite values")
         out = a[self.row_order_][:, self.col_order_]
         if self.color_maps_ is None:
             return out

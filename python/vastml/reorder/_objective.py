@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from vastml import _core
-from vastml._validation import choice, reject_complex, reject_sparse
+from vastml._validation import choice, empty_message, reject_complex, reject_sparse
 
 KERNELS = ("gbs", "gbe", "uniform", "cross_gbs", "cross_gbe", "cgbs_thesis_tables")
 PADDINGS = ("zeros_and_ones", "extension", "zero", "cyclic")
@@ -30,7 +30,7 @@ def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray
     if a.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D, got shape {a.shape}")
     if a.shape[0] == 0 or a.shape[1] == 0:
-        raise ValueError(f"`{name}` is empty (shape {a.shape})")
+        raise ValueError(empty_message(name, a.shape))
     if a.dtype.kind == "f" and not np.isfinite(a).all():
         raise ValueError(f"`{name}` contains NaN or infinite values")
     if a.dtype == object:

@@ -21,12 +21,13 @@
 //! assert!(report.error < report.history[0].1); // better than the order it started from
 //! ```
 
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::error::invalid;
 use crate::pls::{PlsParams, Step, pls};
-use crate::search::{Axes, SearchParams, local_search};
+use crate::search::{Axes, Progress, SearchParams, local_search};
 use crate::{Arrangement, Matrix, MoveKind, Objective, OrderError};
 
 /// How the fit starts.
@@ -151,6 +152,8 @@ pub struct FitReport {
     pub move_weights: Vec<(String, f64)>,
     /// Per-column colour maps (n_cols x n_colours, row-major; empty for binary matrices).
     pub colour_maps: Vec<u8>,
+    /// The progress hook asked to stop: the orders are those of the moment it did.
+    pub stopped: bool,
 }
 
 /// The search parameters with the recolour move dropped unless recolouring is on.
@@ -171,7 +174,8 @@ fn effective_search(search: &SearchParams) -> Result<SearchParams, OrderError> {
 /// Runs the ConvoMap fit on `matrix` shown first in `row_order` x `col_order`.
 ///
 /// The progress hook of `params.pls.search` is called after the TSP start (stage `"tsp"`) and
-/// by the search; returning false from it cancels the fit.
+/// by the search; returning false from it stops the fit, which then reports the arrangement
+/// of that moment with `stopped` set.
 ///
 /// # Errors
 /// Invalid orders or parameters ([`OrderError::InvalidParameter`]), recolouring on a binary
@@ -185,7 +189,22 @@ pub fn fit(
     cancel: &AtomicBool,
 ) -> Result<FitReport, OrderError> {
     let clock = Instant::now();
-    let search = effective_search(&params.pls.search)?;
+    let mut search = effective_search(&params.pls.search)?;
+    // A hook that asks to stop raises `stopped`, so that the Cancelled it causes ends the fit
+    // with the arrangement of that moment rather than with an error (Ctrl-C still errors).
+    let stopped = Arc::new(AtomicBool::new(false));
+    if let Some(inner) = search.progress.take() {
+        let flag = stopped.clone();
+        search.progress = Some(Progress(Arc::new(
+            move |stage: &str, step: usize, e: f64| {
+                let go_on = inner.report(stage, step, e);
+                if !go_on {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                go_on
+            },
+        )));
+    }
     if search.config.recolour && matrix.n_layers() <= 1 {
         return Err(invalid(
             "recolor",
@@ -194,43 +213,21 @@ pub fn fit(
     }
     let mut arr = Arrangement::new(matrix, objective, row_order, col_order)?;
     let mut history = vec![("start".to_string(), arr.error())];
-    if params.init == Init::Tsp {
-        if search.config.recolour {
-            crate::colours::tsp_arrange_recolour(&mut arr, search.axes)?;
-        } else {
-            crate::tsp::tsp_arrange(&mut arr, search.axes)?;
-        }
-        history.push(("tsp".to_string(), arr.error()));
-        if let Some(h) = &search.progress {
-            if !h.report("tsp", 0, arr.error()) {
-                return Err(OrderError::Cancelled);
-            }
-        }
-    }
     let mut move_weights = Vec::new();
-    match params.method {
-        Method::Pls => {
-            let mut p = params.pls.clone();
-            p.search = search;
-            p.time_budget = p.time_budget.map(|b| b - clock.elapsed().as_secs_f64());
-            let rep = pls(&mut arr, &p, cancel)?;
-            history.extend(rep.history.into_iter().skip(1));
-        }
-        Method::LocalSearch => {
-            let rep = local_search(&mut arr, &search, None, cancel)?;
-            history.extend(
-                rep.history
-                    .iter()
-                    .skip(1)
-                    .map(|&(it, e)| (format!("iteration_{it}"), e)),
-            );
-            move_weights = search
-                .moves
-                .iter()
-                .zip(rep.weights)
-                .map(|(k, w)| (k.name().to_string(), w))
-                .collect();
-        }
+    let outcome = run(
+        &mut arr,
+        &search,
+        params,
+        clock,
+        cancel,
+        &mut history,
+        &mut move_weights,
+    );
+    let was_stopped = stopped.load(Ordering::Relaxed);
+    match outcome {
+        Ok(()) => {}
+        Err(OrderError::Cancelled) if was_stopped => {}
+        Err(e) => return Err(e),
     }
     Ok(FitReport {
         row_order: arr.order(0),
@@ -239,7 +236,58 @@ pub fn fit(
         history,
         move_weights,
         colour_maps: arr.colour_maps().to_vec(),
+        stopped: was_stopped,
     })
+}
+
+/// The start and the search of [`fit`], on `arr`.
+fn run(
+    arr: &mut Arrangement,
+    search: &SearchParams,
+    params: &FitParams,
+    clock: Instant,
+    cancel: &AtomicBool,
+    history: &mut Vec<(String, f64)>,
+    move_weights: &mut Vec<(String, f64)>,
+) -> Result<(), OrderError> {
+    if params.init == Init::Tsp {
+        if search.config.recolour {
+            crate::colours::tsp_arrange_recolour(arr, search.axes)?;
+        } else {
+            crate::tsp::tsp_arrange(arr, search.axes)?;
+        }
+        history.push(("tsp".to_string(), arr.error()));
+        if let Some(h) = &search.progress {
+            if !h.report("tsp", 0, arr.error()) {
+                return Err(OrderError::Cancelled);
+            }
+        }
+    }
+    match params.method {
+        Method::Pls => {
+            let mut p = params.pls.clone();
+            p.search = search.clone();
+            p.time_budget = p.time_budget.map(|b| b - clock.elapsed().as_secs_f64());
+            let rep = pls(arr, &p, cancel)?;
+            history.extend(rep.history.into_iter().skip(1));
+        }
+        Method::LocalSearch => {
+            let rep = local_search(arr, search, None, cancel)?;
+            history.extend(
+                rep.history
+                    .iter()
+                    .skip(1)
+                    .map(|&(it, e)| (format!("iteration_{it}"), e)),
+            );
+            *move_weights = search
+                .moves
+                .iter()
+                .zip(rep.weights)
+                .map(|(k, w)| (k.name().to_string(), w))
+                .collect();
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -295,6 +343,7 @@ mod tests {
         assert_eq!(r.history[1].0, "tsp");
         assert!(r.error <= r.history[1].1 + 1e-9);
         assert!(r.move_weights.is_empty());
+        assert!(!r.stopped);
     }
 
     #[test]
@@ -310,6 +359,34 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_hook_that_asks_to_stop_ends_the_fit_with_its_arrangement() {
+        let v = planted(crate::Pattern::Banded, 60, 0.1, 1).unwrap();
+        let m = Matrix::binary(60, 60, &v).unwrap();
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = calls.clone();
+        let mut params = FitParams::default();
+        params.pls.search.progress =
+            Some(Progress(Arc::new(move |_s: &str, _i: usize, _e: f64| {
+                seen.fetch_add(1, Ordering::Relaxed) < 1 // go on after the TSP, stop at the next report
+            })));
+        let r = fit(
+            m.clone(),
+            objective(),
+            None,
+            None,
+            &params,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(r.stopped);
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        let again = Arrangement::new(m, objective(), Some(&r.row_order), Some(&r.col_order))
+            .unwrap()
+            .error();
+        assert!((again - r.error).abs() < 1e-9);
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub fn convolution_error(
 }
 
 /// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights,
-/// colour maps (n_cols x n_colours, row-major; empty for binary)).
+/// colour maps (n_cols x n_colours, row-major; empty for binary), stopped by the callback).
 type FitResult = (
     Vec<usize>,
     Vec<usize>,
@@ -112,6 +112,7 @@ type FitResult = (
     Vec<(String, f64)>,
     Vec<(String, f64)>,
     Vec<u8>,
+    bool,
 );
 
 /// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, ...)
@@ -226,15 +227,17 @@ pub fn convomap_fit(
         r.history,
         r.move_weights,
         r.colour_maps,
+        r.stopped,
     ))
 }
 
-/// A Rust progress hook that calls the Python `callback(stage, step, error)`; an exception it
-/// raises stops the fit and is kept in `slot` to be raised after.
+/// A Rust progress hook that calls the Python `callback(stage, step, error)`: a true result
+/// asks the fit to stop; an exception it raises stops the fit and is kept in `slot` to be
+/// raised after.
 fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
     Progress(Arc::new(move |stage: &str, step: usize, err: f64| {
         Python::attach(|py| match cb.call1(py, (stage, step, err)) {
-            Ok(_) => true,
+            Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
             Err(e) => {
                 if let Ok(mut g) = slot.lock() {
                     g.get_or_insert(e);
