@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 
-def _demo(args) -> int:
+def _demo(args: argparse.Namespace) -> int:
     from vastml import _core
     from vastml.datasets import make_gaussian_mixture
     from vastml.kernels import GaussTransform, gauss_transform
@@ -118,7 +119,9 @@ def _demo(args) -> int:
     return 0
 
 
-def _demo_bandwidth(args):
+def _demo_bandwidth(
+    args: argparse.Namespace,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Section 3: Sheather-Jones vs Silverman on the claw density; returns curves to plot."""
     from vastml.datasets import make_marron_wand, marron_wand_pdf
     from vastml.kernels import KernelDensity, sheather_jones, silverman_bandwidth
@@ -143,7 +146,7 @@ def _demo_bandwidth(args):
     return grid1, true, curves
 
 
-def _demo_all(args) -> int:
+def _demo_all(args: argparse.Namespace) -> int:
     from vastml.reorder._cli import demo as reorder_demo
     from vastml.reorder._order_cli import demo as order_demo
 
@@ -182,10 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        return int(args.func(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
