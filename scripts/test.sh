@@ -22,5 +22,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test (pure-Rust crates)"
 cargo test --workspace --exclude vastml-py --locked
 
+echo "== mypy (the package; tests/test_core_stub.py runs mypy's stubtest on the extension)"
+python -m mypy
+
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider --doctest-modules --ignore=python/vastml/__main__.py python/vastml tests
