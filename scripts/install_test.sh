@@ -33,12 +33,12 @@ cd "$work"
 echo "== fresh venv in $work, installing $(basename "$pkg")"
 "$PYTHON" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --upgrade pip
+# a PATH with the venv and the system's folders only, none of which has cargo or rustc
+clean_path="$work/venv/bin"
+for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+    if [ -d "$d" ] && [ ! -e "$d/cargo" ] && [ ! -e "$d/rustc" ]; then clean_path="$clean_path:$d"; fi
+done
 if [ "$mode" = wheel ]; then
-    # a PATH with the venv and the system's folders only, none of which has cargo or rustc
-    clean_path="$work/venv/bin"
-    for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
-        if [ -d "$d" ] && [ ! -e "$d/cargo" ] && [ ! -e "$d/rustc" ]; then clean_path="$clean_path:$d"; fi
-    done
     run() { env -i HOME="$work" PATH="$clean_path" LANG=C.UTF-8 PIP_CACHE_DIR="$pip_cache" "$@"; }
     if run sh -c 'command -v cargo || command -v rustc'; then
         echo "cargo or rustc is still on the test PATH" >&2
@@ -47,7 +47,13 @@ if [ "$mode" = wheel ]; then
     # --only-binary: pip must not fall back to building anything from source
     run python -m pip install --quiet --only-binary :all: "$pkg[distributed,plot]"
 else
-    run() { env -i HOME="$work" PATH="$work/venv/bin:$PATH" LANG=C.UTF-8 PIP_CACHE_DIR="$pip_cache" "$@"; }
+    # only Rust (cargo's folder) and pip besides the system: maturin comes from PyPI
+    cargo_bin=$(dirname "$(command -v cargo)")
+    rust_env=(RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}")
+    run() {
+        env -i HOME="$work" PATH="$clean_path:$cargo_bin" LANG=C.UTF-8 PIP_CACHE_DIR="$pip_cache" \
+            "${rust_env[@]}" "$@"
+    }
     start=$(date +%s)
     run python -m pip install --quiet "$pkg[distributed,plot]"
     echo "sdist built and installed in $(( $(date +%s) - start )) s"

@@ -13,6 +13,9 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 echo "== building vastml (release) and installing test dependencies"
+# The extension is built for CPython's stable ABI (_core.abi3.so); a version-specific build left
+# by an older checkout (_core.cpython-3XX-*.so) would be imported in its place.
+rm -f python/vastml/_core.cpython-*.so
 python -m pip install --quiet -e ".[test]"
 
 echo "== cargo fmt --check, clippy"

@@ -74,9 +74,10 @@ case "$(basename "$wheel")" in
 esac
 rm -f "$OUT/auditwheel.txt"
 # the sdist must carry the lock file (pyproject says locked = true) and the whole workspace
+listing=$(tar -tzf "$sdist")
 for f in Cargo.lock Cargo.toml pyproject.toml rust/vastml-py/Cargo.toml python/vastml/_core.pyi \
     python/vastml/py.typed; do
-    tar -tzf "$sdist" | grep -q "^vastml-[^/]*/$f\$" || { echo "sdist lacks $f" >&2; exit 1; }
+    grep -qx "vastml-[^/]*/$f" <<<"$listing" || { echo "sdist lacks $f" >&2; exit 1; }
 done
 echo "== dist/"
 ls -l "$OUT"
