@@ -45,7 +45,8 @@ fi
 echo "== build tools (maturin, ziglang, auditwheel) in $VENV"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.16,<2" "ziglang>=0.13" "auditwheel>=6"
+# zig is pinned to the minor that maturin (cargo-zigbuild) is known to work with here
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.16,<2" "ziglang>=0.17,<0.18" "auditwheel>=6.8,<7"
 # maturin looks for zig as `python -m ziglang`: put the build venv first on PATH
 export PATH="$PWD/$VENV/bin:$PATH"
 
