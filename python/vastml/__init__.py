@@ -21,6 +21,6 @@ __all__ = ["VastmlError", "__version__", "effective_n_jobs"]
 # `import vastml` costs only the compiled core.
 __getattr__, __dir__ = attach(
     __name__,
-    __file__,
+    None,
     submodules=("datasets", "distributed", "embed", "kernels", "matching", "reorder", "svm"),
 )

@@ -17,11 +17,16 @@ project), without the dependency.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import sys
-from collections.abc import Callable
-from typing import Any
+
+# `typing.TYPE_CHECKING` without importing typing (type checkers treat this name as true), so
+# that `import vastml` loads neither typing nor ast.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
+    from collections.abc import Callable
+    from typing import Any
 
 
 def lazy_names(path: str, package: str) -> dict[str, tuple[str, str]]:
@@ -30,6 +35,8 @@ def lazy_names(path: str, package: str) -> dict[str, tuple[str, str]]:
     Relative imports are resolved against `package`; ``import a.b`` statements are not
     supported (only ``from m import name [as alias]``).
     """
+    import ast  # here, so that `import vastml` alone does not load it
+
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     names: dict[str, tuple[str, str]] = {}
@@ -49,20 +56,23 @@ def lazy_names(path: str, package: str) -> dict[str, tuple[str, str]]:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
+    import ast
+
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
 
 
 def attach(
-    package: str, path: str, submodules: tuple[str, ...] = ()
+    package: str, path: str | None, submodules: tuple[str, ...] = ()
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """Return ``(__getattr__, __dir__)`` for the package `package` whose ``__init__`` is `path`.
+    """Return ``(__getattr__, __dir__)`` for the package `package` whose ``__init__`` is `path`
+    (None: no lazy names, only `submodules`).
 
     `submodules` are sub-packages reachable as attributes (``vastml.kernels`` after
     ``import vastml``), imported on first access.
     """
-    names = lazy_names(path, package)
+    names = lazy_names(path, package) if path is not None else {}
     subs = frozenset(submodules)
 
     def __getattr__(name: str) -> Any:
