@@ -88,7 +88,7 @@ ms_vastml=$(import_ms "import vastml")
 ms_kernels=$(import_ms "import vastml.kernels")
 echo "python -X importtime -c 'import vastml':         ${ms_vastml} ms (limit ${IMPORT_LIMIT_MS} ms)"
 echo "python -X importtime -c 'import vastml.kernels': ${ms_kernels} ms (limit ${KERNELS_LIMIT_MS} ms)"
-echo "what 'import vastml' loads, slowest first (cumulative us, module):"
+echo "python -X importtime -c 'import vastml', slowest entries with interpreter start-up (cumulative us):"
 run python -X importtime -c "import vastml" 2>&1 >/dev/null | awk -F'|' '/^import time:/ && $2 !~ /cumulative/ {
     gsub(/ /, "", $2); print $2 "\t" $3 }' | sort -rn | head -n 8
 uptime
