@@ -13,6 +13,9 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 echo "== building vastml (release) and installing test dependencies"
+# The extension is built for CPython's stable ABI (_core.abi3.so); a version-specific build left
+# by an older checkout (_core.cpython-3XX-*.so) would be imported in its place.
+rm -f python/vastml/_core.cpython-*.so
 python -m pip install --quiet -e ".[test]"
 
 echo "== cargo fmt --check, clippy"
@@ -21,6 +24,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo test (pure-Rust crates)"
 cargo test --workspace --exclude vastml-py --locked
+
+echo "== mypy (the package; tests/test_core_stub.py runs mypy's stubtest on the extension)"
+python -m mypy
 
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider --doctest-modules --ignore=python/vastml/__main__.py python/vastml tests

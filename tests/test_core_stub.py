@@ -34,7 +34,7 @@ def test_stub_class_members_exist():
     for cls, meths in members.items():
         obj = getattr(_core, cls)
         for m in meths:
-            if m == "__init__":
+            if m in ("__init__", "__new__"):
                 continue
             assert hasattr(obj, m), f"{cls}.{m} is in the stub but not in the module"
         inherited = set(dir(obj.__base__)) if obj.__base__ is not object else set()
@@ -49,3 +49,14 @@ def test_stub_function_parameters_match():
             sig = inspect.signature(getattr(_core, node.name))
             stub_params = [a.arg for a in node.args.args + node.args.kwonlyargs]
             assert stub_params == list(sig.parameters), node.name
+
+
+def test_stubtest_signatures_and_types_match():
+    """mypy's stubtest: every name, signature, default and class kind of the stub is the extension's."""
+    import subprocess
+    import sys
+
+    allowlist = Path(__file__).with_name("stubtest_allowlist.txt")
+    cmd = [sys.executable, "-m", "mypy.stubtest", "vastml._core", "--allowlist", str(allowlist)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).parent)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -13,5 +13,14 @@ parameter; everything else raises :class:`VastmlError`.
 """
 
 from vastml._core import VastmlError, __version__, effective_n_jobs
+from vastml._lazy import attach
 
 __all__ = ["VastmlError", "__version__", "effective_n_jobs"]
+
+# The sub-packages load on first use (`vastml.kernels` after `import vastml` works), so that
+# `import vastml` costs only the compiled core.
+__getattr__, __dir__ = attach(
+    __name__,
+    None,
+    submodules=("datasets", "distributed", "embed", "kernels", "matching", "reorder", "svm"),
+)

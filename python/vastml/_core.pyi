@@ -1,5 +1,7 @@
-# Hand-written stub of the compiled module; tests/test_core_stub.py keeps it honest.
-from typing import Any
+# Hand-written stub of the compiled module; tests/test_core_stub.py keeps it honest (names, and
+# `python -m mypy.stubtest vastml._core` for signatures). Classes made by #[pyclass] cannot be
+# subclassed (@final); their constructor is __new__.
+from typing import Any, Self, final
 
 import numpy as np
 import numpy.typing as npt
@@ -116,6 +118,7 @@ def tsne_pairs(  # also int32 / int32 / float32 arrays
     n_jobs: int | None = None,
 ) -> TsnePairs: ...
 
+@final
 class TsnePairs:
     @property
     def n_points(self) -> int: ...
@@ -156,15 +159,16 @@ def entropic_affinities_csr(
     npt.NDArray[np.bool_],
 ]: ...
 
+@final
 class GaussTransform:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         sources: npt.NDArray[np.float64],
         bandwidth: float,
         epsilon: float = 1e-6,
         method: str = "auto",
         n_jobs: int | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def evaluate(
         self,
         targets: npt.NDArray[np.float64],
@@ -195,16 +199,17 @@ def split_ifgt_radii(
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 
+@final
 class SplitIfgt:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         centers: npt.NDArray[np.float64],
         radii: npt.NDArray[np.float64],
         bandwidth: float,
         epsilon: float = 1e-6,
         method: str = "ifgt",
         target_sample: npt.NDArray[np.float64] | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def coefficients(
         self,
         sources: npt.NDArray[np.float64],
@@ -225,9 +230,10 @@ class SplitIfgt:
 # data float64, n_features).
 _Examples = npt.NDArray[np.float64] | tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], int]
 
+@final
 class AmmModel:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         n_features: int,
         n_classes: int,
         lambda_: float,
@@ -241,7 +247,7 @@ class AmmModel:
         weight_class: npt.NDArray[np.int64] | None = None,
         steps: int = 0,
         budgetedsvm: bool = False,
-    ) -> None: ...
+    ) -> Self: ...
     def epoch(
         self,
         x: _Examples,
@@ -264,9 +270,10 @@ class AmmModel:
     def clone_probability(self) -> float: ...
     def set_clone_probability(self, p: float) -> None: ...
 
+@final
 class BsgdModel:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         n_features: int,
         n_classes: int,
         lambda_: float,
@@ -279,7 +286,7 @@ class BsgdModel:
         support_vectors: npt.NDArray[np.float64] | None = None,
         alphas: npt.NDArray[np.float64] | None = None,
         steps: int = 0,
-    ) -> None: ...
+    ) -> Self: ...
     def epoch(self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0) -> dict[str, Any]: ...
     def decision_function(self, x: _Examples, n_jobs: int | None = None) -> npt.NDArray[np.float64]: ...
     @property
@@ -398,9 +405,9 @@ def branch_and_bound_order(
     n_jobs: int | None = None,
 ) -> tuple[list[int], float, int]: ...
 def planted_matrix(
-    pattern: str, size: int = 300, noise: float = 0.0, seed: int = 545173132
+    pattern: str, size: int = 300, noise: float = 0.0, seed: int = ...
 ) -> npt.NDArray[np.uint8]: ...
-def planted_categorical(size: int = 300, seed: int = 545173132) -> npt.NDArray[np.uint32]: ...
+def planted_categorical(size: int = 300, seed: int = ...) -> npt.NDArray[np.uint32]: ...
 def time_moves(
     codes: npt.NDArray[np.uint32],
     n_colours: int,

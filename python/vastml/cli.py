@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 
-def _demo(args) -> int:
+def _demo(args: argparse.Namespace) -> int:
     from vastml import _core
     from vastml.datasets import make_gaussian_mixture
     from vastml.kernels import GaussTransform, gauss_transform
@@ -118,7 +119,9 @@ def _demo(args) -> int:
     return 0
 
 
-def _demo_bandwidth(args):
+def _demo_bandwidth(
+    args: argparse.Namespace,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Section 3: Sheather-Jones vs Silverman on the claw density; returns curves to plot."""
     from vastml.datasets import make_marron_wand, marron_wand_pdf
     from vastml.kernels import KernelDensity, sheather_jones, silverman_bandwidth
@@ -143,7 +146,7 @@ def _demo_bandwidth(args):
     return grid1, true, curves
 
 
-def _demo_all(args) -> int:
+def _demo_all(args: argparse.Namespace) -> int:
     from vastml.reorder._cli import demo as reorder_demo
     from vastml.reorder._order_cli import demo as order_demo
 
@@ -195,7 +198,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (ValueError, TypeError, OSError, MemoryError, NotFittedError, VastmlError)
 
 
-def _check_out(out) -> None:
+def _check_out(out: str | None) -> None:
     """Refuse an ``--out`` that cannot be written before any work is done."""
     if out is None:
         return
@@ -211,7 +214,7 @@ def _check_out(out) -> None:
         raise ValueError(f"--out {out}: is a folder, expected a file name")
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vastml`` command; return its exit code.
 
     A user error (a missing file, a bad option value, data the command cannot read) prints one
@@ -224,7 +227,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_out(getattr(args, "out", None))
-        return args.func(args)
+        return int(args.func(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

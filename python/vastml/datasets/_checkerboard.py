@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.utils import check_random_state
 
+if TYPE_CHECKING:
+    from vastml._typing import FloatArray, IntArray, RandomState
 
-def make_checkerboard(n_samples, n_rows=4, n_cols=4, *, noise=0.0, random_state=None):
+
+def make_checkerboard(
+    n_samples: int,
+    n_rows: int = 4,
+    n_cols: int = 4,
+    *,
+    noise: float = 0.0,
+    random_state: RandomState = None,
+) -> tuple[FloatArray, IntArray]:
     """Points uniform in the unit square, labelled by the colour of their checkerboard cell.
 
     Parameters

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.utils import check_random_state
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray, RandomState
 
-def _components(number: int):
+
+def _components(number: int) -> tuple[list[float], list[float], list[float]]:
     """(weights, means, standard deviations) of density ``number`` (1..15)."""
     third = 1.0 / 3.0
     if number == 1:
@@ -72,7 +77,7 @@ MARRON_WAND_NAMES = (
 )
 
 
-def make_marron_wand(number, n_samples=2000, random_state=None):
+def make_marron_wand(number: int, n_samples: int = 2000, random_state: RandomState = None) -> FloatArray:
     """Draw ``n_samples`` points from Marron-Wand density ``number`` (1 = standard normal).
 
     Examples
@@ -88,14 +93,16 @@ def make_marron_wand(number, n_samples=2000, random_state=None):
     return m[k] + s[k] * rng.standard_normal(int(n_samples))
 
 
-def marron_wand_pdf(number, x):
+def marron_wand_pdf(number: int, x: ArrayLike) -> FloatArray:
     """The density ``number`` evaluated at ``x``."""
     w, m, s = (np.asarray(v, dtype=np.float64) for v in _components(number))
     x = np.asarray(x, dtype=np.float64)[..., None]
     return np.sum(w * np.exp(-0.5 * ((x - m) / s) ** 2) / (np.sqrt(2 * np.pi) * s), axis=-1)
 
 
-def make_robot_arm(n_samples=10000, noise_variance=0.1, random_state=None):
+def make_robot_arm(
+    n_samples: int = 10000, noise_variance: float = 0.1, random_state: RandomState = None
+) -> tuple[FloatArray, FloatArray]:
     """MacKay's robot-arm regression data (Raykar's thesis, §7.7).
 
     ``x1 ~ U[-1.932, -0.453]``, ``x2 ~ U[0.534, 3.142]``,

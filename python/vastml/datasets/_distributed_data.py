@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from vastml._typing import FloatArray, IntArray, Seed
 
-def make_binary_waveform(n_samples, *, n_noise_features=0, random_state=None):
+
+def make_binary_waveform(
+    n_samples: int, *, n_noise_features: int = 0, random_state: Seed = None
+) -> tuple[FloatArray, IntArray]:
     r"""Breiman's waveform data (UCI generator), made binary as in the thesis's ch. 6.
 
     With :math:`h_1(i) = \max(6 - |i - 11|, 0)`, :math:`h_2(i) = h_1(i - 4)`,

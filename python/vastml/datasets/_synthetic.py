@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal, overload
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from vastml._typing import FloatArray, IntArray, Seed
 
-def make_uniform(n_samples, n_features, *, random_state=None):
+
+def make_uniform(n_samples: int, n_features: int, *, random_state: Seed = None) -> FloatArray:
     """Points uniform in the unit hypercube [0, 1]^d.
 
     Examples
@@ -18,9 +23,35 @@ def make_uniform(n_samples, n_features, *, random_state=None):
     return rng.uniform(size=(int(n_samples), int(n_features)))
 
 
+@overload
 def make_gaussian_mixture(
-    n_samples, n_features, *, n_components=10, scale=0.05, random_state=None, return_labels=False
-):
+    n_samples: int,
+    n_features: int,
+    *,
+    n_components: int = ...,
+    scale: float = ...,
+    random_state: Seed = ...,
+    return_labels: Literal[False] = ...,
+) -> FloatArray: ...
+@overload
+def make_gaussian_mixture(
+    n_samples: int,
+    n_features: int,
+    *,
+    n_components: int = ...,
+    scale: float = ...,
+    random_state: Seed = ...,
+    return_labels: Literal[True],
+) -> tuple[FloatArray, IntArray]: ...
+def make_gaussian_mixture(
+    n_samples: int,
+    n_features: int,
+    *,
+    n_components: int = 10,
+    scale: float = 0.05,
+    random_state: Seed = None,
+    return_labels: bool = False,
+) -> FloatArray | tuple[FloatArray, IntArray]:
     """"Clumpy" data: a mixture of isotropic Gaussians with centres uniform in [0.1, 0.9]^d.
 
     Parameters

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from vastml._typing import FloatArray, IntArray, Seed
 
-def make_waveform(n_samples=1500, *, noise_features=0, noise=1.0, random_state=None):
+
+def make_waveform(
+    n_samples: int = 1500, *, noise_features: int = 0, noise: float = 1.0, random_state: Seed = None
+) -> tuple[FloatArray, IntArray]:
     """Waveform data: 21 features, 3 balanced classes, each a random convex combination of two
     of three triangular waves plus N(0, noise^2) noise; ``noise_features`` extra pure-noise
     N(0, 1) columns are appended (the thesis's "wave noisy" has 21).

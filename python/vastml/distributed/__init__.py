@@ -12,10 +12,16 @@ scheduler address) or on the ``client=`` passed in; without one, on Dask's local
 The reducer (:func:`arow_mr_reduce`) needs only NumPy.
 """
 
-from vastml.distributed._arow_mr import AROWMapReduce
-from vastml.distributed._gauss import ShardedKernelDensity, sharded_gauss_transform
-from vastml.distributed._logistic import DistributedLogisticRegression
-from vastml.distributed._reduce import arow_mr_reduce, solve_riccati
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.distributed` stays cheap.
+if TYPE_CHECKING:
+    from vastml.distributed._arow_mr import AROWMapReduce
+    from vastml.distributed._gauss import ShardedKernelDensity, sharded_gauss_transform
+    from vastml.distributed._logistic import DistributedLogisticRegression
+    from vastml.distributed._reduce import arow_mr_reduce, solve_riccati
 
 __all__ = [
     "AROWMapReduce",
@@ -25,3 +31,5 @@ __all__ = [
     "sharded_gauss_transform",
     "solve_riccati",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -20,6 +21,11 @@ from vastml.distributed._partitions import (
 )
 from vastml.distributed._reduce import arow_mr_reduce
 from vastml.svm import AROWClassifier
+
+if TYPE_CHECKING:
+    from typing import Any, Self
+
+    from vastml._typing import ArrayLike, FloatArray, RandomState
 
 _SEED_MAX = 2**62
 
@@ -132,20 +138,20 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        r=1.0,
-        covariance="full",
-        update_on="margin",
-        bias=1.0,
-        n_epochs=1,
-        shuffle=True,
-        n_partitions=None,
-        client=None,
-        tol=1e-8,
-        max_iter=50,
-        random_state=None,
-        n_jobs=1,
-        verbose=False,
-    ):
+        r: float = 1.0,
+        covariance: str = "full",
+        update_on: str = "margin",
+        bias: float = 1.0,
+        n_epochs: int = 1,
+        shuffle: bool = True,
+        n_partitions: int | None = None,
+        client: Any = None,
+        tol: float = 1e-8,
+        max_iter: int = 50,
+        random_state: RandomState = None,
+        n_jobs: int | None = 1,
+        verbose: bool = False,
+    ) -> None:
         self.r = r
         self.covariance = covariance
         self.update_on = update_on
@@ -169,7 +175,7 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         rng = check_random_state(rs)
         return [int(s) for s in rng.randint(0, _SEED_MAX, size=m, dtype=np.int64)]
 
-    def fit(self, X, y=None, classes=None):
+    def fit(self, X: Any, y: Any = None, classes: ArrayLike | None = None) -> Self:
         """Map AROW over the partitions of ``X``/``y`` and reduce the models.
 
         ``X`` is a Dask array or dataframe (with ``y`` a Dask array or series), a Dask bag of
@@ -240,15 +246,15 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
             return X.map_blocks(fn, drop_axis=1, dtype=dtype)
         return getattr(self.classifier_, method)(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> Any:
         r"""Scores :math:`\mu^\top x` (see :class:`~vastml.svm.AROWClassifier`); lazy for a Dask array."""
         return self._apply("decision_function", X)
 
-    def predict(self, X):
+    def predict(self, X: Any) -> Any:
         """Labels; a lazy Dask array for a Dask array ``X``."""
         return self._apply("predict", X)
 
-    def margin_probability(self, X):
+    def margin_probability(self, X: ArrayLike) -> FloatArray:
         """See :meth:`vastml.svm.AROWClassifier.margin_probability` (local arrays)."""
         check_is_fitted(self, "classifier_")
         return self.classifier_.margin_probability(X)

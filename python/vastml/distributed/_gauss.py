@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -15,7 +16,13 @@ from vastml.distributed._partitions import _dask, check_n_partitions, is_dask_ar
 from vastml.kernels import METHODS, GaussTransform
 
 
-def active_client(client=None):
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike
+
+
+def active_client(client: Any = None) -> Any:
     """``client``, else the current ``distributed`` client, else None (Dask's local scheduler)."""
     if client is not None:
         return client
@@ -229,18 +236,18 @@ def _map_targets(shipped, targets, out_cols, client, n_partitions):
 
 
 def sharded_gauss_transform(
-    sources,
-    targets,
-    weights=None,
-    bandwidth=None,
-    epsilon=1e-6,
-    method="auto",
+    sources: ArrayLike,
+    targets: Any,
+    weights: ArrayLike | None = None,
+    bandwidth: float | None = None,
+    epsilon: float = 1e-6,
+    method: str = "auto",
     *,
-    n_partitions=None,
-    client=None,
-    n_jobs=1,
-    plan="auto",
-):
+    n_partitions: int | None = None,
+    client: Any = None,
+    n_jobs: int | None = 1,
+    plan: str = "auto",
+) -> Any:
     r"""The Gauss transform of :func:`vastml.kernels.gauss_transform` with the targets sharded.
 
     :math:`G(y_j) = \sum_i q_i \exp(-\lVert y_j - x_i\rVert^2/h^2)` with the same guarantee
@@ -295,7 +302,7 @@ def sharded_gauss_transform(
     if bandwidth is None:
         raise TypeError("sharded_gauss_transform() needs a `bandwidth`")
     if is_dask_array(sources):
-        sources = sources.compute()
+        sources = sources.compute()  # type: ignore[union-attr]
     x = as_points(sources, "sources")
     if not is_dask_array(targets):
         as_points(targets, "targets", dim=x.shape[1])
@@ -349,8 +356,16 @@ class ShardedKernelDensity(BaseEstimator):
     """
 
     def __init__(
-        self, bandwidth=1.0, epsilon=1e-6, method="auto", *, n_partitions=None, client=None, n_jobs=1, plan="auto"
-    ):
+        self,
+        bandwidth: float = 1.0,
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        *,
+        n_partitions: int | None = None,
+        client: Any = None,
+        n_jobs: int | None = 1,
+        plan: str = "auto",
+    ) -> None:
         self.bandwidth = bandwidth
         self.plan = plan
         self.epsilon = epsilon
@@ -359,7 +374,7 @@ class ShardedKernelDensity(BaseEstimator):
         self.client = client
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: Any, y: object = None, sample_weight: ArrayLike | None = None) -> Self:
         """Store ``X`` (NumPy or a Dask array small enough for one worker) and ship it.
 
         Returns
@@ -393,7 +408,7 @@ class ShardedKernelDensity(BaseEstimator):
         self.n_samples_ = X.shape[0]
         return self
 
-    def density(self, X):
+    def density(self, X: Any) -> Any:
         """The density at every row of ``X`` (lazy for a Dask array)."""
         check_is_fitted(self, "n_features_in_")
         if not is_dask_array(X):
@@ -401,7 +416,7 @@ class ShardedKernelDensity(BaseEstimator):
         g = _map_targets(self._shipped, X, None, self._client, self.n_partitions)
         return g * math.exp(-self._log_norm)
 
-    def score_samples(self, X):
+    def score_samples(self, X: Any) -> Any:
         """Log density at every row of ``X`` (lazy for a Dask array)."""
         g = self.density(X)
         if is_dask_array(g):
@@ -410,7 +425,7 @@ class ShardedKernelDensity(BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(g)
 
-    def score(self, X, y=None):
+    def score(self, X: Any, y: object = None) -> float:
         """Total log density of ``X``."""
         s = self.score_samples(X)
         return float(s.sum().compute() if is_dask_array(s) else s.sum())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,6 +16,12 @@ from sklearn.utils.validation import check_is_fitted
 from vastml._validation import choice
 from vastml.distributed._partitions import _dask, as_block, check_n_partitions, compute, row_partitions
 from vastml.svm._base import check_float, check_int
+
+
+if TYPE_CHECKING:
+    from typing import Any, Self
+
+    from vastml._typing import ArrayLike, RandomState
 
 
 def _prepare(X, y, classes):
@@ -132,18 +139,18 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        method="allreduce",
-        alpha=1e-4,
-        fit_intercept=True,
-        max_iter=100,
-        tol=1e-6,
-        learning_rate=0.1,
-        batch_size=16,
-        n_partitions=None,
-        client=None,
-        random_state=None,
-        verbose=False,
-    ):
+        method: str = "allreduce",
+        alpha: float = 1e-4,
+        fit_intercept: bool = True,
+        max_iter: int = 100,
+        tol: float = 1e-6,
+        learning_rate: float = 0.1,
+        batch_size: int = 16,
+        n_partitions: int | None = None,
+        client: Any = None,
+        random_state: RandomState = None,
+        verbose: bool = False,
+    ) -> None:
         self.method = method
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -171,7 +178,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
             return self.client.persist(tasks)
         return list(dask.persist(*tasks))
 
-    def fit(self, X, y=None, classes=None):
+    def fit(self, X: Any, y: Any = None, classes: ArrayLike | None = None) -> Self:
         """Fit on the partitions of ``X``, ``y`` (the inputs of :meth:`AROWMapReduce.fit`).
 
         Returns
@@ -252,7 +259,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         self.n_iter_ = int(self.max_iter)
         return w, b
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> Any:
         """Scores :math:`w^\\top x + b` (positive favours ``classes_[1]``)."""
         check_is_fitted(self, "coef_")
         if not sp.issparse(X):
@@ -261,11 +268,11 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"`X` must have {self.n_features_in_} features, got shape {X.shape}")
         return np.asarray(X @ self.coef_[0]).ravel() + self.intercept_[0]
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> Any:
         """Class probabilities, columns in the order of ``classes_``."""
         p = expit(self.decision_function(X))
         return np.column_stack([1 - p, p])
 
-    def predict(self, X):
+    def predict(self, X: Any) -> Any:
         """The most probable class."""
         return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 
-def _dask():
+def _dask() -> tuple[Any, Any]:
     try:
         import dask
         import dask.array as da
@@ -19,12 +21,12 @@ def _dask():
     return dask, da
 
 
-def is_dask_array(x):
+def is_dask_array(x: object) -> bool:
     _, da = _dask()
     return isinstance(x, da.Array)
 
 
-def _is_dask_bag(x):
+def _is_dask_bag(x: object) -> bool:
     try:
         import dask.bag as db
     except ImportError:
@@ -32,7 +34,7 @@ def _is_dask_bag(x):
     return isinstance(x, db.Bag)
 
 
-def _is_dask_dataframe(x):
+def _is_dask_dataframe(x: object) -> bool:
     return (
         hasattr(x, "npartitions")
         and hasattr(x, "to_delayed")
@@ -42,7 +44,7 @@ def _is_dask_dataframe(x):
     )
 
 
-def check_n_partitions(n):
+def check_n_partitions(n: object) -> int | None:
     if n is None:
         return None
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
@@ -50,7 +52,7 @@ def check_n_partitions(n):
     return int(n)
 
 
-def as_block(X, y):
+def as_block(X: Any, y: Any) -> tuple[Any, np.ndarray | None]:
     """One partition as a (2-D float64 array or CSR matrix, 1-D labels) pair.
 
     A Dask bag partition is a list of (X, y) pairs, stacked here; a pandas partition becomes
@@ -86,13 +88,15 @@ def as_block(X, y):
     return X, y
 
 
-def _split_local(X, y, n_partitions):
+def _split_local(X: Any, y: np.ndarray, n_partitions: int) -> list[tuple[Any, np.ndarray]]:
     n = X.shape[0]
     bounds = np.linspace(0, n, n_partitions + 1).round().astype(int)
     return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def row_partitions(X, y, n_partitions=None, client=None):
+def row_partitions(
+    X: Any, y: Any, n_partitions: int | None = None, client: Any = None
+) -> list[tuple[Any, Any]]:
     """The (X, y) partitions of a data set, as pairs of Dask delayed objects / futures.
 
     Accepted: Dask arrays (rows chunked; columns are merged into one chunk), Dask dataframes
@@ -148,7 +152,7 @@ def row_partitions(X, y, n_partitions=None, client=None):
     return [(dask.delayed(a), dask.delayed(b)) for a, b in parts]
 
 
-def compute(tasks, client=None):
+def compute(tasks: Iterable[Any], client: Any = None) -> list[Any]:
     """Run Dask tasks: on ``client`` when given, else on Dask's current default scheduler."""
     dask, _ = _dask()
     if client is not None:

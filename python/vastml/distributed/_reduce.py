@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
 
 def _spd_sqrt(S):
@@ -14,7 +19,7 @@ def _spd_sqrt(S):
     return (V * np.sqrt(np.clip(w, 0.0, None))) @ V.T
 
 
-def solve_riccati(A, B):
+def solve_riccati(A: ArrayLike, B: ArrayLike) -> FloatArray:
     r"""The SPD solution :math:`X` of :math:`XAX = B` for SPD :math:`A` and :math:`B`.
 
     With :math:`A = U^\top U` (Cholesky), :math:`(UXU^\top)^2 = UBU^\top`, so
@@ -69,7 +74,14 @@ def _check_models(means, covariances, counts):
     return means[keep], covs[keep], counts[keep] / counts[keep].sum(), diagonal
 
 
-def arow_mr_reduce(means, covariances, counts, *, tol=1e-8, max_iter=50):
+def arow_mr_reduce(
+    means: ArrayLike,
+    covariances: ArrayLike,
+    counts: ArrayLike,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 50,
+) -> tuple[FloatArray, FloatArray]:
     r"""Combine M Gaussians :math:`N(\mu_m, \Sigma_m)` into the one closest on average.
 
     Minimises :math:`\sum_m p_m D^S_{KL}(N(\mu^*,\Sigma^*) \,\|\, N(\mu_m,\Sigma_m))` (thesis

@@ -11,16 +11,49 @@
   with out-of-sample ``transform``.
 """
 
-from vastml.embed._affinities import entropic_affinities, knn_sqdist, symmetrize, warm_start_order
-from vastml.embed._estimators import TSNE, ElasticEmbedding, SymmetricSNE
-from vastml.embed._objectives import EmbeddingObjective, embedding_objective, kernel_sums
-from vastml.embed._optim import (
-    OptimizeResult,
-    SpectralDirection,
-    homotopy,
-    minimize,
-    tsne_gradient_descent,
-)
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.embed` stays cheap.
+if TYPE_CHECKING:
+    from vastml.embed._affinities import entropic_affinities, knn_sqdist, symmetrize, warm_start_order
+    from vastml.embed._estimators import TSNE, ElasticEmbedding, SymmetricSNE
+    from vastml.embed._objectives import EmbeddingObjective, embedding_objective, kernel_sums
+    from vastml.embed._optim import (
+        OptimizeResult,
+        SpectralDirection,
+        homotopy,
+        minimize,
+        tsne_gradient_descent,
+    )
+    # Locally Linear Landmarks (thesis chapter 4) and Parametric Embedding (issue 8)
+    from vastml.embed._lll import (
+        LLLDiscriminantAnalysis,
+        LLLEigenmaps,
+        LLLKernelDiscriminantAnalysis,
+        LLLKernelPCA,
+        LLLPCA,
+        LLLSpectralClustering,
+        kmeans_landmark_warm_start,
+    )
+    from vastml.embed._lll_core import (
+        gaussian_knn_affinity,
+        laplacian_eigenmaps,
+        procrustes_error,
+        reconstruction_weights,
+        reduced_eigenproblem,
+        select_landmarks,
+    )
+    from vastml.embed._parametric import (
+        ParametricEmbedding,
+        embed_classifier,
+        pe_gradients,
+        pe_log_posteriors,
+        pe_objective,
+        pe_r_step,
+        posteriors_from_classifier,
+    )
 
 __all__ = [
     "TSNE",
@@ -39,34 +72,6 @@ __all__ = [
     "tsne_gradient_descent",
     "warm_start_order",
 ]
-
-# Locally Linear Landmarks (thesis chapter 4) and Parametric Embedding (issue 8)
-from vastml.embed._lll import (  # noqa: E402
-    LLLDiscriminantAnalysis,
-    LLLEigenmaps,
-    LLLKernelDiscriminantAnalysis,
-    LLLKernelPCA,
-    LLLPCA,
-    LLLSpectralClustering,
-    kmeans_landmark_warm_start,
-)
-from vastml.embed._lll_core import (  # noqa: E402
-    gaussian_knn_affinity,
-    laplacian_eigenmaps,
-    procrustes_error,
-    reconstruction_weights,
-    reduced_eigenproblem,
-    select_landmarks,
-)
-from vastml.embed._parametric import (  # noqa: E402
-    ParametricEmbedding,
-    embed_classifier,
-    pe_gradients,
-    pe_log_posteriors,
-    pe_objective,
-    pe_r_step,
-    posteriors_from_classifier,
-)
 
 __all__ += [
     "LLLDiscriminantAnalysis",
@@ -90,3 +95,5 @@ __all__ += [
     "reduced_eigenproblem",
     "select_landmarks",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -10,27 +10,33 @@
 - :func:`sheather_jones`, :func:`density_derivative`, :func:`density_functional` -- bandwidth selection.
 """
 
-from vastml.kernels._bandwidth import (
-    density_derivative,
-    density_functional,
-    normal_reference_functional,
-    rule_of_thumb,
-    scott_bandwidth,
-    sheather_jones,
-    sheather_jones_bandwidth,
-    silverman_bandwidth,
-)
-from vastml.kernels._gp import (
-    GaussianProcessRegressor,
-    ImplicitSurface,
-    conjugate_gradient,
-    fit_implicit_surface,
-)
-from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
-from vastml.kernels._kde import KernelDensity
-from vastml.kernels._pursuit import ProjectionPursuit, entropy_index
-from vastml.kernels._rank import RankNCG, wmw_score
-from vastml.kernels._sums import SUM_METHODS, erfc_sum, hermite_gauss_sum
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.kernels` stays cheap.
+if TYPE_CHECKING:
+    from vastml.kernels._bandwidth import (
+        density_derivative,
+        density_functional,
+        normal_reference_functional,
+        rule_of_thumb,
+        scott_bandwidth,
+        sheather_jones,
+        sheather_jones_bandwidth,
+        silverman_bandwidth,
+    )
+    from vastml.kernels._gp import (
+        GaussianProcessRegressor,
+        ImplicitSurface,
+        conjugate_gradient,
+        fit_implicit_surface,
+    )
+    from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
+    from vastml.kernels._kde import KernelDensity
+    from vastml.kernels._pursuit import ProjectionPursuit, entropy_index
+    from vastml.kernels._rank import RankNCG, wmw_score
+    from vastml.kernels._sums import SUM_METHODS, erfc_sum, hermite_gauss_sum
 
 __all__ = [
     "METHODS",
@@ -57,3 +63,5 @@ __all__ = [
     "silverman_bandwidth",
     "wmw_score",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

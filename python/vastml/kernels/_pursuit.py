@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, FloatArray, RandomState
 
 from vastml._validation import choice, n_jobs_arg, open_unit_float
 from vastml.kernels._bandwidth import sheather_jones
@@ -18,7 +24,13 @@ from vastml.kernels._sums import SUM_METHODS, hermite_gauss_sum
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def entropy_index(z, bandwidth, epsilon=1e-6, method="auto", n_jobs=None):
+def entropy_index(
+    z: ArrayLike,
+    bandwidth: float,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> float:
     r"""The entropy index :math:`\hat I = \frac1N \sum_i \log \hat p(z_i)` of 1-D data ``z``.
 
     :math:`\hat p` is the Gaussian kernel density estimate of ``z`` with the given bandwidth.
@@ -98,14 +110,14 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_components=1,
-        n_init=10,
-        epsilon=1e-6,
-        method="auto",
-        max_iter=100,
-        random_state=None,
-        n_jobs=None,
-    ):
+        n_components: int = 1,
+        n_init: int = 10,
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        max_iter: int = 100,
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+    ) -> None:
         self.n_components = n_components
         self.n_init = n_init
         self.epsilon = epsilon
@@ -143,7 +155,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
             h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
         return best
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
         """Find ``n_components`` directions."""
         eps = open_unit_float(self.epsilon, "epsilon")
         method = choice(self.method, "method", SUM_METHODS)
@@ -153,6 +165,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {v!r}")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        assert isinstance(X, np.ndarray)
         d = X.shape[1]
         if self.n_components > d:
             raise ValueError(f"`n_components` = {self.n_components} exceeds n_features = {d}")
@@ -164,14 +177,17 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         self._whiten = vecs / np.sqrt(vals)  # Z = (X - mean) @ whiten has identity covariance
         Z = np.ascontiguousarray((X - self.mean_) @ self._whiten)
         rng = check_random_state(self.random_state)
-        found, indices, bandwidths = [], [], []
+        found: list[np.ndarray] = []
+        indices: list[float] = []
+        bandwidths: list[float] = []
         for _ in range(int(self.n_components)):
             basis = np.array(found).reshape(-1, d)
-            best = None
+            best: tuple[np.ndarray, float, float] | None = None
             for _ in range(int(self.n_init)):
                 a, idx, h = self._search(Z, rng.standard_normal(d), basis, eps, method, n_jobs)
                 if best is None or idx > best[1]:
                     best = (a, idx, h)
+            assert best is not None  # n_init >= 1
             found.append(best[0])
             indices.append(best[1])
             bandwidths.append(best[2])
@@ -181,7 +197,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         self.bandwidth_ = np.array(bandwidths)
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         """Project ``X`` on the directions found (unit-variance coordinates)."""
         check_is_fitted(self, "components_")
         X = validate_data(self, X, dtype=np.float64, reset=False)

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import erfc
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Self
+
+    from vastml._typing import ArrayLike, FloatArray, RandomState
 
 from vastml._validation import choice, n_jobs_arg, open_unit_float
 from vastml.kernels._sums import SUM_METHODS, erfc_sum
@@ -19,7 +26,7 @@ PROBIT = math.sqrt(3.0) / (math.pi * math.sqrt(2.0))
 GRAPHS = ("full", "chain")
 
 
-def preference_edges(n_classes: int, graph: str):
+def preference_edges(n_classes: int, graph: str) -> list[tuple[int, int]]:
     """Edges (i, j), i < j, meaning every sample of class j is preferred to every one of class i."""
     choice(graph, "graph", GRAPHS)
     if graph == "chain":
@@ -27,7 +34,7 @@ def preference_edges(n_classes: int, graph: str):
     return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
 
 
-def wmw_score(scores, y, graph="full"):
+def wmw_score(scores: ArrayLike, y: ArrayLike, graph: str = "full") -> float:
     """The generalised Wilcoxon-Mann-Whitney statistic of ``scores`` for ordinal labels ``y``.
 
     The fraction of pairs (x_k of class i, x_l of class j) over the edges of the preference
@@ -104,16 +111,16 @@ class RankNCG(BaseEstimator):
 
     def __init__(
         self,
-        alpha=1.0,
-        graph="full",
-        epsilon=1e-6,
-        method="auto",
-        tol=1e-4,
-        max_iter=200,
-        random_state=None,
-        n_jobs=None,
-        callback=None,
-    ):
+        alpha: float = 1.0,
+        graph: str = "full",
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        tol: float = 1e-4,
+        max_iter: int = 200,
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+        callback: Callable[..., object] | None = None,
+    ) -> None:
         self.alpha = alpha
         self.graph = graph
         self.epsilon = epsilon
@@ -164,7 +171,7 @@ class RankNCG(BaseEstimator):
             total += np.sum(0.5 * t * erfc(PROBIT * t) - np.exp(-((PROBIT * t) ** 2)) / (2 * PROBIT * math.sqrt(math.pi)))
         return total
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Learn ``coef_`` from samples ``X`` with ordinal labels ``y`` (larger = preferred)."""
         if not (isinstance(self.alpha, numbers.Real) and self.alpha >= 0):
             raise ValueError(f"`alpha` must be a non-negative number, got {self.alpha!r}")
@@ -201,17 +208,17 @@ class RankNCG(BaseEstimator):
             if float(d @ g_new) <= 0:  # not an ascent direction: restart
                 d = g_new.copy()
             g = g_new
-        self.coef_ = w
+        self.coef_: np.ndarray = w
         self.n_iter_ = it
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> FloatArray:
         """Ranking scores ``X @ coef_`` (larger = preferred)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_
+        Xv = validate_data(self, X, dtype=np.float64, reset=False)
+        return Xv @ self.coef_
 
-    def score(self, X, y):
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Generalised WMW statistic of the scores on ``X`` against ``y``."""
         return wmw_score(self.decision_function(X), y, self.graph)
 

@@ -2,14 +2,20 @@
 ``match_`` assignments) and the original :class:`KernelizedSorting` baseline, with the CKS
 objective, gradient and diagonal Hessian for inspection."""
 
-from vastml.matching._cks import (
-    ConvexKernelizedSorting,
-    KernelizedSorting,
-    centred_kernel,
-    cks_gradient,
-    cks_hessian_diagonal,
-    cks_objective,
-)
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.matching` stays cheap.
+if TYPE_CHECKING:
+    from vastml.matching._cks import (
+        ConvexKernelizedSorting,
+        KernelizedSorting,
+        centred_kernel,
+        cks_gradient,
+        cks_hessian_diagonal,
+        cks_objective,
+    )
 
 __all__ = [
     "ConvexKernelizedSorting",
@@ -19,3 +25,5 @@ __all__ = [
     "cks_hessian_diagonal",
     "cks_objective",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -17,33 +17,39 @@
   :func:`load_matrix`, :func:`save_matrix`, data loaders and the thesis's planted matrices.
 """
 
-from vastml._core import planted_categorical, planted_matrix
-from vastml.reorder._baselines import (
-    barycentric_order,
-    bidirectional_order,
-    heatmap_order,
-    nested_order,
-    spectral_order,
-)
-from vastml.reorder._compress import compress
-from vastml.reorder._convomap import ConvoMap
-from vastml.reorder._em import EMOrdering
-from vastml.reorder._evaluate import knn_accuracy
-from vastml.reorder._measures import dpc, dpc_entropy, dpc_sigma, figure_of_merit, path_length
-from vastml.reorder._io import (
-    load_football,
-    load_genes,
-    load_mammals,
-    load_matrix,
-    load_mushrooms,
-    load_news,
-    load_paleo,
-    save_matrix,
-)
-from vastml.reorder._objective import convolution_error
-from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
-from vastml.reorder._plot import plot_matrix, save_png
-from vastml.reorder._tspmeans import TSPMeans, tsp_path
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.reorder` stays cheap.
+if TYPE_CHECKING:
+    from vastml._core import planted_categorical, planted_matrix
+    from vastml.reorder._baselines import (
+        barycentric_order,
+        bidirectional_order,
+        heatmap_order,
+        nested_order,
+        spectral_order,
+    )
+    from vastml.reorder._compress import compress
+    from vastml.reorder._convomap import ConvoMap
+    from vastml.reorder._em import EMOrdering
+    from vastml.reorder._evaluate import knn_accuracy
+    from vastml.reorder._measures import dpc, dpc_entropy, dpc_sigma, figure_of_merit, path_length
+    from vastml.reorder._io import (
+        load_football,
+        load_genes,
+        load_mammals,
+        load_matrix,
+        load_mushrooms,
+        load_news,
+        load_paleo,
+        save_matrix,
+    )
+    from vastml.reorder._objective import convolution_error
+    from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
+    from vastml.reorder._plot import plot_matrix, save_png
+    from vastml.reorder._tspmeans import TSPMeans, tsp_path
 
 __all__ = [
     "ConvoMap",
@@ -79,3 +85,5 @@ __all__ = [
     "spectral_order",
     "tsp_order",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

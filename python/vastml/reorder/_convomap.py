@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -19,6 +20,13 @@ from vastml.reorder._objective import (
     check_choice,
     kernel_args,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Self
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, RandomState
 
 MOVES = ("swap_rectangles", "swap", "adjacent_swap", "reverse", "relocate", "block_swap")
 DEFAULT_SCHEDULE = (
@@ -221,36 +229,36 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        kernel="gbs",
-        kernel_size=25,
-        padding="zeros_and_ones",
-        error="abs",
-        moves="all",
-        init="tsp",
-        method="pls",
-        max_iter=None,
-        segment_length=None,
-        reaction=0.6,
-        stop_threshold=-1e-4,
-        accept_ties=True,
-        axes="both",
-        swap_radius=10,
-        max_block=50,
-        rectangle_tolerance=(2, 1, 4, 0.8),
-        schedule=DEFAULT_SCHEDULE,
-        n_blocks=10,
-        kmax_k=5,
-        recolor=False,
-        verbose=False,
-        callbacks=None,
-        callback_every=1,
-        categorical=None,
-        n_jobs=None,
-        random_state=None,
-        restarts=0,
-        time_budget=None,
-        polish=False,
-    ):
+        kernel: str | ArrayLike = "gbs",
+        kernel_size: int | tuple[int, int] = 25,
+        padding: str = "zeros_and_ones",
+        error: str = "abs",
+        moves: str | Sequence[str] = "all",
+        init: str = "tsp",
+        method: str = "pls",
+        max_iter: int | None = None,
+        segment_length: int | None = None,
+        reaction: float = 0.6,
+        stop_threshold: float | None = -1e-4,
+        accept_ties: bool = True,
+        axes: str = "both",
+        swap_radius: int = 10,
+        max_block: int = 50,
+        rectangle_tolerance: tuple[float, float, float, float] = (2, 1, 4, 0.8),
+        schedule: Sequence[Any] = DEFAULT_SCHEDULE,
+        n_blocks: int = 10,
+        kmax_k: int = 5,
+        recolor: bool = False,
+        verbose: bool = False,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        categorical: bool | None = None,
+        n_jobs: int | None = None,
+        random_state: RandomState = None,
+        restarts: int = 0,
+        time_budget: float | None = None,
+        polish: bool = False,
+    ) -> None:
         self.kernel = kernel
         self.kernel_size = kernel_size
         self.padding = padding
@@ -355,7 +363,7 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             polish=8 if self.polish is True else (0 if self.polish is False else _positive_int(self.polish, "polish")),
         )
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
         """Find the row and column orders of ``X``; returns ``self``."""
         p = self._params()
         codes, n_colours, values = as_codes(X, self.categorical, name="X")
@@ -432,7 +440,7 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         self.stopped_early_ = bool(stopped)
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """``X`` with rows and columns in the fitted orders."""
         check_is_fitted(self, "row_order_")
         reject_sparse(X, "X")
@@ -468,6 +476,6 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         colours = self.color_maps_[self.col_order_][np.arange(out.shape[1])[None, :], codes]
         return self.values_[colours]
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: ArrayLike, y: object = None) -> np.ndarray:
         """Fit, then return the reordered ``X``."""
         return self.fit(X).transform(X)

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, RandomState
 
-def knn_accuracy(order, labels, *, n_neighbors=10, n_splits=10, random_state=None) -> float:
+
+def knn_accuracy(
+    order: ArrayLike,
+    labels: ArrayLike,
+    *,
+    n_neighbors: int = 10,
+    n_splits: int = 10,
+    random_state: RandomState = None,
+) -> float:
     """Mean stratified-K-fold accuracy of predicting a row's label from its ``n_neighbors``
     nearest training rows *by position* in the ordered matrix (majority vote).
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, PathLike
 
-def _read_backup(path) -> tuple[np.ndarray, list[str], list[str]]:
+
+def _read_backup(path: PathLike) -> tuple[np.ndarray, list[str], list[str]]:
     """A ``.backup`` file: description line; "rows cols n_layers dont_change_colours"; the
     row map; the column map; column labels; row labels ("|%|" stands for a space); then for
     each layer, one line per row listing its set columns, and a separator line. Cells set in
@@ -67,7 +71,7 @@ def _read_backup(path) -> tuple[np.ndarray, list[str], list[str]]:
 MAX_BACKUP_LAYERS = 256
 
 
-def _write_backup(path, matrix, description="vastml") -> None:
+def _write_backup(path: PathLike, matrix: ArrayLike, description: str = "vastml") -> None:
     """Write the ``.backup`` format, whose layers hold colour codes: value v goes to layer v, so
     the file reads back to the same matrix. Only non-negative integer codes below
     :data:`MAX_BACKUP_LAYERS` fit; anything else raises ValueError."""
@@ -102,7 +106,7 @@ def _write_backup(path, matrix, description="vastml") -> None:
         f.write("\n".join(out) + "\n")
 
 
-def load_matrix(path) -> np.ndarray:
+def load_matrix(path: PathLike) -> np.ndarray:
     """Read a matrix from ``.npy``, ``.csv`` / ``.txt`` (comma, tab or space separated numbers)
     or ``.backup``. Raises ValueError naming the file for an unknown or malformed format."""
     p = Path(path)
@@ -130,7 +134,7 @@ def load_matrix(path) -> np.ndarray:
     raise ValueError(f"{path}: unknown format {ext!r}; expected .npy, .csv, .txt or .backup")
 
 
-def save_matrix(path, matrix) -> None:
+def save_matrix(path: PathLike, matrix: ArrayLike) -> None:
     """Write ``matrix`` as ``.npy``, ``.csv`` or ``.backup`` (chosen by the extension)."""
     ext = Path(path).suffix.lower()
     a = np.asarray(matrix)
@@ -153,7 +157,7 @@ def _data_dir(root):
     return base / "convomap"
 
 
-def load_football(root=None) -> tuple[np.ndarray, np.ndarray]:
+def load_football(root: PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Football 115 x 115 adjacency from ``Football/football.paj`` (edge ``i j`` sets A[i,j],
     A[j,i] and A[i,i], as the reference code does) and the 12 conference labels."""
     d = _data_dir(root) / "Football"
@@ -170,14 +174,14 @@ def load_football(root=None) -> tuple[np.ndarray, np.ndarray]:
     return A, labels
 
 
-def load_mammals(root=None) -> np.ndarray:
+def load_mammals(root: PathLike | None = None) -> np.ndarray:
     """Mammals 2221 x 124 (locations x species; the 69 climate columns dropped)."""
     return np.loadtxt(_data_dir(root) / "Mammals" / "mammals.txt", delimiter=",")[:, 69:].astype(
         np.int64
     )
 
 
-def load_paleo(root=None) -> np.ndarray:
+def load_paleo(root: PathLike | None = None) -> np.ndarray:
     """Paleo 1597 x 4215 (NOW fossil localities x species, 1 where the species was found),
     from the NOW export ``NOW/NOW_public_030717.csv``; rows by locality id (``LIDNUM``),
     columns by species id (``SIDNUM``). The thesis's original order came from a hash map, so
@@ -195,7 +199,7 @@ def load_paleo(root=None) -> np.ndarray:
     return X
 
 
-def load_genes(root=None) -> np.ndarray:
+def load_genes(root: PathLike | None = None) -> np.ndarray:
     """Gene expression 2112 x 363 (binarised)."""
     path = _data_dir(root) / "Genes" / "tkde_binarized_data.txt"
     n_cols = len(path.open().readline().split("\t"))
@@ -204,7 +208,7 @@ def load_genes(root=None) -> np.ndarray:
     )
 
 
-def _read_octave_text(path) -> dict:
+def _read_octave_text(path: PathLike) -> dict[str, np.ndarray]:
     out = {}
     lines = Path(path).read_text().split("\n")
     i = 0
@@ -228,7 +232,9 @@ def _read_octave_text(path) -> dict:
     return out
 
 
-def load_news(name="news_3cl_1", root=None) -> tuple[np.ndarray, np.ndarray]:
+def load_news(
+    name: str = "news_3cl_1", root: PathLike | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """A 20-Newsgroups similarity matrix as 4 colours (commonAttributes) and the labels.
 
     S = A·Aᵀ / max, binned at 0.05, 0.1, 0.25; rows and columns whose colours are all equal
@@ -244,7 +250,9 @@ def load_news(name="news_3cl_1", root=None) -> tuple[np.ndarray, np.ndarray]:
     return C[keep_r][:, keep_c], labels
 
 
-def load_mushrooms(root=None, categorical=False) -> tuple[np.ndarray, np.ndarray]:
+def load_mushrooms(
+    root: PathLike | None = None, categorical: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Mushrooms binary 8124 x 111 (LIBSVM one-hot file, zero-variance columns dropped) and
     the edible / poisonous labels.
 

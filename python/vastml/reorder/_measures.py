@@ -3,12 +3,17 @@ residuals, their per-feature scale and entropy."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml._validation import as_points, choice
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
-def _order(order, n: int) -> np.ndarray:
+
+def _order(order: ArrayLike | None, n: int) -> np.ndarray:
     if order is None:
         return np.arange(n)
     o = np.asarray(order)
@@ -19,7 +24,7 @@ def _order(order, n: int) -> np.ndarray:
     return o
 
 
-def figure_of_merit(labels, order=None) -> float:
+def figure_of_merit(labels: ArrayLike, order: ArrayLike | None = None) -> float:
     """FOM (thesis eq. 2.9): the fraction of neighbouring pairs in ``order`` whose labels differ.
 
     Lower is better; 0 <= FOM <= 1.
@@ -37,7 +42,7 @@ def figure_of_merit(labels, order=None) -> float:
     return float(np.count_nonzero(ys[1:] != ys[:-1]) / (y.shape[0] - 1))
 
 
-def path_length(X, order=None) -> float:
+def path_length(X: ArrayLike, order: ArrayLike | None = None) -> float:
     """L: the sum of Euclidean distances between neighbouring rows of ``X[order]`` (open path,
     the closing edge is not counted).
 
@@ -49,7 +54,7 @@ def path_length(X, order=None) -> float:
     return float(np.sqrt(((x[o[1:]] - x[o[:-1]]) ** 2).sum(axis=1)).sum())
 
 
-def dpc(X, order=None) -> np.ndarray:
+def dpc(X: ArrayLike, order: ArrayLike | None = None) -> FloatArray:
     """Differential predictive coding of ``X[order]``: the first row, then the row differences
     (lossless: ``np.cumsum(dpc(X, o), axis=0)`` gives back ``X[o]``).
 
@@ -62,7 +67,7 @@ def dpc(X, order=None) -> np.ndarray:
     return np.vstack([xs[:1], np.diff(xs, axis=0)])
 
 
-def dpc_sigma(X, order=None, model: str = "gaussian") -> np.ndarray:
+def dpc_sigma(X: ArrayLike, order: ArrayLike | None = None, model: str = "gaussian") -> FloatArray:
     """Per-feature residual scale of ``X[order]`` (E-step, eq. 2.8): the Gaussian sigma_j
     (root mean squared difference) or the Laplace b_j (mean absolute difference).
 
@@ -79,7 +84,9 @@ def dpc_sigma(X, order=None, model: str = "gaussian") -> np.ndarray:
     return np.abs(e).mean(axis=0)
 
 
-def dpc_entropy(X, order=None, model: str = "gaussian", sigma=None) -> float:
+def dpc_entropy(
+    X: ArrayLike, order: ArrayLike | None = None, model: str = "gaussian", sigma: ArrayLike | None = None
+) -> float:
     """Average negative log-likelihood of the DPC residuals of ``X[order]`` (eq. 2.5 in its
     exact form): ``0.5 m log(2 pi) + sum_j log sigma_j + sum (e_ij / sigma_j)^2 / (2 (n - 1))``
     for the Gaussian model, ``sum_j log(2 b_j) + sum |e_ij| / b_j / (n - 1)`` for the Laplace

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numbers
 
 import numpy as np
@@ -9,12 +11,19 @@ import numpy as np
 from vastml import _core
 from vastml._validation import choice, empty_message, reject_complex, reject_sparse
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vastml._typing import ArrayLike
+
 KERNELS = ("gbs", "gbe", "uniform", "cross_gbs", "cross_gbe", "cgbs_thesis_tables")
 PADDINGS = ("zeros_and_ones", "extension", "zero", "cyclic")
 ERRORS = ("abs", "quadratic")
 
 
-def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray, int, np.ndarray]:
+def as_codes(
+    matrix: ArrayLike, categorical: bool | None = None, name: str = "matrix"
+) -> tuple[np.ndarray, int, np.ndarray]:
     """Colour codes of ``matrix`` as C-contiguous uint32, the colour count and the values.
 
     A binary matrix (values in {0, 1}, or ``categorical=False``) gives codes 0/1 and a colour
@@ -69,7 +78,9 @@ def as_codes(matrix, categorical=None, name: str = "matrix") -> tuple[np.ndarray
     return np.ascontiguousarray(codes), len(values), values[np.argsort(first, kind="stable")]
 
 
-def kernel_args(kernel, kernel_size) -> tuple[str, tuple[int, int], np.ndarray | None]:
+def kernel_args(
+    kernel: str | ArrayLike, kernel_size: int | tuple[int, int]
+) -> tuple[str, tuple[int, int], np.ndarray | None]:
     """(name, (rows, cols), custom weights or None) with checks that name the parameter."""
     if isinstance(kernel, str):
         if kernel not in KERNELS:
@@ -78,7 +89,7 @@ def kernel_args(kernel, kernel_size) -> tuple[str, tuple[int, int], np.ndarray |
             size = (int(kernel_size), int(kernel_size))
         else:
             try:
-                size = tuple(int(s) for s in kernel_size)
+                size = tuple(int(s) for s in kernel_size)  # type: ignore[union-attr]
             except TypeError:
                 raise TypeError(
                     f"`kernel_size` must be an odd int or a pair (rows, cols), got {kernel_size!r}"
@@ -87,7 +98,7 @@ def kernel_args(kernel, kernel_size) -> tuple[str, tuple[int, int], np.ndarray |
                 raise ValueError(f"`kernel_size` must be an int or (rows, cols), got {kernel_size!r}")
         if any(s <= 0 or s % 2 == 0 for s in size):
             raise ValueError(f"`kernel_size` must be odd and positive, got {kernel_size!r}")
-        return kernel, size, None
+        return kernel, (size[0], size[1]), None
     w = np.ascontiguousarray(np.asarray(kernel, dtype=np.float64))
     if w.ndim != 2:
         raise ValueError(f"`kernel` array must be 2-D, got shape {w.shape}")
@@ -95,13 +106,13 @@ def kernel_args(kernel, kernel_size) -> tuple[str, tuple[int, int], np.ndarray |
         raise ValueError(f"`kernel` must have odd sizes, got shape {w.shape}")
     if not np.isfinite(w).all() or (w < 0).any():
         raise ValueError("`kernel` weights must be finite and non-negative (no negative weights)")
-    return "gbs", w.shape, w
+    return "gbs", (w.shape[0], w.shape[1]), w
 
 
 check_choice = choice
 
 
-def check_order(order, n: int, name: str) -> list[int] | None:
+def check_order(order: ArrayLike | None, n: int, name: str) -> list[int] | None:
     if order is None:
         return None
     o = np.asarray(order)
@@ -113,15 +124,15 @@ def check_order(order, n: int, name: str) -> list[int] | None:
 
 
 def convolution_error(
-    matrix,
+    matrix: ArrayLike,
     *,
-    kernel="gbs",
-    kernel_size=3,
-    padding="zeros_and_ones",
-    error="abs",
-    row_order=None,
-    col_order=None,
-    categorical=None,
+    kernel: str | ArrayLike = "gbs",
+    kernel_size: int | tuple[int, int] = 3,
+    padding: str = "zeros_and_ones",
+    error: str = "abs",
+    row_order: ArrayLike | None = None,
+    col_order: ArrayLike | None = None,
+    categorical: bool | None = None,
 ) -> float:
     """The ConvoMap error of ``matrix`` shown in ``row_order`` x ``col_order``.
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml import _core
 from vastml.reorder._objective import as_codes, check_choice, check_order, kernel_args
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, IntArray
 
-def tsp_order(matrix, *, axis=0, categorical=None, n_jobs=None) -> np.ndarray:
+
+def tsp_order(
+    matrix: ArrayLike, *, axis: int = 0, categorical: bool | None = None, n_jobs: int | None = None
+) -> IntArray:
     """Rows (``axis=0``) or columns ordered as an open TSP path, greedy edges + 2-opt.
 
     Distances are the numbers of differing cells (Hamming distance for binary data); the
@@ -30,16 +37,16 @@ def tsp_order(matrix, *, axis=0, categorical=None, n_jobs=None) -> np.ndarray:
 
 
 def branch_and_bound_order(
-    matrix,
+    matrix: ArrayLike,
     *,
-    kernel="gbs",
-    kernel_size=3,
-    col_order=None,
-    bound="slow",
-    initial=None,
-    categorical=None,
-    n_jobs=None,
-) -> tuple[np.ndarray, float]:
+    kernel: str | ArrayLike = "gbs",
+    kernel_size: int | tuple[int, int] = 3,
+    col_order: ArrayLike | None = None,
+    bound: str = "slow",
+    initial: ArrayLike | None = None,
+    categorical: bool | None = None,
+    n_jobs: int | None = None,
+) -> tuple[IntArray, float]:
     """The exact row order minimising the ConvoMap error, by branch and bound.
 
     Columns stay in ``col_order``; padding is zero ("cropping", which makes an order and its
@@ -78,7 +85,9 @@ def branch_and_bound_order(
     return np.asarray(order, dtype=np.intp), float(err)
 
 
-def gradient_order(dissimilarities, *, weighted=False, n_jobs=None) -> tuple[np.ndarray, float]:
+def gradient_order(
+    dissimilarities: ArrayLike, *, weighted: bool = False, n_jobs: int | None = None
+) -> tuple[IntArray, float]:
     """The order maximising the anti-Robinson gradient of a dissimilarity matrix, exactly.
 
     The within-row-and-column gradient of an order ψ is

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from vastml.reorder._compress import compress
 from vastml.reorder._objective import as_codes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from matplotlib.figure import Figure
+
+    from vastml._typing import ArrayLike, PathLike
 
 
 def _image(matrix, max_size):
@@ -14,7 +23,14 @@ def _image(matrix, max_size):
     return img, n_colours
 
 
-def plot_matrix(matrix, reordered=None, *, ax=None, titles=("original", "reordered"), max_size=300):
+def plot_matrix(
+    matrix: ArrayLike,
+    reordered: ArrayLike | None = None,
+    *,
+    ax: Any = None,
+    titles: Sequence[str] = ("original", "reordered"),
+    max_size: int = 300,
+) -> Figure:
     """Draw ``matrix`` (and ``reordered`` beside it) shrunk to at most ``max_size`` pixels a
     side: grey levels for binary data (black = ones), a qualitative palette for colours.
     Returns the matplotlib figure."""
@@ -39,7 +55,9 @@ def plot_matrix(matrix, reordered=None, *, ax=None, titles=("original", "reorder
     return fig
 
 
-def save_png(path, matrix, reordered=None, **kwargs) -> None:
+def save_png(
+    path: PathLike, matrix: ArrayLike, reordered: ArrayLike | None = None, **kwargs: Any
+) -> None:
     """Write :func:`plot_matrix` of ``matrix`` (and ``reordered``) to a PNG file."""
     import matplotlib
 

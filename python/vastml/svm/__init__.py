@@ -11,11 +11,17 @@ Models can be written and read in BudgetedSVM's text format (:func:`save_budgete
 scikit-learn's conventions.
 """
 
-from vastml.svm._amm import AMMClassifier, PegasosClassifier
-from vastml.svm._arow import AROWClassifier
-from vastml.svm._bsgd import BSGDClassifier
-from vastml.svm._llsvm import LLSVMClassifier
-from vastml.svm._model_file import load_budgetedsvm, save_budgetedsvm
+from typing import TYPE_CHECKING
+
+from vastml._lazy import attach
+
+# Public names, imported on first use (see vastml._lazy): `import vastml.svm` stays cheap.
+if TYPE_CHECKING:
+    from vastml.svm._amm import AMMClassifier, PegasosClassifier
+    from vastml.svm._arow import AROWClassifier
+    from vastml.svm._bsgd import BSGDClassifier
+    from vastml.svm._llsvm import LLSVMClassifier
+    from vastml.svm._model_file import load_budgetedsvm, save_budgetedsvm
 
 __all__ = [
     "AMMClassifier",
@@ -26,3 +32,5 @@ __all__ = [
     "load_budgetedsvm",
     "save_budgetedsvm",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -261,7 +261,9 @@ unsafe fn moments_avx2<const D: u8>(s: &[f64], beta: f64, w: &mut [f64]) -> [f64
 fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        vastml_spatial::simd_allowed()
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -416,7 +416,7 @@ pub(crate) struct Masked<'a> {
 #[inline]
 pub(crate) fn shift_counts_masked(x: Masked, y: Masked, pad: usize, counts: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
+    if vastml_spatial::simd_allowed() && std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has POPCNT (checked above)
         unsafe { shift_counts_masked_popcnt(x, y, pad, counts) };
         return;

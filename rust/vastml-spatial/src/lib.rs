@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod clustering;
+mod cpu;
 mod distance;
 mod error;
 mod kcenter;
@@ -52,6 +53,7 @@ mod knn_tree;
 mod validate;
 
 pub use clustering::Clustering;
+pub use cpu::{NO_SIMD_ENV, simd_allowed};
 pub use distance::squared_distance;
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};

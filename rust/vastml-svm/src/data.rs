@@ -361,7 +361,7 @@ impl Gathered {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
+    vastml_spatial::simd_allowed() && std::arch::is_x86_feature_detected!("avx2")
 }
 
 /// Dot product of two dense slices with four accumulators (vectorises; the single-chain
