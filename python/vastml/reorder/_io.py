@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def _read_backup(path: PathLike) -> tuple[np.ndarray, list[str], list[str]]:
     with open(path) as f:
         lines = f.read().split("\n")
 
-    def fail(line_no: int, what: str):
+    def fail(line_no: int, what: str) -> NoReturn:
         raise ValueError(f"{path}, line {line_no}: {what}") from None
 
     def ints(i: int, what: str) -> list[int]:
