@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import warnings
@@ -32,6 +31,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "docstring_fixes",  # docs/_tools/docstring_fixes.py: plain-text notation made rst-safe
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

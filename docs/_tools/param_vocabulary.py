@@ -35,6 +35,101 @@ RENAMES = {
     "neighbors": "a name that says it is a method (e.g. `neighbors_method`)",
 }
 
+# One meaning per name (the "meaning" column of the table in docs/conventions.md).
+MEANINGS = {
+    "n_jobs": "threads (or processes) to use; None = all cores",
+    "random_state": "the one source of randomness of a call",
+    "method": "which algorithm computes the result (each docstring lists the choices)",
+    "epsilon": "absolute error bound of a fast sum, relative to the total absolute weight",
+    "max_iter": "largest number of iterations / epochs / passes",
+    "tol": "tolerance of the stopping rule (the docstring says of which quantity)",
+    "n_components": "output dimension of an embedding or decomposition",
+    "verbose": "bool or int: progress bar / messages",
+    "kernel": "the kernel function (name, array of weights, or callable)",
+    "matrix": "the matrix to reorder or evaluate",
+    "order": "a permutation of the rows (or the order in which points are visited)",
+    "n_neighbors": "a number of nearest neighbours",
+    "bandwidth": "kernel width (σ or h: the docstring says which)",
+    "callback": "old form of `callbacks`",
+    "callbacks": "callables called as callback(iteration, objective, state); True stops",
+    "callback_every": "call the callbacks every this many iterations",
+    "n_landmarks": "number of landmarks",
+    "gamma": "RBF width, exp(-gamma ||x - y||^2)",
+    "n_samples": "number of rows to generate",
+    "landmarks": "how landmarks are chosen, or their indices",
+    "W": "a sparse affinity (attraction) matrix",
+    "reg": "regulariser of the local Gram matrices (times their trace)",
+    "categorical": "treat the values as colours (None = decide from the data)",
+    "alpha": "strength of an L2 penalty (paper: lambda)",
+    "client": "the dask.distributed Client to run on (None = the active one)",
+    "backend": "implementation to run (Rust or the NumPy reference)",
+    "perplexity": "effective number of neighbours of entropic affinities",
+    "kappa": "neighbours kept per row when sparsifying the spectral direction's Laplacian",
+    "root": "folder holding the data sets (None = the shared data folder)",
+    "init": "how the solution is initialised",
+    "eta_r": "weight of the penalty on object coordinates (PE)",
+    "eta_phi": "weight of the penalty on class centres (PE)",
+    "Phi": "class centres (PE)",
+    "log_prior": "log class priors (PE)",
+    "P": "affinities or class posteriors (rows are objects)",
+    "theta": "Barnes-Hut accuracy (0 = exact)",
+    "n_neighbors_z": "landmarks per point in LLL (K_Z)",
+    "n_init": "number of random restarts; the best is kept",
+    "model": "which objective (ee, sne, ssne, tsne)",
+    "sources": "points carrying the weights of a Gauss transform",
+    "targets": "points where a Gauss transform is evaluated",
+    "weights": "weights q of the sources",
+    "n_epochs": "passes over the data (to become max_iter)",
+    "shuffle": "shuffle the examples before each epoch",
+    "n_partitions": "number of Dask partitions (mappers)",
+    "R": "object coordinates (PE)",
+    "gradient": "how the repulsion's gradient is computed (exact, barnes_hut, fft, fgt)",
+    "C": "penalty weight (paper symbol)",
+    "center": "centre the data / kernels",
+    "n_iter": "a number of iterations (to become max_iter)",
+    "kernel_size": "size of the ConvoMap kernel (rows, cols)",
+    "n_features": "number of columns to generate",
+    "bias": "value of the constant feature appended to every example",
+    "lam": "weight of the repulsion in EE (paper: lambda)",
+    "compact": "store affinities as int32 / float32 CSR",
+    "padding": "what lies outside the matrix (ConvoMap)",
+    "noise_variance": "variance of the observation noise",
+    "learning_rate": "gradient-descent step size",
+    "n_interp": "interpolation nodes per box (FFT gradient)",
+    "ridge": "added to a diagonal to make a solve well posed",
+    "affinity_method": "root finder of entropic affinities",
+    "neighbors": "how neighbours are found (auto, exact, approx)",
+    "neighbours": "number of neighbour candidates per point (to become n_neighbors)",
+    "length_scale": "GP kernel length scale (scikit-learn's convention)",
+    "rtol": "relative error bound",
+    "noise": "amount of noise in generated data",
+    "degree": "polynomial kernel degree",
+    "coef0": "polynomial kernel offset",
+    "r": "AROW regularisation (paper symbol)",
+    "covariance": "full or diagonal covariance",
+    "update_on": "when AROW updates (margin or mistake)",
+    "plan": "how a sharded Gauss transform is planned (local, split, auto)",
+    "tol_r": "tolerance of the per-object solves (PE)",
+    "max_newton_iter": "Newton steps per object solve (PE)",
+    "solver": "eigensolver",
+    "affinity": "how the affinity graph is built",
+    "n_clusters": "number of clusters",
+    "image_shape": "shape of each row seen as an image (for raster orders)",
+    "min_iter": "smallest number of iterations",
+    "xtol": "tolerance on the relative change of the solution",
+    "gtol": "tolerance on the gradient norm",
+    "gscale": "scale of the gradient norm for gtol",
+    "delta": "tolerance of the GP's CG solve",
+    "X0": "initial embedding",
+    "objective": "an EmbeddingObjective",
+    "labels": "class labels",
+    "error": "the error measure (abs or quadratic)",
+    "symmetric": "whether the matrix is symmetric",
+    "graph": "a precomputed affinity graph",
+    "data": "the data",
+    "number": "which Marron-Wand density (1-15)",
+}
+
 
 def callables():
     for pkg in PACKAGES:
@@ -90,8 +185,8 @@ def main():
     # names used once but on the rename list are flagged too
     flagged_single = sorted(n for n, r in uses.items() if len(r) == 1 and n in RENAMES)
     if args.markdown:
-        print("| name | uses | defaults | used by | today |")
-        print("|---|---|---|---|---|")
+        print("| name | meaning | uses | defaults | used by | today |")
+        print("|---|---|---|---|---|---|")
     for n in names + flagged_single:
         rows = uses[n]
         pr = problems(n, rows)
@@ -104,7 +199,7 @@ def main():
         if args.markdown:
             status = "**" + "; ".join(pr) + "**" if pr else "ok"
             d = ", ".join(f"`{x}`" for x in defaults)
-            print(f"| `{n}` | {len(rows)} | {d} | {where} | {status} |")
+            print(f"| `{n}` | {MEANINGS.get(n, '')} | {len(rows)} | {d} | {where} | {status} |")
         else:
             print(f"{n:28s} {len(rows):3d}  {'; '.join(pr) or 'ok'}")
 
