@@ -46,7 +46,7 @@ myst_heading_anchors = 3
 # name added to or renamed in ``__all__`` appears without editing the docs.
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": False}
+autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -77,6 +77,12 @@ sphinx_gallery_conf = {
 }
 
 warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
+
+# Math is rendered by MathJax from its CDN (the Sphinx default). To look at the pages offline,
+# point it at a local copy, e.g. Debian's libjs-mathjax:
+#   VASTML_DOCS_MATHJAX="file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML"
+if os.environ.get("VASTML_DOCS_MATHJAX"):
+    mathjax_path = os.environ["VASTML_DOCS_MATHJAX"]
 
 # HTML
 html_theme = "pydata_sphinx_theme"

@@ -3,7 +3,7 @@ Gauss transform: the error guarantee and the speed
 ===================================================
 
 :func:`~vastml.kernels.gauss_transform` promises
-:math:`\\max_j |\\hat G(y_j) - G(y_j)| \\le \\varepsilon \\sum_i |q_i|`. Here 20,000 sources and
+:math:`\\max_j |\\hat G(y_j) - G(y_j)| \\le \\varepsilon \\sum_i |q_i|`. Here 10,000 sources and
 targets in 2-D are summed with every method for a range of ε and compared with the exact direct
 sum: the measured error (left) stays under the promised bound (the diagonal), and the time
 (right) shows what the approximation buys. The approximate methods get cheaper as ε loosens;
@@ -18,7 +18,7 @@ import numpy as np
 from vastml.kernels import gauss_transform
 
 rng = np.random.default_rng(0)
-n = 20_000
+n = 10_000
 x, y = rng.uniform(size=(n, 2)), rng.uniform(size=(n, 2))
 q = rng.uniform(size=n)
 h = 0.2

@@ -2,7 +2,7 @@
 TSP-means: ordering many rows, compressed to screen size
 =========================================================
 
-A heatmap of 200,000 rows cannot be drawn row by row: a screen has a few hundred pixels. If the
+A heatmap of 100,000 rows cannot be drawn row by row: a screen has a few hundred pixels. If the
 rows are in a good order, averaging runs of consecutive rows into one pixel row loses little.
 :class:`~vastml.reorder.TSPMeans` finds such an order in :math:`O(n \\log n)` by ordering a
 recursive 2-means tree along short TSP paths. (It orders millions of rows the same way; this
@@ -21,7 +21,7 @@ import numpy as np
 from vastml.datasets import make_waveform
 from vastml.reorder import TSPMeans, figure_of_merit, path_length
 
-X, y = make_waveform(200_000, random_state=0)
+X, y = make_waveform(100_000, random_state=0)
 X = (X - X.mean(axis=0)) / X.std(axis=0)
 
 t0 = time.perf_counter()

@@ -128,7 +128,30 @@ MEANINGS = {
     "graph": "a precomputed affinity graph",
     "data": "the data",
     "number": "which Marron-Wand density (1-15)",
+    "path": "a file path",
+    "K": "kernel matrix of the first set (CKS)",
+    "L": "kernel matrix of the second set (CKS)",
+    "pi": "the soft assignment matrix (CKS)",
+    "axes": "which axes (ConvoMap: rows / columns to reorder)",
+    "block": "rows per block when streaming a kernel matrix",
+    "clf": "a fitted classifier with predict_proba",
+    "col_order": "a permutation of the columns",
+    "reordered": "the reordered matrix to draw beside the original",
+    "seed": "seed of the generator (to become random_state)",
+    "size": "side of the generated square matrix",
+    "std": "standard deviation of the data",
+    "mu_rel": "relative shift added to the Laplacian's diagonal",
 }
+
+# Names that mean different things in different places (the lead picks one meaning).
+MULTI_MEANING = {
+    "order": "three meanings: a permutation of the rows (dpc*, figure_of_merit, path_length, "
+    "knn_accuracy), a derivative order (density_derivative, density_functional, "
+    "hermite_gauss_sum, normal_reference_functional) and a visiting order "
+    "(entropic_affinities, warm_start_order): rename the derivative order (`derivative_order`)",
+    "axes": "two meanings: ConvoMap's axes to reorder, ImplicitSurface's grid axes",
+}
+PAPER_SYMBOLS = {"K", "L", "pi"}
 
 
 def callables():
@@ -164,6 +187,10 @@ def problems(name, rows):
     out = []
     if name in RENAMES:
         out.append(f"rename to {RENAMES[name]}")
+    if name in MULTI_MEANING:
+        out.append(MULTI_MEANING[name])
+    if name in PAPER_SYMBOLS:
+        out.append("a paper symbol: name what it is (e.g. `kernel_x`, `assignment`)")
     if name == "verbose":
         defaults = {d for _, _, d, _ in rows}
         if len(defaults) > 1:
