@@ -79,8 +79,8 @@ sphinx_gallery_conf = {
 warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
 
 # Math is rendered by MathJax from its CDN (the Sphinx default). To look at the pages offline,
-# point it at a local copy, e.g. Debian's libjs-mathjax:
-#   VASTML_DOCS_MATHJAX="file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML"
+# point it at a local copy, e.g. Debian's libjs-mathjax (MathJax 2 wants its config):
+#   VASTML_DOCS_MATHJAX=file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS_CHTML
 if os.environ.get("VASTML_DOCS_MATHJAX"):
     mathjax_path = os.environ["VASTML_DOCS_MATHJAX"]
 

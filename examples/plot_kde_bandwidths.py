@@ -23,7 +23,8 @@ for ax, number in zip(axes, [10, 3, 7]):
     for rule in ("scott", "silverman", "sheather-jones"):
         kde = KernelDensity(bandwidth=rule).fit(np.reshape(x, (-1, 1)))
         density = np.exp(kde.score_samples(grid[:, None]))
-        ax.plot(grid, density, lw=1.4, label=f"{rule} (σ = {float(np.ravel(kde.bandwidth_)[0]):.3f})")
+        sigma = float(np.ravel(kde.bandwidth_)[0])
+        ax.plot(grid, density, lw=1.4, label=f"{rule} (σ = {sigma:.3f})")
     ax.set_title(f"#{number}: {MARRON_WAND_NAMES[number - 1]}")
     ax.legend(fontsize=7)
 fig.tight_layout()

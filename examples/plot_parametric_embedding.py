@@ -31,7 +31,8 @@ ax.scatter(E[:, 0], E[:, 1], c=y[half:], cmap="tab10", s=8, alpha=0.7)
 for k, (cx, cy) in enumerate(C):
     ax.text(cx, cy, str(clf.classes_[k]), fontsize=16, weight="bold", ha="center", va="center",
             bbox=dict(boxstyle="circle", fc="white", ec=plt.cm.tab10(k / 9)))
-ax.set_title(f"posteriors of {X.shape[0] - half} test digits (KL {pe.kl_:.3g})")
+n_test = X.shape[0] - half
+ax.set_title(f"posteriors of {n_test} test digits (KL per digit {pe.kl_ / n_test:.3f})")
 ax.set_xticks([])
 ax.set_yticks([])
 fig.tight_layout()

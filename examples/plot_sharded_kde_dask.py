@@ -25,7 +25,10 @@ rng = np.random.default_rng(0)
 n = 200_000
 angle = rng.uniform(0, 2 * np.pi, n // 2)
 ring = np.column_stack([np.cos(angle), np.sin(angle)]) * 2 + 0.15 * rng.normal(size=(n // 2, 2))
-blobs = np.vstack([rng.normal([0.6, 0.3], 0.25, (n // 4, 2)), rng.normal([-0.7, -0.5], 0.35, (n // 4, 2))])
+blobs = np.vstack([
+    rng.normal([0.6, 0.3], 0.25, (n // 4, 2)),
+    rng.normal([-0.7, -0.5], 0.35, (n // 4, 2)),
+])
 points = np.vstack([ring, blobs])
 
 side = 400
