@@ -58,14 +58,12 @@ def page(module_name: str, title: str) -> str:
     summary = _summary(mod)
     if summary:
         out += [summary, ""]
-    for label, group, template in (
-        ("Classes", classes, "class.rst"),
-        ("Functions", functions, "function.rst"),
-    ):
+    # autosummary picks docs/_templates/autosummary/{class,function}.rst by object type
+    for label, group in (("Classes", classes), ("Functions", functions)):
         if not group:
             continue
         out += [label, "-" * len(label), "", ".. autosummary::", "   :toctree: generated/",
-                f"   :template: {template}", "   :nosignatures:", ""]
+                "   :nosignatures:", ""]
         out += [f"   {n}" for n in group]
         out.append("")
     if data:

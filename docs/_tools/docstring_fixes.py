@@ -94,6 +94,17 @@ def process_docstring(app, what, name, obj, options, lines):
     lines[:] = _protect_summary(fix_lines(lines))
 
 
+def skip_sklearn_machinery(app, what, name, obj, skip, options):
+    """Leave out the methods scikit-learn adds to every estimator (``set_fit_request`` and
+    the other metadata-routing setters): they are documented by scikit-learn, and their
+    docstrings refer to its glossary."""
+    module = getattr(obj, "__module__", "") or ""
+    if module.startswith("sklearn."):
+        return True
+    return None
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", process_docstring, priority=400)
+    app.connect("autodoc-skip-member", skip_sklearn_machinery)
     return {"parallel_read_safe": True}
