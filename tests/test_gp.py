@@ -8,6 +8,9 @@ from scipy.linalg import cho_factor, cho_solve
 
 from vastml.datasets import make_robot_arm
 from vastml.kernels import GaussianProcessRegressor, conjugate_gradient, fit_implicit_surface
+from vastml.kernels._gp_cg import lanczos_quadrature_logdet
+from vastml.kernels._gp_precond import NystromPreconditioner, farthest_points
+from vastml.kernels._gp_system import GPSystem
 
 
 def rbf(A, B, ls, sf2=1.0):
@@ -30,7 +33,8 @@ def problem():
 
 def test_predictions_equal_cholesky(problem):
     X, y, Xt, ls, sf2, noise, xi, mean, std = problem
-    gp = GaussianProcessRegressor(length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-7).fit(X, y)
+    gp = GaussianProcessRegressor(length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-7)
+    gp.fit(X, y)
     m, s = gp.predict(Xt, return_std=True)
     scale = np.abs(mean).max()
     assert np.abs(m - mean).max() <= 1e-4 * scale
@@ -40,7 +44,9 @@ def test_predictions_equal_cholesky(problem):
 
 def test_thesis_tolerances_meet_residual_and_schedule(problem):
     X, y, _, ls, sf2, noise, _, _, _ = problem
-    gp = GaussianProcessRegressor(length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-3, delta=1e-3)
+    gp = GaussianProcessRegressor(
+        length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-3, delta=1e-3, preconditioner_rank=0
+    )
     gp.fit(X, y)
     K = rbf(X, X, ls, sf2) + noise * np.eye(len(X))
     yc = y - y.mean()
@@ -58,17 +64,18 @@ def test_conjugate_gradient_solves_a_dense_system():
     A = rng.normal(size=(50, 50))
     A = A @ A.T + 50 * np.eye(50)
     b = rng.normal(size=(50, 3))
-    x, k, res, eps = conjugate_gradient(lambda v, e: A @ v, b, 1e-10, 1e-10, 50, 500)
-    np.testing.assert_allclose(A @ x, b, atol=1e-8)
-    assert k == len(res) == len(eps)
+    out = conjugate_gradient(lambda v, e: A @ v, b, tol=1e-10, delta=1e-10, max_iter=500)
+    np.testing.assert_allclose(A @ out.x, b, atol=1e-8)
+    assert out.converged and out.n_iter == len(out.residuals) == len(out.epsilons)
 
 
 def test_callback_pickle_and_bad_input(problem):
     X, y, Xt, ls, sf2, noise, *_ = problem
     seen = []
-    gp = GaussianProcessRegressor(length_scale=ls, callback=lambda k, r: seen.append((k, r))).fit(X, y)
-    assert len(seen) == gp.n_iter_ and seen[-1][1] <= 1e-3
-    gp.callback = None  # a lambda does not pickle; the fitted state does
+    gp = GaussianProcessRegressor(length_scale=ls, preconditioner_rank=0, callbacks=lambda k, r, s: seen.append((k, r)))
+    gp.fit(X, y)
+    assert len(seen) == gp.n_iter_ and seen[-1][1] <= 1e-3 and not gp.stopped_early_
+    gp.callbacks = None  # a lambda does not pickle; the fitted state does
     again = pickle.loads(pickle.dumps(gp))
     np.testing.assert_array_equal(again.predict(Xt[:5]), gp.predict(Xt[:5]))
     for params, msg in [
@@ -77,6 +84,9 @@ def test_callback_pickle_and_bad_input(problem):
         ({"tol": 0.0}, "tol"),
         ({"method": "fft"}, "method"),
         ({"max_iter": 0}, "max_iter"),
+        ({"optimizer": "adam"}, "optimizer"),
+        ({"preconditioner_rank": -1}, "preconditioner_rank"),
+        ({"n_probes": 0}, "n_probes"),
     ]:
         with pytest.raises(ValueError, match=msg):
             GaussianProcessRegressor(**params).fit(X, y)
@@ -100,3 +110,84 @@ def test_implicit_sphere():
     assert s.spacing[0] == pytest.approx(s.axes[0][1] - s.axes[0][0])
     with pytest.raises(ValueError, match="normals"):
         fit_implicit_surface(p, np.zeros_like(p))
+
+
+# --- preconditioned CG -------------------------------------------------------------------------
+
+
+def hard_problem(n=800, d=3, ls=0.6, noise=1e-3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.sin(3 * X).sum(1) + np.sqrt(noise) * rng.normal(size=n)
+    return X, y, ls, noise
+
+
+def test_woodbury_preconditioner_equals_dense_inverse():
+    X, _, ls, noise = hard_problem(400)
+    P = NystromPreconditioner(X / ls, 1.3, noise, rank=60)
+    L = P.factor
+    dense = L @ L.T + noise * np.eye(len(X))
+    V = np.random.default_rng(1).normal(size=(len(X), 3))
+    np.testing.assert_allclose(P.solve(V), np.linalg.solve(dense, V), rtol=1e-7, atol=1e-7 * np.abs(P.solve(V)).max())
+    assert P.logdet() == pytest.approx(np.linalg.slogdet(dense)[1], rel=1e-10)
+    g1, g2 = np.random.default_rng(2).normal(size=(P.rank, 2)), np.random.default_rng(3).normal(size=(len(X), 2))
+    np.testing.assert_allclose(P.sample(g1, g2), L @ g1 + np.sqrt(noise) * g2, atol=1e-12)
+    # L L^T is the Nystrom approximation on the farthest-point landmarks
+    S = X[P.landmarks] / ls
+    Kxs, Kss = rbf(X / ls, S, 1.0, 1.3), rbf(S, S, 1.0, 1.3)
+    np.testing.assert_allclose(L @ L.T, Kxs @ np.linalg.pinv(Kss, rcond=1e-10) @ Kxs.T, atol=1e-6)
+
+
+def test_farthest_points_is_gonzalez():
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    order, dist = farthest_points(X, 10)
+    for j in range(1, 10):
+        d = ((X[:, None, :] - X[order[:j]][None]) ** 2).sum(-1).min(1)
+        assert order[j] == np.argmax(d)
+    more, _ = farthest_points(X, 15, order=order, min_dist=dist)
+    np.testing.assert_array_equal(more, farthest_points(X, 15)[0])
+
+
+def test_pcg_equals_cholesky_and_needs_few_iterations():
+    X, y, ls, noise = hard_problem()
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    exact = cho_solve(cho_factor(K), np.column_stack([y, y**2]))
+    system = GPSystem(np.ascontiguousarray(X / ls), 1.0, noise, "auto", None, 100, None)
+    res, total = system.solve(np.column_stack([y, y**2]), tol=1e-10, delta=1e-10, max_iter=2000)
+    assert res.converged
+    assert np.abs(res.x - exact).max() <= 1e-6 * np.abs(exact).max()
+    plain = GPSystem(np.ascontiguousarray(X / ls), 1.0, noise, "auto", None, 0, None)
+    res0, total0 = plain.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
+    res1, total1 = system.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
+    assert total1 <= 50 < 3 * total1 < total0
+
+
+def test_rank_grows_to_meet_the_target_iteration_count():
+    X, y, ls, noise = hard_problem(1000, noise=1e-4)
+    gp = GaussianProcessRegressor(
+        length_scale=ls, noise_variance=noise, tol=1e-6, preconditioner_rank=8, target_iterations=20
+    ).fit(X, y)
+    assert gp.preconditioner_rank_ > 8
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    yc = y - y.mean()
+    assert np.linalg.norm(K @ gp.dual_coef_ - yc) <= 2e-6 * np.linalg.norm(yc)
+
+
+def test_slq_logdet_equals_slogdet():
+    X, _, ls, noise = hard_problem(600, noise=1e-2)
+    Xs = np.ascontiguousarray(X / ls)
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    exact = np.linalg.slogdet(K)[1]
+    for rank in (0, 30):
+        system = GPSystem(Xs, 1.0, noise, "auto", None, rank, None)
+        g = np.random.default_rng(5).normal(size=(len(X), 64))
+        if rank:  # probes ~ N(0, P): log det K = log det P + SLQ of P^-1/2 K P^-1/2
+            P = system.precond
+            Z = P.sample(np.random.default_rng(6).normal(size=(P.rank, 64)), g)
+            res, _ = system.solve(Z, tol=1e-8, delta=1e-8, max_iter=2000)
+            est = P.logdet() + lanczos_quadrature_logdet(res)
+        else:  # probes ~ N(0, I): SLQ of K itself
+            res, _ = system.solve(g, tol=1e-8, delta=1e-8, max_iter=2000)
+            est = lanczos_quadrature_logdet(res)
+        # the preconditioned estimate only has the (small) P^-1/2 K P^-1/2 part to sample
+        assert abs(est - exact) <= (1e-3 if rank else 5e-3) * abs(exact), (rank, est, exact)

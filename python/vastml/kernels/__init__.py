@@ -21,6 +21,7 @@ from vastml.kernels._bandwidth import (
     silverman_bandwidth,
 )
 from vastml.kernels._gp import (
+    CGResult,
     GaussianProcessRegressor,
     ImplicitSurface,
     conjugate_gradient,
@@ -35,6 +36,7 @@ from vastml.kernels._sums import SUM_METHODS, erfc_sum, hermite_gauss_sum
 __all__ = [
     "METHODS",
     "SUM_METHODS",
+    "CGResult",
     "GaussTransform",
     "GaussianProcessRegressor",
     "ImplicitSurface",
