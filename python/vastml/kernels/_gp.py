@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
+from threadpoolctl import threadpool_limits
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
@@ -208,6 +209,12 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Fit the hyper-parameters (with ``optimizer``), then solve for the dual coefficients."""
+        # The dense algebra here is small (rank x rank factors, n x rank products); BLAS threads
+        # only contend with the transform's own threads.
+        with threadpool_limits(1, user_api="blas"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         rank = self._check_params(X.shape[0])
         n, d = X.shape
@@ -290,32 +297,44 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
         if not return_std:
             return mean
-        return mean, self._predict_std(Xs)
+        with threadpool_limits(1, user_api="blas"):
+            return mean, self._predict_std(Xs)
 
     def _build_variance_cache(self):
-        system = self._system
-        precond = system.precond
-        if precond is None:
-            precond = NystromPreconditioner(
-                self._scaled, self.signal_variance_, self.noise_variance_, min(self._scaled.shape[0], 256)
-            )
+        """:math:`Z = \\hat K^{-1}L` and :math:`G = L^TZ` for a Nystrom factor L whose residual
+        variance is at most a tenth of the noise variance (None when the rank cap stops first)."""
+        sf2, noise = self.signal_variance_, self.noise_variance_
+        rank = max(64, self._system.rank)
+        precond = NystromPreconditioner(self._scaled, sf2, noise, rank)
+        cap = precond.max_rank(self._scaled.shape[0], fraction=0.5)
+        while precond.residual_variance > 0.1 * noise and precond.n_visited < cap:
+            precond.build(2 * precond.n_visited, fraction=0.5)
+        if precond.residual_variance > 0.1 * noise:
+            return None
+        system = GPSystem(self._scaled, sf2, noise, self.method, self.n_jobs, 0, None)
+        system.kernel = self._kernel
+        system.precond = precond
         L = precond.factor
-        res, _ = system.solve(
-            L, tol=min(float(self.tol), 1e-4), delta=min(float(self.delta), 1e-4), max_iter=int(self.max_iter), grow=False
-        )
+        res, _ = system.solve(L, tol=1e-4, delta=1e-4, max_iter=int(self.max_iter), grow=False)
         Z = res.x.reshape(L.shape)
         G = L.T @ Z
-        landmarks = self._scaled[precond.landmarks]
-        self._variance_cache = (np.ascontiguousarray(Z), 0.5 * (G + G.T), landmarks, precond.extension)
+        return np.ascontiguousarray(Z), 0.5 * (G + G.T), precond
 
     def _predict_std(self, Xs):
         if self._variance_cache is None:
-            self._build_variance_cache()
-        Z, G, landmarks, extension = self._variance_cache
+            self._variance_cache = self._build_variance_cache() or False
         sf2 = self.signal_variance_
-        C = rbf_block(Xs, landmarks, sf2) @ extension.T  # c* per row: k(X, x*) ~ L c*
-        KZ = self._kernel.apply(Xs, Z, self.epsilon)  # k*^T Z
-        quad = 2.0 * np.sum(KZ * C, axis=1) - np.einsum("ij,jk,ik->i", C, G, C)
+        if self._variance_cache is False:  # no accurate low-rank cache: one CG column per point
+            Ks = rbf_block(self._scaled, Xs, sf2)
+            res, _ = self._system.solve(Ks, tol=1e-6, delta=1e-6, max_iter=int(self.max_iter), grow=False)
+            quad = np.sum(Ks * res.x.reshape(Ks.shape), axis=0)
+        else:
+            # k(X, x*) = L c* + e*; k*^T K^-1 k* = 2 k*^T Z c* - c*^T G c* + e*^T K^-1 e*, and the last
+            # term is below |e*|^2 / sigma^2, small since L's residual variance is.
+            Z, G, precond = self._variance_cache
+            C = precond.extension(rbf_block(Xs, self._scaled[precond.landmarks], sf2))
+            KZ = self._kernel.apply(Xs, Z, self.epsilon)
+            quad = 2.0 * np.sum(KZ * C, axis=1) - np.einsum("ij,jk,ik->i", C, G, C)
         return np.sqrt(np.maximum(sf2 - quad, 0.0))
 
 

@@ -7,20 +7,23 @@ the Gaussian kernel this is the same greedy choice a pivoted Cholesky makes (the
 point with the largest residual variance, i.e. the one farthest from the landmarks so far), but
 the factor is formed with dense blocks (BLAS 3) instead of one column at a time.
 
-:math:`L` is kept as :math:`U\\,\\mathrm{diag}(s)` with orthonormal :math:`U`, so that
+:math:`L = K_{XS} C^{-T}` with :math:`C` the (pivoted) Cholesky factor of :math:`K_{SS}`, and
 
-- :math:`P^{-1} v = (v - U\\,\\mathrm{diag}(s^2/(s^2+\\sigma^2))\\,U^T v)/\\sigma^2` (Woodbury),
-- :math:`\\log\\det P = \\sum_i \\log(s_i^2+\\sigma^2) + (N-k)\\log\\sigma^2`,
-- :math:`z = U(s \\odot g_1) + \\sigma g_2 \\sim N(0, P)` for standard normal :math:`g_1, g_2`.
+- :math:`P^{-1} v = (v - L(\\sigma^2 I + L^TL)^{-1}L^T v)/\\sigma^2` (Woodbury),
+- :math:`\\log\\det P = \\log\\det(\\sigma^2 I + L^TL) + (N-k)\\log\\sigma^2`,
+- :math:`z = L g_1 + \\sigma g_2 \\sim N(0, P)` for standard normal :math:`g_1, g_2`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg.lapack import dpstrf
 
 #: Elements of the N x rank factor we allow (8 bytes each); caps the rank at large N.
 MAX_FACTOR_ELEMENTS = 60_000_000
+#: Largest rank (the dense k x k factorisations stay cheap).
+MAX_RANK = 2048
 
 
 def rbf_block(A, B, signal_variance):
@@ -84,65 +87,61 @@ class NystromPreconditioner:
         self.build(rank)
 
     @staticmethod
-    def max_rank(n):
-        return int(max(1, min(n, MAX_FACTOR_ELEMENTS // max(n, 1))))
+    def max_rank(n, fraction=0.25):
+        """The rank cap: ``fraction`` of the points, at most 2,048 and 6e7 / n."""
+        return int(max(1, min(max(int(n * fraction), 1), MAX_RANK, MAX_FACTOR_ELEMENTS // max(n, 1))))
 
-    def build(self, rank):
+    def build(self, rank, fraction=0.25):
         """(Re)build with ``rank`` landmarks, continuing the farthest-point traversal."""
         n = self.scaled.shape[0]
-        rank = int(min(max(rank, 1), self.max_rank(n)))
+        rank = int(min(max(rank, 1), self.max_rank(n, fraction)))
         self._order, self._min_dist = farthest_points(self.scaled, rank, 0, self._order, self._min_dist)
         S = self.scaled[self._order]
         kss = rbf_block(S, S, self.signal_variance)
-        with threadpool_limits(1, user_api="blas"):  # small LAPACK calls: threads only contend
-            lam, V = np.linalg.eigh(kss)
-        keep = lam > 1e-10 * lam[-1]
-        W = V[:, keep] / np.sqrt(lam[keep])
-        L = np.empty((n, W.shape[1]))
-        step = max(1, 4_000_000 // max(len(self._order), 1))
+        # pivoted Cholesky of K_SS drops landmarks that add nothing numerically
+        c, piv, r, _ = dpstrf(kss, lower=1, tol=1e-10 * self.signal_variance)
+        piv = piv[:r] - 1
+        C = np.tril(c[:r, :r])
+        self.landmarks = self._order[piv]
+        S = S[piv]
+        L = np.empty((n, r))
+        step = max(1, 4_000_000 // max(r, 1))
         for a in range(0, n, step):
-            L[a : a + step] = rbf_block(self.scaled[a : a + step], S, self.signal_variance) @ W
-        with threadpool_limits(1, user_api="blas"):
-            s2, E = np.linalg.eigh(L.T @ L)
-        keep = s2 > 1e-12 * max(s2[-1], 1e-300)
-        s2, E = s2[keep], E[:, keep]
-        rotated = L @ E  # = U diag(s), orthogonal columns
-        self.basis = rotated / np.sqrt(s2)  # U
-        self.sq_singular = s2  # s^2
-        # Nystrom extension: k(X, x*) ~ (U diag(s)) c*, c* = extension @ k(S, x*)
-        self.extension = E.T @ W.T
-        self.landmarks = self._order
-        self.residual_variance = max(
-            0.0, float(self.signal_variance - np.min(np.einsum("ij,ij->i", L, L)))
-        )
+            blk = rbf_block(self.scaled[a : a + step], S, self.signal_variance)
+            L[a : a + step] = solve_triangular(C, blk.T, lower=True).T
+        self.factor = L  # L = K_XS C^-T, L L^T = K_XS K_SS^-1 K_SX
+        self._chol_landmarks = C
+        gram = L.T @ L
+        gram[np.diag_indices_from(gram)] += self.noise_variance
+        inner = cholesky(gram, lower=True)  # C C^T = sigma^2 I + L^T L
+        self._inner_logdet = 2.0 * float(np.sum(np.log(np.diag(inner))))
+        self._woodbury = solve_triangular(inner, L.T, lower=True).T  # L C^-T
+        self.residual_variance = max(0.0, float(self.signal_variance - np.min(np.einsum("ij,ij->i", L, L))))
         return self
 
     @property
     def rank(self):
-        return self.basis.shape[1]
+        return self.factor.shape[1]
 
     @property
-    def factor(self):
-        """L (n x rank), with LL^T the Nystrom approximation of K."""
-        return self.basis * np.sqrt(self.sq_singular)
+    def n_visited(self):
+        """Points the farthest-point traversal has taken (landmarks before pivoting)."""
+        return len(self._order)
+
+    def extension(self, kernel_to_landmarks):
+        """c* with k(X, x*) ~ L c* (the Nystrom extension), from k(S, x*) as rows (m x rank)."""
+        return solve_triangular(self._chol_landmarks, kernel_to_landmarks.T, lower=True).T
 
     def solve(self, V):
         """P^{-1} V by Woodbury (V of shape (n,) or (n, m))."""
-        s = self.noise_variance
-        shrink = self.sq_singular / (self.sq_singular + s)
-        C = self.basis.T @ V
-        C = (shrink[:, None] * C) if C.ndim == 2 else shrink * C
-        return (V - self.basis @ C) / s
+        W = self._woodbury
+        return (V - W @ (W.T @ V)) / self.noise_variance
 
     def logdet(self):
-        """log det P."""
+        """log det P = log det(sigma^2 I + L^T L) + (n - rank) log sigma^2."""
         n = self.scaled.shape[0]
-        s = self.noise_variance
-        return float(np.sum(np.log(self.sq_singular + s)) + (n - self.rank) * np.log(s))
+        return self._inner_logdet + (n - self.rank) * float(np.log(self.noise_variance))
 
     def sample(self, g_low, g_full):
         """z = L g_low + sigma g_full ~ N(0, P) for standard normal g_low (rank x m), g_full (n x m)."""
-        k = self.rank
-        return self.basis @ (np.sqrt(self.sq_singular)[:, None] * g_low[:k]) + np.sqrt(
-            self.noise_variance
-        ) * g_full
+        return self.factor @ g_low[: self.rank] + np.sqrt(self.noise_variance) * g_full

@@ -81,7 +81,7 @@ class GPSystem:
 
     @property
     def n_landmarks(self):
-        return 0 if self.precond is None else len(self.precond.landmarks)
+        return 0 if self.precond is None else self.precond.n_visited
 
     def matvec(self, V, epsilon):
         return self.kernel.apply(self.scaled, V, epsilon) + self.noise_variance * V
@@ -91,7 +91,7 @@ class GPSystem:
         return (
             p is not None
             and p.rank < NystromPreconditioner.max_rank(self.n)
-            and len(p.landmarks) < self.n
+            and p.n_visited < self.n
             and p.residual_variance > 1e-2 * self.noise_variance
         )
 
@@ -122,7 +122,7 @@ class GPSystem:
             total += res.n_iter
             if res.converged or res.stopped or not grow or total >= max_iter:
                 return res, total
-            self.precond.build(2 * len(self.precond.landmarks))
+            self.precond.build(2 * self.precond.n_visited)
             x0, r0 = res.x, res.residual
 
     def derivative_products(self, U, V, epsilon):
