@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         silverman_bandwidth,
     )
     from vastml.kernels._gp import (
+        CGResult,
         GaussianProcessRegressor,
         ImplicitSurface,
         conjugate_gradient,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "METHODS",
     "SUM_METHODS",
+    "CGResult",
     "GaussTransform",
     "GaussianProcessRegressor",
     "ImplicitSurface",

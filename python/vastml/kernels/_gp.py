@@ -1,4 +1,4 @@
-"""Gaussian process regression solved by conjugate gradients on fast Gauss transforms."""
+"""Gaussian process regression solved by preconditioned conjugate gradients on fast Gauss transforms."""
 
 from __future__ import annotations
 
@@ -8,91 +8,29 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
+from threadpoolctl import threadpool_limits
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
-from vastml._validation import as_points, choice, n_jobs_arg, open_unit_float, positive_float
-from vastml.kernels._gauss import METHODS, GaussTransform
+from vastml._progress import Progress
+from vastml._validation import (
+    as_points,
+    check_int,
+    choice,
+    n_jobs_arg,
+    open_unit_float,
+    positive_float,
+)
+from vastml.kernels._gauss import METHODS
+from vastml.kernels._gp_cg import CGResult, conjugate_gradient
+from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
+from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
+from vastml.kernels._gp_system import GPSystem
 
-#: Smallest and largest accuracy handed to the Gauss transform inside CG.
-EPS_MIN, EPS_MAX = 1e-13, 0.25
+__all__ = ["CGResult", "GaussianProcessRegressor", "ImplicitSurface", "conjugate_gradient", "fit_implicit_surface"]
 
-
-class _Kernel:
-    """Products with sigma_f^2 exp(-||x - x'||^2 / 2 l^2) over fixed (scaled) training points.
-
-    Plans are cached by accuracy, rounded down to a power of 10, so CG's loosening schedule
-    costs a handful of plans, not one per iteration.
-    """
-
-    def __init__(self, scaled, signal_variance, method, n_jobs):
-        self.scaled = scaled
-        self.signal_variance = signal_variance
-        self.method = method
-        self.n_jobs = n_jobs
-        self._plans = {}
-
-    def plan(self, epsilon):
-        raw = min(max(epsilon / self.signal_variance, EPS_MIN), EPS_MAX)
-        key = math.floor(math.log10(raw))
-        if key not in self._plans:
-            self._plans[key] = GaussTransform(
-                self.scaled, math.sqrt(2.0), 10.0**key, self.method, self.n_jobs
-            )
-        return self._plans[key]
-
-    def apply(self, targets, weights, epsilon):
-        """sigma_f^2 K(targets, train) @ weights with absolute error <= epsilon * sum|weights|."""
-        return self.signal_variance * self.plan(epsilon)(targets, weights)
-
-
-def conjugate_gradient(matvec, b, tol, delta, n_points, max_iter, callback=None):
-    r"""Inexact CG for (K + s I) x = b with a loosening accuracy schedule.
-
-    ``matvec(v, epsilon)`` must return the product with an error of at most epsilon * sum|v|
-    per entry. The schedule of Raykar's thesis (Simoncini-Szyld),
-    :math:`\epsilon_k = \delta \lVert r_0 \rVert / (N \lVert r_{k-1} \rVert)`, keeps the gap
-    between the computed and the true residual below :math:`\delta \lVert r_0 \rVert`.
-    ``b`` may have several columns (solved together; the schedule follows the worst column).
-
-    ``delta`` above ``tol`` is lowered to ``tol``: otherwise the computed residual could
-    reach ``tol`` while the true one stays near ``delta``.
-
-    Returns (x, n_iter, residual history, epsilon history).
-    """
-    delta = min(delta, tol)
-    b = np.asarray(b, dtype=np.float64)
-    one = b.ndim == 1
-    B = b.reshape(len(b), -1)
-    X = np.zeros_like(B)
-    R = B.copy()
-    P = R.copy()
-    r0 = np.linalg.norm(R, axis=0)
-    r0[r0 == 0] = 1.0
-    rr = np.sum(R * R, axis=0)
-    residuals, epsilons = [], []
-    active = np.sqrt(rr) / r0 > tol
-    k = 0
-    while active.any() and k < max_iter:
-        k += 1
-        eps = float(np.min(delta * r0[active] / (n_points * np.sqrt(rr[active]))))
-        eps = min(max(eps, EPS_MIN), EPS_MAX)
-        epsilons.append(eps)
-        V = matvec(np.ascontiguousarray(P), eps)
-        pv = np.sum(P * V, axis=0)
-        alpha = np.where(active, rr / np.where(pv == 0, 1.0, pv), 0.0)
-        X += alpha * P
-        R -= alpha * V
-        rr_new = np.sum(R * R, axis=0)
-        rel = np.sqrt(rr_new) / r0
-        residuals.append(float(rel.max()))
-        if callback is not None:
-            callback(k, float(rel.max()))
-        active = rel > tol
-        beta = np.where(active, rr_new / np.where(rr == 0, 1.0, rr), 0.0)
-        P = R + beta * P
-        rr = rr_new
-    return (X[:, 0] if one else X), k, residuals, epsilons
+#: Marginal-likelihood evaluations allowed per L-BFGS start.
+MAX_OPTIMIZER_EVALS = 60
 
 
 def _length_scales(length_scale, d):
@@ -112,42 +50,84 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
 
     The covariance is :math:`k(x, x') = \sigma_f^2 \exp(-\sum_k (x_k - x'_k)^2 / 2\ell_k^2)`
     (scikit-learn's ``ConstantKernel * RBF``; the thesis writes :math:`h_k = \sqrt2\,\ell_k`) plus
-    noise :math:`\sigma^2 I`. Training solves :math:`(K + \sigma^2 I)\xi = y` by conjugate
-    gradients whose matrix-vector products are fast Gauss transforms with an accuracy that
-    loosens as the residual falls; prediction is one more transform. The hyper-parameters are
-    fixed (no marginal-likelihood optimisation: fit them on a subset with scikit-learn).
+    noise :math:`\sigma^2 I`. Training solves :math:`\hat K\xi = y` with :math:`\hat K = K +
+    \sigma^2 I` by conjugate gradients whose products are fast Gauss transforms with an accuracy
+    that loosens as the residual falls (the thesis's schedule), preconditioned by
+    :math:`P = LL^T + \sigma^2 I`, a Nystrom factor on farthest-point landmarks applied by
+    Woodbury. The rank of :math:`L` doubles until CG converges within ``target_iterations``.
+    The length scales (ARD: one per feature, by scaling the inputs), signal and noise variance
+    can be fitted by maximising the log marginal likelihood with L-BFGS, its log-determinant
+    estimated by stochastic Lanczos quadrature and its gradient's traces by Hutchinson probes
+    on the same fast products. Predictive standard deviations come from a cache of
+    :math:`L^T\hat K^{-1}L` built once (a block solve), so each test point then costs a small
+    dense product, not a CG solve.
 
     Parameters
     ----------
     length_scale : float or array-like of shape (n_features,), default=1.0
-        :math:`\ell_k`.
+        :math:`\ell_k` (the starting value when ``optimizer`` is set).
     signal_variance : float, default=1.0
         :math:`\sigma_f^2`.
     noise_variance : float, default=0.1
-        :math:`\sigma^2` (also what keeps the system well conditioned).
+        :math:`\sigma^2`.
+    optimizer : {"lbfgs", None}, default=None
+        ``"lbfgs"`` fits the hyper-parameters (log-scaled, within scikit-learn's default bounds
+        1e-5..1e5) by L-BFGS-B on the estimated marginal likelihood; None keeps them fixed.
+    n_restarts_optimizer : int, default=0
+        Further L-BFGS starts, drawn log-uniformly within a factor 10 of the initial values.
+    n_probes : int, default=8
+        Probe vectors of the stochastic log-determinant and trace estimates.
     tol : float, default=1e-3
         CG stops when :math:`\lVert y - \hat K\xi\rVert / \lVert y\rVert \le` tol (the thesis's
         :math:`\eta`).
     delta : float, default=1e-3
-        Allowed drift of the computed residual, sets the accuracy schedule.
+        Allowed drift of the computed residual; sets the accuracy schedule
+        :math:`\epsilon_k = \delta\lVert y\rVert / (N\lVert r_{k-1}\rVert)`.
     epsilon : float, default=1e-6
         Accuracy of the prediction transform (relative to :math:`\sum|\xi|`).
     normalize_y : bool, default=True
         Subtract the training mean of y (the thesis centres the outputs).
     max_iter : int, default=1000
+        CG iterations at most.
+    preconditioner_rank : "auto" or int, default="auto"
+        Landmarks of the preconditioner; "auto" starts at min(N, 64) and lets CG grow it, an int
+        fixes the starting rank, 0 turns preconditioning off (the thesis's plain CG).
+    target_iterations : int or None, default=50
+        CG iterations after which the preconditioner's rank is doubled (while it is below
+        the memory cap of 6e7 factor entries and the Nystrom residual still exceeds 1% of
+        :math:`\sigma^2`); None never grows it.
     method : str, default="auto"
         Gauss transform method (see :func:`vastml.kernels.gauss_transform`).
     n_jobs : int, default=None
-    callback : callable, default=None
-        ``callback(iteration, relative_residual)`` after every CG step.
+    random_state : int, RandomState instance or None, default=None
+        Probes and restarts.
+    callbacks : callable or list of callables, default=None
+        ``callback(iteration, objective, state)``: while fitting hyper-parameters, once per
+        marginal-likelihood evaluation with the negative log marginal likelihood and the log
+        hyper-parameters :math:`[\log\ell, \log\sigma_f^2, \log\sigma^2]`; then once per CG
+        iteration of the final solve (numbered on from there) with the relative residual and
+        the current dual coefficients. Returning True stops: the best hyper-parameters so far
+        are kept, or CG ends with the current coefficients.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Progress bar.
 
     Attributes
     ----------
     dual_coef_ : ndarray of shape (n_samples,)
-        :math:`\xi = (K + \sigma^2 I)^{-1} (y - \bar y)`.
+        :math:`\xi = \hat K^{-1} (y - \bar y)`.
+    length_scale_ : ndarray of shape (n_features,)
+    signal_variance_, noise_variance_ : float
+        The hyper-parameters used (fitted or given).
+    log_marginal_likelihood_value_ : float
+        The estimated log marginal likelihood at the fitted hyper-parameters (only with
+        ``optimizer``; NaN otherwise).
     n_iter_ : int
+        CG iterations of the final solve.
+    preconditioner_rank_ : int
     residuals_, epsilons_ : list of float
-        Relative residual and transform accuracy per CG iteration.
+        Relative residual and transform accuracy per CG iteration (of the last CG run).
+    stopped_early_ : bool
 
     Examples
     --------
@@ -159,35 +139,55 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     >>> gp = GaussianProcessRegressor(length_scale=1.0, noise_variance=0.01).fit(X, y)
     >>> bool(np.abs(gp.predict([[0.5]]) - np.sin(0.5)).max() < 0.05)
     True
+    >>> mean, std = gp.predict([[0.5], [10.0]], return_std=True)
+    >>> bool(std[0] < 0.05 and std[1] > 0.9)
+    True
     """
 
     def __init__(
         self,
+        *,
         length_scale=1.0,
         signal_variance=1.0,
         noise_variance=0.1,
+        optimizer=None,
+        n_restarts_optimizer=0,
+        n_probes=8,
         tol=1e-3,
         delta=1e-3,
         epsilon=1e-6,
         normalize_y=True,
         max_iter=1000,
+        preconditioner_rank="auto",
+        target_iterations=50,
         method="auto",
         n_jobs=None,
-        callback=None,
+        random_state=None,
+        callbacks=None,
+        callback_every=1,
+        verbose=False,
     ):
         self.length_scale = length_scale
         self.signal_variance = signal_variance
         self.noise_variance = noise_variance
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.n_probes = n_probes
         self.tol = tol
         self.delta = delta
         self.epsilon = epsilon
         self.normalize_y = normalize_y
         self.max_iter = max_iter
+        self.preconditioner_rank = preconditioner_rank
+        self.target_iterations = target_iterations
         self.method = method
         self.n_jobs = n_jobs
-        self.callback = callback
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
-    def _check_params(self):
+    def _check_params(self, n):
         positive_float(self.signal_variance, "signal_variance")
         positive_float(self.noise_variance, "noise_variance")
         open_unit_float(self.tol, "tol")
@@ -195,56 +195,160 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         open_unit_float(self.epsilon, "epsilon")
         choice(self.method, "method", METHODS)
         n_jobs_arg(self.n_jobs)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
-            raise ValueError(f"`max_iter` must be a positive integer, got {self.max_iter!r}")
+        check_int(self.max_iter, "max_iter", low=1)
+        check_int(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
+        check_int(self.n_probes, "n_probes", low=1)
+        if self.optimizer is not None:
+            choice(self.optimizer, "optimizer", ("lbfgs",))
+        if self.target_iterations is not None:
+            check_int(self.target_iterations, "target_iterations", low=1)
+        if isinstance(self.preconditioner_rank, str):
+            choice(self.preconditioner_rank, "preconditioner_rank", ("auto",))
+            return min(n, 64)
+        return check_int(self.preconditioner_rank, "preconditioner_rank", low=0)
 
     def fit(self, X, y):
-        """Solve for the dual coefficients by CG with fast kernel products."""
-        self._check_params()
+        """Fit the hyper-parameters (with ``optimizer``), then solve for the dual coefficients."""
+        # The dense algebra here is small (rank x rank factors, n x rank products); BLAS threads
+        # only contend with the transform's own threads.
+        with threadpool_limits(1, user_api="blas"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        self.length_scale_ = _length_scales(self.length_scale, X.shape[1])
+        rank = self._check_params(X.shape[0])
+        n, d = X.shape
+        ls = _length_scales(self.length_scale, d)
+        sf2, noise = float(self.signal_variance), float(self.noise_variance)
+        self._x_offset = X.mean(axis=0)
+        Xc = X - self._x_offset
         self._y_mean = float(y.mean()) if self.normalize_y else 0.0
         yc = y - self._y_mean
-        self._scaled = np.ascontiguousarray(X / self.length_scale_)
-        self._kernel = _Kernel(self._scaled, float(self.signal_variance), self.method, self.n_jobs)
-        noise = float(self.noise_variance)
-        scaled = self._scaled
-
-        def matvec(v, eps):
-            return self._kernel.apply(scaled, v, eps) + noise * v
-
-        xi, self.n_iter_, self.residuals_, self.epsilons_ = conjugate_gradient(
-            matvec, yc, self.tol, self.delta, X.shape[0], self.max_iter, self.callback
-        )
-        self.dual_coef_ = xi
+        rng = check_random_state(self.random_state)
+        self.stopped_early_ = False
+        self.log_marginal_likelihood_value_ = math.nan
+        with Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose, desc="GP") as progress:
+            offset = 0
+            if self.optimizer is not None:
+                mll = MarginalLikelihood(
+                    Xc,
+                    yc,
+                    int(self.n_probes),
+                    np.random.default_rng(rng.randint(2**31)),
+                    dict(
+                        method=self.method,
+                        n_jobs=self.n_jobs,
+                        rank=rank,
+                        target_iterations=self.target_iterations,
+                        tol=max(float(self.tol), 1e-2),
+                        delta=max(float(self.delta), 1e-2),
+                        max_iter=int(self.max_iter),
+                        epsilon=1e-6,
+                    ),
+                    progress,
+                )
+                theta0 = np.log(np.concatenate([ls, [sf2, noise]]))
+                theta, nll, runs, stopped = optimize_hyperparameters(
+                    mll, theta0, int(self.n_restarts_optimizer), rng, MAX_OPTIMIZER_EVALS
+                )
+                self.stopped_early_ = stopped
+                self.optimizer_runs_ = runs
+                ls, sf2, noise = np.exp(theta[:d]), math.exp(theta[d]), math.exp(theta[d + 1])
+                self.log_marginal_likelihood_value_ = -nll
+                rank = mll.rank
+                offset = mll.n_evals
+            self.length_scale_ = ls
+            self.signal_variance_ = sf2
+            self.noise_variance_ = noise
+            self._scaled = np.ascontiguousarray(Xc / ls)
+            system = GPSystem(self._scaled, sf2, noise, self.method, self.n_jobs, rank, self.target_iterations)
+            res, total = system.solve(
+                yc,
+                tol=float(self.tol),
+                delta=float(self.delta),
+                max_iter=int(self.max_iter),
+                progress=None if self.stopped_early_ else _Offset(progress, offset),
+            )
+        self.stopped_early_ = self.stopped_early_ or res.stopped
+        self._system = system
+        self._kernel = system.kernel
+        self.dual_coef_ = res.x
+        self.n_iter_ = total
+        self.residuals_ = res.residuals
+        self.epsilons_ = res.epsilons
+        self.preconditioner_rank_ = system.rank
+        self._variance_cache = None
         return self
 
-    def predict(self, X, return_std=False):
-        """Posterior mean (and standard deviation of the latent f) at ``X``.
+    def _scale(self, X):
+        return np.ascontiguousarray((X - self._x_offset) / self.length_scale_)
 
-        The mean costs one Gauss transform. The standard deviation solves one CG system per
-        point (all points together, as columns): O(k N) per point, for moderate numbers of
-        points. It excludes the noise variance.
+    def predict(self, X, return_std=False):
+        r"""Posterior mean (and standard deviation of the latent f) at ``X``.
+
+        The mean costs one Gauss transform. The standard deviation excludes the noise
+        variance; the first call with ``return_std=True`` builds a cache (a block CG solve of
+        :math:`\hat K Z = L` for the preconditioner's factor L), after which each point costs
+        one transform column per landmark and a small dense product.
         """
         check_is_fitted(self, "dual_coef_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        Xs = np.ascontiguousarray(X / self.length_scale_)
+        Xs = self._scale(X)
         mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
         if not return_std:
             return mean
-        Ks = self._kernel.signal_variance * np.exp(
-            -0.5 * (np.sum(self._scaled**2, 1)[:, None] + np.sum(Xs**2, 1)[None, :] - 2 * self._scaled @ Xs.T)
-        )
-        noise = float(self.noise_variance)
+        with threadpool_limits(1, user_api="blas"):
+            return mean, self._predict_std(Xs)
 
-        def matvec(v, eps):
-            return self._kernel.apply(self._scaled, v, eps) + noise * v
+    def _build_variance_cache(self):
+        """:math:`Z = \\hat K^{-1}L` and :math:`G = L^TZ` for a Nystrom factor L whose residual
+        variance is at most a tenth of the noise variance (None when the rank cap stops first)."""
+        sf2, noise = self.signal_variance_, self.noise_variance_
+        rank = max(64, self._system.rank)
+        precond = NystromPreconditioner(self._scaled, sf2, noise, rank)
+        cap = precond.max_rank(self._scaled.shape[0], fraction=0.5)
+        while precond.residual_variance > 0.1 * noise and precond.n_visited < cap:
+            precond.build(2 * precond.n_visited, fraction=0.5)
+        if precond.residual_variance > 0.1 * noise:
+            return None
+        system = GPSystem(self._scaled, sf2, noise, self.method, self.n_jobs, 0, None)
+        system.kernel = self._kernel
+        system.precond = precond
+        L = precond.factor
+        res, _ = system.solve(L, tol=1e-4, delta=1e-4, max_iter=int(self.max_iter), grow=False)
+        Z = res.x.reshape(L.shape)
+        G = L.T @ Z
+        return np.ascontiguousarray(Z), 0.5 * (G + G.T), precond
 
-        U, _, _, _ = conjugate_gradient(
-            matvec, Ks, min(self.tol, 1e-6), self.delta, self._scaled.shape[0], self.max_iter
-        )
-        var = self._kernel.signal_variance - np.sum(Ks * U.reshape(Ks.shape), axis=0)
-        return mean, np.sqrt(np.maximum(var, 0.0))
+    def _predict_std(self, Xs):
+        if self._variance_cache is None:
+            self._variance_cache = self._build_variance_cache() or False
+        sf2 = self.signal_variance_
+        if self._variance_cache is False:  # no accurate low-rank cache: one CG column per point
+            Ks = rbf_block(self._scaled, Xs, sf2)
+            res, _ = self._system.solve(Ks, tol=1e-6, delta=1e-6, max_iter=int(self.max_iter), grow=False)
+            quad = np.sum(Ks * res.x.reshape(Ks.shape), axis=0)
+        else:
+            # k(X, x*) = L c* + e*; k*^T K^-1 k* = 2 k*^T Z c* - c*^T G c* + e*^T K^-1 e*, and the last
+            # term is below |e*|^2 / sigma^2, small since L's residual variance is.
+            Z, G, precond = self._variance_cache
+            C = precond.extension(rbf_block(Xs, self._scaled[precond.landmarks], sf2))
+            KZ = self._kernel.apply(Xs, Z, self.epsilon)
+            quad = 2.0 * np.sum(KZ * C, axis=1) - np.einsum("ij,jk,ik->i", C, G, C)
+        return np.sqrt(np.maximum(sf2 - quad, 0.0))
+
+
+class _Offset:
+    """A Progress seen through an iteration offset (the final solve numbers on after the
+    marginal-likelihood evaluations)."""
+
+    __slots__ = ("progress", "offset")
+
+    def __init__(self, progress, offset):
+        self.progress, self.offset = progress, offset
+
+    def report(self, iteration, objective, state):
+        return self.progress.report(self.offset + iteration, objective, state)
 
 
 @dataclass
