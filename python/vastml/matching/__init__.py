@@ -9,6 +9,8 @@ from vastml.matching._cks import (
     cks_gradient,
     cks_hessian_diagonal,
     cks_objective,
+    sinkhorn,
+    smooth_kernel,
 )
 
 __all__ = [
@@ -18,4 +20,6 @@ __all__ = [
     "cks_gradient",
     "cks_hessian_diagonal",
     "cks_objective",
+    "sinkhorn",
+    "smooth_kernel",
 ]
