@@ -216,3 +216,39 @@ def test_ks_restarts_on_threads_match_serial_and_clone():
     assert clone(ConvexKernelizedSorting(C=3.0)).get_params()["C"] == 3.0
     with pytest.raises(TypeError):
         KernelizedSorting("rbf")
+
+
+def test_lsmi_against_explicit_sums_and_lsom_fixed_point():
+    from vastml.matching import LeastSquaresObjectMatching, centred_kernel, lsmi
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(6, 2))
+    Y = rng.normal(size=(6, 2))
+    K, L = centred_kernel(X, center=False), centred_kernel(Y, center=False)
+    match = rng.permutation(6)  # y_i <-> x_match[i]
+    pair = {int(match[i]): i for i in range(6)}  # x_j <-> y_pair[j]
+    n, lam = 6, 0.1
+    H = np.zeros((n, n))
+    h = np.zeros(n)
+    for a in range(n):
+        for b in range(n):
+            for i in range(n):
+                for j in range(n):
+                    H[a, b] += K[i, a] * K[i, b] * L[pair[j], pair[a]] * L[pair[j], pair[b]] / n**2
+        for i in range(n):
+            h[a] += K[i, a] * L[pair[i], pair[a]] / n
+    alpha = np.linalg.solve(H + lam * np.eye(n), h)
+    smi, got = lsmi(K, L, match, lam)
+    np.testing.assert_allclose(got, alpha, rtol=1e-9)
+    assert smi == pytest.approx(0.5 * h @ alpha - 0.5)
+    # a noisy copy: the planted match is an LSOM fixed point with more SMI than a random one
+    Z = rng.normal(size=(40, 2))
+    p = rng.permutation(40)
+    om = LeastSquaresObjectMatching(init=p).fit(Z, Z[p] + 0.01 * rng.normal(size=(40, 2)))
+    assert (om.match_ == p).all()
+    Kz, Lz = centred_kernel(Z, center=False), centred_kernel(Z[p], center=False)
+    assert om.smi_ > max(lsmi(Kz, Lz, rng.permutation(40), 1e-3)[0] for _ in range(5))
+    many = LeastSquaresObjectMatching(n_init=3, random_state=0, n_jobs=2).fit(Z, Z[p])
+    assert many.smi_ == max(many.smis_) and sorted(many.match_.tolist()) == list(range(40))
+    with pytest.raises(ValueError, match="init"):
+        LeastSquaresObjectMatching(init=[0, 0, 1]).fit(Z[:3], Z[:3])

@@ -1,14 +1,17 @@
 """Object matching through kernels: :class:`ConvexKernelizedSorting` (soft ``pi_`` and hard
-``match_`` assignments) and the original :class:`KernelizedSorting` baseline, with the CKS
+``match_`` assignments) and the baselines :class:`KernelizedSorting` (KS, KS-p, PCA start) and
+:class:`LeastSquaresObjectMatching` (LSOM), with the CKS
 objective, gradient and diagonal Hessian for inspection."""
 
 from vastml.matching._cks import (
     ConvexKernelizedSorting,
     KernelizedSorting,
+    LeastSquaresObjectMatching,
     centred_kernel,
     cks_gradient,
     cks_hessian_diagonal,
     cks_objective,
+    lsmi,
     sinkhorn,
     smooth_kernel,
 )
@@ -16,10 +19,12 @@ from vastml.matching._cks import (
 __all__ = [
     "ConvexKernelizedSorting",
     "KernelizedSorting",
+    "LeastSquaresObjectMatching",
     "centred_kernel",
     "cks_gradient",
     "cks_hessian_diagonal",
     "cks_objective",
+    "lsmi",
     "sinkhorn",
     "smooth_kernel",
 ]
