@@ -42,7 +42,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::data::{Examples, Gathered, Row, check_labels, check_positive};
+use crate::data::{Examples, Gathered, Row, check_labels, check_positive, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
 
 /// How often (in examples) long loops look at the cancel flag.
@@ -242,6 +242,9 @@ impl Amm {
             root_of: Default::default(),
             scores: Vec::new(),
         };
+        if class_of.is_empty() && (model.params.budgetedsvm || model.fixed()) {
+            try_reserve_rows(&mut model.v, n_classes, dim + 1, "dim")?;
+        }
         if model.params.budgetedsvm && !model.fixed() && class_of.is_empty() {
             for c in 0..n_classes {
                 model.push(c, None, 0.0);
@@ -1000,6 +1003,25 @@ mod tests {
 
     /// A shuffled epoch (which reads a gathered copy) equals an unshuffled epoch over the rows
     /// permuted by hand in the same order, for dense and CSR input.
+    #[test]
+    fn absurd_dimension_is_an_error_not_an_abort() {
+        let pegasos = AmmParams {
+            max_weights_per_class: 1,
+            ..AmmParams::default()
+        };
+        for dim in [1usize << 40, usize::MAX / 4] {
+            let err = Amm::new(pegasos.clone(), dim, 2).err().unwrap();
+            assert!(err.to_string().contains("`dim`"), "{err}");
+        }
+        let p = crate::BsgdParams {
+            lambda: 1e-3,
+            budget: 10,
+            kernel: crate::Kernel::Gaussian { gamma: 1.0 },
+            maintenance: crate::Maintenance::Merge,
+        };
+        assert!(crate::Bsgd::new(p, 1usize << 50, 2).is_err());
+    }
+
     #[test]
     fn gathered_epoch_equals_explicit_permutation() {
         let (n, d) = (300, 5);

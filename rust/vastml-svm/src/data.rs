@@ -433,6 +433,34 @@ pub(crate) fn check_labels(labels: &[usize], n: usize, n_classes: usize) -> Resu
     Ok(())
 }
 
+/// Reserves room for `rows` more vectors of `width` values in `v`, with checked sizes: an
+/// absurd or unavailable size is an error naming `name` (never an allocation abort).
+pub(crate) fn try_reserve_rows(
+    v: &mut Vec<f64>,
+    rows: usize,
+    width: usize,
+    name: &'static str,
+) -> Result<(), SvmError> {
+    let n = rows
+        .checked_mul(width)
+        .filter(|n| n.checked_mul(8).is_some_and(|b| b <= isize::MAX as usize))
+        .ok_or_else(|| {
+            invalid(
+                name,
+                format!("{rows} vectors of {width} values overflow memory"),
+            )
+        })?;
+    v.try_reserve_exact(n).map_err(|_| {
+        invalid(
+            name,
+            format!(
+                "cannot allocate {rows} dense vectors of {width} values ({:.3} GiB)",
+                (n as f64) * 8.0 / (1u64 << 30) as f64
+            ),
+        )
+    })
+}
+
 /// Checks a positive finite float parameter.
 pub(crate) fn check_positive(v: f64, name: &'static str) -> Result<(), SvmError> {
     if v.is_finite() && v > 0.0 {
