@@ -152,3 +152,103 @@ def test_rotated_noisy_copy_of_100_objects_recovered():
     cks = ConvexKernelizedSorting().fit(X, Y)
     assert (cks.match_ == p).mean() >= 0.97
     assert sorted(cks.match_.tolist()) == list(range(m))
+
+
+def test_sinkhorn_by_hand_and_cks_projection():
+    from vastml.matching import sinkhorn
+
+    # [[1, 1], [1, 3]] balances to [[a, 1 - a], [1 - a, a]] with a / (1 - a) = sqrt(3) (the
+    # cross ratio p11 p22 / (p12 p21) = 3 is invariant under row and column scaling)
+    a = np.sqrt(3) / (1 + np.sqrt(3))
+    np.testing.assert_allclose(sinkhorn(np.array([[1.0, 1.0], [1.0, 3.0]])), [[a, 1 - a], [1 - a, a]], atol=1e-9)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(25, 3))
+    p = rng.permutation(25)
+    cks = ConvexKernelizedSorting(projection="sinkhorn").fit(X, X[p])
+    np.testing.assert_allclose(cks.pi_.sum(0), 1, atol=1e-6)
+    np.testing.assert_allclose(cks.pi_.sum(1), 1, atol=1e-6)
+    assert (cks.match_ == p).all()
+    with pytest.raises(ValueError, match="projection"):
+        ConvexKernelizedSorting(projection="qp").fit(X, X)
+
+
+def test_ks_p_smoothing_by_hand():
+    from vastml.matching import smooth_kernel
+
+    K = np.array([[4.0, 1.0, 0.0], [1.0, 9.0, 4.0], [0.0, 4.0, 1.0]])
+    Mp = np.sqrt(K)
+    Mp = Mp / np.linalg.norm(Mp, axis=1, keepdims=True)
+    np.testing.assert_allclose(smooth_kernel(K, 0.5), Mp @ Mp.T)
+    np.testing.assert_allclose(np.diag(smooth_kernel(K, 0.3)), 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        smooth_kernel(-K, 0.5)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 2))
+    p = rng.permutation(30)
+    ks = KernelizedSorting(smoothing_power=0.5, init="pca", random_state=0).fit(X, X[p])
+    assert sorted(ks.match_.tolist()) == list(range(30))
+
+
+def test_ks_pca_start_matches_by_first_component_rank():
+    # X and a permuted Y with a clear first principal component: the PCA start alone is the
+    # planted matching (no linear-assignment round can improve on the exact match)
+    rng = np.random.default_rng(5)
+    X = np.column_stack([np.linspace(-5, 5, 40) ** 3 / 25 + rng.normal(scale=1e-3, size=40),
+                         rng.normal(scale=0.1, size=40)])
+    p = rng.permutation(40)
+    ks = KernelizedSorting(init="pca", max_iter=1, random_state=0).fit(X, X[p])
+    assert (ks.match_ == p).all()
+    with pytest.raises(ValueError, match="init"):
+        KernelizedSorting(init="spectral").fit(X, X)
+
+
+def test_ks_restarts_on_threads_match_serial_and_clone():
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 2))
+    Y = X[rng.permutation(30)] + 0.05 * rng.normal(size=(30, 2))
+    one = KernelizedSorting(n_init=4, random_state=1, n_jobs=1).fit(X, Y)
+    two = KernelizedSorting(n_init=4, random_state=1, n_jobs=2).fit(X, Y)
+    assert one.objectives_ == two.objectives_ and (one.match_ == two.match_).all()
+    assert one.objective_ == max(one.objectives_)
+    assert clone(one).get_params() == one.get_params()
+    assert clone(ConvexKernelizedSorting(C=3.0)).get_params()["C"] == 3.0
+    with pytest.raises(TypeError):
+        KernelizedSorting("rbf")
+
+
+def test_lsmi_against_explicit_sums_and_lsom_fixed_point():
+    from vastml.matching import LeastSquaresObjectMatching, centred_kernel, lsmi
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(6, 2))
+    Y = rng.normal(size=(6, 2))
+    K, L = centred_kernel(X, center=False), centred_kernel(Y, center=False)
+    match = rng.permutation(6)  # y_i <-> x_match[i]
+    pair = {int(match[i]): i for i in range(6)}  # x_j <-> y_pair[j]
+    n, lam = 6, 0.1
+    H = np.zeros((n, n))
+    h = np.zeros(n)
+    for a in range(n):
+        for b in range(n):
+            for i in range(n):
+                for j in range(n):
+                    H[a, b] += K[i, a] * K[i, b] * L[pair[j], pair[a]] * L[pair[j], pair[b]] / n**2
+        for i in range(n):
+            h[a] += K[i, a] * L[pair[i], pair[a]] / n
+    alpha = np.linalg.solve(H + lam * np.eye(n), h)
+    smi, got = lsmi(K, L, match, lam)
+    np.testing.assert_allclose(got, alpha, rtol=1e-9)
+    assert smi == pytest.approx(0.5 * h @ alpha - 0.5)
+    # a noisy copy: the planted match is an LSOM fixed point with more SMI than a random one
+    Z = rng.normal(size=(40, 2))
+    p = rng.permutation(40)
+    om = LeastSquaresObjectMatching(init=p).fit(Z, Z[p] + 0.01 * rng.normal(size=(40, 2)))
+    assert (om.match_ == p).all()
+    Kz, Lz = centred_kernel(Z, center=False), centred_kernel(Z[p], center=False)
+    assert om.smi_ > max(lsmi(Kz, Lz, rng.permutation(40), 1e-3)[0] for _ in range(5))
+    many = LeastSquaresObjectMatching(n_init=3, random_state=0, n_jobs=2).fit(Z, Z[p])
+    assert many.smi_ == max(many.smis_) and sorted(many.match_.tolist()) == list(range(40))
+    with pytest.raises(ValueError, match="init"):
+        LeastSquaresObjectMatching(init=[0, 0, 1]).fit(Z[:3], Z[:3])

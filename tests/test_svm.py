@@ -334,6 +334,22 @@ def test_gamm_beats_amm_on_checkerboard():
     assert max(gamm_err) < 0.2, gamm_err
 
 
+def test_amm_checkerboard_reaches_table_4_5_with_a_validated_lambda():
+    # Table 4.5, 4x4: AMM 35.87 +- 3.39 % with lambda "by CV". A sweep of lambda (1e-2..1e-6),
+    # budget, batch / online, rules, bias and input scale (docs/benchmarks/svm.md) finds batch
+    # AMM at 37.5-51 % and BudgetedSVM 1.2's own batch AMM at 45.6-51 %, its online AMM at best
+    # 36.0 %; online AMM with a small lambda is the setting that reaches the thesis's figure.
+    errs = []
+    for seed in range(3):
+        X, y = make_checkerboard(15000, 4, 4, random_state=seed)
+        Xt, yt = make_checkerboard(5000, 4, 4, random_state=100 + seed)
+        X, Xt = 2 * X - 1, 2 * Xt - 1
+        amm = AMMClassifier(alpha=1e-6, n_epochs=15, online=True, max_weights_per_class=10,
+                            random_state=seed).fit(X, y)
+        errs.append(1 - amm.score(Xt, yt))
+    assert np.mean(errs) <= 0.3587 + 0.0339, errs
+
+
 def test_kmeans_binding(rng):
     centres = np.array([[0.0, 0.0], [5.0, 5.0], [0.0, 5.0]])
     X = np.vstack([c + 0.1 * rng.normal(size=(50, 2)) for c in centres])
@@ -400,7 +416,8 @@ def test_budgetedsvm_model_file_round_trip(tmp_path, rng):
     from vastml.svm import load_budgetedsvm, save_budgetedsvm
 
     X = rng.normal(size=(400, 4)) * (rng.uniform(size=(400, 4)) < 0.7)
-    y2 = np.where(X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0, "yes", "no")
+    # the format holds integer labels (string labels are refused: test_svm_model_files.py)
+    y2 = np.where(X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0, 1, 0)
     y3 = np.array([3, 7, 11])[np.argmax(X[:, :3], axis=1)]
     cases = [
         (PegasosClassifier(alpha=1e-3, random_state=0), y3),

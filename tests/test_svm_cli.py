@@ -38,8 +38,9 @@ def test_train_predict(tmp_path, opts, capsys):
         assert np.mean(pred == y[400:]) > 0.75
 
 
-def test_bad_algorithm(tmp_path):
+def test_bad_algorithm(tmp_path, capsys):
     train = tmp_path / "t.txt"
     dump_svmlight_file(np.eye(3), [0, 1, 0], str(train))
-    with pytest.raises(SystemExit):
-        main(["svm", "train", "-A", "7", str(train), str(tmp_path / "m.txt")])
+    assert main(["svm", "train", "-A", "7", str(train), str(tmp_path / "m.txt")]) == 1
+    assert "-A 7: unknown algorithm" in capsys.readouterr().err
+    assert not (tmp_path / "m.txt").exists()

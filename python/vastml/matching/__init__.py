@@ -1,5 +1,6 @@
 """Object matching through kernels: :class:`ConvexKernelizedSorting` (soft ``pi_`` and hard
-``match_`` assignments) and the original :class:`KernelizedSorting` baseline, with the CKS
+``match_`` assignments) and the baselines :class:`KernelizedSorting` (KS, KS-p, PCA start) and
+:class:`LeastSquaresObjectMatching` (LSOM), with the CKS
 objective, gradient and diagonal Hessian for inspection."""
 
 from typing import TYPE_CHECKING
@@ -11,19 +12,27 @@ if TYPE_CHECKING:
     from vastml.matching._cks import (
         ConvexKernelizedSorting,
         KernelizedSorting,
+        LeastSquaresObjectMatching,
         centred_kernel,
         cks_gradient,
         cks_hessian_diagonal,
         cks_objective,
+        lsmi,
+        sinkhorn,
+        smooth_kernel,
     )
 
 __all__ = [
     "ConvexKernelizedSorting",
     "KernelizedSorting",
+    "LeastSquaresObjectMatching",
     "centred_kernel",
     "cks_gradient",
     "cks_hessian_diagonal",
     "cks_objective",
+    "lsmi",
+    "sinkhorn",
+    "smooth_kernel",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

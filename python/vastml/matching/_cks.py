@@ -20,7 +20,9 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from threadpoolctl import threadpool_limits
 
-from vastml._validation import as_points, choice
+from sklearn.base import BaseEstimator
+
+from vastml._validation import as_points, choice, n_jobs_arg
 from vastml.reorder._tspmeans import _seed
 
 
@@ -217,7 +219,28 @@ def _projected_quasi_newton(K, L, C, max_iter, tol, patience, memory=5, check_ev
     return pi, f, it, None
 
 
-class ConvexKernelizedSorting:
+def sinkhorn(pi, *, max_iter=1000, tol=1e-9):
+    """Sinkhorn-Knopp balancing: alternately scale the rows and the columns of a non-negative
+    matrix to sum to 1, until both are within ``tol``; returns the doubly stochastic matrix.
+
+    Examples
+    --------
+    >>> sinkhorn(np.array([[1.0, 1.0], [1.0, 3.0]])).round(4).tolist()
+    [[0.634, 0.366], [0.366, 0.634]]
+    """
+    P = np.array(pi, dtype=float)
+    if P.ndim != 2 or P.shape[0] != P.shape[1] or (P < 0).any() or not np.isfinite(P).all():
+        raise ValueError("`pi` must be a square, finite, non-negative matrix")
+    P = P + 1e-300 * (P.sum(axis=1, keepdims=True) == 0)  # an empty row cannot be scaled
+    for _ in range(int(max_iter)):
+        P /= P.sum(axis=1, keepdims=True)
+        P /= P.sum(axis=0, keepdims=True)
+        if np.abs(P.sum(axis=1) - 1).max() <= tol:
+            break
+    return P
+
+
+class ConvexKernelizedSorting(BaseEstimator):
     """Match the objects of X to those of Y (same count) by Convex Kernelized Sorting.
 
     Parameters
@@ -237,6 +260,10 @@ class ConvexKernelizedSorting:
         (``K 1 = 0``), so the relaxation is minimised by the uninformative uniform matrix and
         the solver cannot move; uncentred kernels keep the planted permutation as the unique
         zero (Lemma 1 holds for any symmetric K and L).
+    projection : {None, "sinkhorn"}, default=None
+        Project the penalised solution onto the doubly stochastic matrices by Sinkhorn-Knopp
+        balancing (thesis Sec. 3.3.1 lists it as optional and skips it) before ``pi_`` and the
+        Hungarian rounding.
 
     Attributes
     ----------
@@ -244,6 +271,8 @@ class ConvexKernelizedSorting:
     match_ : (m,) int, ``match_[i]`` = the X object matched to ``y_i`` (Hungarian on pi_).
     objective_, n_iter_.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(30, 3)); p = rng.permutation(30)
@@ -252,17 +281,19 @@ class ConvexKernelizedSorting:
     True
     """
 
-    def __init__(self, kernel="rbf", *, gamma=None, C=10.0, max_iter=10000, tol=1e-6,
-                 center=False, patience=3):
-        self.patience = patience
-        self.center = center
+    def __init__(self, *, kernel="rbf", gamma=None, C=10.0, max_iter=10000, tol=1e-6,
+                 center=False, patience=3, projection=None):
         self.kernel = kernel
         self.gamma = gamma
         self.C = C
         self.max_iter = max_iter
         self.tol = tol
+        self.center = center
+        self.patience = patience
+        self.projection = projection
 
     def fit(self, X, Y):
+        """Match ``Y``'s objects to ``X``'s; returns self."""
         X, Y = _check_pair(X, Y, self.kernel)
         C = float(self.C)
         if not (np.isfinite(C) and C > 0):
@@ -275,6 +306,8 @@ class ConvexKernelizedSorting:
             raise ValueError(f"`patience` must be None or an integer >= 1, got {self.patience!r}")
         if not (np.isfinite(self.tol) and self.tol >= 0):
             raise ValueError(f"`tol` must be a number >= 0, got {self.tol!r}")
+        if self.projection not in (None, "sinkhorn"):
+            raise ValueError(f"`projection` must be None or 'sinkhorn', got {self.projection!r}")
         K = centred_kernel(X, self.kernel, self.gamma, self.center)
         L = centred_kernel(Y, self.kernel, self.gamma, self.center)
         m = K.shape[0]
@@ -284,6 +317,9 @@ class ConvexKernelizedSorting:
         with threadpool_limits(limits=1 if m < 1000 else None):
             pi, f, it, match = _projected_quasi_newton(
                 K, L, C, int(self.max_iter), float(self.tol), self.patience)
+        if self.projection == "sinkhorn":
+            pi = sinkhorn(np.maximum(pi, 0.0))
+            match = None
         self.pi_ = pi
         self.objective_ = float(f)
         self.n_iter_ = it
@@ -291,11 +327,67 @@ class ConvexKernelizedSorting:
         return self
 
 
-class KernelizedSorting:
-    """The original Kernelized Sorting (Quadrianto et al.): maximise ``trace(K pi^T L pi)`` over
-    permutations by repeated linear assignment (Hungarian) on ``L pi K``, from a random start.
-    Unstable and start-dependent (the thesis's baseline); ``n_init`` restarts keep the best.
+def smooth_kernel(K, power):
+    """KS-p's smoothing (Jagarlamudi et al. 2010): raise every element to ``power`` (0 < p <= 1),
+    normalise the rows to unit length, return ``M_p M_p^T``.
 
+    Examples
+    --------
+    >>> smooth_kernel(np.array([[4.0, 0.0], [1.0, 1.0]]), 0.5).round(4).tolist()
+    [[1.0, 0.7071], [0.7071, 1.0]]
+    """
+    K = np.asarray(K, dtype=float)
+    if (K < 0).any():
+        raise ValueError("KS-p needs a non-negative kernel matrix (it raises entries to a power)")
+    Mp = K**power
+    norms = np.linalg.norm(Mp, axis=1, keepdims=True)
+    Mp = Mp / np.where(norms > 0, norms, 1.0)
+    return Mp @ Mp.T
+
+
+def _first_pc_rank(Z):
+    """Rank of each row along the first principal component of its rows (PCA start of KS)."""
+    Zc = Z - Z.mean(axis=0)
+    _, _, vt = np.linalg.svd(Zc, full_matrices=False)
+    t = Zc @ vt[0]
+    if (t**3).sum() < 0:  # the component's sign is arbitrary: fix it by the skew
+        t = -t
+    return np.argsort(np.argsort(t, kind="stable"), kind="stable")
+
+
+class KernelizedSorting(BaseEstimator):
+    """The original Kernelized Sorting (Quadrianto et al.): maximise ``trace(K pi^T L pi)`` over
+    permutations by repeated linear assignment (Hungarian) on ``L pi K``. Unstable and
+    start-dependent (the thesis's baseline): ``n_init`` restarts keep the best.
+
+    Parameters
+    ----------
+    kernel, gamma
+        As in :class:`ConvexKernelizedSorting` (the kernels are centred, as KS does).
+    max_iter : int, default=100
+        Linear-assignment rounds per start (stops earlier at a fixed point).
+    n_init : int, default=1
+        Starts; the one with the largest objective is kept.
+    init : {"random", "pca"}, default="random"
+        ``"pca"``: KS's PCA start, matching the objects of both sides by their rank along each
+        side's first principal component (data kernels only); later starts are random.
+    smoothing_power : float in (0, 1] or None, default=None
+        KS-p: smooth both kernels first (:func:`smooth_kernel`; non-negative kernels only).
+    zero_diagonal : bool, default=False
+        Zero the kernels' diagonals (the thesis does for documents).
+    random_state : int, RandomState or None
+    n_jobs : int or None
+        Starts run on this many threads (the products release the GIL); the result does not
+        depend on it.
+
+    Attributes
+    ----------
+    match_ : (m,) int, ``match_[i]`` = the X object matched to ``y_i``.
+    objective_ : float, ``trace(K pi^T L pi)`` of the kept start.
+    objectives_ : list of float, per start.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> X = np.random.default_rng(1).normal(size=(20, 2))
     >>> ks = KernelizedSorting(random_state=0).fit(X, X)
@@ -303,27 +395,49 @@ class KernelizedSorting:
     True
     """
 
-    def __init__(self, kernel="rbf", *, gamma=None, max_iter=100, n_init=1, zero_diagonal=False,
-                 random_state=None):
+    def __init__(self, *, kernel="rbf", gamma=None, max_iter=100, n_init=1, init="random",
+                 smoothing_power=None, zero_diagonal=False, random_state=None, n_jobs=None):
         self.kernel = kernel
         self.gamma = gamma
         self.max_iter = max_iter
         self.n_init = n_init
+        self.init = init
+        self.smoothing_power = smoothing_power
         self.zero_diagonal = zero_diagonal
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(self, X, Y):
+        """Match ``Y``'s objects to ``X``'s; returns self."""
         X, Y = _check_pair(X, Y, self.kernel)
-        K = centred_kernel(X, self.kernel, self.gamma)
-        L = centred_kernel(Y, self.kernel, self.gamma)
+        for name in ("max_iter", "n_init"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}")
+        choice(self.init, "init", ("random", "pca"))
+        p = self.smoothing_power
+        if p is not None and (isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < p <= 1):
+            raise ValueError(f"`smoothing_power` must be None or in (0, 1], got {p!r}")
+        if self.init == "pca" and (self.kernel == "precomputed" or callable(self.kernel)):
+            raise ValueError("`init='pca'` needs the data, not a precomputed or callable `kernel`")
+        n_jobs = n_jobs_arg(self.n_jobs)
+        if p is None:
+            K = centred_kernel(X, self.kernel, self.gamma)
+            L = centred_kernel(Y, self.kernel, self.gamma)
+        else:
+            K = centred_kernel(smooth_kernel(centred_kernel(X, self.kernel, self.gamma, False), p), "precomputed")
+            L = centred_kernel(smooth_kernel(centred_kernel(Y, self.kernel, self.gamma, False), p), "precomputed")
         if self.zero_diagonal:
             np.fill_diagonal(K, 0.0)
             np.fill_diagonal(L, 0.0)
         m = K.shape[0]
         rng = np.random.default_rng(_seed(self.random_state))
-        best = (-np.inf, None)
-        for _ in range(max(1, int(self.n_init))):
-            match = rng.permutation(m)
+        starts = [rng.permutation(m) for _ in range(int(self.n_init))]
+        if self.init == "pca":
+            rx, ry = _first_pc_rank(np.asarray(X, float)), _first_pc_rank(np.asarray(Y, float))
+            starts[0] = np.argsort(rx)[ry]  # y_i <- the x of the same rank
+
+        def run(match):
             for _ in range(int(self.max_iter)):
                 P = np.zeros((m, m))
                 P[np.arange(m), match] = 1.0
@@ -332,9 +446,141 @@ class KernelizedSorting:
                 if np.array_equal(new, match):
                     break
                 match = new
-            val = float((L * K[np.ix_(match, match)]).sum())
-            if val > best[0]:
-                best = (val, match)
-        self.match_ = best[1]
-        self.objective_ = best[0]
+            return float((L * K[np.ix_(match, match)]).sum()), match
+
+        workers = 1 if n_jobs is None and len(starts) == 1 else (n_jobs or None)
+        if workers == 1 or len(starts) == 1:
+            results = [run(s) for s in starts]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(run, starts))
+        best = max(range(len(results)), key=lambda k: (results[k][0], -k))
+        self.objectives_ = [r[0] for r in results]
+        self.objective_, self.match_ = results[best]
+        return self
+
+
+def lsmi(K, L, match, regularization=1e-3):
+    """Least-squares mutual information between the rows of X and of Y paired by ``match``
+    (``y_i`` with ``x_match[i]``), with the density-ratio model
+    ``r(x, y) = sum_l alpha_l k(x, x_l) l(y, y_l)`` centred on the pairs (Suzuki et al.; Yamada
+    & Sugiyama's LSOM): ``H = (K K) o (L' L') / n^2``, ``h = (K o L') 1 / n`` with ``L'`` the Y
+    kernel in X's order, ``alpha = (H + regularization I)^-1 h`` and SMI ``= h' alpha / 2 - 1/2``.
+    Returns ``(smi, alpha)``.
+    """
+    n = K.shape[0]
+    inv = np.empty(n, dtype=np.int64)
+    inv[np.asarray(match)] = np.arange(n)  # x_j is paired with y_inv[j]
+    Lx = L[np.ix_(inv, inv)]
+    H = (K @ K) * (Lx @ Lx) / n**2
+    h = (K * Lx).sum(axis=0) / n
+    alpha = np.linalg.solve(H + regularization * np.eye(n), h)
+    return 0.5 * float(h @ alpha) - 0.5, alpha
+
+
+class LeastSquaresObjectMatching(BaseEstimator):
+    """LSOM (Yamada & Sugiyama 2011), the thesis's third matching baseline: maximise the
+    least-squares mutual information (:func:`lsmi`) between X and the matched Y by alternating
+    the LSMI fit (``alpha``) with a linear assignment on ``K diag(alpha) L'^T``; ``n_init``
+    starts keep the largest SMI. Kernel widths and the regulariser are fixed here (the paper
+    picks them by cross-validation).
+
+    Parameters
+    ----------
+    kernel, gamma
+        As in :class:`ConvexKernelizedSorting` (uncentred Gaussian kernels by default).
+    regularization : float, default=1e-3
+        Ridge term of the LSMI fit.
+    max_iter : int, default=100
+    n_init : int, default=1
+    init : {"random", "pca"} or array of shape (m,), default="random"
+        Start: random, KS's PCA start, or a given match.
+    random_state, n_jobs
+        As in :class:`KernelizedSorting`.
+
+    Attributes
+    ----------
+    match_ : (m,) int, ``match_[i]`` = the X object matched to ``y_i``.
+    smi_ : float, the LSMI of the kept match; ``smis_`` per start.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(1).normal(size=(20, 2)); p = np.random.default_rng(2).permutation(20)
+    >>> om = LeastSquaresObjectMatching(init=p).fit(X, X[p])
+    >>> bool((om.match_ == p).all())
+    True
+    """
+
+    def __init__(self, *, kernel="rbf", gamma=None, regularization=1e-3, max_iter=100, n_init=1,
+                 init="random", random_state=None, n_jobs=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def fit(self, X, Y):
+        """Match ``Y``'s objects to ``X``'s; returns self."""
+        X, Y = _check_pair(X, Y, self.kernel)
+        for name in ("max_iter", "n_init"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"`{name}` must be an integer >= 1, got {v!r}")
+        reg = self.regularization
+        if isinstance(reg, bool) or not isinstance(reg, numbers.Real) or not (np.isfinite(reg) and reg > 0):
+            raise ValueError(f"`regularization` must be a positive number, got {reg!r}")
+        n_jobs = n_jobs_arg(self.n_jobs)
+        K = centred_kernel(X, self.kernel, self.gamma, False)
+        L = centred_kernel(Y, self.kernel, self.gamma, False)
+        m = K.shape[0]
+        rng = np.random.default_rng(_seed(self.random_state))
+        starts = [rng.permutation(m) for _ in range(int(self.n_init))]
+        init = self.init
+        if isinstance(init, str):
+            choice(init, "init", ("random", "pca"))
+            if init == "pca":
+                if self.kernel == "precomputed" or callable(self.kernel):
+                    raise ValueError("`init='pca'` needs the data, not a precomputed or callable `kernel`")
+                rx, ry = _first_pc_rank(np.asarray(X, float)), _first_pc_rank(np.asarray(Y, float))
+                starts[0] = np.argsort(rx)[ry]
+        else:
+            given = np.asarray(init)
+            if given.shape != (m,) or not np.array_equal(np.sort(given), np.arange(m)):
+                raise ValueError("`init` must be 'random', 'pca' or a permutation of the objects")
+            starts[0] = given.astype(np.int64)
+
+        def run(match):
+            smi, alpha = lsmi(K, L, match, reg)
+            for _ in range(int(self.max_iter)):
+                inv = np.empty(m, dtype=np.int64)
+                inv[match] = np.arange(m)
+                # gain of pairing x_i with y_j: sum_l alpha_l k(x_i, x_l) l(y_j, y_inv[l])
+                G = K @ (alpha[:, None] * L[inv, :])
+                rows, cols = linear_sum_assignment(G, maximize=True)  # x_rows[k] <- y_cols[k]
+                new = np.empty(m, dtype=np.int64)
+                new[cols] = rows
+                if np.array_equal(new, match):
+                    break
+                new_smi, new_alpha = lsmi(K, L, new, reg)
+                if new_smi <= smi:
+                    break
+                match, smi, alpha = new, new_smi, new_alpha
+            return smi, match
+
+        if len(starts) == 1 or n_jobs == 1:
+            results = [run(s) for s in starts]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+                results = list(pool.map(run, starts))
+        best = max(range(len(results)), key=lambda k: (results[k][0], -k))
+        self.smis_ = [r[0] for r in results]
+        self.smi_, self.match_ = results[best]
         return self

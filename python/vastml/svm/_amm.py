@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from vastml import _core
-from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+from vastml.svm._base import (
+    BudgetedClassifier,
+    check_float,
+    check_int,
+    check_model_memory,
+    core_examples,
+)
 
 
 class AMMClassifier(BudgetedClassifier):
@@ -166,6 +172,10 @@ class AMMClassifier(BudgetedClassifier):
     def _is_online(self):
         return bool(self.online)
 
+    def _check_memory(self, n_features, n_classes):
+        check_model_memory(n_features, (int(self.max_weights_per_class) + 1) * n_classes,
+                           "max_weights_per_class")
+
     def _n_epochs(self):
         # Batch AMM: the initial online pass, then n_epochs epochs with fixed assignments, as
         # BudgetedSVM 1.2's trainAMMbatch does for -e n_epochs (so -A 1 -e 5 is 6 passes).
@@ -221,6 +231,7 @@ class AMMClassifier(BudgetedClassifier):
         X, y = self._fit_data(X, y, reset=first)
         if first:
             self._set_classes(y, classes)
+            self._check_memory(X.shape[1], len(self.classes_))
             model = self._new_model(X.shape[1], len(self.classes_))
             self.n_iter_ = 0
         else:
@@ -295,6 +306,9 @@ class PegasosClassifier(AMMClassifier):
 
     def _is_online(self):
         return True
+
+    def _check_memory(self, n_features, n_classes):
+        check_model_memory(n_features, n_classes, "n_classes")
 
     def _store(self, model):
         super()._store(model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import sys
 import time
 
@@ -35,6 +36,50 @@ def core_examples(X):
             int(X.shape[1]),
         )
     return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def available_bytes():
+    """Memory this process may still allocate: the smaller of the address-space limit left
+    (RLIMIT_AS) and the machine's available memory (Linux), else None when unknown."""
+    limits = []
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft not in (resource.RLIM_INFINITY, -1):
+            used = 0
+            try:
+                with open("/proc/self/statm") as f:
+                    used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError, IndexError):
+                pass
+            limits.append(max(0, soft - used))
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return min(limits) if limits else None
+
+
+def check_model_memory(n_features, n_vectors, budget_name, *, copies=2):
+    """Refuse, before any work, a model of ``n_vectors`` dense float64 vectors of
+    ``n_features + 1`` entries (times ``copies`` for the transposed copy prediction makes) that
+    cannot fit: MemoryError naming ``X``'s width and the budget parameter."""
+    need = 8 * (int(n_features) + 1) * max(1, int(n_vectors)) * copies
+    free = available_bytes()
+    if need >= 2**62 or (free is not None and need > free):
+        have = "" if free is None else f", more than the {free / 2**30:.3g} GiB available"
+        raise MemoryError(
+            f"`X` has {int(n_features):,} columns: a model of up to {int(n_vectors):,} dense weight "
+            f"vectors (`{budget_name}`) would need {need / 2**30:.3g} GiB{have}; reduce the number "
+            f"of columns (they are dense in the model) or `{budget_name}`"
+        )
 
 
 def check_int(v, name, low, *, allow_none=False):
@@ -130,6 +175,7 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         X, y = self._fit_data(X, y, reset=True)
         self._set_classes(y)
         codes = self._encode(y)
+        self._check_memory(X.shape[1], len(self.classes_))
         Xc = core_examples(X)
         model = self._new_model(X.shape[1], len(self.classes_))
         n_epochs = self._n_epochs()
@@ -144,6 +190,9 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
 
     def _n_epochs(self):
         return self.n_epochs
+
+    def _check_memory(self, n_features, n_classes):
+        """Subclasses: raise MemoryError (check_model_memory) when the model cannot fit."""
 
     # -- prediction ------------------------------------------------------------------------
     def _predict_data(self, X):

@@ -6,7 +6,13 @@ import numpy as np
 
 from vastml import _core
 from vastml._validation import choice
-from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+from vastml.svm._base import (
+    BudgetedClassifier,
+    check_float,
+    check_int,
+    check_model_memory,
+    core_examples,
+)
 
 KERNELS = ("rbf", "exponential", "poly", "linear", "sigmoid")
 MAINTENANCE = ("merge", "remove", "remove-random", "project")
@@ -128,6 +134,9 @@ class BSGDClassifier(BudgetedClassifier):
             coef=float(self.coef0),
         )
 
+    def _check_memory(self, n_features, n_classes):
+        check_model_memory(n_features, int(self.budget) + 2, "budget")
+
     def _new_model(self, n_features, n_classes):
         return _core.BsgdModel(n_features, n_classes, **self._args(n_features))
 
@@ -165,6 +174,7 @@ class BSGDClassifier(BudgetedClassifier):
         X, y = self._fit_data(X, y, reset=first)
         if first:
             self._set_classes(y, classes)
+            self._check_memory(X.shape[1], len(self.classes_))
             model = self._new_model(X.shape[1], len(self.classes_))
             self.n_iter_ = 0
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -41,8 +42,12 @@ def _estimator(a, dim):
     g = a.g if a.g is not None else 1.0 / dim
     kernel = {0: "rbf", 1: "exponential", 2: "poly", 3: "linear", 4: "sigmoid"}.get(a.K)
     if kernel is None:
-        raise SystemExit(f"-K {a.K}: unknown kernel (0-4)")
-    gamma = g / 2.0 if a.K in (0, 1) else g
+        raise ValueError(f"-K {a.K}: unknown kernel (0-4)")
+    # BudgetedSVM: exp(-g/2 d^2) and exp(-g/2 d) (our gamma = g/2); (i + x.z)^d; tanh(i + d x.z)
+    # (its -d is the sigmoid's slope, our gamma)
+    gamma = g / 2.0 if a.K in (0, 1) else (a.d if a.K == 4 else g)
+    if a.K == 2 and (not float(a.d).is_integer() or a.d < 1):
+        raise ValueError(f"-d {a.d:g}: the polynomial degree must be a whole number >= 1")
     if a.A == 0:
         return PegasosClassifier(alpha=a.L, n_epochs=a.e, bias=a.b, shuffle=shuffle, random_state=rs, verbose=a.v)
     if a.A in (1, 2):
@@ -60,7 +65,25 @@ def _estimator(a, dim):
             alpha=a.L, budget=a.B, maintenance={0: "remove", 1: "merge", 2: "project"}.get(a.m, "merge"), kernel=kernel,
             gamma=gamma, degree=int(a.d), coef0=a.i, n_epochs=a.e, shuffle=shuffle, random_state=rs, verbose=a.v,
         )
-    raise SystemExit(f"-A {a.A}: unknown algorithm (0-4)")
+    raise ValueError(f"-A {a.A}: unknown algorithm (0-4)")
+
+
+def _guarded(run):
+    """Run a command; user errors (bad files, options, sizes) print one line, exit code 1."""
+
+    def go(a) -> int:
+        try:
+            return run(a)
+        except (OSError, ValueError, TypeError, MemoryError) as exc:
+            if getattr(a, "debug", False):
+                raise
+            msg = str(exc) or type(exc).__name__
+            if isinstance(exc, MemoryError):
+                msg = f"out of memory: {msg}"
+            print(f"vastml svm {a.svm_command}: error: {msg}", file=sys.stderr)
+            return 1
+
+    return go
 
 
 def _train(a) -> int:
@@ -68,10 +91,13 @@ def _train(a) -> int:
 
     X, y = _load(a.train_file, a.D)
     est = _estimator(a, X.shape[1])
+    model = a.model_file or (str(a.train_file) + ".model")
+    folder = os.path.dirname(os.path.abspath(model))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):  # before the work
+        raise OSError(f"cannot write the model file {model!r}: {folder!r} is not a writable folder")
     t0 = time.perf_counter()
     est.fit(X, _labels(y))
     took = time.perf_counter() - t0
-    model = a.model_file or (str(a.train_file) + ".model")
     save_budgetedsvm(est, model)
     print(f"trained {type(est).__name__} on {X.shape[0]:,} examples x {X.shape[1]} features in {took:.2f} s;"
           f" model size {est.n_weights_}; written to {model}")
@@ -120,7 +146,8 @@ def add_svm_parser(sub) -> None:
         t.add_argument(flag, type=typ, default=default, help=argparse.SUPPRESS)
     t.add_argument("train_file")
     t.add_argument("model_file", nargs="?")
-    t.set_defaults(func=_train)
+    t.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    t.set_defaults(func=_guarded(_train))
     p = ss.add_parser("predict", help="predict with a model file")
     p.add_argument("-o", type=int, default=0, help="1: also write the winner-minus-runner-up score")
     p.add_argument("-v", type=int, default=0, help=argparse.SUPPRESS)
@@ -129,7 +156,8 @@ def add_svm_parser(sub) -> None:
     p.add_argument("test_file")
     p.add_argument("model_file")
     p.add_argument("output_file")
-    p.set_defaults(func=_predict)
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    p.set_defaults(func=_guarded(_predict))
 
 
 def demo_section(args) -> None:

@@ -7,7 +7,13 @@ import scipy.sparse as sp
 
 from vastml import _core
 from vastml._validation import choice
-from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+from vastml.svm._base import (
+    BudgetedClassifier,
+    check_float,
+    check_int,
+    check_model_memory,
+    core_examples,
+)
 from vastml.svm._bsgd import KERNELS, kernel_gamma
 
 LANDMARKS = ("kmeans", "kmedoids", "random")
@@ -155,6 +161,8 @@ class LLSVMClassifier(BudgetedClassifier):
         X, y = self._fit_data(X, y, reset=True)
         self._set_classes(y)
         codes = self._encode(y)
+        # landmarks, k-means centres and the mapped batch are dense in n_features
+        check_model_memory(X.shape[1], 2 * int(self.n_landmarks), "n_landmarks")
         seed = self._seeds(1)[0]
         self.landmarks_ = self._choose_landmarks(X, seed)
         models = np.array([1], dtype=np.int64) if len(self.classes_) == 2 else np.arange(len(self.classes_), dtype=np.int64)

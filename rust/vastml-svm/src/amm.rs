@@ -42,11 +42,13 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::data::{Examples, Gathered, Row, check_labels, check_positive};
+use crate::data::{Examples, Gathered, Row, check_labels, check_positive, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
 
 /// How often (in examples) long loops look at the cancel flag.
 pub(crate) const CANCEL_EVERY: usize = 1024;
+/// How many examples ahead an SGD pass prefetches a row of a shuffled order.
+const PREFETCH_AHEAD: usize = 4;
 
 /// Hyper-parameters of AMM / GAMM / Pegasos.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,6 +242,9 @@ impl Amm {
             root_of: Default::default(),
             scores: Vec::new(),
         };
+        if class_of.is_empty() && (model.params.budgetedsvm || model.fixed()) {
+            try_reserve_rows(&mut model.v, n_classes, dim + 1, "dim")?;
+        }
         if model.params.budgetedsvm && !model.fixed() && class_of.is_empty() {
             for c in 0..n_classes {
                 model.push(c, None, 0.0);
@@ -763,6 +768,9 @@ impl Amm {
             self.family.clear();
             self.root_of.clear();
         }
+        if !batch && self.plain_pegasos() {
+            return self.pegasos_epoch(data, labels, &order, cancel);
+        }
         let k_prune = self.params.prune_every;
         let gathered = if shuffle {
             Gathered::new(data, &order)
@@ -795,6 +803,84 @@ impl Amm {
             loss_sum += loss;
         }
         stats.mean_loss = loss_sum / n as f64;
+        Ok(stats)
+    }
+
+    /// Pegasos mode with nothing else to do per step (no pruning, no cloning, not
+    /// BudgetedSVM's batch rules): exactly [`Amm::step`]'s arithmetic, in the same order, without
+    /// its bookkeeping (no per-step allocation, one weight per class found once).
+    fn plain_pegasos(&self) -> bool {
+        self.fixed()
+            && !self.params.budgetedsvm
+            && self.params.prune_every == 0
+            && self.clone_probability == 0.0
+            && self.class_of.len() == self.n_classes
+    }
+
+    /// One online Pegasos pass in `order` (see [`Amm::plain_pegasos`]). Rows are read in place;
+    /// the next rows are prefetched, so the shuffled order costs little memory latency.
+    fn pegasos_epoch(
+        &mut self,
+        data: &Examples<'_>,
+        labels: &[usize],
+        order: &[usize],
+        cancel: &AtomicBool,
+    ) -> Result<EpochStats, SvmError> {
+        let c = self.n_classes;
+        let w = self.width();
+        let d = self.dim;
+        let bias = self.params.bias;
+        let lambda = self.params.lambda;
+        let mut slot_of = vec![0usize; c];
+        for (j, &k) in self.class_of.iter().enumerate() {
+            slot_of[k] = j;
+        }
+        let mut scores = vec![0.0; c];
+        let mut stats = EpochStats::default();
+        let mut loss_sum = 0.0;
+        for (k, &i) in order.iter().enumerate() {
+            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
+                return Err(SvmError::Cancelled);
+            }
+            if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+                data.prefetch_row(ahead);
+            }
+            let x = data.row(i);
+            let y = labels[i];
+            self.t += 1;
+            let t = self.t as f64;
+            for (s, &j) in scores.iter_mut().zip(&slot_of) {
+                let vj = &self.v[j * w..(j + 1) * w];
+                *s = (x.dot(&vj[..d]) + bias * vj[d]) * self.scale;
+            }
+            // best other class; the lowest index wins ties (as best_wrong)
+            let mut minus = usize::MAX;
+            for (cls, &s) in scores.iter().enumerate() {
+                if cls != y && (minus == usize::MAX || s > scores[minus]) {
+                    minus = cls;
+                }
+            }
+            let loss = (1.0 + scores[minus] - scores[y]).max(0.0);
+            if self.t == 1 {
+                self.v.iter_mut().for_each(|v| *v = 0.0);
+                self.scale = 1.0;
+            } else {
+                self.scale *= 1.0 - 1.0 / t;
+            }
+            if loss > 0.0 {
+                stats.n_updates += 1;
+                let a = 1.0 / (lambda * t) / self.scale;
+                self.add_row(slot_of[minus], x, -a);
+                self.add_row(slot_of[y], x, a);
+            }
+            if self.scale < 1e-9 {
+                let s = self.scale;
+                self.v.iter_mut().for_each(|v| *v *= s);
+                self.scale = 1.0;
+            }
+            loss_sum += loss;
+        }
+        stats.mean_loss = loss_sum / order.len() as f64;
         Ok(stats)
     }
 
@@ -917,6 +1003,25 @@ mod tests {
 
     /// A shuffled epoch (which reads a gathered copy) equals an unshuffled epoch over the rows
     /// permuted by hand in the same order, for dense and CSR input.
+    #[test]
+    fn absurd_dimension_is_an_error_not_an_abort() {
+        let pegasos = AmmParams {
+            max_weights_per_class: 1,
+            ..AmmParams::default()
+        };
+        for dim in [1usize << 40, usize::MAX / 4] {
+            let err = Amm::new(pegasos.clone(), dim, 2).err().unwrap();
+            assert!(err.to_string().contains("`dim`"), "{err}");
+        }
+        let p = crate::BsgdParams {
+            lambda: 1e-3,
+            budget: 10,
+            kernel: crate::Kernel::Gaussian { gamma: 1.0 },
+            maintenance: crate::Maintenance::Merge,
+        };
+        assert!(crate::Bsgd::new(p, 1usize << 50, 2).is_err());
+    }
+
     #[test]
     fn gathered_epoch_equals_explicit_permutation() {
         let (n, d) = (300, 5);

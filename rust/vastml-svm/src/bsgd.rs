@@ -21,7 +21,7 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::amm::{CANCEL_EVERY, EpochStats, permutation};
-use crate::data::{Examples, Row, check_labels, check_positive, dot};
+use crate::data::{Examples, Row, check_labels, check_positive, dot, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
 use crate::kernel::{Kernel, exp_in_place};
 
@@ -211,6 +211,8 @@ impl Bsgd {
                 name: "support_vectors",
             });
         }
+        let mut room = Vec::new();
+        try_reserve_rows(&mut room, params.budget.min(64) + 1, dim, "dim")?;
         let sv_sq = sv
             .chunks_exact(dim)
             .map(|z| z.iter().map(|a| a * a).sum())
@@ -219,7 +221,10 @@ impl Bsgd {
             params,
             dim,
             n_classes,
-            sv: sv.to_vec(),
+            sv: {
+                room.extend_from_slice(sv);
+                room
+            },
             sv_sq,
             alpha: alpha.to_vec(),
             scale: 1.0,
