@@ -33,6 +33,7 @@ mod search;
 mod synthetic;
 pub mod tsp;
 pub mod tsp_heuristics;
+pub mod tsp_ils;
 pub mod tsp_means;
 mod view;
 
