@@ -24,6 +24,7 @@ mod error;
 pub mod gradient;
 mod kernel;
 pub mod kmax;
+pub mod olo;
 mod matrix;
 mod moves;
 pub mod pls;
