@@ -442,6 +442,20 @@ def tsp_path_order(
     or_opt: bool,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.int64]: ...
+def tsp_ils_order(
+    x: npt.NDArray[np.float64],
+    precomputed: bool,
+    start: int | None,
+    end: int | None,
+    neighbours: int,
+    kicks: int | None,
+    time_limit: float | None,
+    runs: int,
+    kick_window: int,
+    seed: int,
+    init: npt.NDArray[np.int64] | None,
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], float, float, int, int]: ...
 def pe_r_step(
     p: npt.NDArray[np.float64],
     phi: npt.NDArray[np.float64],

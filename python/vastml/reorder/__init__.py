@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from vastml.reorder._compress import compress
     from vastml.reorder._convomap import ConvoMap
+    from vastml.reorder._criterion import criterion
     from vastml.reorder._em import EMOrdering
     from vastml.reorder._evaluate import knn_accuracy
     from vastml.reorder._measures import dpc, dpc_entropy, dpc_sigma, figure_of_merit, path_length
@@ -66,6 +67,7 @@ __all__ = [
     "branch_and_bound_order",
     "compress",
     "convolution_error",
+    "criterion",
     "gradient_order",
     "heatmap_order",
     "knn_accuracy",

@@ -25,6 +25,7 @@ pub mod fit;
 pub mod gradient;
 mod kernel;
 pub mod kmax;
+pub mod olo;
 mod matrix;
 mod moves;
 pub mod pls;
@@ -34,6 +35,7 @@ mod search;
 mod synthetic;
 pub mod tsp;
 pub mod tsp_heuristics;
+pub mod tsp_ils;
 pub mod tsp_means;
 mod view;
 

@@ -8,6 +8,7 @@ mod errors;
 mod fgt;
 mod lll;
 mod order;
+mod seriate;
 mod sums;
 mod svm;
 mod tsp;
@@ -59,6 +60,8 @@ mod _core {
         branch_and_bound_order, convolution_error, convomap_fit, gradient_order,
         planted_categorical, planted_matrix, time_moves, tsp_order,
     };
+    #[pymodule_export]
+    use super::seriate::tsp_ils_order;
     #[pymodule_export]
     use super::sums::{erfc_sum, hermite_gauss_sum};
     #[pymodule_export]

@@ -1,0 +1,78 @@
+//! Bindings of the seriation kernels of `vastml-order`: the iterated-local-search open-path
+//! TSP on points or a dissimilarity matrix, and optimal leaf ordering.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use vastml_order::tsp_ils::{Dense, IlsParams, IlsResult, Points, solve_cancellable};
+
+use crate::arrays::rows;
+use crate::door::enter;
+
+fn to_i64(v: Vec<usize>) -> Vec<i64> {
+    v.into_iter().map(|i| i as i64).collect()
+}
+
+/// tsp_ils_order(x, precomputed, start, end, neighbours, kicks, time_limit, runs, kick_window, seed, init, n_jobs=None)
+/// --
+///
+/// Open path through the rows of `x` (points, Euclidean) or through the objects of the square
+/// dissimilarity matrix `x` (`precomputed`): 2-opt + Or-opt iterated local search on neighbour
+/// lists. Returns (order, length, first local optimum length, kicks, accepted kicks).
+#[pyfunction]
+#[pyo3(signature = (x, precomputed, start, end, neighbours, kicks, time_limit, runs, kick_window, seed, init, n_jobs=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn tsp_ils_order<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    precomputed: bool,
+    start: Option<usize>,
+    end: Option<usize>,
+    neighbours: usize,
+    kicks: Option<usize>,
+    time_limit: Option<f64>,
+    runs: usize,
+    kick_window: usize,
+    seed: u64,
+    init: Option<PyReadonlyArray1<'py, i64>>,
+    n_jobs: Option<isize>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, f64, f64, usize, usize)> {
+    let (data, dim) = rows(&x, "x")?;
+    let init: Option<Vec<usize>> = match init {
+        Some(a) => Some(
+            a.as_slice()
+                .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("`init`: {e}")))?
+                .iter()
+                .map(|&v| usize::try_from(v).unwrap_or(usize::MAX))
+                .collect(),
+        ),
+        None => None,
+    };
+    let params = IlsParams {
+        neighbours,
+        kicks,
+        time_limit: time_limit.map(Duration::from_secs_f64),
+        runs,
+        kick_window,
+        seed,
+        ..IlsParams::default()
+    };
+    let r: IlsResult = enter(py, n_jobs, |c: &AtomicBool| {
+        if precomputed {
+            let m = Dense::new(data, dim)?;
+            solve_cancellable(&m, start, end, &params, init.as_deref(), Some(c))
+        } else {
+            let m = Points::new(data, dim)?;
+            solve_cancellable(&m, start, end, &params, init.as_deref(), Some(c))
+        }
+    })?;
+    Ok((
+        to_i64(r.order).into_pyarray(py),
+        r.length,
+        r.first_length,
+        r.kicks,
+        r.accepted,
+    ))
+}
