@@ -1,6 +1,8 @@
 """Bandwidth selection: fast Sheather-Jones against the exact O(N^2) path, rules of thumb."""
 
 import math
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -11,11 +13,13 @@ from vastml.kernels import (
     density_derivative,
     density_functional,
     normal_reference_functional,
+    robust_scale,
     rule_of_thumb,
     scott_bandwidth,
     sheather_jones,
     silverman_bandwidth,
 )
+from vastml.kernels._bandwidth import _r_zeroin
 
 
 @pytest.mark.parametrize("number", range(1, 16))
@@ -102,3 +106,75 @@ def test_bad_input():
         sheather_jones(np.arange(10.0), method="slow")
     with pytest.raises(ValueError, match="even"):
         normal_reference_functional(3, 1.0)
+
+
+def test_robust_scale_keeps_a_far_outlier_from_moving_the_bandwidth():
+    x = np.random.default_rng(0).normal(size=2000)
+    h = sheather_jones(x)
+    with_outlier = sheather_jones(np.r_[x, 1e6])
+    assert abs(with_outlier - h) / h < 0.01
+    assert robust_scale(np.r_[x, 1e6]) == pytest.approx(robust_scale(x), rel=0.01)
+
+
+@pytest.mark.parametrize("factor", [1e-40, 1e40, 1e-300, 1e300])
+def test_extreme_scales_are_standardised(factor):
+    x = np.random.default_rng(1).normal(size=3000)
+    h = sheather_jones(x)
+    assert sheather_jones(x * factor) / factor == pytest.approx(h, rel=1e-9)
+    assert sheather_jones(x * factor + 5 * factor) / factor == pytest.approx(h, rel=1e-6)
+
+
+@pytest.mark.parametrize("number", range(1, 16))
+def test_binned_sheather_jones_equals_exact_on_marron_wand(number):
+    x = make_marron_wand(number, 3000, random_state=number)
+    binned = sheather_jones(x, method="binned")
+    exact = sheather_jones(x, method="direct")
+    assert abs(binned - exact) / exact <= 1e-4
+
+
+@pytest.mark.parametrize("sample", ["t2", "t3", "lognormal", "outlier"])
+def test_binned_sheather_jones_on_heavy_tails(sample):
+    rng = np.random.default_rng(7)
+    x = {
+        "t2": lambda: rng.standard_t(2, 4000),
+        "t3": lambda: rng.standard_t(3, 4000),
+        "lognormal": lambda: rng.lognormal(size=4000),
+        "outlier": lambda: np.r_[rng.normal(size=3999), 1e5],
+    }[sample]()
+    binned, details = sheather_jones(x, method="binned", return_details=True)
+    assert details["grid_spacing"] > 0
+    exact = sheather_jones(x, method="direct")
+    assert abs(binned - exact) / exact <= 1e-4
+
+
+def test_r_zeroin_is_brent_with_r_tolerance():
+    f = lambda h: math.cos(h) - h  # noqa: E731
+    root = 0.7390851332151607
+    for tol in (1e-2, 1e-6, 1e-12):
+        got = _r_zeroin(f, 0.0, 1.0, f(0.0), f(1.0), tol)
+        assert abs(got - root) <= tol
+
+
+def test_r_convention_differs_from_the_thesis_only_by_its_documented_choices():
+    x = make_marron_wand(3, 3000, random_state=0)
+    thesis = sheather_jones(x, method="direct")
+    r = sheather_jones(x, method="direct", convention="R")
+    # R's rounded constants and its loose root (tolerance 0.1 * lower) move h by at most ~2%
+    assert 0 < abs(r - thesis) / thesis < 0.03
+    with pytest.raises(ValueError, match="convention"):
+        sheather_jones(x, convention="S")
+
+
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R (Rscript) is not installed")
+@pytest.mark.parametrize("number", [1, 2, 6, 10])
+def test_r_convention_matches_r_bw_sj_with_many_bins(number, tmp_path):
+    x = make_marron_wand(number, 1500, random_state=number)
+    path = tmp_path / "x.txt"
+    np.savetxt(path, x, fmt="%.17g")
+    out = subprocess.run(
+        ["Rscript", "-e", f"x <- scan('{path}', quiet=TRUE); cat(sprintf('%.17g', bw.SJ(x, nb=400000L)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    h_r = float(out.strip().split()[-1])
+    h = sheather_jones(x, method="direct", convention="R")
+    assert abs(h - h_r) / h_r <= 1e-4

@@ -174,3 +174,93 @@ def test_contract_property(seed, d, n, m, log_h, log_eps, w):
     h, eps = 10.0**log_h, 10.0**log_eps
     g = gauss_transform(x, y, q, bandwidth=h, epsilon=eps)
     assert scaled_error(g, direct_gauss(x, y, q, h), q) <= eps
+
+
+def test_per_feature_and_matrix_bandwidths_match_the_direct_sum(rng):
+    x = rng.uniform(size=(3000, 3))
+    y = rng.uniform(size=(60, 3))
+    q = rng.uniform(-1, 1, size=3000)
+    hs = np.array([0.1, 0.3, 0.7])
+    diff = y[:, None, :] - x[None]
+    exact = np.exp(-((diff / hs) ** 2).sum(-1)) @ q
+    for method in ("auto", "direct", "direct-tree", "ifgt"):
+        got = gauss_transform(x, y, q, bandwidth=hs, epsilon=1e-8, method=method)
+        assert scaled_error(got, exact, q) <= 1e-8, method
+    # a full SPD matrix H: exp(-(y - x)^T H^-1 (y - x))
+    a = rng.normal(size=(3, 3))
+    H = 0.05 * (a @ a.T + 0.5 * np.eye(3))
+    quad = np.einsum("mnk,kl,mnl->mn", diff, np.linalg.inv(H), diff)
+    exact = np.exp(-quad) @ q
+    for method in ("auto", "direct", "ifgt-tree"):
+        got = gauss_transform(x, y, q, bandwidth=H, epsilon=1e-8, method=method)
+        assert scaled_error(got, exact, q) <= 1e-8, method
+    gt = GaussTransform(x, bandwidth=H, epsilon=1e-8)
+    assert scaled_error(gt(y, q), exact, q) <= 1e-8
+    assert scaled_error(pickle.loads(pickle.dumps(gt))(y, q), exact, q) <= 1e-8
+    # a scalar h is the matrix h^2 I
+    np.testing.assert_allclose(
+        gauss_transform(x, y, q, bandwidth=0.3 ** 2 * np.eye(3), epsilon=1e-10, method="direct"),
+        gauss_transform(x, y, q, bandwidth=0.3, epsilon=1e-10, method="direct"),
+        rtol=0, atol=1e-9 * np.abs(q).sum(),
+    )
+
+
+@pytest.mark.parametrize("bandwidth, match", [
+    (np.ones(2), r"shape \(3,\)"),
+    (np.array([0.1, -0.2, 0.3]), "positive"),
+    (np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), "symmetric"),
+    (-np.eye(3), "positive definite"),
+    (np.array([0.1, np.nan, 0.3]), "finite"),
+])
+def test_bad_bandwidth_arrays(bandwidth, match):
+    x = np.ones((10, 3))
+    with pytest.raises(ValueError, match=match):
+        gauss_transform(x, x, bandwidth=bandwidth)
+
+
+def test_fixed_truncation_and_clusters_against_the_direct_sum(rng):
+    x = rng.uniform(size=(4000, 2))
+    q = rng.uniform(size=4000)
+    y = rng.uniform(size=(200, 2))
+    exact = direct_gauss(x, y, q, 0.3)
+    errors = {}
+    for p in (1, 3, 8, 16):
+        g = gauss_transform(x, y, q, bandwidth=0.3, method="ifgt", truncation=p, n_clusters=12)
+        errors[p] = scaled_error(g, exact, q)
+    # more terms, less error; p = 1 keeps only each cluster's weight at its centre
+    assert errors[1] > errors[3] > errors[8] > errors[16]
+    assert errors[1] > 1e-3 and errors[16] < 1e-6
+    gt = GaussTransform(x, bandwidth=0.3, method="ifgt-tree", truncation=5, n_clusters=7)
+    assert (gt.info_["truncation"], gt.info_["n_clusters"], gt.method_) == (5, 7, "ifgt-tree")
+    assert scaled_error(gt(y, q), exact, q) == pytest.approx(
+        scaled_error(gauss_transform(x, y, q, bandwidth=0.3, method="ifgt", truncation=5, n_clusters=7), exact, q),
+        rel=0.5,
+    )
+    # K alone: p still follows from epsilon, so the contract holds
+    g = gauss_transform(x, y, q, bandwidth=0.3, epsilon=1e-7, method="ifgt", n_clusters=20)
+    assert scaled_error(g, exact, q) <= 1e-7
+    # p alone in 1-D
+    x1, y1 = x[:, 0], y[:, 0]
+    g = gauss_transform(x1, y1, q, bandwidth=0.3, method="ifgt", truncation=12)
+    assert scaled_error(g, direct_gauss(x1[:, None], y1[:, None], q, 0.3), q) < 1e-6
+    with pytest.raises(ValueError, match="method"):
+        gauss_transform(x, y, q, bandwidth=0.3, truncation=4)
+    with pytest.raises(ValueError, match="truncation"):
+        gauss_transform(x, y, q, bandwidth=0.3, method="ifgt", truncation=0)
+    with pytest.raises(ValueError, match="n_clusters"):
+        GaussTransform(x, bandwidth=0.3, method="ifgt", n_clusters=0)
+
+
+def test_auto_times_its_close_candidates_and_keeps_epsilon(rng):
+    # two Gaussian clusters in 2-D: the case where a guessed cost misleads
+    centres = np.array([[0.2, 0.3], [0.7, 0.6]])
+    x = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
+    y = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
+    q = rng.uniform(size=30000)
+    gt = GaussTransform(x, bandwidth=0.02, epsilon=1e-8, target_sample=y[:2000], n_targets=30000)
+    info = gt.info_
+    assert len(info["measured"]) >= 2, info
+    assert gt.method_ in info["measured"]
+    # the kept method was the fastest measured one
+    assert info["measured"][gt.method_] == min(info["measured"].values())
+    assert scaled_error(gt(y[:300], q), direct_gauss(x, y[:300], q, 0.02), q) <= 1e-8

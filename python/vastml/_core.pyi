@@ -21,6 +21,8 @@ def gauss_transform(
     epsilon: float = 1e-6,
     method: str = "auto",
     n_jobs: int | None = None,
+    truncation: int | None = None,
+    n_clusters: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def hermite_gauss_sum(
     sources: npt.NDArray[np.float64],
@@ -168,6 +170,12 @@ class GaussTransform:
         epsilon: float = 1e-6,
         method: str = "auto",
         n_jobs: int | None = None,
+        target_sample: npt.NDArray[np.float64] | None = None,
+        n_targets: int | None = None,
+        n_weights: int = 1,
+        truncation: int | None = None,
+        n_clusters: int | None = None,
+        measure: bool = True,
     ) -> Self: ...
     def evaluate(
         self,
@@ -182,6 +190,21 @@ class GaussTransform:
     @property
     def dim(self) -> int: ...
     def info(self) -> dict[str, Any]: ...
+
+class LogGaussSum:
+    def __init__(
+        self,
+        sources: npt.NDArray[np.float64],
+        weights: npt.NDArray[np.float64],
+        bandwidth: float,
+        n_jobs: int | None = None,
+    ) -> None: ...
+    def evaluate(
+        self,
+        targets: npt.NDArray[np.float64],
+        rtol: float,
+        n_jobs: int | None = None,
+    ) -> npt.NDArray[np.float64]: ...
 
 # The IFGT with its sources split in parts (vastml.distributed's plan="split").
 def split_ifgt_centers(

@@ -10,14 +10,16 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from vastml import _core
 from vastml._validation import choice, n_jobs_arg, open_unit_float
 from vastml.kernels._bandwidth import SELECTORS
 from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
 
 
 SQRT2 = math.sqrt(2.0)
-#: Kernel evaluations below which uncertified targets are summed exactly in one pass.
-DIRECT_BUDGET = 5e8
+#: Relative accuracy of the log-space sums that replace densities the absolute guarantee
+#: cannot resolve (without ``rtol``).
+LOG_RTOL = 1e-6
 
 
 class KernelDensity(BaseEstimator):
@@ -29,7 +31,9 @@ class KernelDensity(BaseEstimator):
     The sum is a Gauss transform of the points scaled by the bandwidths (Raykar's thesis,
     chapter 5), so every density value is within
     :math:`\epsilon \prod_k (\sqrt{2\pi}\sigma_k)^{-1}` of the exact estimate -- an absolute
-    error: far in the tails the log density is unreliable once the density falls below it.
+    error. Where the density is too small for that error to say anything (at most twice it),
+    the log density is computed in log space instead, from the sources near the target, to a
+    relative accuracy of 1e-6: it is finite wherever a source has weight, however far out.
 
     Parameters
     ----------
@@ -46,8 +50,11 @@ class KernelDensity(BaseEstimator):
     rtol : float, default=None
         Also guarantee a relative accuracy: densities the epsilon-exact pass cannot certify to
         within ``rtol`` relative error (low-density targets, where the absolute error
-        dominates) are recomputed by the exact sum. Costs little when few targets are in the
-        far tails; ``None`` keeps only the absolute guarantee.
+        dominates) are recomputed: those known to within a factor of two by the fast transform
+        again at the accuracy each needs (grouped by power of ten), the others in log space
+        from the sources within reach of each target (a kd-tree query whose radius grows until
+        the sources left out are certified below ``rtol``). ``None`` keeps only the absolute
+        guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
 
@@ -153,10 +160,11 @@ class KernelDensity(BaseEstimator):
             self._scaled, math.sqrt(2.0), self.epsilon, self.method, self.n_jobs
         )
         self._X = X
+        self._log_plan = None  # the log-space sums' tree, built on first use
         return self
 
     def score_samples(self, X):
-        """Log density at each row of ``X`` (``-inf`` where the estimate is zero).
+        """Log density at each row of ``X`` (``-inf`` only where every weight is zero).
 
         Returns
         -------
@@ -166,45 +174,61 @@ class KernelDensity(BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Xs = self._map(X)
         g = self._transform(Xs, self._weights)
+        eps = float(self.epsilon)  # the weights sum to 1, so |g - exact| <= eps
         if self.rtol is not None:
-            g = self._refine(Xs, g)
-        with np.errstate(divide="ignore"):
-            return np.log(np.maximum(g, 0.0)) - self._norm
+            rtol = float(self.rtol)
+            certified = (g - eps > 0) & (eps <= rtol * (g - eps))
+        else:
+            rtol = LOG_RTOL
+            certified = g > 2 * eps
+        out = np.empty(len(g))
+        out[certified] = np.log(g[certified])
+        if self.rtol is not None:
+            certified |= self._tighten(Xs, g, rtol, out, ~certified & (g > 2 * eps))
+        rest = np.flatnonzero(~certified)
+        if rest.size:
+            out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)
+        return out - self._norm
+
+    def _tighten(self, Xs, g, rtol, out, resolved):
+        """Targets known to within a factor of two but not to ``rtol``: recomputed by the fast
+        transform at the accuracy each needs, in groups by power of ten; returns the mask of
+        those now certified (their log densities written into ``out``)."""
+        eps = float(self.epsilon)
+        done = np.zeros(len(g), dtype=bool)
+        idx = np.flatnonzero(resolved)
+        if not idx.size:
+            return done
+        need = rtol * (g[idx] - eps) / (1.0 + rtol)
+        band = np.floor(np.log10(need))
+        for b in np.unique(band):
+            e = 10.0**b
+            if e < 1e-14:  # beyond what a fast pass can certify: the log-space sums do it
+                continue
+            sel = idx[band == b]
+            gb = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, self.method, self.n_jobs)
+            ok = (gb - e > 0) & (e <= rtol * (gb - e))
+            out[sel[ok]] = np.log(gb[ok])
+            done[sel[ok]] = True
+        return done
 
     def _map(self, X):
         if self._whiten is not None:
             return np.ascontiguousarray(X @ self._whiten)
         return np.ascontiguousarray(X / self.bandwidth_)
 
-    def _refine(self, Xs, g):
-        """Recompute the densities not certified to ``rtol`` with tighter transforms.
+    def _log_sums(self):
+        """The kd-tree of the log-space sums, built on first use."""
+        plan = getattr(self, "_log_plan", None)
+        if plan is None:
+            plan = _core.LogGaussSum(self._scaled, self._weights, SQRT2, self.n_jobs)
+            self._log_plan = plan
+        return plan
 
-        After a pass with accuracy e, |g - exact| <= e (the weights sum to 1), so g is
-        certified when e <= rtol (g - e). Uncertified targets are grouped by the accuracy they
-        need (a power of 10) and recomputed; targets with g below e need an unknown accuracy and
-        are retried with e 1e-6 times smaller, down to the exact sum.
-        """
-        rtol = float(self.rtol)
-        n = self._scaled.shape[0]
-        eps = np.full(len(g), float(self.epsilon))
-
-        def uncertified(i):
-            return ~((g[i] - eps[i] > 0) & (eps[i] <= rtol * (g[i] - eps[i]))) & (eps[i] > 0)
-
-        idx = np.flatnonzero(uncertified(slice(None)))
-        while idx.size:
-            if idx.size * n <= DIRECT_BUDGET:  # few left: the exact sum is cheapest
-                g[idx] = gauss_transform(self._scaled, Xs[idx], self._weights, SQRT2, 1e-14, "direct", self.n_jobs)
-                break
-            need = np.where(g[idx] > 2 * eps[idx], rtol * (g[idx] - eps[idx]) / (1 + rtol), eps[idx] * 1e-6)
-            band = np.floor(np.log10(np.maximum(need, 1e-300)))
-            for b in np.unique(band):
-                sel = idx[band == b]
-                e = max(10.0**b, 1e-300)
-                g[sel] = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, "direct-tree", self.n_jobs)
-                eps[sel] = e
-            idx = idx[uncertified(idx)]
-        return g
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_log_plan", None)  # rebuilt on use
+        return state
 
     def score(self, X, y=None):
         """Total log-likelihood of ``X`` under the estimate."""

@@ -254,7 +254,16 @@ pub(crate) fn interval_clustering(
     let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let range = (hi - lo).max(problem.bandwidth * 1e-3);
     let params = choose_parameters_uniform(&IfgtProblem { range, ..*problem })?;
-    let k = params.n_clusters.max(1);
+    let clustering = equal_intervals(sources, params.n_clusters.max(1), problem.bandwidth);
+    Some((params, clustering, Vec::new()))
+}
+
+/// `k` equal intervals over the range of points on a line, the empty ones dropped.
+pub(crate) fn equal_intervals(sources: &[f64], k: usize, bandwidth: f64) -> Clustering {
+    let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let range = (hi - lo).max(bandwidth * 1e-3);
+    let k = k.max(1);
     let width = range / k as f64;
     let raw: Vec<usize> = sources
         .iter()
@@ -275,8 +284,36 @@ pub(crate) fn interval_clustering(
         }
     }
     let labels = raw.iter().map(|&r| used[r]).collect();
-    let clustering = Clustering::from_labels(sources, 1, labels, next);
-    Some((params, clustering, Vec::new()))
+    Clustering::from_labels(sources, 1, labels, next)
+}
+
+/// Exactly `k` clusters (fewer when there are fewer distinct points): equal intervals on a
+/// line, farthest-point clustering otherwise; with the seeds of the latter.
+pub(crate) fn fixed_clustering(
+    sources: &[f64],
+    dim: usize,
+    k: usize,
+    bandwidth: f64,
+    cancel: &AtomicBool,
+) -> Result<(Clustering, Vec<usize>)> {
+    if dim == 1 {
+        return Ok((equal_intervals(sources, k, bandwidth), Vec::new()));
+    }
+    let mut fp = FarthestPoint::new(sources, dim, 0)?;
+    let mut got = 1;
+    while got < k {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(FgtError::Cancelled);
+        }
+        if !fp.add_center() {
+            break;
+        }
+        got += 1;
+    }
+    Ok((
+        fp.clustering_of_first(got),
+        fp.seed_indices()[..got].to_vec(),
+    ))
 }
 
 /// [`choose_parameters`], also returning the clustering at the chosen K and its seeds.
@@ -467,7 +504,31 @@ impl IfgtPlan {
                 centers[c * dim..(c + 1) * dim].copy_from_slice(seed_pt);
             }
         }
-        let mut plan = IfgtPlan::from_centers(centers, radii, dim, h, epsilon, cutoff, use_tree)?;
+        let mut plan =
+            IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, true)?;
+        plan.source_terms = plan.source_terms_of(sources, &offsets, &members);
+        plan.offsets = offsets;
+        plan.members = members;
+        Ok(plan)
+    }
+
+    /// As [`IfgtPlan::new`] without seeds and without requiring that epsilon be reachable:
+    /// the start of a fixed-p plan ([`IfgtPlan::with_fixed_truncation`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_unbounded(
+        sources: &[f64],
+        dim: usize,
+        h: f64,
+        epsilon: f64,
+        clustering: Clustering,
+        _seeds: &[usize],
+        cutoff: f64,
+        use_tree: bool,
+    ) -> Result<Self> {
+        let (offsets, members) = clustering.members();
+        let Clustering { centers, radii, .. } = clustering;
+        let mut plan =
+            IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, false)?;
         plan.source_terms = plan.source_terms_of(sources, &offsets, &members);
         plan.offsets = offsets;
         plan.members = members;
@@ -487,27 +548,46 @@ impl IfgtPlan {
         cutoff: f64,
         use_tree: bool,
     ) -> Result<Self> {
+        Self::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn from_centers_inner(
+        centers: Vec<f64>,
+        radii: Vec<f64>,
+        dim: usize,
+        h: f64,
+        epsilon: f64,
+        cutoff: f64,
+        use_tree: bool,
+        require_bound: bool,
+    ) -> Result<Self> {
         let k = radii.len();
         let rx = radii.iter().copied().fold(0.0f64, f64::max);
-        let truncation = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION)
-            .ok_or_else(|| {
-                invalid(
+        let reached = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION);
+        let truncation = match reached {
+            Some(p) if n_terms(dim, p - 1) <= MAX_TERMS => p,
+            // a fixed-p plan replaces the truncation afterwards
+            _ if !require_bound => 1,
+            None => {
+                return Err(invalid(
                     "method",
                     format!(
                         "the IFGT cannot reach epsilon={epsilon:e} with {k} clusters at bandwidth {h} \
                          (more than {MAX_TRUNCATION} terms needed); use 'direct-tree' or 'auto'"
                     ),
-                )
-            })?;
-        if n_terms(dim, truncation - 1) > MAX_TERMS {
-            return Err(invalid(
-                "method",
-                format!(
-                    "the IFGT would need {} terms per cluster in {dim} dimensions; use 'direct' or 'auto'",
-                    n_terms(dim, truncation - 1)
-                ),
-            ));
-        }
+                ));
+            }
+            Some(p) => {
+                return Err(invalid(
+                    "method",
+                    format!(
+                        "the IFGT would need {} terms per cluster in {dim} dimensions; use 'direct' or 'auto'",
+                        n_terms(dim, p - 1)
+                    ),
+                ));
+            }
+        };
         let monomials = Monomials::new(dim, truncation - 1);
         // Per-source truncation p_i: smallest p meeting the bound for this source's radius.
         // The bound grows with the radius, so per cluster we find, by bisection, the largest
@@ -593,6 +673,69 @@ impl IfgtPlan {
 
     pub fn has_tree(&self) -> bool {
         self.center_tree.is_some()
+    }
+
+    /// The same plan without the kd-tree over the cluster centres.
+    pub fn without_center_tree(mut self) -> Self {
+        self.center_tree = None;
+        self
+    }
+
+    /// The same clusters with a fixed truncation number p for every source and target (the
+    /// thesis's fixed-p mode, section 2.12): the error bound is no longer enforced.
+    ///
+    /// # Errors
+    /// [`FgtError::InvalidParameter`] when p is 0, above [`MAX_TRUNCATION`], or needs more
+    /// than [`MAX_TERMS`] terms.
+    pub fn with_fixed_truncation(mut self, p: usize) -> Result<Self> {
+        if p == 0 || p > MAX_TRUNCATION {
+            return Err(invalid(
+                "truncation",
+                format!("must lie in 1..={MAX_TRUNCATION}, got {p}"),
+            ));
+        }
+        if n_terms(self.dim, p - 1) > MAX_TERMS {
+            return Err(invalid(
+                "truncation",
+                format!(
+                    "{p} needs {} terms per cluster in {} dimensions (at most {MAX_TERMS})",
+                    n_terms(self.dim, p - 1),
+                    self.dim
+                ),
+            ));
+        }
+        self.monomials = Monomials::new(self.dim, p - 1);
+        self.truncation = p;
+        let every = vec![f64::NEG_INFINITY; p - 1];
+        self.source_limits = vec![every.clone(); self.radii.len()];
+        self.target_limits = vec![every; self.radii.len()];
+        let full = self.monomials.len() as u32;
+        self.source_terms.iter_mut().for_each(|t| *t = full);
+        Ok(self)
+    }
+
+    /// Seconds to compute the coefficients of every `stride`-th source of each cluster
+    /// (unit weights, `n_weights` columns): the per-evaluation cost of the coefficients is
+    /// about `stride` times this.
+    pub fn time_coefficients(&self, sources: &[f64], n_weights: usize, stride: usize) -> f64 {
+        let stride = stride.max(1);
+        let k = self.n_clusters();
+        let mut offsets = vec![0usize; k + 1];
+        let mut members = Vec::new();
+        let mut terms = Vec::new();
+        for c in 0..k {
+            for slot in (self.offsets[c]..self.offsets[c + 1]).step_by(stride) {
+                members.push(self.members[slot]);
+                terms.push(self.source_terms[slot]);
+            }
+            offsets[c + 1] = members.len();
+        }
+        let n = sources.len() / self.dim;
+        let ones = vec![1.0; n * n_weights];
+        let t0 = std::time::Instant::now();
+        let c = self.coefficients_csr(sources, (&offsets, &members, &terms), &ones, n_weights);
+        std::hint::black_box(c);
+        t0.elapsed().as_secs_f64()
     }
 
     pub fn max_radius(&self) -> f64 {

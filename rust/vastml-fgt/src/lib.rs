@@ -38,6 +38,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod auto;
 mod bounds;
 mod direct;
 mod erfc;
@@ -47,6 +48,7 @@ mod hermite;
 mod ifgt;
 mod intervals;
 mod kernel;
+mod logsum;
 pub mod monomials;
 mod plan;
 mod split;
@@ -69,6 +71,7 @@ pub use ifgt::{
     IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
 };
 pub use kernel::simd_level;
+pub use logsum::LogGaussSum;
 pub use split::{SplitIfgt, cluster_radii, split_centers};
 
 use direct::{DirectPlan, TreePlan};
@@ -150,10 +153,13 @@ pub struct PlanInfo {
     pub cutoff: f64,
     /// Estimated cost of each method considered, in seconds on one core.
     pub estimates: Vec<(Method, f64)>,
+    /// For `auto`, the candidates that were timed on a sample of the targets: the
+    /// extrapolated seconds of one evaluation (on the planning threads).
+    pub measured: Vec<(Method, f64)>,
 }
 
 #[derive(Debug)]
-enum Engine {
+pub(crate) enum Engine {
     Direct(DirectPlan),
     Tree(TreePlan),
     Ifgt(IfgtPlan),
@@ -173,7 +179,7 @@ pub struct GaussTransform {
 }
 
 /// Checks a row-major point set; returns the number of points.
-fn check_points(points: &[f64], dim: usize, name: &'static str) -> Result<usize> {
+pub(crate) fn check_points(points: &[f64], dim: usize, name: &'static str) -> Result<usize> {
     if dim == 0 {
         return Err(invalid("dim", "must be at least 1"));
     }
@@ -226,6 +232,49 @@ fn extent(sets: &[&[f64]], dim: usize) -> (f64, f64, Vec<f64>) {
     (longest, diag, sides)
 }
 
+/// Everything [`GaussTransform::plan_with`] may be told besides the sources and the
+/// accuracy. The default plans for targets distributed like the sources, one weight
+/// column, the error bound's own K and p, and lets `auto` time its close candidates.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanOptions<'a> {
+    /// All the targets the transform will be evaluated at (row-major, `dim` columns): the
+    /// IFGT cut-off may then use the largest source-target distance, so the plan must only
+    /// be evaluated at targets inside the bounding box of sources and targets.
+    pub targets: Option<&'a [f64]>,
+    /// A sample of where the transform will be evaluated, used only to plan (ignored when
+    /// `targets` is given); the guarantee then holds at any target.
+    pub target_sample: Option<&'a [f64]>,
+    /// Number of targets per evaluation (default: the count of `targets`, else of the
+    /// sources).
+    pub n_targets: Option<usize>,
+    /// Weight columns per evaluation.
+    pub n_weights: usize,
+    /// Fixed truncation number p for the IFGT methods (fixed-p mode, thesis section 2.12):
+    /// every source and target keeps the terms of degree < p and the error bound is not
+    /// enforced.
+    pub truncation: Option<usize>,
+    /// Fixed number of clusters K for the IFGT methods (p still follows from epsilon unless
+    /// `truncation` is given).
+    pub n_clusters: Option<usize>,
+    /// Whether `auto` times the candidates its cost model finds within 3x of the cheapest
+    /// on a sample of the targets, and keeps the fastest.
+    pub measure: bool,
+}
+
+impl Default for PlanOptions<'_> {
+    fn default() -> Self {
+        PlanOptions {
+            targets: None,
+            target_sample: None,
+            n_targets: None,
+            n_weights: 1,
+            truncation: None,
+            n_clusters: None,
+            measure: true,
+        }
+    }
+}
+
 impl GaussTransform {
     /// Prepares the transform of `sources` (row-major n x `dim`) with bandwidth h and
     /// accuracy epsilon. `Method::Auto` plans for targets distributed like the sources.
@@ -241,14 +290,13 @@ impl GaussTransform {
         epsilon: f64,
         method: Method,
     ) -> Result<GaussTransform> {
-        Self::plan(
+        Self::plan_with(
             sources,
             dim,
             bandwidth,
             epsilon,
             method,
-            None,
-            1,
+            &PlanOptions::default(),
             &AtomicBool::new(false),
         )
     }
@@ -271,15 +319,61 @@ impl GaussTransform {
         n_weights: usize,
         cancel: &AtomicBool,
     ) -> Result<GaussTransform> {
+        let options = PlanOptions {
+            targets,
+            n_weights,
+            ..PlanOptions::default()
+        };
+        Self::plan_with(sources, dim, bandwidth, epsilon, method, &options, cancel)
+    }
+
+    /// The general planner: see [`PlanOptions`].
+    ///
+    /// # Errors
+    /// As [`GaussTransform::plan`], plus [`FgtError::InvalidParameter`] for a fixed
+    /// truncation or K with a method other than an IFGT one, or out of range.
+    pub fn plan_with(
+        sources: &[f64],
+        dim: usize,
+        bandwidth: f64,
+        epsilon: f64,
+        method: Method,
+        options: &PlanOptions<'_>,
+        cancel: &AtomicBool,
+    ) -> Result<GaussTransform> {
         let n = check_points(sources, dim, "sources")?;
         check_scalars(bandwidth, epsilon)?;
+        let targets = options.targets;
         if let Some(t) = targets {
             check_points(t, dim, "targets")?;
         }
+        let sample_src = match (targets, options.target_sample) {
+            (Some(t), _) => Some(t),
+            (None, Some(s)) if !s.is_empty() => {
+                check_points(s, dim, "target_sample")?;
+                Some(s)
+            }
+            _ => None,
+        };
+        let fixed = options.truncation.is_some() || options.n_clusters.is_some();
+        if fixed && !matches!(method, Method::Ifgt | Method::IfgtTree) {
+            return Err(invalid(
+                "method",
+                format!(
+                    "a fixed truncation or number of clusters needs method 'ifgt' or 'ifgt-tree', got '{method}'"
+                ),
+            ));
+        }
+        if options.n_clusters == Some(0) {
+            return Err(invalid("n_clusters", "must be at least 1"));
+        }
         let h = bandwidth;
-        let m = targets.map_or(n, |t| t.len() / dim);
-        let w = n_weights.max(1);
-        let (range, diag, sides) = match targets {
+        let m = options
+            .n_targets
+            .unwrap_or_else(|| targets.map_or(n, |t| t.len() / dim))
+            .max(1);
+        let w = options.n_weights.max(1);
+        let (range, diag, sides) = match sample_src {
             Some(t) => extent(&[sources, t], dim),
             None => extent(&[sources], dim),
         };
@@ -287,8 +381,6 @@ impl GaussTransform {
         // The IFGT cut-off may use the largest source-target distance only when the targets are known.
         let ifgt_cutoff = cutoff_radius(h, epsilon, targets.map(|_| diag));
         let range = range.max(h * 1e-3);
-        let sample = plan::sample_rows(targets.unwrap_or(sources), dim, 128);
-        let mut estimates = Vec::new();
         let problem = IfgtProblem {
             n_sources: n,
             n_targets: m,
@@ -299,119 +391,99 @@ impl GaussTransform {
             cutoff: ifgt_cutoff,
             max_clusters: usize::MAX,
         };
+        let ctx = auto::Context {
+            sources,
+            dim,
+            h,
+            epsilon,
+            m,
+            w,
+            diag,
+            sides: &sides,
+            tree_radius,
+            ifgt_cutoff,
+            problem,
+            sample_src: sample_src.unwrap_or(sources),
+            measure: options.measure,
+        };
 
-        let build_ifgt =
-            |with_tree: bool, k_budget: usize, cancel: &AtomicBool| -> Result<Option<IfgtPlan>> {
-                let problem = IfgtProblem {
-                    max_clusters: k_budget,
-                    ..problem
-                };
-                let chosen = if dim == 1 {
-                    ifgt::interval_clustering(sources, &problem)
-                } else {
-                    ifgt::choose_clustering(sources, &problem, cancel)?
-                };
-                match chosen {
-                    Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
-                        sources,
-                        dim,
-                        h,
-                        epsilon,
-                        clustering,
-                        &seeds,
-                        ifgt_cutoff,
-                        with_tree,
-                    )?)),
-                    None => Ok(None),
-                }
-            };
-
+        let mut estimates = Vec::new();
+        let mut measured = Vec::new();
         let engine = match method {
             Method::Direct => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
             Method::DirectTree => {
                 Engine::Tree(TreePlan::new(sources, dim, h, epsilon, tree_radius)?)
             }
             Method::Ifgt | Method::IfgtTree => {
-                match build_ifgt(method == Method::IfgtTree, usize::MAX, cancel)? {
-                    Some(p) => Engine::Ifgt(p),
-                    None => {
-                        return Err(invalid(
-                            "method",
-                            format!(
-                                "the IFGT cannot reach epsilon={epsilon:e} at bandwidth {h} with at most \
-                                 {} clusters; use 'direct-tree' or 'auto'",
-                                max_clusters(n, dim, range, h)
-                            ),
-                        ));
+                let tree = method == Method::IfgtTree;
+                let plan = match options.n_clusters {
+                    Some(k) => {
+                        let (clustering, seeds) =
+                            ifgt::fixed_clustering(sources, dim, k, h, cancel)?;
+                        match options.truncation {
+                            // any p will do here; the fixed one replaces it below
+                            Some(_) => IfgtPlan::new_unbounded(
+                                sources,
+                                dim,
+                                h,
+                                epsilon,
+                                clustering,
+                                &seeds,
+                                ifgt_cutoff,
+                                tree,
+                            )?,
+                            None => IfgtPlan::new(
+                                sources,
+                                dim,
+                                h,
+                                epsilon,
+                                clustering,
+                                &seeds,
+                                ifgt_cutoff,
+                                tree,
+                            )?,
+                        }
                     }
-                }
+                    None => match ctx.build_ifgt(tree, usize::MAX, cancel)? {
+                        Some(p) => p,
+                        None if options.truncation.is_some() => {
+                            let k = max_clusters(n, dim, range, h);
+                            let (clustering, seeds) =
+                                ifgt::fixed_clustering(sources, dim, k, h, cancel)?;
+                            IfgtPlan::new_unbounded(
+                                sources,
+                                dim,
+                                h,
+                                epsilon,
+                                clustering,
+                                &seeds,
+                                ifgt_cutoff,
+                                tree,
+                            )?
+                        }
+                        None => {
+                            return Err(invalid(
+                                "method",
+                                format!(
+                                    "the IFGT cannot reach epsilon={epsilon:e} at bandwidth {h} with at most \
+                                     {} clusters; use 'direct-tree' or 'auto'",
+                                    max_clusters(n, dim, range, h)
+                                ),
+                            ));
+                        }
+                    },
+                };
+                let plan = match options.truncation {
+                    Some(p) => plan.with_fixed_truncation(p)?,
+                    None => plan,
+                };
+                Engine::Ifgt(plan)
             }
             Method::Auto => {
-                // Data-free estimates first; a method is refined on the data (tree built and
-                // sampled, or sources clustered) only if its rough cost is within 3x of the
-                // cheapest rough cost, so a clearly losing method costs nothing to rule out.
-                let direct = plan::direct_cost(n, m, dim, w);
-                estimates.push((Method::Direct, direct));
-                let tree_rough = (tree_radius < diag && n >= 64)
-                    .then(|| plan::tree_cost_uniform(n, m, w, tree_radius, &sides));
-                let ifgt_rough = choose_parameters_uniform(&problem).map(|u| {
-                    let terms = monomials::n_terms(dim, u.truncation - 1);
-                    let reach = (((ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
-                        .min(u.n_clusters as f64);
-                    plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
-                });
-                let rough_best = [Some(direct), tree_rough, ifgt_rough]
-                    .into_iter()
-                    .flatten()
-                    .fold(f64::INFINITY, f64::min);
-                let mut best: (f64, Option<Engine>) = (direct, None);
-                if let Some(rough) = tree_rough {
-                    // the uniform model overestimates the tree by up to ~5x
-                    if rough < 5.0 * rough_best {
-                        let tree = TreePlan::new(sources, dim, h, epsilon, tree_radius)?;
-                        let (pts, runs) = tree.mean_sources_in_reach(&sample);
-                        let cost = plan::tree_cost(n, m, dim, w, pts, runs);
-                        estimates.push((Method::DirectTree, cost));
-                        if cost < best.0 {
-                            best = (cost, Some(Engine::Tree(tree)));
-                        }
-                    } else {
-                        estimates.push((Method::DirectTree, rough));
-                    }
-                }
-                if let Some(rough) = ifgt_rough {
-                    // the IFGT model is within ~1.2x; clustering is only worth trying when
-                    // it may beat the best refined alternative, and never grows past the
-                    // number of clusters whose clustering alone would cost more than that.
-                    if rough < 1.2 * best.0 {
-                        let k_budget = (best.0
-                            / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
-                            .max(1.0) as usize;
-                        if let Some(p) = build_ifgt(false, k_budget, cancel)? {
-                            let reach = p.mean_clusters_in_reach(&sample);
-                            let terms = p.n_terms() as f64;
-                            let k = p.n_clusters();
-                            let flat = plan::ifgt_cost(n, m, dim, w, k, terms, reach, false);
-                            let treed = plan::ifgt_cost(n, m, dim, w, k, terms, reach, true);
-                            estimates.push((Method::Ifgt, flat));
-                            estimates.push((Method::IfgtTree, treed));
-                            if flat.min(treed) < best.0 {
-                                let plan = if treed < flat {
-                                    p.with_center_tree()?
-                                } else {
-                                    p
-                                };
-                                best = (flat.min(treed), Some(Engine::Ifgt(plan)));
-                            }
-                        }
-                    } else {
-                        estimates.push((Method::Ifgt, rough));
-                    }
-                }
-                match best.1 {
-                    Some(engine) => engine,
-                    None => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
-                }
+                let chosen = ctx.choose(cancel)?;
+                estimates = chosen.estimates;
+                measured = chosen.measured;
+                chosen.engine
             }
         };
         let info = match &engine {
@@ -423,6 +495,7 @@ impl GaussTransform {
                 max_cluster_radius: 0.0,
                 cutoff: f64::INFINITY,
                 estimates: Vec::new(),
+                measured: Vec::new(),
             },
             Engine::Tree(t) => PlanInfo {
                 method: Method::DirectTree,
@@ -432,6 +505,7 @@ impl GaussTransform {
                 max_cluster_radius: 0.0,
                 cutoff: t.radius(),
                 estimates: Vec::new(),
+                measured: Vec::new(),
             },
             Engine::Ifgt(p) => PlanInfo {
                 method: if p.has_tree() {
@@ -445,10 +519,12 @@ impl GaussTransform {
                 max_cluster_radius: p.max_radius(),
                 cutoff: ifgt_cutoff,
                 estimates: Vec::new(),
+                measured: Vec::new(),
             },
         };
         let info = PlanInfo {
             estimates: estimates.into_iter().map(|(k, c)| (k, c * 1e-9)).collect(),
+            measured,
             ..info
         };
         Ok(GaussTransform {

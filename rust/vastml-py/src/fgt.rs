@@ -4,7 +4,7 @@ use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use vastml_fgt::{GaussTransform, Method};
+use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions};
 
 use crate::arrays::rows;
 use crate::door::enter;
@@ -29,7 +29,7 @@ fn check_dims(sources: usize, other: usize, name: &str) -> PyResult<()> {
 /// G[j, w] = sum_i weights[i, w] * exp(-||targets[j] - sources[i]||^2 / bandwidth^2), with
 /// max |G_hat - G| / sum |weights[:, w]| <= epsilon. All arrays C-contiguous float64, 2-D.
 #[pyfunction]
-#[pyo3(signature = (sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None))]
+#[pyo3(signature = (sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, truncation=None, n_clusters=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn gauss_transform<'py>(
     py: Python<'py>,
@@ -40,6 +40,8 @@ pub fn gauss_transform<'py>(
     epsilon: f64,
     method: &str,
     n_jobs: Option<isize>,
+    truncation: Option<usize>,
+    n_clusters: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let method = parse_method(method)?;
     let (src, dim) = rows(&sources, "sources")?;
@@ -48,9 +50,15 @@ pub fn gauss_transform<'py>(
     check_dims(dim, tdim, "targets")?;
     let m = tgt.len().checked_div(tdim).unwrap_or(0);
     let out = enter(py, n_jobs, |cancel| {
-        vastml_fgt::gauss_transform(
-            src, tgt, dim, w, n_weights, bandwidth, epsilon, method, cancel,
-        )
+        let options = PlanOptions {
+            targets: Some(tgt),
+            n_weights,
+            truncation,
+            n_clusters,
+            ..PlanOptions::default()
+        };
+        GaussTransform::plan_with(src, dim, bandwidth, epsilon, method, &options, cancel)?
+            .evaluate(tgt, w, n_weights, cancel)
     })?;
     numpy::ndarray::Array2::from_shape_vec((m, n_weights), out)
         .map_err(|e| PyValueError::new_err(e.to_string()))
@@ -69,7 +77,8 @@ pub struct PyGaussTransform {
 #[pymethods]
 impl PyGaussTransform {
     #[new]
-    #[pyo3(signature = (sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None))]
+    #[pyo3(signature = (sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, target_sample=None, n_targets=None, n_weights=1, truncation=None, n_clusters=None, measure=true))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         sources: PyReadonlyArray2<'_, f64>,
@@ -77,11 +86,34 @@ impl PyGaussTransform {
         epsilon: f64,
         method: &str,
         n_jobs: Option<isize>,
+        target_sample: Option<PyReadonlyArray2<'_, f64>>,
+        n_targets: Option<usize>,
+        n_weights: usize,
+        truncation: Option<usize>,
+        n_clusters: Option<usize>,
+        measure: bool,
     ) -> PyResult<Self> {
         let method = parse_method(method)?;
         let (src, dim) = rows(&sources, "sources")?;
+        let sample: Option<&[f64]> = match &target_sample {
+            Some(t) => {
+                let (s, sdim) = rows(t, "target_sample")?;
+                check_dims(dim, sdim, "target_sample")?;
+                Some(s)
+            }
+            None => None,
+        };
         let inner = enter(py, n_jobs, |cancel| {
-            GaussTransform::plan(src, dim, bandwidth, epsilon, method, None, 1, cancel)
+            let options = PlanOptions {
+                target_sample: sample,
+                n_targets,
+                n_weights,
+                truncation,
+                n_clusters,
+                measure,
+                ..PlanOptions::default()
+            };
+            GaussTransform::plan_with(src, dim, bandwidth, epsilon, method, &options, cancel)
         })?;
         Ok(PyGaussTransform { inner })
     }
@@ -143,7 +175,58 @@ impl PyGaussTransform {
             est.set_item(m.name(), *s)?;
         }
         d.set_item("estimates", est)?;
+        let measured = PyDict::new(py);
+        for (m, s) in &i.measured {
+            measured.set_item(m.name(), *s)?;
+        }
+        d.set_item("measured", measured)?;
         Ok(d)
+    }
+}
+
+/// LogGaussSum(sources, weights, bandwidth, n_jobs=None)
+/// --
+///
+/// ln sum_i weights[i] exp(-||y - sources[i]||^2 / bandwidth^2) for non-negative weights,
+/// in log space (no underflow), to a given relative accuracy.
+#[pyclass(name = "LogGaussSum", module = "vastml._core", frozen)]
+pub struct PyLogGaussSum {
+    inner: LogGaussSum,
+}
+
+#[pymethods]
+impl PyLogGaussSum {
+    #[new]
+    #[pyo3(signature = (sources, weights, bandwidth, n_jobs=None))]
+    fn new(
+        py: Python<'_>,
+        sources: PyReadonlyArray2<'_, f64>,
+        weights: numpy::PyReadonlyArray1<'_, f64>,
+        bandwidth: f64,
+        n_jobs: Option<isize>,
+    ) -> PyResult<Self> {
+        let (src, dim) = rows(&sources, "sources")?;
+        let w = crate::arrays::vector(&weights, "weights")?;
+        let inner = enter(py, n_jobs, |_| LogGaussSum::new(src, dim, w, bandwidth))?;
+        Ok(PyLogGaussSum { inner })
+    }
+
+    /// evaluate(targets, rtol, n_jobs=None)
+    /// --
+    ///
+    /// The log of the sum at every target (m x d), within `rtol` (absolute, in log units).
+    #[pyo3(signature = (targets, rtol, n_jobs=None))]
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        targets: PyReadonlyArray2<'py, f64>,
+        rtol: f64,
+        n_jobs: Option<isize>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let (tgt, tdim) = rows(&targets, "targets")?;
+        check_dims(self.inner.dim(), tdim, "targets")?;
+        let out = enter(py, n_jobs, |cancel| self.inner.evaluate(tgt, rtol, cancel))?;
+        Ok(out.into_pyarray(py))
     }
 }
 

@@ -48,6 +48,8 @@ mod _core {
     #[pymodule_export]
     use super::errors::VastmlError;
     #[pymodule_export]
+    use super::fgt::PyLogGaussSum;
+    #[pymodule_export]
     use super::fgt::{
         PyGaussTransform, PySplitIfgt, gauss_transform, split_ifgt_centers, split_ifgt_radii,
     };

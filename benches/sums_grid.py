@@ -1,0 +1,395 @@
+"""Gauss transforms on data nobody tuned for: a random grid of cases, every method timed.
+
+    python benches/sums_grid.py [--quick] [--seed S] [--cases C] [--n-jobs J] [--budget B]
+
+Draws --cases cases (default 200, --quick 40) with a fixed --seed (default 2024) from five
+families of sources and targets (independent draws of the same distribution):
+  uniform      U[0, 1]^d
+  clustered    2-60 Gaussian clusters of unequal weight and width 10^U(-3, -1)
+  manifold     a curved 1-3 dimensional sheet in d dimensions, stretched along random axes
+  heavy        multivariate Student-t, 1.5-3 degrees of freedom
+  outliers     a Gaussian blob plus 0.1-1% of the points 10^2-10^4 spreads away
+with d in 1..10, N and M log-uniform in [1e3, 1e6] (M != N; --quick: [1e3, 3e4]), bandwidth
+h = 10^U(-2, 1) x the sources' robust spread (three decades), epsilon = 10^U(-10, -3), weights
+U[0, 1] (a third of the cases mixed-sign).
+
+Per case, each method ("direct", "direct-tree", "ifgt", "ifgt-tree", "auto") is planned with
+GaussTransform(X, h, epsilon, method, target_sample=Y[:2048], n_targets=M) and evaluated at the
+targets: all of them when that fits --budget seconds, else at two prefixes of Y and extrapolated
+linearly to M (so per-call costs are not multiplied). A method that cannot meet epsilon (the IFGT
+at small h) is "n/a"; one that runs over its cap is stopped (Ctrl-C path) and counted at the cap.
+Each method's error on 64 targets is checked against the direct sum (<= epsilon * sum|q|).
+
+Reported: per case, the best method and auto's time over it; over all cases, the worst and the
+95th percentile of auto / best, and FIGTree's auto time over ours (two threads against one).
+In every 2-D case, KernelDensity(rtol=1e-6) against scikit-learn's (rtol=1e-6), timed on a
+prefix of the targets when scikit-learn would exceed the budget.
+
+FIGTree, the thesis's own C++ library, is built outside the repository and loaded with ctypes in a
+subprocess per case (FIGTREE_EVAL_AUTO, non-uniform parameters, cluster-wise truncation):
+
+    git clone https://github.com/vmorariu/figtree /work/peers/figtree
+    make -C /work/peers/figtree          # gives lib/libfigtree.so
+    export FIGTREE_DIR=/work/peers/figtree   # the default
+
+Without it the FIGTree column is empty. Results go to benches/results/sums_grid.json.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Bench, Timing  # noqa: E402
+
+from vastml.kernels import GaussTransform, KernelDensity  # noqa: E402
+
+METHODS = ("direct", "direct-tree", "ifgt", "ifgt-tree", "auto")
+FAMILIES = ("uniform", "clustered", "manifold", "heavy", "outliers")
+FIGTREE_DIR = Path(os.environ.get("FIGTREE_DIR", "/work/peers/figtree"))
+N_CHECK = 64
+
+_FIGTREE = r"""
+import ctypes, json, sys, time
+import numpy as np
+lib = ctypes.CDLL(sys.argv[1])
+P = ctypes.POINTER(ctypes.c_double)
+lib.figtree.argtypes = [ctypes.c_int] * 4 + [P, ctypes.c_double, P, P, ctypes.c_double, P] + [ctypes.c_int] * 4
+lib.figtree.restype = ctypes.c_int
+d = np.load(sys.argv[2])
+X, Y, q, h, eps = d["X"], d["Y"], d["q"], float(d["h"]), float(d["eps"])
+out = {}
+for m in map(int, sys.argv[3].split(",")):
+    y = np.ascontiguousarray(Y[:m])
+    g = np.zeros(m)
+    ptr = lambda a: a.ctypes.data_as(P)
+    best, spent = float("inf"), 0.0
+    while spent < 0.3 and best > 0:  # fast calls are repeated (best of a few) against load noise
+        t0 = time.perf_counter()
+        rc = lib.figtree(X.shape[1], X.shape[0], m, 1, ptr(X), h, ptr(q), ptr(y), eps, ptr(g), 4, 1, 2, 0)
+        t = time.perf_counter() - t0
+        best, spent = min(best, t), spent + t
+    out[m] = {"seconds": best, "rc": rc, "values": g[:%d].tolist()}
+print(json.dumps(out))
+""" % N_CHECK
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- cases
+
+def draw_case(rng, quick: bool) -> dict:
+    family = FAMILIES[rng.integers(len(FAMILIES))]
+    d = int(rng.integers(1, 11))
+    top = math.log10(3e4 if quick else 1e6)
+    n = int(10 ** rng.uniform(3, top))
+    m = int(10 ** rng.uniform(3, top))
+    if m == n:
+        m += 1
+    return {
+        "family": family, "d": d, "N": n, "M": m,
+        "h_rel": float(10 ** rng.uniform(-2, 1)),
+        "eps": float(10 ** rng.uniform(-10, -3)),
+        "signed": bool(rng.random() < 1 / 3),
+        "seed": int(rng.integers(2**31)),
+    }
+
+
+def sample_family(family: str, n: int, d: int, rng, shape: dict) -> np.ndarray:
+    if family == "uniform":
+        return rng.random((n, d))
+    if family == "clustered":
+        k, centres, widths, p = shape["clusters"]
+        lab = rng.choice(k, size=n, p=p)
+        return centres[lab] + widths[lab, None] * rng.standard_normal((n, d))
+    if family == "manifold":
+        k, a, b, stretch = shape["manifold"]
+        t = rng.random((n, k))
+        z = t @ a + 0.3 * np.sin(3.0 * t @ b)
+        return z * stretch + 1e-3 * rng.standard_normal((n, d))
+    if family == "heavy":
+        df = shape["df"]
+        return rng.standard_normal((n, d)) / np.sqrt(rng.chisquare(df, size=(n, 1)) / df)
+    if family == "outliers":
+        x = rng.standard_normal((n, d))
+        far = rng.random(n) < shape["outlier_share"]
+        dirs = rng.standard_normal((int(far.sum()), d))
+        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        x[far] = dirs * 10 ** rng.uniform(2, 4, size=(int(far.sum()), 1))
+        return x
+    raise ValueError(family)
+
+
+def family_shape(family: str, d: int, rng) -> dict:
+    if family == "clustered":
+        k = int(rng.integers(2, 61))
+        p = rng.random(k) + 0.05
+        return {"clusters": (k, rng.random((k, d)), 10 ** rng.uniform(-3, -1, size=k), p / p.sum())}
+    if family == "manifold":
+        k = int(rng.integers(1, min(3, d) + 1))
+        return {"manifold": (k, rng.standard_normal((k, d)), rng.standard_normal((k, d)),
+                             10 ** rng.uniform(-1, 1, size=d))}
+    if family == "heavy":
+        return {"df": float(rng.uniform(1.5, 3.0))}
+    if family == "outliers":
+        return {"outlier_share": float(10 ** rng.uniform(-3, -2))}
+    return {}
+
+
+def make_case(case: dict):
+    rng = np.random.default_rng(case["seed"])
+    shape = family_shape(case["family"], case["d"], rng)
+    X = sample_family(case["family"], case["N"], case["d"], rng, shape)
+    Y = sample_family(case["family"], case["M"], case["d"], rng, shape)
+    q = rng.random(case["N"])
+    if case["signed"]:
+        q -= 0.5
+    q25, q75 = np.percentile(X, [25, 75], axis=0)
+    spread = float(np.median((q75 - q25) / 1.349))
+    if not spread > 0:
+        spread = float(np.median(X.std(axis=0))) or 1.0
+    return np.ascontiguousarray(X), np.ascontiguousarray(Y), q, case["h_rel"] * spread
+
+
+# ---------------------------------------------------------------- timing
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
+def with_cap(seconds, fn):
+    """fn() stopped after `seconds` (SIGALRM; the Rust loops poll the Ctrl-C flag)."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def extrapolate(times: dict[int, float], m: int) -> float:
+    """Seconds for m targets, linear through the two largest timed prefixes."""
+    items = sorted(times.items())
+    m2, t2 = items[-1]
+    if m2 >= m or len(items) == 1:
+        return t2 * m / m2
+    m1, t1 = items[-2]
+    slope = (t2 - t1) / (m2 - m1)
+    if slope <= 0:
+        slope = t2 / m2
+    return t2 + slope * (m - m2)
+
+
+def prefixes(m: int, first: float, budget: float, m1: int) -> list[int]:
+    """Prefix sizes to time after one of m1 targets took `first` seconds."""
+    if first * m / m1 <= budget or m1 >= m:
+        return [m]
+    m2 = int(min(m, max(2 * m1, m * 0.3 * budget / max(first * m / m1, 1e-9))))
+    return [m2]
+
+
+def time_method(X, Y, q, h, eps, method, n_jobs, budget, cap):
+    """(seconds for all M targets, method run, error / (eps sum|q|), note)."""
+    M = Y.shape[0]
+    t0 = time.perf_counter()
+    try:
+        gt = with_cap(cap, lambda: GaussTransform(
+            X, h, eps, method, n_jobs, target_sample=Y[:2048], n_targets=M))
+    except Timeout:
+        return cap, method, None, "plan over cap"
+    except ValueError as e:
+        return None, method, None, "n/a: " + str(e).split(";")[0][:60]
+    plan = time.perf_counter() - t0
+    m1 = min(M, 512)
+    times = {}
+    values = None
+    try:
+        t0 = time.perf_counter()
+        values = with_cap(cap, lambda: gt(Y[:m1], q))
+        times[m1] = time.perf_counter() - t0
+        for mm in prefixes(M, times[m1], budget, m1):
+            if mm in times:
+                continue
+            left = max(cap - plan - sum(times.values()), 0.5)
+            t0 = time.perf_counter()
+            with_cap(left, lambda: gt(Y[:mm], q))
+            times[mm] = time.perf_counter() - t0
+    except Timeout:
+        return cap, gt.method_, None, "eval over cap"
+    total = plan + extrapolate(times, M)
+    note = "" if max(times) == M else f"ext. from {max(times)}"
+    return total, gt.method_, values[:N_CHECK], note
+
+
+def figtree_time(X, Y, q, h, eps, budget, timeout):
+    lib = FIGTREE_DIR / "lib" / "libfigtree.so"
+    if not lib.exists():
+        return None, None, "FIGTree not built"
+    M = Y.shape[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "case.npz"
+        np.savez(data, X=X, Y=Y, q=q, h=h, eps=eps)
+
+        def run(ms):
+            env = dict(os.environ, LD_LIBRARY_PATH=str(lib.parent))
+            p = subprocess.run([sys.executable, "-c", _FIGTREE, str(lib), str(data), ",".join(map(str, ms))],
+                               capture_output=True, text=True, timeout=timeout, env=env)
+            if p.returncode != 0:
+                raise RuntimeError(p.stderr.strip()[-200:] or f"exit {p.returncode}")
+            return {int(k): v for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+
+        m1 = min(M, 512)
+        try:
+            first = run([m1])
+            ms = prefixes(M, first[m1]["seconds"], budget, m1)
+            res = first if ms == [m1] else {**first, **run(ms)}
+        except subprocess.TimeoutExpired:
+            return timeout, None, f"> {timeout:g} s"
+        except RuntimeError as e:
+            return None, None, "failed: " + str(e)
+    times = {k: v["seconds"] for k, v in res.items()}
+    note = "" if max(times) == M else f"ext. from {max(times)}"
+    return extrapolate(times, M), np.array(res[m1]["values"]), note
+
+
+# ---------------------------------------------------------------- main
+
+def add_args(ap):
+    ap.add_argument("--seed", type=int, default=2024, help="seed of the case draw")
+    ap.add_argument("--cases", type=int, default=None, help="number of cases (200; --quick 40)")
+    ap.add_argument("--n-jobs", type=int, default=2, help="our threads (FIGTree runs on one)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds per method beyond which it is timed on a prefix (2; --quick 0.5)")
+    ap.add_argument("--cap", type=float, default=None, help="seconds before a method is stopped (60; --quick 10)")
+    ap.add_argument("--no-figtree", action="store_true")
+    ap.add_argument("--no-kde", action="store_true")
+
+
+def main() -> int:
+    bench = Bench("sums_grid", add_args=add_args, repeats=1)
+    a = bench.args
+    n_cases = a.cases or (40 if bench.quick else 200)
+    budget = a.budget or (0.5 if bench.quick else 2.0)
+    cap = a.cap or (10.0 if bench.quick else 60.0)
+    rng = np.random.default_rng(a.seed)
+    cases = [draw_case(rng, bench.quick) for _ in range(n_cases)]
+    ratios, fig_ratios, kde_ratios, bad_err = [], [], [], []
+    t_start = time.perf_counter()
+    for i, case in enumerate(cases):
+        X, Y, q, h = make_case(case)
+        params = {k: case[k] for k in ("family", "d", "N", "M", "eps")}
+        params["h"] = h
+        results = {}
+        for method in METHODS:
+            # fast cases are timed a few times (best of), as load noise dwarfs them
+            runs, spent = [], 0.0
+            while not runs or (spent < 0.3 and runs[-1][0] is not None and runs[-1][0] < 0.1):
+                runs.append(time_method(X, Y, q, h, case["eps"], method, a.n_jobs, budget, cap))
+                spent += runs[-1][0] or 0.0
+            results[method] = min(runs, key=lambda r: float("inf") if r[0] is None else r[0])
+        # the error of every method that ran, on the first targets, against the direct sum
+        ref = results["direct"][2]
+        qsum = float(np.abs(q).sum())
+        errs = {}
+        for method, (secs, ran, values, note) in results.items():
+            if values is not None and ref is not None:
+                errs[method] = float(np.max(np.abs(values - ref)) / (case["eps"] * qsum))
+        timed = {k: v for k, v in results.items() if k != "auto" and v[0] is not None}
+        best_name = min(timed, key=lambda k: timed[k][0])
+        best = timed[best_name][0]
+        auto_secs, auto_ran = results["auto"][0], results["auto"][1]
+        ratio = auto_secs / best
+        ratios.append(ratio)
+        peers = {"best: " + best_name: Timing([best], note=timed[best_name][3])}
+        extra = {"auto ran": auto_ran, "auto/best": ratio,
+                 "err/eps": max(errs.values()) if errs else None}
+        if max(errs.values(), default=0) > 1.0:
+            bad_err.append(i)
+        if not a.no_figtree:
+            ft, fvals, fnote = figtree_time(X, Y, q, h, case["eps"], budget, cap)
+            if ft is not None:
+                peers["FIGTree auto"] = Timing([ft], note=fnote)
+                fig_ratios.append(ft / auto_secs)
+                extra["FIGTree err/eps"] = (float(np.max(np.abs(fvals - ref)) / (case["eps"] * qsum))
+                                            if fvals is not None and ref is not None else None)
+            else:
+                extra["FIGTree"] = fnote
+        if case["d"] == 2 and not a.no_kde:
+            kde = kde_row(X, Y, h, budget, cap)
+            if kde is not None:
+                extra["KDE vs sklearn"] = kde["ratio"]
+                extra["KDE max |dlog|"] = kde["max_dlog"]
+                kde_ratios.append(kde["ratio"])
+        extra["note"] = "; ".join(f"{k}: {v[3]}" for k, v in results.items() if v[3])
+        bench.compare(f"case {i}", Timing([auto_secs], note=results["auto"][3]), peers, params, extra)
+        log(f"[{time.perf_counter() - t_start:6.0f} s] case {i}: {params} auto={auto_ran} "
+            f"{auto_secs:.3g} s, best {best_name} {best:.3g} s, ratio {ratio:.2f}"
+            + (f", FIGTree/auto {fig_ratios[-1]:.1f}" if "FIGTree auto" in peers else ""))
+    r = np.array(ratios)
+    bench.check("auto <= 1.25x best in 95% of cases", np.percentile(r, 95) <= 1.25,
+                f"95th percentile {np.percentile(r, 95):.2f}, worst {r.max():.2f}, "
+                f"{np.mean(r <= 1.25):.0%} of {len(r)} cases within 1.25x")
+    bench.check("auto <= 2x best in every case", r.max() <= 2.0, f"worst {r.max():.2f}")
+    if fig_ratios:
+        f = np.array(fig_ratios)
+        bench.check("auto >= 4x FIGTree auto in 95% of cases", np.percentile(f, 5) >= 4.0,
+                    f"5th percentile {np.percentile(f, 5):.2f}x, median {np.median(f):.1f}x, "
+                    f"worst {f.min():.2f}x, {np.mean(f >= 4):.0%} of {len(f)} cases >= 4x")
+        bench.check("auto >= 2x FIGTree auto in every case", f.min() >= 2.0, f"worst {f.min():.2f}x")
+    if kde_ratios:
+        k = np.array(kde_ratios)
+        bench.check("KernelDensity >= 20x scikit-learn (rtol 1e-6) on every 2-D case",
+                    k.min() >= 20, f"worst {k.min():.1f}x, median {np.median(k):.0f}x over {len(k)} cases")
+    bench.check("every method within epsilon", not bad_err, f"cases over: {bad_err}")
+    return bench.report()
+
+
+def kde_row(X, Y, h, budget, cap):
+    """KernelDensity(rtol=1e-6) vs scikit-learn (rtol=1e-6), kernel std h / sqrt(2)."""
+    from sklearn.neighbors import KernelDensity as SkKDE
+    sigma = h / math.sqrt(2.0)
+    m = Y.shape[0]
+    t0 = time.perf_counter()
+    ours = KernelDensity(bandwidth=sigma, rtol=1e-6).fit(X)
+    lo = ours.score_samples(Y)
+    t_ours = time.perf_counter() - t0
+    sk = SkKDE(bandwidth=sigma, rtol=1e-6, algorithm="kd_tree").fit(X)
+    m1 = min(m, 256)
+    t0 = time.perf_counter()
+    try:
+        ls = with_cap(cap, lambda: sk.score_samples(Y[:m1]))
+    except Timeout:
+        return {"ratio": cap / t_ours, "max_dlog": None}
+    t1 = time.perf_counter() - t0
+    if t1 * m / m1 <= budget * 4:
+        t0 = time.perf_counter()
+        ls = sk.score_samples(Y)
+        t_sk = time.perf_counter() - t0
+        n_cmp = m
+    else:
+        t_sk = t1 * m / m1
+        n_cmp = m1
+    finite = np.isfinite(ls)
+    dlog = np.abs(lo[:n_cmp][finite] - ls[finite])
+    return {"ratio": t_sk / t_ours, "max_dlog": float(dlog.max()) if dlog.size else None,
+            "our_inf_where_sklearn_finite": int(np.sum(~np.isfinite(lo[:n_cmp]) & finite))}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+//! `method = auto`: estimate, then measure.
+//!
+//! The cost model ([`crate::plan`]) ranks the four methods from data-free estimates,
+//! refined on the data (sampled neighbour counts, the real clustering) for the methods that
+//! may win. A model of machine speed is never exact, and near the cross-over points it picks
+//! the wrong method by a factor of two or three. So every candidate within [`WINDOW`] of the
+//! cheapest estimate is built and *timed* on a sample of the targets: the time of one target
+//! (the difference of a one-target and a sample evaluation, so fixed per-call costs are not
+//! multiplied), times the number of targets, plus the fixed costs and, for the IFGT, the
+//! coefficients timed on a stride of the sources. The fastest is kept in the plan, so a
+//! reusable transform pays for the trial once.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use crate::direct::{DirectPlan, TreePlan};
+use crate::error::Result;
+use crate::ifgt::{self, IfgtPlan, IfgtProblem, choose_parameters_uniform};
+use crate::{Engine, Method, monomials, plan};
+
+/// Candidates whose estimate is within this factor of the cheapest are timed.
+pub(crate) const WINDOW: f64 = 3.0;
+/// Timed rounds over the candidates.
+const REPEATS: usize = 2;
+/// Below this estimated cost (ns on one core) the model's pick is kept without timing: a
+/// mis-pick costs little there, and the choice (so the result, to the last bit) stays the
+/// same from run to run.
+const MEASURE_ABOVE_NS: f64 = 2e7;
+
+/// What the planner knows about the problem.
+pub(crate) struct Context<'a> {
+    pub sources: &'a [f64],
+    pub dim: usize,
+    pub h: f64,
+    pub epsilon: f64,
+    /// Targets per evaluation.
+    pub m: usize,
+    /// Weight columns.
+    pub w: usize,
+    pub diag: f64,
+    pub sides: &'a [f64],
+    pub tree_radius: f64,
+    pub ifgt_cutoff: f64,
+    pub problem: IfgtProblem,
+    /// Where the targets are (or the sources, when nothing is known).
+    pub sample_src: &'a [f64],
+    pub measure: bool,
+}
+
+/// The outcome of [`Context::choose`].
+pub(crate) struct Chosen {
+    pub engine: Engine,
+    /// Model estimates (ns on one core).
+    pub estimates: Vec<(Method, f64)>,
+    /// Extrapolated seconds of one evaluation, for the candidates that were timed.
+    pub measured: Vec<(Method, f64)>,
+}
+
+struct Candidate {
+    method: Method,
+    estimate: f64,
+    engine: Option<Engine>,
+}
+
+impl Context<'_> {
+    /// Clusters the sources for the IFGT (at most `k_budget` clusters); `None` when epsilon
+    /// cannot be reached.
+    pub fn build_ifgt(
+        &self,
+        with_tree: bool,
+        k_budget: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Option<IfgtPlan>> {
+        let problem = IfgtProblem {
+            max_clusters: k_budget,
+            ..self.problem
+        };
+        let chosen = if self.dim == 1 {
+            ifgt::interval_clustering(self.sources, &problem)
+        } else {
+            ifgt::choose_clustering(self.sources, &problem, cancel)?
+        };
+        match chosen {
+            Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
+                self.sources,
+                self.dim,
+                self.h,
+                self.epsilon,
+                clustering,
+                &seeds,
+                self.ifgt_cutoff,
+                with_tree,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Estimates every method, refines and builds the promising ones, times the close
+    /// ones, and returns the fastest.
+    pub fn choose(&self, cancel: &AtomicBool) -> Result<Chosen> {
+        let (n, m, dim, w) = (self.sources.len() / self.dim, self.m, self.dim, self.w);
+        let sample = plan::sample_rows(self.sample_src, dim, 128);
+        let mut cands: Vec<Candidate> = Vec::new();
+        let direct = plan::direct_cost(n, m, dim, w);
+        cands.push(Candidate {
+            method: Method::Direct,
+            estimate: direct,
+            engine: None,
+        });
+        let tree_rough = (self.tree_radius < self.diag && n >= 64)
+            .then(|| plan::tree_cost_uniform(n, m, w, self.tree_radius, self.sides));
+        let ifgt_rough = choose_parameters_uniform(&self.problem).map(|u| {
+            let terms = monomials::n_terms(dim, u.truncation - 1);
+            let reach = (((self.ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
+                .min(u.n_clusters as f64);
+            plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
+        });
+        let rough_best = [Some(direct), tree_rough, ifgt_rough]
+            .into_iter()
+            .flatten()
+            .fold(f64::INFINITY, f64::min);
+        let mut best = direct;
+        if let Some(rough) = tree_rough {
+            // the uniform model overestimates the tree by up to ~5x (clumpy data)
+            if rough < 5.0 * rough_best {
+                let tree =
+                    TreePlan::new(self.sources, dim, self.h, self.epsilon, self.tree_radius)?;
+                let (pts, runs) = tree.mean_sources_in_reach(&sample);
+                let cost = plan::tree_cost(n, m, dim, w, pts, runs);
+                best = best.min(cost);
+                cands.push(Candidate {
+                    method: Method::DirectTree,
+                    estimate: cost,
+                    engine: Some(Engine::Tree(tree)),
+                });
+            } else {
+                cands.push(Candidate {
+                    method: Method::DirectTree,
+                    estimate: rough,
+                    engine: None,
+                });
+            }
+        }
+        if let Some(rough) = ifgt_rough {
+            // Clustering is only worth it when the IFGT may come within the timing window
+            // of the best refined alternative, and never grows past the number of clusters
+            // whose clustering alone would cost more than that.
+            if rough < WINDOW * best {
+                let k_budget = (WINDOW * best
+                    / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+                    .max(1.0) as usize;
+                if let Some(p) = self.build_ifgt(false, k_budget, cancel)? {
+                    let reach = p.mean_clusters_in_reach(&sample);
+                    let terms = p.n_terms() as f64;
+                    let k = p.n_clusters();
+                    let flat = plan::ifgt_cost(n, m, dim, w, k, terms, reach, false);
+                    let treed = plan::ifgt_cost(n, m, dim, w, k, terms, reach, true);
+                    cands.push(Candidate {
+                        method: Method::IfgtTree,
+                        estimate: treed,
+                        engine: None,
+                    });
+                    cands.push(Candidate {
+                        method: Method::Ifgt,
+                        estimate: flat,
+                        engine: Some(Engine::Ifgt(p)),
+                    });
+                }
+            } else {
+                cands.push(Candidate {
+                    method: Method::Ifgt,
+                    estimate: rough,
+                    engine: None,
+                });
+            }
+        }
+        let estimates: Vec<(Method, f64)> = cands.iter().map(|c| (c.method, c.estimate)).collect();
+        // Buildable candidates: direct always; the tree and the IFGT when they were built.
+        let ifgt_built = cands
+            .iter()
+            .any(|c| c.method == Method::Ifgt && c.engine.is_some());
+        let buildable = |c: &Candidate| match c.method {
+            Method::Direct => true,
+            Method::DirectTree => c.engine.is_some(),
+            Method::Ifgt | Method::IfgtTree => ifgt_built,
+            Method::Auto => false,
+        };
+        let low = cands
+            .iter()
+            .filter(|c| buildable(c))
+            .map(|c| c.estimate)
+            .fold(f64::INFINITY, f64::min);
+        let close: Vec<Method> = cands
+            .iter()
+            .filter(|c| buildable(c) && c.estimate <= WINDOW * low)
+            .map(|c| c.method)
+            .collect();
+        let timed = self.measure && close.len() > 1 && low > MEASURE_ABOVE_NS;
+        let mut measured = Vec::new();
+        let winner = if timed {
+            // Round-robin repeats, keeping each one's fastest: a burst of load from other
+            // processes then hits one repeat, not one candidate.
+            // A candidate clearly behind after a round (1.5x the leader) is not timed again.
+            let mut secs = vec![f64::INFINITY; close.len()];
+            for round in 0..REPEATS {
+                let lead = secs.iter().copied().fold(f64::INFINITY, f64::min);
+                for (slot, &method) in secs.iter_mut().zip(&close) {
+                    if round > 0 && *slot > 1.5 * lead {
+                        continue;
+                    }
+                    let engine = self.take_engine(&mut cands, method)?;
+                    *slot = slot.min(self.time_engine(&engine, cancel)?);
+                    self.put_engine(&mut cands, method, engine);
+                }
+            }
+            measured = close.iter().copied().zip(secs.iter().copied()).collect();
+            measured
+                .iter()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map_or(Method::Direct, |b| b.0)
+        } else {
+            cands
+                .iter()
+                .filter(|c| buildable(c))
+                .min_by(|a, b| a.estimate.total_cmp(&b.estimate))
+                .map_or(Method::Direct, |c| c.method)
+        };
+        let engine = self.take_engine(&mut cands, winner)?;
+        Ok(Chosen {
+            engine,
+            estimates,
+            measured,
+        })
+    }
+
+    /// The built engine of `method` (building a direct one; the IFGT with or without the
+    /// centre tree from the one clustering).
+    fn take_engine(&self, cands: &mut [Candidate], method: Method) -> Result<Engine> {
+        let slot = |cands: &mut [Candidate], m: Method| {
+            cands
+                .iter_mut()
+                .find(|c| c.method == m)
+                .and_then(|c| c.engine.take())
+        };
+        Ok(match method {
+            Method::Direct | Method::Auto => slot(cands, Method::Direct).unwrap_or_else(|| {
+                Engine::Direct(DirectPlan::new(
+                    self.sources,
+                    self.dim,
+                    self.h,
+                    self.epsilon,
+                ))
+            }),
+            Method::DirectTree => match slot(cands, method) {
+                Some(e) => e,
+                None => Engine::Tree(TreePlan::new(
+                    self.sources,
+                    self.dim,
+                    self.h,
+                    self.epsilon,
+                    self.tree_radius,
+                )?),
+            },
+            Method::Ifgt | Method::IfgtTree => {
+                let found = slot(cands, Method::Ifgt).or_else(|| slot(cands, Method::IfgtTree));
+                let plan = match found {
+                    Some(Engine::Ifgt(p)) => p,
+                    _ => self
+                        .build_ifgt(false, usize::MAX, &AtomicBool::new(false))?
+                        .ok_or_else(|| {
+                            crate::error::invalid("method", "the IFGT cannot reach epsilon")
+                        })?,
+                };
+                Engine::Ifgt(if method == Method::IfgtTree {
+                    plan.with_center_tree()?
+                } else {
+                    plan.without_center_tree()
+                })
+            }
+        })
+    }
+
+    fn put_engine(&self, cands: &mut [Candidate], method: Method, engine: Engine) {
+        // the IFGT plan is kept in the `Ifgt` slot whichever variant was timed
+        let key = if method == Method::IfgtTree {
+            Method::Ifgt
+        } else {
+            method
+        };
+        if let Some(c) = cands.iter_mut().find(|c| c.method == key) {
+            c.engine = Some(engine);
+        }
+    }
+
+    /// Extrapolated seconds of one evaluation at `m` targets with `w` weight columns.
+    fn time_engine(&self, engine: &Engine, cancel: &AtomicBool) -> Result<f64> {
+        let dim = self.dim;
+        let total = self.sample_src.len() / dim;
+        let s = (self.m / 64).clamp(128, 4096).min(total).max(1);
+        let sample = plan::sample_rows(self.sample_src, dim, s);
+        let s = sample.len() / dim;
+        let one = &sample[..dim];
+        let n = self.sources.len() / dim;
+        let ones = vec![1.0; n * self.w];
+        let run = |targets: &[f64]| -> Result<f64> {
+            let mut out = vec![0.0; targets.len() / dim * self.w];
+            let t0 = Instant::now();
+            match engine {
+                Engine::Direct(p) => p.evaluate(targets, &ones, self.w, &mut out, cancel)?,
+                Engine::Tree(p) => p.evaluate(targets, &ones, self.w, &mut out, cancel)?,
+                Engine::Ifgt(p) => {
+                    // coefficients of one weight column per cluster term, shared
+                    let coeffs = vec![0.0; p.n_clusters() * self.w * p.n_terms()];
+                    p.evaluate(targets, &coeffs, self.w, &mut out, cancel)?
+                }
+            }
+            Ok(t0.elapsed().as_secs_f64())
+        };
+        // the fixed part of a call, then the sample
+        let fixed = run(one)?;
+        let t = run(&sample)?;
+        let per_target = ((t - fixed) / (s.max(2) - 1) as f64).max(t / s as f64 * 0.25);
+        let coefficients = match engine {
+            Engine::Ifgt(p) => {
+                let stride = (n / 20_000).max(1);
+                p.time_coefficients(self.sources, self.w, stride) * stride as f64
+            }
+            _ => 0.0,
+        };
+        Ok(fixed + coefficients + per_target * self.m as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{GaussTransform, Method, PlanOptions, direct_reference};
+    use std::sync::atomic::AtomicBool;
+
+    fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        (0..n * dim)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .collect()
+    }
+
+    /// Auto times its close candidates (here several are close at this size) and whatever
+    /// it keeps meets epsilon against the direct sum.
+    #[test]
+    fn measured_auto_meets_epsilon_and_reports_what_it_timed() {
+        let (n, dim, h, eps) = (20_000, 2, 0.05, 1e-6);
+        let x = points(n, dim, 3);
+        let y = points(3000, dim, 4);
+        let q: Vec<f64> = points(n, 1, 5);
+        let options = PlanOptions {
+            target_sample: Some(&y),
+            n_targets: Some(20_000),
+            ..PlanOptions::default()
+        };
+        let cancel = AtomicBool::new(false);
+        let gt =
+            GaussTransform::plan_with(&x, dim, h, eps, Method::Auto, &options, &cancel).unwrap();
+        let info = gt.info();
+        assert_ne!(info.method, Method::Auto);
+        assert!(info.measured.len() >= 2, "{info:?}");
+        assert!(info.measured.iter().all(|(_, s)| *s > 0.0));
+        let g = gt.evaluate(&y[..200], &q, 1, &cancel).unwrap();
+        let exact = direct_reference(&x, &y[..200], dim, &q, 1, h);
+        let qsum: f64 = q.iter().sum();
+        for (a, b) in g.iter().zip(&exact) {
+            assert!((a - b).abs() <= eps * qsum);
+        }
+    }
+
+    /// Fixed-p mode uses exactly the given p: a large p is as accurate as the bound asks,
+    /// p = 1 (the cluster's total weight at its centre) is far off, and the plan says so.
+    #[test]
+    fn fixed_truncation_and_clusters_are_used() {
+        let (n, dim, h) = (3000, 3, 0.4);
+        let x = points(n, dim, 7);
+        let q = vec![1.0; n];
+        let cancel = AtomicBool::new(false);
+        let exact = direct_reference(&x, &x[..300], dim, &q, 1, h);
+        let err = |p: usize, k: usize| {
+            let options = PlanOptions {
+                truncation: Some(p),
+                n_clusters: Some(k),
+                ..PlanOptions::default()
+            };
+            let gt = GaussTransform::plan_with(&x, dim, h, 1e-6, Method::Ifgt, &options, &cancel)
+                .unwrap();
+            assert_eq!(gt.info().truncation, p);
+            assert_eq!(gt.info().n_clusters, k);
+            let g = gt.evaluate(&x[..300], &q, 1, &cancel).unwrap();
+            g.iter()
+                .zip(&exact)
+                .map(|(a, b)| (a - b).abs() / n as f64)
+                .fold(0.0, f64::max)
+        };
+        assert!(err(20, 30) < 1e-7);
+        assert!(err(1, 30) > 1e-3);
+        assert!(err(6, 30) < err(2, 30));
+        // a fixed p needs an IFGT method
+        let options = PlanOptions {
+            truncation: Some(4),
+            ..PlanOptions::default()
+        };
+        assert!(
+            GaussTransform::plan_with(&x, dim, h, 1e-6, Method::Auto, &options, &cancel).is_err()
+        );
+    }
+}
