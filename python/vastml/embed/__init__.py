@@ -7,13 +7,25 @@
   fast-Gauss-transform repulsion.
 - :func:`minimize`, :class:`SpectralDirection`, :func:`homotopy` -- spectral direction,
   fixed point, gradient descent, L-BFGS, backtracking line search, the lambda homotopy.
-- :class:`TSNE`, :class:`SymmetricSNE`, :class:`ElasticEmbedding` -- scikit-learn estimators
+- :class:`SNE`, :class:`TSNE`, :class:`SymmetricSNE`, :class:`ElasticEmbedding` -- scikit-learn estimators
   with out-of-sample ``transform``.
 """
 
 from vastml.embed._affinities import entropic_affinities, knn_sqdist, symmetrize, warm_start_order
-from vastml.embed._estimators import TSNE, ElasticEmbedding, SymmetricSNE
+from vastml.embed._estimators import SNE, TSNE, ElasticEmbedding, SymmetricSNE
+from vastml.embed._directions import (
+    DiagHessianDirection,
+    PartialHessianCG,
+    diag_hessian,
+    embedding_hessian,
+)
 from vastml.embed._objectives import EmbeddingObjective, embedding_objective, kernel_sums
+from vastml.embed._schedules import (
+    accuracy_schedule,
+    fgt_order_epsilon,
+    inexact_error_level,
+    inexact_step_error,
+)
 from vastml.embed._optim import (
     OptimizeResult,
     SpectralDirection,
@@ -23,15 +35,24 @@ from vastml.embed._optim import (
 )
 
 __all__ = [
+    "SNE",
     "TSNE",
+    "DiagHessianDirection",
     "ElasticEmbedding",
     "EmbeddingObjective",
     "OptimizeResult",
     "SpectralDirection",
+    "PartialHessianCG",
     "SymmetricSNE",
+    "accuracy_schedule",
+    "diag_hessian",
+    "embedding_hessian",
     "embedding_objective",
     "entropic_affinities",
+    "fgt_order_epsilon",
     "homotopy",
+    "inexact_error_level",
+    "inexact_step_error",
     "kernel_sums",
     "knn_sqdist",
     "minimize",
@@ -53,6 +74,7 @@ from vastml.embed._lll import (  # noqa: E402
 from vastml.embed._lll_core import (  # noqa: E402
     gaussian_knn_affinity,
     laplacian_eigenmaps,
+    minmax_landmarks,
     procrustes_error,
     reconstruction_weights,
     reduced_eigenproblem,
@@ -80,6 +102,7 @@ __all__ += [
     "gaussian_knn_affinity",
     "kmeans_landmark_warm_start",
     "laplacian_eigenmaps",
+    "minmax_landmarks",
     "pe_gradients",
     "pe_log_posteriors",
     "pe_objective",
