@@ -6,6 +6,7 @@ import pytest
 from vastml import _core
 from vastml.embed._out_of_sample import (
     SUM_METHOD,
+    GridSums,
     _point_objective,
     _sums_objective,
     embed_new_points,
@@ -77,7 +78,35 @@ def test_transform_with_exact_sums_matches_dense_optimum(model):
 
 
 def test_sum_method_of_each_fit_gradient():
-    assert SUM_METHOD["fft"] == "barnes_hut" and SUM_METHOD["fgt"] == "fgt"
+    assert SUM_METHOD["fft"] == "grid" and SUM_METHOD["fgt"] == "fgt"
+
+
+@pytest.mark.parametrize("kernel,d", [("student", 2), ("gaussian", 2), ("student", 1)])
+def test_grid_sums_match_exact(kernel, d):
+    rng = np.random.default_rng(4)
+    Y = rng.normal(size=(3000, d)) * 6.0
+    T = rng.normal(size=(400, d)) * 6.0
+    T[0] = 200.0  # far outside the grid: the fallback answers
+    exact = _core.SourceSums(Y, kernel, "exact")
+    g = GridSums(Y, kernel, fallback=exact)
+    for a, b in zip(exact.at(T), g.at(T)):
+        assert np.abs(a - b).max() <= 5e-3 * np.abs(a).max()
+        assert np.abs(a - b).max() > 0  # an approximation (the fallback row is exact)
+    # coarser grid, larger error: O(spacing^2)
+    e1 = np.abs(GridSums(Y, kernel, spacing=0.1).at(T[1:])[0] - exact.at(T[1:])[0]).max()
+    e4 = np.abs(GridSums(Y, kernel, spacing=0.4).at(T[1:])[0] - exact.at(T[1:])[0]).max()
+    assert e4 > 4 * e1
+
+
+def test_transform_by_grid_matches_exact():
+    rng = np.random.default_rng(5)
+    Y = rng.normal(size=(2000, 2)) * 8.0
+    m, k = 60, 15
+    idx = np.stack([rng.choice(2000, k, replace=False) for _ in range(m)])
+    d2 = np.sort(rng.random((m, k)) * 5, axis=1)
+    a = embed_new_points("tsne", 1.0, Y, d2, idx, 5.0, gradient="fft")
+    b = embed_new_points("tsne", 1.0, Y, d2, idx, 5.0, gradient="exact")
+    assert np.abs(a - b).max() < 1e-2 * np.abs(b).max()
 
 
 def test_source_sums_validates():
