@@ -185,6 +185,7 @@ def minimize(
     gtol=None,
     gscale=1.0,
     target=None,
+    adaptive_step=True,
 ):
     r"""Minimises ``objective`` (a callable X -> (E, G), e.g. an :class:`EmbeddingObjective`)
     from ``X0``.
@@ -216,6 +217,9 @@ def minimize(
     iterations: a path through the saddle X ~ 0, where G ~ 0, must still move);
     ``max_iter`` still applies.
 
+    ``adaptive_step=False`` starts every backtracking search at ``alpha0`` instead of the
+    previously accepted step (the thesis's adaptive rule is the default).
+
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
@@ -227,7 +231,9 @@ def minimize(
     choice(method, "method", METHODS)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
     if method == "lbfgs":
-        return _lbfgs(objective, X, max_iter=max_iter, tol=tol, callback=callback)
+        return _lbfgs(
+            objective, X, max_iter=max_iter, tol=tol, callback=callback, max_seconds=max_seconds
+        )
     if method == "cg":
         return _nonlinear_cg(
             objective,
@@ -277,6 +283,8 @@ def minimize(
             n_eval += 1
             alpha = step
         else:
+            if not adaptive_step:
+                alpha = alpha0
             while True:
                 Xn = X + alpha * P
                 En, Gn = objective(Xn)
@@ -358,10 +366,9 @@ def _nonlinear_cg(
     p = -g
     E_old = None
     stopped, it = "max_iter", 0
-    # minimize.m's rule: extrapolate at most 3x the previous step: a trial point moves no
-    # coordinate by more than 3x the previous move (3 at first), so it never flies off to
-    # where E overflows
-    move = 1.0
+    # Steps may be long (median 256 on the COIL-like EE; capping the extrapolation at 3x
+    # the previous move, as minimize.m does, left E three times higher after 20 s): a trial
+    # point where E is not defined (SNE's normaliser underflows) counts as E = inf.
     alpha_guess = 1.0
     for it in range(1, max_iter + 1):
         slope = float(g @ p)
@@ -371,7 +378,7 @@ def _nonlinear_cg(
                 stopped = "not a descent direction (gradient ~ 0)"
                 it -= 1
                 break
-        amax = 3.0 * move / max(float(np.abs(p).max()), 1e-300)
+        amax = 1e10
         with warnings.catch_warnings():  # no Wolfe point is handled below
             warnings.simplefilter("ignore", LineSearchWarning)
             res = _line_search(
@@ -403,7 +410,6 @@ def _nonlinear_cg(
             xn = (xr - xr.mean(axis=0)).ravel()
             cache.clear()
             cache[xn.tobytes()] = (En, gn)
-        move = max(alpha * float(np.abs(p).max()), 1e-12)
         beta = max(0.0, float(gn @ (gn - g)) / float(g @ g)) if float(g @ g) > 0 else 0.0
         p = -gn + beta * p
         decrease = E - En
@@ -436,8 +442,9 @@ def _nonlinear_cg(
     )
 
 
-def _lbfgs(objective, X, *, max_iter, tol, callback):
+def _lbfgs(objective, X, *, max_iter, tol, callback, max_seconds=None):
     shape = X.shape
+    start = time.perf_counter()
     history = []
     n_eval = [0]
 
@@ -446,9 +453,14 @@ def _lbfgs(objective, X, *, max_iter, tol, callback):
         n_eval[0] += 1
         return E, G.ravel()
 
-    def cb(xk):
-        history.append(None)
-        if callback is not None and callback(len(history), float("nan"), xk.reshape(shape)):
+    def cb(intermediate_result):
+        E = float(intermediate_result.fun)
+        history.append(E)
+        if callback is not None and callback(
+            len(history), E, intermediate_result.x.reshape(shape)
+        ):
+            raise StopIteration
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
             raise StopIteration
 
     res = scipy_minimize(
@@ -467,7 +479,8 @@ def _lbfgs(objective, X, *, max_iter, tol, callback):
     )
     X = res.x.reshape(shape)
     return OptimizeResult(
-        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], [], [], str(res.message)
+        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], history, [],
+        str(res.message)
     )
 
 
@@ -488,6 +501,7 @@ def homotopy(
     gtol=None,
     gscale=1.0,
     targets=None,
+    adaptive_step=True,
 ):
     r"""Follows the minimiser path X(lambda) of E = E+ + lambda E- for increasing lambda
     (thesis §3.6): the factorisation of the spectral direction is computed once; the line
@@ -558,6 +572,7 @@ def homotopy(
             gtol=gtol,
             gscale=gscale,
             target=None if targets is None else float(targets[k]),
+            adaptive_step=adaptive_step,
         )
         X = r.X
         info["n_evaluations"] += r.n_evaluations
