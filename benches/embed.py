@@ -529,6 +529,72 @@ def bench_homotopy(
     )
 
 
+DIRECTIONS = ("gd", "fp", "diagh", "cg", "sd-", "lbfgs", "spectral")
+
+
+def _coil_ee(data):
+    """The homotopy rows' COIL-like EE problem: W+ and W- each normalised to sum to 1."""
+    Y = coil_like(data)
+    P, _, _ = entropic_affinities(Y, perplexity=20)
+    W = symmetrize(P, "mean")
+    return W / W.sum(), len(Y)
+
+
+def bench_directions(bench, quick, data="turntable", seconds=None):
+    """Thesis §3.8 (a): every search direction from the same start to the same end point on
+    the COIL-like data (EE, W+ and W- normalised as in the homotopy rows, lambda = 100).
+    The start is the spectral direction's homotopy end point at lambda = 50 (so every method
+    heads for the same minimum at lambda = 100); each method runs for ``seconds`` (60; 20
+    quick); a row gives the seconds and objective evaluations until E is within 1e-5
+    (relative) of the lowest E any method reached. Thesis ordering: GD >> (FP, DiagH) >
+    (CG, SD-) > (L-BFGS, SD)."""
+    seconds = seconds or (20.0 if quick else 60.0)
+    W, N = _coil_ee(data)
+    scale = 1.0 / (N * (N - 1))
+    obj = EmbeddingObjective("ee", W)
+    X0 = 1e-5 * np.random.default_rng(0).normal(size=(N, 2))
+    lams = np.logspace(-4, np.log10(50.0), 10 if quick else 40) * scale
+    Xs, _ = homotopy(obj, X0, lambdas=lams, method="spectral", tol=1e-6, max_iter=2000)
+    obj.lam = 100.0 * scale
+    traces = {}
+    for m in DIRECTIONS:
+        trace = []
+        t0 = time.perf_counter()
+
+        def cb(it, E, X, trace=trace, t0=t0):
+            trace.append((time.perf_counter() - t0, it, float(E)))
+
+        r = minimize(obj, Xs, method=m, max_iter=10**6, tol=1e-13, max_seconds=seconds,
+                     callback=cb)
+        traces[m] = (trace, r)
+        log(f"directions {m}: {r.n_iter} iterations, E = {r.objective:.8f}, {r.stopped}")
+    E_min = min(r.objective for _, r in traces.values())
+    level = E_min + 1e-5 * abs(E_min)
+    t = {}
+    for m, (trace, r) in traces.items():
+        hit = next(((s, it) for s, it, e in trace if e <= level), None)
+        t[m] = hit[0] if hit else float("inf")
+        bench.compare(
+            f"directions {m} (COIL-like EE, lambda 100)",
+            Timing([t[m] if hit else float("nan")]),
+            {},
+            {"method": m, "N": N, "cap": f"{seconds:g} s"},
+            {
+                "iterations to 1e-5 of min E": hit[1] if hit else f"> {r.n_iter}",
+                "evaluations (run)": r.n_evaluations,
+                "final E": f"{r.objective:.8f}",
+            },
+        )
+    ordered = sorted(t, key=t.get)
+    log(f"directions: time order {ordered}")
+    bench.check(
+        "directions: GD slowest, L-BFGS and SD faster than FP and DiagH",
+        t["gd"] >= max(v for k, v in t.items() if k != "gd")
+        and max(t["lbfgs"], t["spectral"]) < min(t["fp"], t["diagh"]),
+        " < ".join(f"{m} {t[m]:.1f}s" for m in ordered),
+    )
+
+
 _BIG = """
 import json, resource, time, numpy as np
 from sklearn.datasets import make_blobs
@@ -606,7 +672,8 @@ def main(argv=None):
         ap.add_argument(
             "--rows",
             default="all",
-            help="comma-separated subset of affinities,tsne,homotopy (default all)",
+            help="comma-separated subset of affinities,tsne,homotopy (default all); also "
+            "directions, transform, schedules, homotopy-rule (only when named)",
         )
         ap.add_argument(
             "--homotopy-margin",
@@ -671,6 +738,9 @@ def main(argv=None):
     if a.rows != "all":
         wanted = {r.strip() for r in a.rows.split(",")}
         jobs = [j for j in jobs if j[0].split()[0].replace("t-SNE", "tsne") in wanted]
+        # rows run only when asked for (not part of "all", so --quick keeps its time)
+        if "directions" in wanted:
+            jobs.append(("directions", bench_directions, (bench, bench.quick, a.homotopy_data)))
     if a.only_big:
         a.big, jobs = True, []
     if a.only_big_affinities:

@@ -172,7 +172,7 @@ def main():
         ap.add_argument("--d", type=int, default=9, help="embedding dimension")
         ap.add_argument("--kz", type=int, default=5, help="K_Z, landmarks per point")
         ap.add_argument("--landmark-method", default="random",
-                        choices=("random", "kmeans", "random-pruned"))
+                        choices=("random", "kmeans", "random-pruned", "minmax"))
         ap.add_argument("--landmarks", type=str, default=None, help="comma-separated L values")
         ap.add_argument("--refine", type=str, default="1",
                         help="comma-separated smoothing steps of the refined rows "

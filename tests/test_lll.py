@@ -702,3 +702,31 @@ def test_refinement_with_the_symmetric_last_block_equals_the_full_products(gap_g
         b = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, n_components=2, symmetric=True)
         np.testing.assert_allclose(b[0], a[0], rtol=1e-10)
         assert _same_up_to_sign(b[1], a[1], 1e-7 * np.abs(a[1]).max())
+
+
+def test_minmax_landmarks_maximise_the_distance_to_those_before():
+    from vastml.embed import minmax_landmarks, select_landmarks
+
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(size=(300, 3)), rng.normal(size=(100, 3)) * 0.1 + 5])
+    order = minmax_landmarks(X, 25, random_state=1)
+    assert len(set(order.tolist())) == 25
+    for k in range(1, 25):
+        # exhaustive: the distance from every point to the set chosen so far
+        d = np.sqrt(((X[:, None, :] - X[order[:k]][None, :, :]) ** 2).sum(-1)).min(axis=1)
+        assert d[order[k]] == pytest.approx(d.max(), rel=1e-9, abs=1e-12)
+    # the second landmark is the point farthest from the first
+    assert np.argmax(((X - X[order[0]]) ** 2).sum(1)) == order[1]
+    assert np.array_equal(select_landmarks(X, 25, "minmax", random_state=1), np.sort(order))
+    # all points once (duplicates included) when L = N
+    Xd = np.concatenate([X[:5], X[:5]])
+    assert sorted(minmax_landmarks(Xd, 10, random_state=0).tolist()) == list(range(10))
+
+
+def test_minmax_landmarks_in_lll():
+    from vastml.embed import LLLEigenmaps
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    m = LLLEigenmaps(2, n_landmarks=40, landmarks="minmax", random_state=0).fit(X)
+    assert m.n_landmarks_ == 40 and np.isfinite(m.embedding_).all()

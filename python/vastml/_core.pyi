@@ -127,6 +127,19 @@ class TsnePairs:
     @property
     def relabelled(self) -> bool: ...
 
+class SourceSums:
+    def __init__(
+        self,
+        sources: npt.NDArray[np.float64],
+        kernel: str = "gaussian",
+        method: str = "barnes_hut",
+        theta: float = 0.5,
+        epsilon: float = 1e-6,
+    ) -> None: ...
+    def at(
+        self, targets: npt.NDArray[np.float64], n_jobs: int | None = None
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
 def symmetrize_csr(  # also int32 / int32 / float32 arrays (same layout out)
     n: int,
     indptr: npt.NDArray[np.int64],

@@ -7,7 +7,7 @@
   fast-Gauss-transform repulsion.
 - :func:`minimize`, :class:`SpectralDirection`, :func:`homotopy` -- spectral direction,
   fixed point, gradient descent, L-BFGS, backtracking line search, the lambda homotopy.
-- :class:`TSNE`, :class:`SymmetricSNE`, :class:`ElasticEmbedding` -- scikit-learn estimators
+- :class:`SNE`, :class:`TSNE`, :class:`SymmetricSNE`, :class:`ElasticEmbedding` -- scikit-learn estimators
   with out-of-sample ``transform``.
 """
 
@@ -18,8 +18,20 @@ from vastml._lazy import attach
 # Public names, imported on first use (see vastml._lazy): `import vastml.embed` stays cheap.
 if TYPE_CHECKING:
     from vastml.embed._affinities import entropic_affinities, knn_sqdist, symmetrize, warm_start_order
-    from vastml.embed._estimators import TSNE, ElasticEmbedding, SymmetricSNE
+    from vastml.embed._estimators import SNE, TSNE, ElasticEmbedding, SymmetricSNE
+    from vastml.embed._directions import (
+        DiagHessianDirection,
+        PartialHessianCG,
+        diag_hessian,
+        embedding_hessian,
+    )
     from vastml.embed._objectives import EmbeddingObjective, embedding_objective, kernel_sums
+    from vastml.embed._schedules import (
+        accuracy_schedule,
+        fgt_order_epsilon,
+        inexact_error_level,
+        inexact_step_error,
+    )
     from vastml.embed._optim import (
         OptimizeResult,
         SpectralDirection,
@@ -27,7 +39,6 @@ if TYPE_CHECKING:
         minimize,
         tsne_gradient_descent,
     )
-    # Locally Linear Landmarks (thesis chapter 4) and Parametric Embedding (issue 8)
     from vastml.embed._lll import (
         LLLDiscriminantAnalysis,
         LLLEigenmaps,
@@ -40,10 +51,22 @@ if TYPE_CHECKING:
     from vastml.embed._lll_core import (
         gaussian_knn_affinity,
         laplacian_eigenmaps,
+        minmax_landmarks,
         procrustes_error,
         reconstruction_weights,
         reduced_eigenproblem,
         select_landmarks,
+    )
+    from vastml.embed._pe_tools import (
+        agreement,
+        class_f_measure,
+        kl_per_object,
+        mean_kl,
+        posteriors_from_mixture,
+        posteriors_from_topics,
+        prec_at_h,
+        procrustes_distance,
+        topic_word_to_word_topic,
     )
     from vastml.embed._parametric import (
         ParametricEmbedding,
@@ -56,15 +79,24 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "SNE",
     "TSNE",
+    "DiagHessianDirection",
     "ElasticEmbedding",
     "EmbeddingObjective",
     "OptimizeResult",
     "SpectralDirection",
+    "PartialHessianCG",
     "SymmetricSNE",
+    "accuracy_schedule",
+    "diag_hessian",
+    "embedding_hessian",
     "embedding_objective",
     "entropic_affinities",
+    "fgt_order_epsilon",
     "homotopy",
+    "inexact_error_level",
+    "inexact_step_error",
     "kernel_sums",
     "knn_sqdist",
     "minimize",
@@ -81,10 +113,20 @@ __all__ += [
     "LLLPCA",
     "LLLSpectralClustering",
     "ParametricEmbedding",
+    "agreement",
+    "class_f_measure",
     "embed_classifier",
+    "kl_per_object",
+    "mean_kl",
+    "posteriors_from_mixture",
+    "posteriors_from_topics",
+    "prec_at_h",
+    "procrustes_distance",
+    "topic_word_to_word_topic",
     "gaussian_knn_affinity",
     "kmeans_landmark_warm_start",
     "laplacian_eigenmaps",
+    "minmax_landmarks",
     "pe_gradients",
     "pe_log_posteriors",
     "pe_objective",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
@@ -12,7 +13,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._core import effective_n_jobs
-from vastml._validation import choice, n_jobs_arg, positive_float
+from vastml._progress import Progress
+from vastml._validation import check_int, choice, n_jobs_arg, positive_float
 from vastml.embed._affinities import (
     ROOT_METHODS,
     default_n_neighbors,
@@ -33,6 +35,7 @@ from vastml.embed._optim import (
     tsne_gradient_descent,
 )
 from vastml.embed._out_of_sample import embed_new_points
+from vastml.embed._schedules import parse_gradient
 
 GRADIENT_CHOICES = ("auto", "exact", "barnes_hut", "fgt", "fft")
 #: Above this many points, gradient="auto" leaves the exact O(N^2) repulsion.
@@ -55,20 +58,23 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         if not (isinstance(self.n_components, numbers.Integral) and self.n_components >= 1):
             raise ValueError(f"`n_components` must be a positive int, got {self.n_components!r}")
         choice(self.method, "method", METHODS)
-        choice(self.gradient, "gradient", GRADIENT_CHOICES)
+        if isinstance(self.gradient, tuple):  # (method, accuracy schedule), thesis §5.5
+            name, _ = parse_gradient(self.gradient, GRADIENT_CHOICES[1:])
+        else:
+            name = choice(self.gradient, "gradient", GRADIENT_CHOICES + ("bh",))
         choice(self.affinity_method, "affinity_method", ROOT_METHODS)
         auto_iter = self._model == "tsne" and isinstance(self.max_iter, str) and self.max_iter == "auto"
         if not (auto_iter or (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1)):
             raise ValueError(f"`max_iter` must be a positive int, got {self.max_iter!r}")
         if not (isinstance(self.theta, numbers.Real) and self.theta >= 0):
             raise ValueError(f"`theta` must be a number >= 0, got {self.theta!r}")
-        if self.gradient == "fgt" and self._model == "tsne":
+        if name == "fgt" and self._model == "tsne":
             raise ValueError(
                 "gradient='fgt' needs a Gaussian kernel; t-SNE uses 'barnes_hut' or 'exact'"
             )
-        if self.gradient == "barnes_hut" and self.n_components > 3:
+        if name in ("barnes_hut", "bh") and self.n_components > 3:
             raise ValueError("gradient='barnes_hut' handles n_components <= 3")
-        if self.gradient == "fft" and self.n_components > 2:
+        if name == "fft" and self.n_components > 2:
             raise ValueError("gradient='fft' handles n_components <= 2")
         n_jobs_arg(self.n_jobs)
 
@@ -112,6 +118,10 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         return P
 
     def _gradient_method(self, n):
+        if isinstance(self.gradient, tuple):
+            return self.gradient
+        if self.gradient == "bh":
+            return "barnes_hut"
         if self.gradient != "auto":
             return self.gradient
         if n <= AUTO_EXACT_MAX:
@@ -134,7 +144,11 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Embed new points with the training embedding fixed (their affinities to the
-        training points, then each point's own objective; thesis §5.4)."""
+        training points, then each point's own objective; thesis §5.4). The repulsion from
+        the training points uses the N-body sums of the fit's ``gradient`` (exact,
+        Barnes-Hut at ``theta``, the fast Gauss transform at ``epsilon``; Barnes-Hut for
+        ``"fft"``), so M new points cost O(M log N) against N training points, never an
+        M x N matrix."""
         check_is_fitted(self, "embedding_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if not hasattr(self.nn_, "n_samples_fit_"):
@@ -147,6 +161,9 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             dist**2,
             idx,
             self.perplexity,
+            gradient=parse_gradient(self._gradient_method(self.embedding_.shape[0]), GRADIENT_CHOICES)[0],
+            theta=self.theta,
+            epsilon=getattr(self, "epsilon", 1e-6),
             n_jobs=self.n_jobs,
         )
 
@@ -610,4 +627,142 @@ class ElasticEmbedding(_NeighborEmbedding):
         obj.lam = lam
         self.embedding_ = Y
         self.objective_ = float(obj(Y)[0])
+        return self
+
+
+class SNE(_NeighborEmbedding):
+    r"""Stochastic neighbour embedding (Hinton & Roweis 2003): per-point normalisation.
+
+    Minimises :math:`\sum_n KL(P_n \| Q_n)` with the conditional entropic affinities
+    :math:`p_{m|n}` of ``perplexity`` and :math:`q_{m|n} = \exp(-\|x_n - x_m\|^2) /
+    \sum_{k \ne n} \exp(-\|x_n - x_k\|^2)`. Up to the constant :math:`\sum p \log p` this is
+    :math:`E = \sum_{n,m} w^+_{nm} \|x_n - x_m\|^2 + \sum_n \log \sum_{k \ne n} e^{-\|x_n -
+    x_k\|^2}` with :math:`W^+ = (P + P^T)/2` (thesis §3.1), so the spectral direction
+    applies with the constant Laplacian of :math:`W^+`, factorised once.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+    perplexity : float, default=30.0
+        Effective number of neighbours K of the entropic affinities.
+    max_iter : int, default=1000
+    method : {"spectral", "fp", "gd", "lbfgs", "diagh", "sd-", "cg"}, default="spectral"
+        Optimiser, see :func:`vastml.embed.minimize`.
+    gradient : {"auto", "exact", "barnes_hut", "fgt"}, default="auto"
+        Repulsion sums: "auto" is exact up to 1,500 points, the fast Gauss transform above.
+    theta : float, default=0.5
+        Barnes-Hut opening angle.
+    epsilon : float, default=1e-4
+        Accuracy of the fast Gauss transform.
+    tol : float, default=1e-7
+        Relative decrease of the objective that stops the line-search optimisers.
+    n_neighbors, affinity_method, kappa, init, random_state, n_jobs
+        As in :class:`SymmetricSNE`.
+    callbacks : callable or list of callables, default=None
+        Called as ``callback(iteration, objective, embedding)`` every ``callback_every``
+        iterations; returning True stops the fit with the embedding so far
+        (``stopped_early_``).
+    callback_every : int, default=1
+    verbose : bool, default=False
+        Progress bar.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, n_components)
+    kl_divergence_ : float
+        :math:`\sum_n KL(P_n \| Q_n)` at the end (with the repulsion method used).
+    n_iter_ : int
+    stopped_early_ : bool
+    affinities_ : scipy.sparse.csr_array
+        The conditional P (rows sum to 1).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from vastml.embed import SNE
+    >>> X = load_digits().data[:200]
+    >>> m = SNE(perplexity=15, max_iter=100, random_state=0).fit(X)
+    >>> m.embedding_.shape, bool(m.kl_divergence_ < 200 * 1.0)
+    ((200, 2), True)
+    """
+
+    _model = "sne"
+
+    def __init__(
+        self,
+        *,
+        n_components=2,
+        perplexity=30.0,
+        max_iter=1000,
+        method="spectral",
+        gradient="auto",
+        theta=0.5,
+        epsilon=1e-4,
+        tol=1e-7,
+        n_neighbors=None,
+        affinity_method="euler",
+        kappa=None,
+        init="pca",
+        random_state=None,
+        n_jobs=None,
+        callbacks=None,
+        callback_every=1,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.perplexity = perplexity
+        self.max_iter = max_iter
+        self.method = method
+        self.gradient = gradient
+        self.theta = theta
+        self.epsilon = epsilon
+        self.tol = tol
+        self.n_neighbors = n_neighbors
+        self.affinity_method = affinity_method
+        self.kappa = kappa
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
+
+    def _fit(self, X):
+        self._check_common()
+        max_iter = check_int(self.max_iter, "max_iter", low=1)
+        tol = positive_float(self.tol, "tol")
+        eps = positive_float(self.epsilon, "epsilon")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        rng = check_random_state(self.random_state)
+        P = self._affinities(X)
+        self.affinities_ = P
+        W = symmetrize(P, "mean")
+        obj = EmbeddingObjective(
+            "sne",
+            W,
+            gradient=self._gradient_method(X.shape[0]),
+            theta=self.theta,
+            epsilon=eps,
+            n_jobs=self.n_jobs,
+        )
+        Y = self._init(X, rng, 1e-4)
+        with Progress(
+            self.callbacks,
+            callback_every=self.callback_every,
+            verbose=self.verbose,
+            total=max_iter,
+            desc=type(self).__name__,
+        ) as progress:
+            r = minimize(
+                obj,
+                Y,
+                method=self.method,
+                max_iter=max_iter,
+                kappa=self.kappa,
+                tol=tol,
+                callback=progress.report if progress.active else None,
+            )
+        self.embedding_, self.n_iter_ = r.X, r.n_iter
+        self.stopped_early_ = r.stopped == "callback"
+        self.kl_divergence_ = float(obj(r.X)[0]) + neg_entropy(sp.csr_array(P).data)
         return self

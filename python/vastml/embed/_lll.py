@@ -78,7 +78,7 @@ class LLLEigenmaps(_LLLBase):
         Embedding dimension d.
     n_landmarks : int, default=200
         L (ignored when ``landmarks`` is an index array).
-    landmarks : {"random", "kmeans", "random-pruned"} or array-like of int, default="random"
+    landmarks : {"random", "kmeans", "random-pruned", "minmax"} or array-like of int, default="random"
         See :func:`select_landmarks`.
     n_neighbors_z : int, default=None
         K_Z, the landmarks reconstructing each point (default ``min(L, n_features + 1, 10)``,

@@ -24,7 +24,7 @@ from sklearn.utils import check_random_state
 
 from vastml._validation import as_points, choice
 
-LANDMARK_METHODS = ("random", "kmeans", "random-pruned")
+LANDMARK_METHODS = ("random", "kmeans", "random-pruned", "minmax")
 _CHUNK = 4096  # points per batched Gram solve (bounds memory at chunk * K_Z * D floats)
 
 
@@ -44,12 +44,14 @@ def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_s
     X : array-like of shape (n_samples, n_features)
     n_landmarks : int
         L, at most ``n_samples``.
-    method : {"random", "kmeans", "random-pruned"} or array-like of int
+    method : {"random", "kmeans", "random-pruned", "minmax"} or array-like of int
         ``"random"``: uniform without replacement (the thesis default). ``"kmeans"``: k-means
         with L clusters, then the data point closest to each centroid (duplicates are replaced
         by random points). ``"random-pruned"``: draw ``L + n_pruned`` at random and drop one point
-        of each of the ``n_pruned`` closest pairs, so landmarks do not bunch up. An integer
-        array is taken as the landmark indices themselves.
+        of each of the ``n_pruned`` closest pairs, so landmarks do not bunch up. ``"minmax"``:
+        MinMax (de Silva & Tenenbaum 2004; :func:`minmax_landmarks`), each landmark the point
+        farthest from those chosen before it. An integer array is taken as the landmark
+        indices themselves.
     n_pruned : int, default=None
         M for ``"random-pruned"`` (default ``max(1, L // 10)``).
     random_state : int, RandomState instance or None
@@ -82,6 +84,8 @@ def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_s
     rng = check_random_state(random_state)
     if method == "random":
         return np.sort(rng.choice(n, L, replace=False))
+    if method == "minmax":
+        return np.sort(minmax_landmarks(X, L, random_state=rng))
     if method == "kmeans":
         km = KMeans(n_clusters=L, n_init=1, random_state=rng, max_iter=50).fit(X)
         nn = NearestNeighbors(n_neighbors=1).fit(X)
@@ -113,6 +117,58 @@ def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_s
     if keep.size > L:  # fewer close pairs among the k-NN than M: drop the excess at random
         keep = rng.choice(keep, L, replace=False)
     return np.sort(keep)
+
+
+def minmax_landmarks(X, n_landmarks, *, random_state=None, chunk=8192):
+    """MinMax landmarks (de Silva & Tenenbaum 2004), in the order they are chosen.
+
+    The first landmark is a random data point; each next one is the point whose Euclidean
+    distance to the nearest landmark chosen so far is largest (greedy farthest-point, the
+    2-approximation of the k-centre problem). O(N L D) time, O(N) memory: one pass over the
+    data per landmark, updating each point's distance to its nearest landmark. Ties go to
+    the lowest index. Points that coincide with a landmark (distance 0) are chosen only
+    once every distinct point is.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_landmarks : int
+        L, at most ``n_samples``.
+    random_state : int, RandomState instance or None
+        Picks the first landmark.
+
+    Returns
+    -------
+    ndarray of int of shape (n_landmarks,), in selection order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [10.0], [4.0]])
+    >>> minmax_landmarks(X, 3, random_state=0).tolist()
+    [0, 2, 3]
+    """
+    X = as_points(X, "X")
+    n = X.shape[0]
+    L = _positive_int(n_landmarks, "n_landmarks")
+    if L > n:
+        raise ValueError(f"`n_landmarks` = {L} exceeds the number of points {n}")
+    rng = check_random_state(random_state)
+    sq = np.einsum("ij,ij->i", X, X)
+    nearest = np.full(n, np.inf)
+    chosen = np.empty(L, dtype=np.int64)
+    chosen[0] = rng.randint(n)
+    for k in range(L):
+        if k > 0:
+            chosen[k] = int(np.argmax(nearest))
+        c = X[chosen[k]]
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            d2 = sq[a:b] - 2.0 * (X[a:b] @ c) + sq[chosen[k]]
+            np.maximum(d2, 0.0, out=d2)
+            np.minimum(nearest[a:b], d2, out=nearest[a:b])
+        nearest[chosen[k]] = -1.0  # never chosen twice, even among duplicates
+    return chosen
 
 
 def reconstruction_weights(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust", n_jobs=None):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from vastml import _core
 from vastml._validation import as_points, choice, n_jobs_arg
 from vastml.embed._affinities import is_compact
+from vastml.embed._schedules import fgt_order_epsilon, parse_gradient, schedule_value
 
 MODELS = ("ee", "sne", "ssne", "tsne")
 GRADIENTS = ("exact", "barnes_hut", "fgt", "fft")
@@ -65,6 +66,12 @@ class EmbeddingObjective:
     boxes per dimension). Sums run over ordered pairs (the gradient is
     :math:`4 L X`). The repulsion is computed exactly (``"exact"``, O(N^2)), by
     Barnes-Hut (``theta``) or by the fast Gauss transform (``epsilon``; Gaussian kernels).
+    ``gradient=("barnes_hut", theta_schedule)`` (or ``"bh"``) and ``("fgt", p_schedule)``
+    change the accuracy with the iteration (thesis §5.5): the schedule is ``"thesis"``
+    (:func:`accuracy_schedule`: theta 2 -> 0.1, p 1 -> 10 over 100 iterations), a sequence
+    (the last value holds) or a callable; it is indexed by ``iteration`` (set by
+    :func:`minimize`) or, when that is None, by the number of evaluations; FGT orders p
+    become ``epsilon`` by :func:`fgt_order_epsilon`.
 
     Calling the objective returns ``(E, G)`` and counts the evaluation in ``n_evaluations``.
 
@@ -90,7 +97,10 @@ class EmbeddingObjective:
         n_jobs=None,
     ):
         self.model = choice(model, "model", MODELS)
-        self.gradient = choice(gradient, "gradient", GRADIENTS)
+        gradient, self.schedule = parse_gradient(gradient, GRADIENTS)
+        self.gradient = gradient
+        #: iteration of the optimiser (set by :func:`minimize`); indexes ``schedule``
+        self.iteration = None
         if gradient == "fgt" and model == "tsne":
             raise ValueError(
                 "gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE"
@@ -125,6 +135,8 @@ class EmbeddingObjective:
         """(E, E+, E-, G) at X (E+ includes ``attraction_scale``). With ``need_objective``
         False, t-SNE skips the logarithms of E+ and returns E = E+ = NaN."""
         X = np.ascontiguousarray(X, dtype=np.float64)
+        if self.schedule is not None:
+            self._apply_schedule(X.shape[1])
         self.n_evaluations += 1
         data = self._data if self.attraction_scale == 1.0 else self._data * self.attraction_scale
         return _core.embedding_objective(
@@ -142,6 +154,14 @@ class EmbeddingObjective:
             n_interp=self.n_interp,
             box_width=self.box_width,
         )
+
+    def _apply_schedule(self, dim):
+        it = self.n_evaluations if self.iteration is None else self.iteration
+        v = schedule_value(self.schedule, it)
+        if self.gradient == "barnes_hut":
+            self.theta = v
+        else:
+            self.epsilon = fgt_order_epsilon(max(1, round(v)), dim)
 
     def grad(self, X):
         """The gradient alone (E is not computed where that saves work)."""

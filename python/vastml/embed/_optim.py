@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,8 +18,9 @@ from scipy.optimize import minimize as scipy_minimize
 
 from vastml import _core
 from vastml._validation import choice
+from vastml.embed._directions import DiagHessianDirection, PartialHessianCG
 
-METHODS = ("spectral", "fp", "gd", "lbfgs")
+METHODS = ("spectral", "fp", "gd", "lbfgs", "diagh", "sd-", "cg")
 #: Up to this many points the spectral direction uses a dense Cholesky factor.
 DENSE_CHOLESKY_MAX = 4000
 
@@ -146,7 +148,16 @@ def _direction_fn(method, objective, W, kappa, direction):
         return SpectralDirection(W, kappa=kappa)
     if method == "fp":
         return SpectralDirection(W, kappa=0)
+    if method == "diagh":
+        return DiagHessianDirection(objective)
+    if method == "sd-":
+        return PartialHessianCG(objective, SpectralDirection(W, kappa=kappa))
     return lambda G: -G
+
+
+def _apply(dirfn, G, X):
+    """The direction at (X, G): DiagH and SD- also need X."""
+    return dirfn(G, X) if getattr(dirfn, "needs_x", False) else dirfn(G)
 
 
 def _centered_norm(A):
@@ -174,15 +185,22 @@ def minimize(
     gtol=None,
     gscale=1.0,
     target=None,
+    adaptive_step=True,
 ):
     r"""Minimises ``objective`` (a callable X -> (E, G), e.g. an :class:`EmbeddingObjective`)
     from ``X0``.
 
-    ``method``: ``"spectral"`` (spectral direction), ``"fp"`` (fixed point, the diagonal of
-    the attractive Hessian), ``"gd"`` (steepest descent) — each with backtracking line
-    search for sufficient decrease :math:`E(X + \alpha P) \le E(X) + c \alpha \langle G, P\rangle`,
-    contraction ``rho``, the initial trial step at each iteration the previously accepted
-    one (never increasing); or ``"lbfgs"`` (SciPy's L-BFGS-B, 100 stored pairs). With
+    ``method`` (thesis §3.3): ``"spectral"`` (spectral direction, SD), ``"fp"`` (fixed
+    point, the diagonal of the attractive Hessian), ``"diagh"`` (the diagonal of the psd
+    part of the Hessian, :func:`diag_hessian`), ``"sd-"`` (the same-dimension blocks of
+    the psd part of the Hessian, solved by conjugate gradients preconditioned with the
+    spectral factor, :class:`PartialHessianCG`), ``"gd"`` (steepest descent) — each with
+    backtracking line search for sufficient decrease :math:`E(X + \alpha P) \le E(X) + c
+    \alpha \langle G, P\rangle`, contraction ``rho``, the initial trial step at each
+    iteration the previously accepted one (never increasing); ``"cg"`` (nonlinear conjugate
+    gradients, Polak-Ribiere+ with a strong-Wolfe line search that may take steps > 1, as
+    Rasmussen's ``minimize.m``); or ``"lbfgs"`` (SciPy's L-BFGS-B, 100 stored pairs).
+    ``"diagh"`` and ``"sd-"`` build dense N x N pieces (up to 6,000 points). With
     ``step`` set, no line search: a fixed step (for approximate gradients, thesis §5.5).
     Stops when the relative decrease of E falls below ``tol`` (after ``min_iter``
     iterations; with ``xtol`` set, only if also :math:`\|\Delta X\|_F \le` ``xtol``
@@ -199,6 +217,9 @@ def minimize(
     iterations: a path through the saddle X ~ 0, where G ~ 0, must still move);
     ``max_iter`` still applies.
 
+    ``adaptive_step=False`` starts every backtracking search at ``alpha0`` instead of the
+    previously accepted step (the thesis's adaptive rule is the default).
+
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
@@ -210,13 +231,33 @@ def minimize(
     choice(method, "method", METHODS)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
     if method == "lbfgs":
-        return _lbfgs(objective, X, max_iter=max_iter, tol=tol, callback=callback)
+        return _lbfgs(
+            objective, X, max_iter=max_iter, tol=tol, callback=callback, max_seconds=max_seconds
+        )
+    if method == "cg":
+        return _nonlinear_cg(
+            objective,
+            X,
+            max_iter=max_iter,
+            tol=tol,
+            min_iter=min_iter,
+            callback=callback,
+            max_seconds=max_seconds,
+            center=center,
+            gtol=gtol,
+            gscale=gscale,
+            target=target,
+        )
     W = getattr(objective, "W", None)
-    if method in ("spectral", "fp") and W is None and direction is None:
-        raise ValueError("the spectral and fp directions need `objective.W` (the attraction)")
+    if method in ("spectral", "fp", "diagh", "sd-") and W is None and direction is None:
+        raise ValueError(
+            "the spectral, fp, diagh and sd- directions need `objective.W` (the attraction)"
+        )
     dirfn = _direction_fn(method, objective, W, kappa, direction)
     start = time.perf_counter()
     n_eval = 0
+    if hasattr(objective, "iteration"):
+        objective.iteration = 0
     E, G = objective(X)
     n_eval += 1
     history, steps = [E], []
@@ -228,7 +269,9 @@ def minimize(
             X, float(E), 0, n_eval, history, steps, _reason(gtol), float(np.linalg.norm(G))
         )
     for it in range(1, max_iter + 1):
-        P = dirfn(G)
+        if hasattr(objective, "iteration"):
+            objective.iteration = it  # accuracy schedules (iteration 0 was the start)
+        P = _apply(dirfn, G, X)
         slope = float(np.vdot(G, P))
         if not slope < 0:
             stopped = "not a descent direction (gradient ~ 0)"
@@ -240,6 +283,8 @@ def minimize(
             n_eval += 1
             alpha = step
         else:
+            if not adaptive_step:
+                alpha = alpha0
             while True:
                 Xn = X + alpha * P
                 En, Gn = objective(Xn)
@@ -289,8 +334,117 @@ def _reason(gtol):
     return "gtol" if gtol is not None else "target"
 
 
-def _lbfgs(objective, X, *, max_iter, tol, callback):
+def _nonlinear_cg(
+    objective, X, *, max_iter, tol, min_iter, callback, max_seconds, center, gtol, gscale, target
+):
+    """Polak-Ribiere+ nonlinear conjugate gradients with SciPy's strong-Wolfe line search
+    (c1 = 1e-4, c2 = 0.1; steps > 1 allowed), restarting along -G when the direction is
+    not a descent one. Same stopping rules as the line-search methods of :func:`minimize`."""
+    from scipy.optimize import line_search as _line_search
+    from scipy.optimize._linesearch import LineSearchWarning
+
     shape = X.shape
+    cache = {}
+    n_eval = [0]
+
+    def evaluate(x):
+        key = x.tobytes()
+        if key not in cache:
+            cache.clear()
+            n_eval[0] += 1
+            try:
+                E, G = objective(x.reshape(shape))
+            except ValueError:  # a trial step so long that E is not defined (SNE underflow)
+                E, G = math.inf, np.zeros(x.size)
+            cache[key] = (float(E), np.asarray(G, dtype=np.float64).ravel())
+        return cache[key]
+
+    start = time.perf_counter()
+    x = X.ravel().copy()
+    E, g = evaluate(x)
+    history, steps = [E], []
+    p = -g
+    E_old = None
+    stopped, it = "max_iter", 0
+    # Steps may be long (median 256 on the COIL-like EE; capping the extrapolation at 3x
+    # the previous move, as minimize.m does, left E three times higher after 20 s): a trial
+    # point where E is not defined (SNE's normaliser underflows) counts as E = inf.
+    alpha_guess = 1.0
+    for it in range(1, max_iter + 1):
+        slope = float(g @ p)
+        if not slope < 0:
+            p, slope = -g, -float(g @ g)
+            if not slope < 0:
+                stopped = "not a descent direction (gradient ~ 0)"
+                it -= 1
+                break
+        amax = 1e10
+        with warnings.catch_warnings():  # no Wolfe point is handled below
+            warnings.simplefilter("ignore", LineSearchWarning)
+            res = _line_search(
+                lambda z: evaluate(z)[0],
+                lambda z: evaluate(z)[1],
+                x,
+                p,
+                gfk=g,
+                old_fval=E,
+                old_old_fval=E_old,
+                c1=1e-4,
+                c2=0.1,
+                amax=amax,
+                maxiter=20,
+            )
+        alpha = res[0]
+        if alpha is None:  # no Wolfe point: restart along -G with backtracking
+            p = -g
+            alpha = alpha_guess
+            while True:
+                En, gn = evaluate(x + alpha * p)
+                if En <= E - 1e-4 * alpha * float(g @ g) or alpha < 1e-20:
+                    break
+                alpha *= 0.5
+        xn = x + alpha * p
+        En, gn = evaluate(xn)
+        if center:
+            xr = xn.reshape(shape)
+            xn = (xr - xr.mean(axis=0)).ravel()
+            cache.clear()
+            cache[xn.tobytes()] = (En, gn)
+        beta = max(0.0, float(gn @ (gn - g)) / float(g @ g)) if float(g @ g) > 0 else 0.0
+        p = -gn + beta * p
+        decrease = E - En
+        E_old, E, g, x = E, En, gn, xn
+        alpha_guess = alpha
+        history.append(E)
+        steps.append(alpha)
+        if callback is not None and callback(it, E, x.reshape(shape)):
+            stopped = "callback"
+            break
+        if gtol is not None or target is not None:
+            if it >= min_iter and _reached(E, g, gtol, gscale, target):
+                stopped = _reason(gtol)
+                break
+        elif it >= min_iter and decrease <= tol * abs(E):
+            stopped = "tol"
+            break
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
+            stopped = "max_seconds"
+            break
+    return OptimizeResult(
+        np.ascontiguousarray(x.reshape(shape)),
+        float(E),
+        it,
+        n_eval[0],
+        history,
+        steps,
+        stopped,
+        float(np.linalg.norm(g)),
+    )
+
+
+def _lbfgs(objective, X, *, max_iter, tol, callback, max_seconds=None):
+    shape = X.shape
+    start = time.perf_counter()
     history = []
     n_eval = [0]
 
@@ -299,9 +453,14 @@ def _lbfgs(objective, X, *, max_iter, tol, callback):
         n_eval[0] += 1
         return E, G.ravel()
 
-    def cb(xk):
-        history.append(None)
-        if callback is not None and callback(len(history), float("nan"), xk.reshape(shape)):
+    def cb(intermediate_result):
+        E = float(intermediate_result.fun)
+        history.append(E)
+        if callback is not None and callback(
+            len(history), E, intermediate_result.x.reshape(shape)
+        ):
+            raise StopIteration
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
             raise StopIteration
 
     res = scipy_minimize(
@@ -320,7 +479,8 @@ def _lbfgs(objective, X, *, max_iter, tol, callback):
     )
     X = res.x.reshape(shape)
     return OptimizeResult(
-        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], [], [], str(res.message)
+        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], history, [],
+        str(res.message)
     )
 
 
@@ -341,6 +501,7 @@ def homotopy(
     gtol=None,
     gscale=1.0,
     targets=None,
+    adaptive_step=True,
 ):
     r"""Follows the minimiser path X(lambda) of E = E+ + lambda E- for increasing lambda
     (thesis §3.6): the factorisation of the spectral direction is computed once; the line
@@ -379,8 +540,9 @@ def homotopy(
         if targets.shape != lambdas.shape:
             raise ValueError("`targets` needs one objective value per lambda")
     direction = None
-    if method in ("spectral", "fp"):
-        direction = SpectralDirection(objective.W, kappa=0 if method == "fp" else kappa)
+    if method in ("spectral", "fp", "diagh", "sd-"):
+        # factorised once for the whole path
+        direction = _direction_fn(method, objective, objective.W, kappa, None)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
     info = {
         "lambdas": lambdas,
@@ -410,6 +572,7 @@ def homotopy(
             gtol=gtol,
             gscale=gscale,
             target=None if targets is None else float(targets[k]),
+            adaptive_step=adaptive_step,
         )
         X = r.X
         info["n_evaluations"] += r.n_evaluations
@@ -471,6 +634,7 @@ def tsne_gradient_descent(
         fused
         and getattr(objective, "model", None) == "tsne"
         and getattr(objective, "gradient", None) in ("exact", "barnes_hut", "fft")
+        and getattr(objective, "schedule", None) is None  # schedules run in the NumPy loop
     )
     done = 0
     if use_rust:
@@ -522,6 +686,8 @@ def tsne_gradient_descent(
     objective.attraction_scale = exaggeration
     try:
         for i in range(n_iter):
+            if hasattr(objective, "iteration"):
+                objective.iteration = it0 + i
             need = (it0 + i + 1) % objective_every == 0 or i == n_iter - 1
             if need:
                 E_prev, (E, G) = E, objective(X)

@@ -1,4 +1,12 @@
-"""Out-of-sample embedding of new points with the training embedding fixed (thesis §5.4)."""
+"""Out-of-sample embedding of new points with the training embedding fixed (thesis §5.4).
+
+Each new point x minimises its own objective against the N fixed training points (eq. 5.9:
+attraction to its nearest training points, repulsion from all of them). The repulsion's
+kernel sums over the training points are computed for all M new points at once by the same
+N-body machinery as the fit (:class:`vastml._core.SourceSums`: exact, Barnes-Hut or the fast
+Gauss transform), built once per ``transform``: O(M log N + N log N) with Barnes-Hut,
+O(M + N) per evaluation with the fast Gauss transform, never an M x N matrix.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,107 @@ from scipy.optimize import minimize as scipy_minimize
 
 from vastml import _core
 
-_CHUNK = 256
+_CHUNK = 4096
+#: The sum method of new points for each ``gradient`` of the fit ("grid": the training
+#: points' kernel fields on a grid by one FFT convolution, :class:`GridSums`; 1-D and 2-D,
+#: Barnes-Hut above).
+SUM_METHOD = {"exact": "exact", "barnes_hut": "barnes_hut", "fgt": "fgt", "fft": "grid"}
+#: Most grid nodes per dimension of :class:`GridSums` (the spacing grows beyond).
+GRID_MAX_NODES = {1: 1 << 16, 2: 1024}
+
+
+class GridSums:
+    r"""The kernel sums of fixed sources as fields on a regular grid, for new points.
+
+    With the training embedding fixed, :math:`S_0(x) = \sum_m K(\|x - y_m\|^2)`,
+    :math:`S_1(x) = \sum_m K^q` and :math:`S_x(x) = \sum_m K^q y_m` are fixed functions of
+    the new point's position x. They are computed once on a grid (sources spread to their
+    nearest nodes with bilinear weights, one FFT convolution with the kernel sampled on the
+    grid; the FFT interpolation idea of FIt-SNE), O(N + G log G), and read at any target by
+    cubic-spline interpolation, O(1) per target and call. Targets outside the grid (beyond
+    ``margin`` around the sources) fall back to ``fallback`` (a :class:`vastml._core.SourceSums`).
+    ``spacing`` (default 0.1 embedding units, coarser when the grid would exceed
+    :data:`GRID_MAX_NODES`) sets the accuracy: the error is O(spacing^2).
+    """
+
+    def __init__(self, Y, kernel, *, spacing=0.1, margin=4.0, fallback=None):
+        import scipy.fft as sfft
+        from scipy import ndimage
+
+        Y = np.asarray(Y, dtype=np.float64)
+        n, d = Y.shape
+        if d not in GRID_MAX_NODES:
+            raise ValueError("GridSums handles 1-D and 2-D embeddings")
+        self.kernel, self.fallback = kernel, fallback
+        lo = Y.min(axis=0) - margin
+        span = float((Y.max(axis=0) + margin - lo).max())
+        h = max(spacing, span / (GRID_MAX_NODES[d] - 1))
+        shape = tuple(int(np.ceil((Y[:, c].max() + margin - lo[c]) / h)) + 2 for c in range(d))
+        self.lo, self.h, self.shape = lo, h, shape
+        # bilinear spreading of the weights 1 and y_c to the 2^d nearest nodes
+        u = (Y - lo) / h
+        base = np.floor(u).astype(np.int64)
+        frac = u - base
+        chans = [np.ones(n)] + [Y[:, c] for c in range(d)]
+        grids = [np.zeros(int(np.prod(shape))) for _ in chans]
+        for corner in range(1 << d):
+            w = np.ones(n)
+            flat = np.zeros(n, dtype=np.int64)
+            for c in range(d):
+                bit = (corner >> c) & 1
+                w = w * (frac[:, c] if bit else 1.0 - frac[:, c])
+                flat = flat * shape[c] + base[:, c] + bit
+            for g, v in zip(grids, chans):
+                g += np.bincount(flat, weights=w * v, minlength=g.size)
+        grids = [g.reshape(shape) for g in grids]
+        # circular convolution over a period >= 2m - 1 (the kernel wrapped), i.e. the
+        # linear one on the m nodes: each FFT once (the sources' and the two kernels')
+        L = tuple(sfft.next_fast_len(2 * m - 1, real=True) for m in shape)
+        axes = []
+        for m, Lc in zip(shape, L):
+            j = np.arange(Lc)
+            off = np.where(j < m, j, j - Lc).astype(float) * h
+            axes.append(np.where((j < m) | (j > Lc - m), off, np.inf))
+        offs = np.meshgrid(*axes, indexing="ij")
+        t = sum(o * o for o in offs)
+        K = np.exp(-t) if kernel == "gaussian" else 1.0 / (1.0 + t)
+        Kq = K if kernel == "gaussian" else K * K
+        fk, fkq = sfft.rfftn(K, workers=-1), sfft.rfftn(Kq, workers=-1)
+        del K, Kq, t, offs
+        cut = tuple(slice(0, m) for m in shape)
+
+        def conv(g, fker):
+            return sfft.irfftn(sfft.rfftn(g, s=L, workers=-1) * fker, s=L, workers=-1)[cut]
+
+        f0 = sfft.rfftn(grids[0], s=L, workers=-1)
+        fields = [sfft.irfftn(f0 * fk, s=L, workers=-1)[cut]]
+        fields.append(sfft.irfftn(f0 * fkq, s=L, workers=-1)[cut])
+        del f0
+        fields += [conv(g, fkq) for g in grids[1:]]
+        self._coef = [ndimage.spline_filter(f, order=3) for f in fields]
+
+    def at(self, targets, n_jobs=None):
+        from scipy import ndimage
+
+        T = np.asarray(targets, dtype=np.float64)
+        u = ((T - self.lo) / self.h).T
+        inside = np.all((u >= 1) & (u <= np.array(self.shape)[:, None] - 2), axis=0)
+        vals = [
+            ndimage.map_coordinates(c, u[:, inside], order=3, prefilter=False) for c in self._coef
+        ]
+        m, d = T.shape
+        s0, s1, sx = np.empty(m), np.empty(m), np.empty((m, d))
+        s0[inside], s1[inside] = vals[0], vals[1]
+        sx[inside] = np.stack(vals[2:], axis=1)
+        if not inside.all():
+            f0, f1, fx = self.fallback.at(np.ascontiguousarray(T[~inside]), n_jobs)
+            s0[~inside], s1[~inside], sx[~inside] = f0, f1, fx
+        return s0, s1, sx
 
 
 def _point_objective(model, lam, Xn, Ytrain, idx, p):
-    """f(x) and its gradient for a block of new points, training embedding fixed.
+    """f(x) and its gradient for a block of new points, training embedding fixed, by the
+    dense O(M N) distance matrix (the reference of :func:`_sums_objective`).
 
     tsne: sum_j p_j log(1 + t_j) + log sum_n 1/(1 + t_n); ssne: sum_j p_j t_j + log sum_n
     exp(-t_n); ee / sne: sum_j p_j t_j + lam sum_n exp(-t_n) (ee) or log-sum (sne); t =
@@ -49,11 +153,85 @@ def _point_objective(model, lam, Xn, Ytrain, idx, p):
     return att + rep, g_att - 2.0 * KX / S[:, None]
 
 
-def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=200, n_jobs=None):
+def _sums_objective(model, lam, Xn, Ytrain, idx, p, sums, n_jobs=None, Ynb=None):
+    """f(x) and its gradient for a block of new points from the N-body sums of
+    ``sums`` (a :class:`vastml._core.SourceSums` or :class:`GridSums` over the training
+    embedding): the same objective as :func:`_point_objective` without the M x N matrix.
+    ``Ynb``: ``Ytrain[idx]``, gathered once by the caller."""
+    diff_nb = Xn[:, None, :] - (Ytrain[idx] if Ynb is None else Ynb)  # (m, k, d)
+    t_nb = (diff_nb * diff_nb).sum(axis=2)
+    s0, s1, sx = sums.at(np.ascontiguousarray(Xn), n_jobs)
+    bad = ~(s0 > 0)
+    if bad.any():
+        # a point so far from every training point that its Gaussian sum underflows:
+        # the dense path, which shifts by the nearest distance (rare; only those rows)
+        f_b, g_b = _point_objective(model, lam, Xn[bad], Ytrain, idx[bad], p[bad])
+        good = ~bad
+        f_g, g_g = _sums_objective(
+            model, lam, Xn[good], Ytrain, idx[good], p[good], sums, n_jobs,
+            None if Ynb is None else Ynb[good],
+        )
+        g = np.empty_like(Xn)
+        g[bad], g[good] = g_b, g_g
+        return f_b + f_g, g
+    rep_grad = Xn * s1[:, None] - sx  # sum_n K^q (x - y_n)
+    if model == "tsne":
+        att = float((p * np.log1p(t_nb)).sum())
+        g_att = 2.0 * ((p / (1.0 + t_nb))[:, :, None] * diff_nb).sum(axis=1)
+        return att + float(np.log(s0).sum()), g_att - 2.0 * rep_grad / s0[:, None]
+    att = float((p * t_nb).sum())
+    g_att = 2.0 * (p[:, :, None] * diff_nb).sum(axis=1)
+    if model == "ee":
+        return att + lam * float(s0.sum()), g_att - 2.0 * lam * rep_grad
+    return att + float(np.log(s0).sum()), g_att - 2.0 * rep_grad / s0[:, None]
+
+
+def source_sums(model, Ytrain, gradient, *, theta=0.5, epsilon=1e-6):
+    """The kernel sums over the training embedding at new points for the fit's ``gradient``
+    (see :data:`SUM_METHOD`): a :class:`vastml._core.SourceSums` or a :class:`GridSums`."""
+    kernel = "student" if model == "tsne" else "gaussian"
+    method = SUM_METHOD[gradient]
+    if method == "grid":
+        bh = _core.SourceSums(Ytrain, kernel, "barnes_hut", float(theta), float(epsilon))
+        if Ytrain.shape[1] not in GRID_MAX_NODES:
+            return bh
+        return GridSums(Ytrain, kernel, fallback=bh)
+    return _core.SourceSums(Ytrain, kernel, method, float(theta), float(epsilon))
+
+
+def embed_new_points(
+    model,
+    lam,
+    Ytrain,
+    sqdist,
+    idx,
+    perplexity,
+    *,
+    gradient="exact",
+    theta=0.5,
+    epsilon=1e-6,
+    max_iter=200,
+    n_jobs=None,
+):
     """Embeds new points given their squared distances and indices to their nearest
     training points: entropic affinities to the neighbours, start at the affinity-weighted
-    mean of the neighbours' embeddings, then L-BFGS on the (separable) objective."""
+    mean of the neighbours' embeddings, then L-BFGS on the (separable) objective, whose
+    repulsion comes from the kernel sums of ``gradient`` (see :data:`SUM_METHOD`; ``theta``
+    for Barnes-Hut, ``epsilon`` for the fast Gauss transform) over the training embedding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Y = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> d2 = np.array([[0.01, 1.0, 1.0]])
+    >>> x = embed_new_points("tsne", 1.0, Y, d2, np.array([[0, 1, 2]]), 2.0,
+    ...                      gradient="barnes_hut", theta=0.0)
+    >>> x.shape
+    (1, 2)
+    """
     m = sqdist.shape[0]
+    Ytrain = np.ascontiguousarray(Ytrain, dtype=np.float64)
+    sums = source_sums(model, Ytrain, gradient, theta=theta, epsilon=epsilon)
     # The points are optimised in chunks, jointly (one L-BFGS run, BLAS products over the
     # chunk), so rounding, and with it where L-BFGS stops, depends on which rows come where.
     # Processing them in a canonical order (by their distances, then their neighbours) makes
@@ -76,11 +254,14 @@ def embed_new_points(model, lam, Ytrain, sqdist, idx, perplexity, *, max_iter=20
     for a in range(0, m, _CHUNK):
         b = min(m, a + _CHUNK)
         pi, ii = p[a:b], idx[a:b]
-        x0 = np.einsum("mk,mkd->md", pi, Ytrain[ii])
+        Ynb = Ytrain[ii]
+        x0 = np.einsum("mk,mkd->md", pi, Ynb)
         shape = x0.shape
 
-        def fun(x, pi=pi, ii=ii, shape=shape):
-            f, g = _point_objective(model, lam, x.reshape(shape), Ytrain, ii, pi)
+        def fun(x, pi=pi, ii=ii, shape=shape, Ynb=Ynb):
+            f, g = _sums_objective(
+                model, lam, x.reshape(shape), Ytrain, ii, pi, sums, n_jobs, Ynb
+            )
             return f, g.ravel()
 
         res = scipy_minimize(

@@ -30,7 +30,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from vastml import _core
-from vastml._validation import choice, positive_float
+from vastml._validation import check_bool, check_int, choice, positive_float
 
 _CHUNK = 65536
 _POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-step
@@ -447,6 +447,16 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     init_scale : float, default=1.0
     n_init : int, default=1
         Restarts (random/MDS-with-noise); the lowest J is kept.
+    warm_start : bool, default=False
+        Start ``fit`` from the previous fit's ``class_embedding_`` (same number of classes
+        and components; one run, ``n_init`` and ``init`` ignored then).
+    eta_phi_path : int, sequence of float or None, default=None
+        The homotopy of spec 001 §7 against local minima in Phi (no guarantee; compare with
+        ``n_init``): fit first with a larger eta_phi (compact classes, a smoother problem),
+        then warm-start each next stage from the previous centres and objects, ending at
+        ``eta_phi``. An int n: n stages log-spaced from 100 ``eta_phi`` down to ``eta_phi``;
+        a sequence: those values, then ``eta_phi``. ``history_`` holds the stages' records
+        (``stage`` key) before the final one's.
     tol_r : float, default=1e-12
         Per object: stop Newton when |dJ/dr_n|^2 < tol_r.
     tol_phi : float, default=1e-6
@@ -542,6 +552,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         verbose=0,
         callback=None,
         random_state=None,
+        warm_start=False,
+        eta_phi_path=None,
     ):
         self.n_components = n_components
         self.eta_r = eta_r
@@ -565,6 +577,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.verbose = verbose
         self.callback = callback
         self.random_state = random_state
+        self.warm_start = warm_start
+        self.eta_phi_path = eta_phi_path
 
     # -- parameters
     def _params(self, N):
@@ -592,10 +606,23 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         n_init = int(self.n_init)
         if n_init < 1:
             raise ValueError(f"`n_init` must be >= 1, got {self.n_init}")
+        warm = (
+            check_bool(self.warm_start, "warm_start")
+            and init_phi is None
+            and getattr(self, "class_embedding_", None) is not None
+            and self.class_embedding_.shape == (K, D)
+        )
+        path = self._eta_phi_path(eta_phi)
         best = None
-        for _ in range(n_init):
-            Phi0 = self._init_phi(P, D, K, rng, init_phi)
-            res = self._fit_one(P, log_prior, Phi0, init_r, eta_r, eta_phi, rng)
+        for _ in range(1 if warm else n_init):
+            Phi0 = self.class_embedding_.copy() if warm else self._init_phi(P, D, K, rng, init_phi)
+            R0, stages = init_r, []
+            for stage, v in enumerate(path):
+                res = self._fit_one(P, log_prior, Phi0, R0, eta_r, v, rng)
+                stages += [dict(h, stage=stage, eta_phi=v) for h in res["history"]]
+                Phi0, R0 = res["Phi"], res["R"]
+            res = self._fit_one(P, log_prior, Phi0, R0, eta_r, eta_phi, rng)
+            res["history"] = stages + res["history"]
             if best is None or res["J"] < best["J"]:
                 best = res
         self.class_prior_ = prior
@@ -611,6 +638,19 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         if not self.converged_:
             warnings.warn("ParametricEmbedding did not converge", ConvergenceWarning, 2)
         return self
+
+    def _eta_phi_path(self, eta_phi):
+        """The homotopy's eta_phi stages before the final ``eta_phi`` (empty: none)."""
+        path = self.eta_phi_path
+        if path is None:
+            return []
+        if isinstance(path, numbers.Integral) and not isinstance(path, bool):
+            n = check_int(path, "eta_phi_path", low=1)
+            return [float(v) for v in np.geomspace(100.0 * eta_phi, eta_phi, n + 1)[:-1]]
+        vals = np.asarray(path, dtype=np.float64)
+        if vals.ndim != 1 or not np.isfinite(vals).all() or (vals <= 0).any():
+            raise ValueError("`eta_phi_path` must be an int, or a sequence of positive numbers")
+        return [float(v) for v in vals]
 
     def fit_transform(self, P, y=None, **kw):
         return self.fit(P, **kw).embedding_

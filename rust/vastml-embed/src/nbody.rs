@@ -837,3 +837,307 @@ pub fn kernel_sums(
         ),
     }
 }
+
+impl BarnesHut {
+    /// The Barnes-Hut sums at outside `targets` (m x dim row-major) over all tree points
+    /// (no self exclusion: the targets are not tree points), with the per-target opening
+    /// rule of [`sums`](Self::sums); θ = 0 is exact. O(m log N) after the O(N log N) build.
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for θ < 0 or NaN; shape and finiteness errors of
+    /// the targets; [`EmbedError::Cancelled`].
+    pub fn sums_at(
+        &self,
+        targets: &[f64],
+        kernel: Kernel,
+        theta: f64,
+        cancel: &AtomicBool,
+    ) -> Result<KernelSums> {
+        if theta.is_nan() || theta < 0.0 {
+            return Err(invalid("theta", "must be >= 0"));
+        }
+        let dim = self.dim;
+        let m = check_points(targets, dim)?;
+        let theta2 = theta * theta;
+        let mut s0 = vec![0.0; m];
+        let mut s1 = vec![0.0; m];
+        let mut sx = vec![0.0; m * dim];
+        if self.is_empty() {
+            return Ok(KernelSums { s0, s1, sx });
+        }
+        s0.par_chunks_mut(TARGET_BLOCK)
+            .zip(s1.par_chunks_mut(TARGET_BLOCK))
+            .zip(sx.par_chunks_mut(TARGET_BLOCK * dim))
+            .enumerate()
+            .try_for_each(|(b, ((a0, a1), ax))| {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(EmbedError::Cancelled);
+                }
+                let mut stack: Vec<u32> = Vec::with_capacity(64);
+                for (j, (o0, o1)) in a0.iter_mut().zip(a1.iter_mut()).enumerate() {
+                    let p = b * TARGET_BLOCK + j;
+                    let xq = &targets[p * dim..(p + 1) * dim];
+                    let ox = &mut ax[j * dim..(j + 1) * dim];
+                    stack.clear();
+                    stack.push(0);
+                    while let Some(c) = stack.pop() {
+                        let node = &self.nodes[c as usize];
+                        let count = (node.end - node.start) as usize;
+                        if node.n_children == 0 || count == 1 {
+                            for mm in node.start as usize..node.end as usize {
+                                let xm = &self.points[mm * dim..(mm + 1) * dim];
+                                let t: f64 =
+                                    xq.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                                let v = self.weights[mm];
+                                let k = kernel.value(t);
+                                let kq = v * kernel.powered(k);
+                                *o0 += v * k;
+                                *o1 += kq;
+                                for (o, cc) in ox.iter_mut().zip(xm) {
+                                    *o += kq * cc;
+                                }
+                            }
+                            continue;
+                        }
+                        let mut t = 0.0;
+                        for (q, mc) in xq.iter().zip(&node.centre) {
+                            let d = q - mc;
+                            t += d * d;
+                        }
+                        if node.side * node.side < theta2 * t {
+                            let k = kernel.value(t);
+                            let kq = kernel.powered(k);
+                            *o0 += node.weight * k;
+                            *o1 += node.weight * kq;
+                            for (o, mc) in ox.iter_mut().zip(&node.moment) {
+                                *o += kq * mc;
+                            }
+                            continue;
+                        }
+                        let f = node.first_child;
+                        stack.extend(f..f + node.n_children as u32);
+                    }
+                }
+                Ok(())
+            })?;
+        Ok(KernelSums { s0, s1, sx })
+    }
+}
+
+/// Kernel sums at outside targets over a fixed set of sources: the repulsion of the
+/// out-of-sample embedding (thesis §5.4, eq. 5.9), where M new points move against N
+/// fixed training points. Built once (the Barnes-Hut tree over the sources), then
+/// [`at`](Self::at) costs O(M log N) (Barnes-Hut), O(M + N) (fast Gauss transform) or
+/// O(M N) (exact) per call.
+///
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use vastml_embed::{Kernel, Repulsion};
+/// use vastml_embed::nbody::SourceSums;
+/// let sources = [0.0, 0.0, 1.0, 0.0];
+/// let s = SourceSums::new(&sources, 2, Kernel::Gaussian, Repulsion::Exact).unwrap();
+/// let r = s.at(&[0.0, 0.0], &AtomicBool::new(false)).unwrap();
+/// assert!((r.s0[0] - (1.0 + (-1.0f64).exp())).abs() < 1e-12);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SourceSums {
+    kernel: Kernel,
+    dim: usize,
+    how: SourceMethod,
+}
+
+#[derive(Debug, Clone)]
+enum SourceMethod {
+    Exact(Vec<f64>),
+    BarnesHut(BarnesHut, f64),
+    Fgt(Vec<f64>, f64),
+}
+
+impl SourceSums {
+    /// Prepares the sums over `sources` (n x dim row-major) with `repulsion` (exact,
+    /// Barnes-Hut or the fast Gauss transform; the interpolation method is for
+    /// all-pairs sums only).
+    ///
+    /// # Errors
+    /// Shape and finiteness errors; [`EmbedError::InvalidParameter`] for the interpolation,
+    /// for the FGT with a Student-t kernel, for Barnes-Hut above 3 dimensions.
+    pub fn new(
+        sources: &[f64],
+        dim: usize,
+        kernel: Kernel,
+        repulsion: Repulsion,
+    ) -> Result<SourceSums> {
+        check_points(sources, dim)?;
+        let how = match repulsion {
+            Repulsion::Exact => SourceMethod::Exact(sources.to_vec()),
+            Repulsion::BarnesHut { theta } => {
+                if theta.is_nan() || theta < 0.0 {
+                    return Err(invalid("theta", "must be >= 0"));
+                }
+                SourceMethod::BarnesHut(BarnesHut::new(sources, dim, None)?, theta)
+            }
+            Repulsion::Fgt { epsilon } => {
+                if kernel != Kernel::Gaussian {
+                    return Err(invalid(
+                        "gradient",
+                        "the fast Gauss transform needs a Gaussian kernel",
+                    ));
+                }
+                SourceMethod::Fgt(sources.to_vec(), epsilon)
+            }
+            Repulsion::Interpolation { .. } => {
+                return Err(invalid(
+                    "gradient",
+                    "sums at new points use 'exact', 'barnes_hut' or 'fgt'",
+                ));
+            }
+        };
+        Ok(SourceSums { kernel, dim, how })
+    }
+
+    /// Number of coordinates of the sources (and of the targets).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Σ_m K, Σ_m K^q and Σ_m K^q x_m over all sources at each target (m x dim).
+    ///
+    /// # Errors
+    /// Shape and finiteness errors of the targets; errors of the method;
+    /// [`EmbedError::Cancelled`].
+    pub fn at(&self, targets: &[f64], cancel: &AtomicBool) -> Result<KernelSums> {
+        let dim = self.dim;
+        let m = check_points(targets, dim)?;
+        match &self.how {
+            SourceMethod::BarnesHut(tree, theta) => {
+                tree.sums_at(targets, self.kernel, *theta, cancel)
+            }
+            SourceMethod::Exact(src) => {
+                let kernel = self.kernel;
+                let mut s0 = vec![0.0; m];
+                let mut s1 = vec![0.0; m];
+                let mut sx = vec![0.0; m * dim];
+                s0.par_iter_mut()
+                    .zip(s1.par_iter_mut())
+                    .zip(sx.par_chunks_mut(dim))
+                    .enumerate()
+                    .try_for_each(|(j, ((o0, o1), ox))| {
+                        if j % TARGET_BLOCK == 0 && cancel.load(Ordering::Relaxed) {
+                            return Err(EmbedError::Cancelled);
+                        }
+                        let xq = &targets[j * dim..(j + 1) * dim];
+                        for xm in src.chunks_exact(dim) {
+                            let t: f64 = xq.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
+                            let k = kernel.value(t);
+                            let kq = kernel.powered(k);
+                            *o0 += k;
+                            *o1 += kq;
+                            for (o, c) in ox.iter_mut().zip(xm) {
+                                *o += kq * c;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                Ok(KernelSums { s0, s1, sx })
+            }
+            SourceMethod::Fgt(src, epsilon) => {
+                let n = src.len() / dim;
+                let cols = dim + 1;
+                let mut w = vec![0.0; n * cols];
+                for i in 0..n {
+                    w[i * cols] = 1.0;
+                    w[i * cols + 1..(i + 1) * cols].copy_from_slice(&src[i * dim..(i + 1) * dim]);
+                }
+                let g = vastml_fgt::gauss_transform(
+                    src,
+                    targets,
+                    dim,
+                    &w,
+                    cols,
+                    1.0,
+                    *epsilon,
+                    vastml_fgt::Method::Auto,
+                    cancel,
+                )?;
+                let mut s0 = vec![0.0; m];
+                let mut sx = vec![0.0; m * dim];
+                for j in 0..m {
+                    s0[j] = g[j * cols];
+                    sx[j * dim..(j + 1) * dim].copy_from_slice(&g[j * cols + 1..(j + 1) * cols]);
+                }
+                Ok(KernelSums {
+                    s1: s0.clone(),
+                    s0,
+                    sx,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod source_sums_tests {
+    use super::*;
+
+    fn lcg(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn barnes_hut_and_fgt_at_targets_match_exact() {
+        let cancel = AtomicBool::new(false);
+        let src = lcg(2 * 3000, 1);
+        let tgt = lcg(2 * 200, 2);
+        for kernel in [Kernel::Gaussian, Kernel::StudentT] {
+            let exact = SourceSums::new(&src, 2, kernel, Repulsion::Exact)
+                .unwrap()
+                .at(&tgt, &cancel)
+                .unwrap();
+            let bh0 = SourceSums::new(&src, 2, kernel, Repulsion::BarnesHut { theta: 0.0 })
+                .unwrap()
+                .at(&tgt, &cancel)
+                .unwrap();
+            for (a, b) in exact.s0.iter().zip(&bh0.s0) {
+                assert!((a - b).abs() <= 1e-10 * a.abs().max(1e-300));
+            }
+            // relative L1 error of s1: small, and smaller at the smaller opening angle
+            let err = |theta: f64| {
+                let bh = SourceSums::new(&src, 2, kernel, Repulsion::BarnesHut { theta })
+                    .unwrap()
+                    .at(&tgt, &cancel)
+                    .unwrap();
+                let num: f64 = exact
+                    .s1
+                    .iter()
+                    .zip(&bh.s1)
+                    .map(|(a, b)| (a - b).abs())
+                    .sum();
+                num / exact.s1.iter().map(|a| a.abs()).sum::<f64>()
+            };
+            let (e5, e2) = (err(0.5), err(0.2));
+            assert!(e5 < 5e-2 && e2 < e5 && e5 > 0.0, "{kernel:?}: {e5} {e2}");
+        }
+        let exact = SourceSums::new(&src, 2, Kernel::Gaussian, Repulsion::Exact)
+            .unwrap()
+            .at(&tgt, &cancel)
+            .unwrap();
+        let fgt = SourceSums::new(&src, 2, Kernel::Gaussian, Repulsion::Fgt { epsilon: 1e-8 })
+            .unwrap()
+            .at(&tgt, &cancel)
+            .unwrap();
+        for (a, b) in exact.sx.iter().zip(&fgt.sx) {
+            assert!((a - b).abs() <= 1e-6 * 3000.0 * 3.0);
+        }
+        assert!(
+            SourceSums::new(&src, 2, Kernel::StudentT, Repulsion::Fgt { epsilon: 1e-3 }).is_err()
+        );
+    }
+}

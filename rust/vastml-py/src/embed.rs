@@ -887,3 +887,60 @@ pub fn knn_graph<'py>(
         .into_pyarray(py);
     Ok((matrix(py, g.sqdist, n, k)?, idx))
 }
+
+/// SourceSums(sources, kernel="gaussian", method="barnes_hut", theta=0.5, epsilon=1e-6)
+/// --
+///
+/// Kernel sums at new points over fixed sources (the out-of-sample embedding): the
+/// Barnes-Hut tree over `sources` is built once; `at(targets)` returns (s0, s1, sx) =
+/// (sum K, sum K^q, sum K^q x_m) over all sources at each target row.
+#[pyclass(name = "SourceSums", module = "vastml._core", frozen)]
+pub struct PySourceSums {
+    inner: vastml_embed::nbody::SourceSums,
+}
+
+#[pymethods]
+impl PySourceSums {
+    #[new]
+    #[pyo3(signature = (sources, kernel="gaussian", method="barnes_hut", theta=0.5, epsilon=1e-6))]
+    fn new(
+        py: Python<'_>,
+        sources: PyReadonlyArray2<'_, f64>,
+        kernel: &str,
+        method: &str,
+        theta: f64,
+        epsilon: f64,
+    ) -> PyResult<Self> {
+        let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
+        let rep = repulsion_with(method, theta, epsilon, 3, 1.0)?;
+        let (xs, dim) = rows(&sources, "sources")?;
+        let inner = enter(py, Some(1), |_| {
+            vastml_embed::nbody::SourceSums::new(xs, dim, kernel, rep)
+        })?;
+        Ok(PySourceSums { inner })
+    }
+
+    /// at(targets, n_jobs=None) -> (s0, s1, sx)
+    #[pyo3(signature = (targets, n_jobs=None))]
+    fn at<'py>(
+        &self,
+        py: Python<'py>,
+        targets: PyReadonlyArray2<'py, f64>,
+        n_jobs: Option<isize>,
+    ) -> PyResult<SumsOut<'py>> {
+        let (ts, dim) = rows(&targets, "targets")?;
+        if dim != self.inner.dim() {
+            return Err(PyValueError::new_err(format!(
+                "`targets` must have {} columns (as the sources), got {dim}",
+                self.inner.dim()
+            )));
+        }
+        let m = ts.len().checked_div(dim).unwrap_or(0);
+        let s = enter(py, n_jobs, |cancel| self.inner.at(ts, cancel))?;
+        Ok((
+            s.s0.into_pyarray(py),
+            s.s1.into_pyarray(py),
+            matrix(py, s.sx, m, dim)?,
+        ))
+    }
+}

@@ -28,6 +28,8 @@ mod _core {
     #[pymodule_export]
     use super::effective_n_jobs;
     #[pymodule_export]
+    use super::embed::PySourceSums;
+    #[pymodule_export]
     use super::embed::entropic_affinities_csr;
     #[pymodule_export]
     use super::embed::knn_graph;
