@@ -36,7 +36,9 @@ done
 for f in "${CARGO_HOME:-$HOME/.cargo}/config" "${CARGO_HOME:-$HOME/.cargo}/config.toml"; do
     [ -f "$f" ] && configs+=("$f")
 done
-if git grep -nE 'target-cpu|target_cpu *=' -- ':!scripts/wheel.sh' ':!docs' ':!*.md' \
+# where compiler flags can be set: manifests, cargo configs, build scripts, the build scripts here
+if git grep -nE 'target-cpu|target_cpu|rustflags' -- '*.toml' '*build.rs' '.cargo/*' '.ci/*' \
+    'scripts/*.sh' ':!scripts/wheel.sh' \
     || { [ ${#configs[@]} -gt 0 ] && grep -nE 'target-cpu|rustflags' "${configs[@]}"; }; then
     echo "a target-cpu / rustflags setting was found above; the wheel must run on any x86-64" >&2
     exit 1
