@@ -94,7 +94,14 @@ html_theme_options = {
     "show_toc_level": 2,
     "navbar_align": "left",
     "header_links_before_dropdown": 6,
-    "secondary_sidebar_items": ["page-toc"],
+    # The benchmark and conventions pages are wide tables: give them the page's full width.
+    "secondary_sidebar_items": {
+        "guide/*": ["page-toc"],
+        "api/**": ["page-toc"],
+        "auto_examples/*": ["page-toc"],
+        "benchmarks/*": [],
+        "conventions": [],
+    },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
