@@ -208,3 +208,21 @@ def test_written_files_get_the_users_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
     np.testing.assert_array_equal(np.load(out), B)
+
+
+def test_knn_accuracy_refuses_impossible_neighbour_counts():
+    with pytest.raises(ValueError, match="`n_neighbors` must be >= 1"):
+        R.knn_accuracy(list(range(40)), [0] * 20 + [1] * 20, n_neighbors=0)
+    with pytest.raises(ValueError, match="`n_neighbors` must be <= 39"):
+        R.knn_accuracy(list(range(40)), [0] * 20 + [1] * 20, n_neighbors=40)
+
+
+def test_distributed_logistic_regression_refuses_nan():
+    pytest.importorskip("dask")
+    from vastml.distributed import DistributedLogisticRegression
+
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="NaN"):
+        DistributedLogisticRegression(n_partitions=2).fit(Xn, y)

@@ -85,6 +85,9 @@ def as_block(X: Any, y: Any) -> tuple[Any, np.ndarray | None]:
     y = np.ravel(np.asarray(y))
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"a partition has {X.shape[0]} rows in X but {y.shape[0]} labels")
+    values = X.data if sp.issparse(X) else X
+    if not np.isfinite(values).all():
+        raise ValueError("`X` contains NaN or infinite values")
     return X, y
 
 

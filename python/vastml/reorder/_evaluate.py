@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vastml._validation import check_int
+
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, RandomState
 
@@ -42,6 +44,8 @@ def knn_accuracy(
         raise ValueError("`order` and `labels` must be 1-D of the same length")
     if not np.array_equal(np.sort(order), np.arange(len(order))):
         raise ValueError("`order` must be a permutation")
+    check_int(n_neighbors, "n_neighbors", low=1, high=len(order) - 1)
+    check_int(n_splits, "n_splits", low=2, high=len(order))
     _, y = np.unique(lab, return_inverse=True)
     y_pos = y[order]  # label at each displayed position
     k = len(np.unique(y))
