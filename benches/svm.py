@@ -43,11 +43,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, Timing  # noqa: E402
-
-from sklearn.datasets import load_svmlight_file  # noqa: E402
-
-from vastml.svm import (  # noqa: E402
+from _harness import Bench, Timing
+from sklearn.datasets import load_svmlight_file
+from vastml.svm import (
     AMMClassifier,
     AROWClassifier,
     BSGDClassifier,
@@ -146,12 +144,11 @@ def cpu_time(fn, *, warmup: int, repeats: int):
 
 def sklearn_peers(Xtr, ytr, Xte, yte):
     """Live peers: (name, fit-and-return-estimator callable)."""
+    import scipy.sparse as sp
     from sklearn.kernel_approximation import Nystroem
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.svm import LinearSVC
-
-    import scipy.sparse as sp
 
     def int32(X):  # load_svmlight_file gives int64 indices, which liblinear refuses
         return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
@@ -177,7 +174,6 @@ def checkerboard_sweep(bench, bindir, seeds=(0, 1, 2)):
     import itertools
 
     from sklearn.datasets import dump_svmlight_file
-
     from vastml.datasets import make_checkerboard
 
     tmp = Path(tempfile.mkdtemp())

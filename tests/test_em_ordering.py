@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from vastml.datasets import make_waveform
 from vastml.reorder import EMOrdering, TSPMeans, figure_of_merit
 
@@ -20,7 +19,7 @@ def test_hard_scaling_drops_noise_when_the_order_ignores_it():
     # an orderer that sees only the signal: i.i.d. noise columns then have residual variance
     # ~2 (sigma ~1.41 > the alpha = 1.1 threshold 1.152) and must all be switched off
     X, y = make_waveform(600, noise_features=21, random_state=1)
-    signal_order = lambda z: np.lexsort((X[:, 10], y))  # noqa: E731
+    signal_order = lambda z: np.lexsort((X[:, 10], y))
     em = EMOrdering(n_iter=2, orderer=signal_order).fit(X)
     assert (~em.active_[21:]).mean() >= 0.9
     assert em.active_[5:16].all()
@@ -105,14 +104,14 @@ def test_edge_metric_paths_are_two_opt_optimal_under_their_cost(metric):
     np.testing.assert_allclose(D, ref, atol=1e-9)
     start = rng.permutation(40)
     order = two_opt_path(D, start)
-    cost = lambda o: D[o[:-1], o[1:]].sum()  # noqa: E731
+    cost = lambda o: D[o[:-1], o[1:]].sum()
     assert sorted(order.tolist()) == list(range(40)) and cost(order) < cost(start)
     for i, j in combinations(range(40), 2):  # no improving reversal is left (exhaustive)
         if j - i >= 1:
             o = order.copy()
             o[i:j + 1] = o[i:j + 1][::-1]
             assert cost(o) >= cost(order) - 1e-9
-    X, y = make_waveform(200, noise_features=4, random_state=3)
+    X, _ = make_waveform(200, noise_features=4, random_state=3)
     em = EMOrdering(n_iter=2, edge_metric=metric, random_state=0).fit(X)
     assert sorted(em.order_.tolist()) == list(range(200))
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from vastml.reorder import (
     barycentric_order,
     bidirectional_order,

@@ -18,9 +18,8 @@ import numbers
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
-from threadpoolctl import threadpool_limits
-
 from sklearn.base import BaseEstimator
+from threadpoolctl import threadpool_limits
 
 from vastml._validation import as_points, choice, n_jobs_arg
 from vastml.reorder._tspmeans import _seed
@@ -438,10 +437,10 @@ class KernelizedSorting(BaseEstimator):
             starts[0] = np.argsort(rx)[ry]  # y_i <- the x of the same rank
 
         def run(match):
+            LP = np.empty_like(L)
             for _ in range(int(self.max_iter)):
-                P = np.zeros((m, m))
-                P[np.arange(m), match] = 1.0
-                rows, cols = linear_sum_assignment(L @ P @ K, maximize=True)
+                LP[:, match] = L  # L P with P[k, match[k]] = 1, without the dense product
+                rows, cols = linear_sum_assignment(LP @ K, maximize=True)
                 new = cols[np.argsort(rows)]
                 if np.array_equal(new, match):
                     break

@@ -7,7 +7,8 @@
 - :class:`AROWClassifier` -- adaptive regularisation of weights, full or diagonal covariance.
 
 Models can be written and read in BudgetedSVM's text format (:func:`save_budgetedsvm`,
-:func:`load_budgetedsvm`). All accept dense arrays or scipy.sparse CSR (never densified), arbitrary labels, and follow
+:func:`load_budgetedsvm`; a bad file raises :class:`ModelFileError`, a ValueError naming the
+file and the line). All accept dense arrays or scipy.sparse CSR (never densified), arbitrary labels, and follow
 scikit-learn's conventions.
 """
 
@@ -21,13 +22,14 @@ if TYPE_CHECKING:
     from vastml.svm._arow import AROWClassifier
     from vastml.svm._bsgd import BSGDClassifier
     from vastml.svm._llsvm import LLSVMClassifier
-    from vastml.svm._model_file import load_budgetedsvm, save_budgetedsvm
+    from vastml.svm._model_file import ModelFileError, load_budgetedsvm, save_budgetedsvm
 
 __all__ = [
     "AMMClassifier",
     "AROWClassifier",
     "BSGDClassifier",
     "LLSVMClassifier",
+    "ModelFileError",
     "PegasosClassifier",
     "load_budgetedsvm",
     "save_budgetedsvm",

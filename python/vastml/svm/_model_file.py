@@ -339,7 +339,7 @@ def load_budgetedsvm(path):
     r = _Reader(path)
     if not r.lines or not r.lines[0].startswith("ALGORITHM"):
         raise r.error(1, "expected the row 'ALGORITHM: <0..4>' first")
-    first, _, val = r.lines[0].partition(":")
+    _, _, val = r.lines[0].partition(":")
     algo = r.int_(val.strip(), 1, "ALGORITHM", 0, 4)
     if algo in (0, 1, 2):
         return _load_amm(r, r.header(_AMM_KEYS))

@@ -196,25 +196,29 @@ impl Examples<'_> {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let (a, b): (*const i8, *const i8) = match *self {
-                Examples::Dense { values, dim } => {
-                    let r = &values[i * dim..(i + 1) * dim];
-                    (r.as_ptr().cast(), r.as_ptr().cast())
-                }
+            // the first two cache lines of the row's values (and of its indices)
+            let (a, b): (&[i64], &[f64]) = match *self {
+                Examples::Dense { values, dim } => (&[], &values[i * dim..(i + 1) * dim]),
                 Examples::Csr {
                     indptr,
                     indices,
                     data,
                     ..
                 } => {
-                    let s = indptr[i] as usize;
-                    (indices[s..].as_ptr().cast(), data[s..].as_ptr().cast())
+                    let (s, e) = (indptr[i] as usize, indptr[i + 1] as usize);
+                    (&indices[s..e], &data[s..e])
                 }
             };
-            // SAFETY: prefetch is a hint; both pointers point into live slices.
+            // SAFETY: prefetch is a hint; every pointer points into a live slice.
             unsafe {
-                _mm_prefetch(a, _MM_HINT_T0);
-                _mm_prefetch(b, _MM_HINT_T0);
+                for k in [0, 8] {
+                    if let Some(p) = a.get(k) {
+                        _mm_prefetch((p as *const i64).cast::<i8>(), _MM_HINT_T0);
+                    }
+                    if let Some(p) = b.get(k) {
+                        _mm_prefetch((p as *const f64).cast::<i8>(), _MM_HINT_T0);
+                    }
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
