@@ -41,6 +41,6 @@ def test_train_predict(tmp_path, opts, capsys):
 def test_bad_algorithm(tmp_path, capsys):
     train = tmp_path / "t.txt"
     dump_svmlight_file(np.eye(3), [0, 1, 0], str(train))
-    assert main(["svm", "train", "-A", "7", str(train), str(tmp_path / "m.txt")]) == 1
+    assert main(["svm", "train", "-A", "7", str(train), str(tmp_path / "m.txt")]) == 2
     assert "-A 7: unknown algorithm" in capsys.readouterr().err
     assert not (tmp_path / "m.txt").exists()

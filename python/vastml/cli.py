@@ -218,7 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``vastml`` command; return its exit code.
 
     A user error (a missing file, a bad option value, data the command cannot read) prints one
-    line ``vastml: error: ...`` on stderr and returns 2; ``--debug`` shows the traceback instead.
+    line ``vastml COMMAND: error: ...`` on stderr and returns 2; ``--debug`` (anywhere on the
+    command line) shows the traceback instead.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -239,7 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg = f"{exc.filename}: {exc.strerror or msg}"
         elif isinstance(exc, MemoryError):
             msg = f"not enough memory: {msg}"
-        print(f"vastml: error: {msg}", file=sys.stderr)
+        command = " ".join(
+            str(c) for c in (getattr(args, "command", None), getattr(args, "svm_command", None)) if c
+        )
+        print(f"vastml {command}: error: {msg}" if command else f"vastml: error: {msg}", file=sys.stderr)
         return 2
 
 

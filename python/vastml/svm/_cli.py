@@ -68,24 +68,6 @@ def _estimator(a, dim):
     raise ValueError(f"-A {a.A}: unknown algorithm (0-4)")
 
 
-def _guarded(run):
-    """Run a command; user errors (bad files, options, sizes) print one line, exit code 1."""
-
-    def go(a) -> int:
-        try:
-            return run(a)
-        except (OSError, ValueError, TypeError, MemoryError) as exc:
-            if getattr(a, "debug", False):
-                raise
-            msg = str(exc) or type(exc).__name__
-            if isinstance(exc, MemoryError):
-                msg = f"out of memory: {msg}"
-            print(f"vastml svm {a.svm_command}: error: {msg}", file=sys.stderr)
-            return 1
-
-    return go
-
-
 def _train(a) -> int:
     from vastml.svm import save_budgetedsvm
 
@@ -146,8 +128,7 @@ def add_svm_parser(sub) -> None:
         t.add_argument(flag, type=typ, default=default, help=argparse.SUPPRESS)
     t.add_argument("train_file")
     t.add_argument("model_file", nargs="?")
-    t.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    t.set_defaults(func=_guarded(_train))
+    t.set_defaults(func=_train)
     p = ss.add_parser("predict", help="predict with a model file")
     p.add_argument("-o", type=int, default=0, help="1: also write the winner-minus-runner-up score")
     p.add_argument("-v", type=int, default=0, help=argparse.SUPPRESS)
@@ -156,8 +137,7 @@ def add_svm_parser(sub) -> None:
     p.add_argument("test_file")
     p.add_argument("model_file")
     p.add_argument("output_file")
-    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    p.set_defaults(func=_guarded(_predict))
+    p.set_defaults(func=_predict)
 
 
 def demo_section(args) -> None:
