@@ -114,3 +114,19 @@ def test_schedule_changes_the_accuracy_with_the_iteration():
 def test_bad_schedules_are_refused(bad):
     with pytest.raises(ValueError):
         EmbeddingObjective("ee", _ee_problem(50), gradient=bad)
+
+
+def test_estimators_accept_a_schedule():
+    from sklearn.datasets import load_digits
+
+    from vastml.embed import TSNE, ElasticEmbedding
+
+    X = load_digits().data[:150]
+    t = TSNE(perplexity=10, max_iter=120, n_iter_exaggeration=50, gradient=("bh", "thesis"),
+             random_state=0).fit(X)
+    assert t.n_iter_ == 120 and np.isfinite(t.kl_divergence_)
+    ee = ElasticEmbedding(perplexity=10, n_lambdas=3, max_iter=30,
+                          gradient=("fgt", [1, 5, 10]), random_state=0).fit(X)
+    assert np.isfinite(ee.objective_)
+    with pytest.raises(ValueError):
+        TSNE(gradient=("exact", "thesis")).fit(X)
