@@ -2,8 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-
 from vastml.embed import (
     EmbeddingObjective,
     accuracy_schedule,
@@ -75,7 +73,6 @@ def test_inexact_iterations_settle_at_mu_over_one_minus_r():
 
 def _ee_problem(n=300, seed=0):
     from sklearn.datasets import make_swiss_roll
-
     from vastml.embed import entropic_affinities, symmetrize
 
     Y, _ = make_swiss_roll(n, random_state=seed)
@@ -118,7 +115,6 @@ def test_bad_schedules_are_refused(bad):
 
 def test_estimators_accept_a_schedule():
     from sklearn.datasets import load_digits
-
     from vastml.embed import TSNE, ElasticEmbedding
 
     X = load_digits().data[:150]
