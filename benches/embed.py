@@ -545,8 +545,8 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
     the COIL-like data (EE, W+ and W- normalised as in the homotopy rows, lambda = 100).
     The start is the spectral direction's homotopy end point at lambda = 50 (so every method
     heads for the same minimum at lambda = 100); each method runs for ``seconds`` (60; 20
-    quick); a row gives the seconds and objective evaluations until E is within 1e-5
-    (relative) of the lowest E any method reached. Thesis ordering: GD >> (FP, DiagH) >
+    quick); a row gives the seconds (and iterations) until E has made 99.9 % of the decrease
+    from the start to the lowest E any method reached (and the seconds to 99 %). Thesis ordering: GD >> (FP, DiagH) >
     (CG, SD-) > (L-BFGS, SD)."""
     seconds = seconds or (20.0 if quick else 60.0)
     W, N = _coil_ee(data)
@@ -568,19 +568,26 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
                      callback=cb)
         traces[m] = (trace, r)
         log(f"directions {m}: {r.n_iter} iterations, E = {r.objective:.8f}, {r.stopped}")
+    # Levels relative to the decrease from the common start (the methods end at slightly
+    # different points of one flat basin, so a relative-E level far below 1e-3 of the
+    # decrease is reached by none in a short cap)
+    E0 = float(obj(Xs)[0])
     E_min = min(r.objective for _, r in traces.values())
-    level = E_min + 1e-5 * abs(E_min)
     t = {}
     for m, (trace, r) in traces.items():
-        hit = next(((s, it) for s, it, e in trace if e <= level), None)
-        t[m] = hit[0] if hit else float("inf")
+        hits = []
+        for frac in (1e-2, 1e-3):
+            level = E_min + frac * (E0 - E_min)
+            hits.append(next(((s, it) for s, it, e in trace if e <= level), None))
+        t[m] = hits[1][0] if hits[1] else float("inf")
         bench.compare(
             f"directions {m} (COIL-like EE, lambda 100)",
-            Timing([t[m] if hit else float("nan")]),
+            Timing([t[m] if hits[1] else float("nan")]),
             {},
             {"method": m, "N": N, "cap": f"{seconds:g} s"},
             {
-                "iterations to 1e-5 of min E": hit[1] if hit else f"> {r.n_iter}",
+                "s to 99 % of the decrease": f"{hits[0][0]:.2f}" if hits[0] else "> cap",
+                "iterations to 99.9 %": hits[1][1] if hits[1] else f"> {r.n_iter}",
                 "evaluations (run)": r.n_evaluations,
                 "final E": f"{r.objective:.8f}",
             },
@@ -593,6 +600,113 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
         and max(t["lbfgs"], t["spectral"]) < min(t["fp"], t["diagh"]),
         " < ".join(f"{m} {t[m]:.1f}s" for m in ordered),
     )
+
+
+def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
+    """Thesis §5.7 (Fig. 5.3): swiss roll, EE lambda = 1e-4 (W+ = the symmetrised entropic
+    affinities of perplexity 20, W- = 1), gradient descent with the fixed step 0.3 and the
+    fast Gauss transform, 100 iterations from the same small random start: FGT order p fixed
+    at 3, fixed at 10, increasing 1 -> 10 (the thesis schedule), decreasing 10 -> 1 (every
+    10 iterations), and the exact gradient. E is computed exactly after the run (not by the
+    optimiser). Thesis: the increasing schedule decreases E about as p = 10 does per
+    iteration but faster; p = 3 and the decreasing schedule end higher."""
+    from sklearn.datasets import make_swiss_roll
+
+    from vastml.embed import accuracy_schedule
+
+    Y, _ = make_swiss_roll(n, random_state=0)
+    P, _, _ = entropic_affinities(Y, perplexity=20)
+    W = symmetrize(P, "mean")
+    X0 = 1e-2 * np.random.default_rng(0).normal(size=(n, 2))
+    exact = EmbeddingObjective("ee", W, lam=1e-4)
+    runs = {
+        "p = 3": ("fgt", [3]),
+        "p = 10": ("fgt", [10]),
+        "p 1 -> 10 (thesis)": ("fgt", accuracy_schedule("order")),
+        "p 10 -> 1": ("fgt", np.repeat(np.arange(10, 0, -1), 10)),
+        "exact": "exact",
+    }
+    out = {}
+    for name, grad in runs.items():
+        obj = EmbeddingObjective("ee", W, lam=1e-4, gradient=grad)
+        t = once(lambda obj=obj: minimize(obj, X0, method="gd", step=step, max_iter=n_iter))
+        out[name] = (t, float(exact(t.value.X)[0]))
+        log(f"schedules {name}: E = {out[name][1]:.6f}, {t.median:.1f} s")
+    for name, (t, E) in out.items():
+        bench.compare(
+            f"swiss roll EE, GD 100 its: {name}",
+            t,
+            {},
+            {"N": n, "iterations": n_iter, "step": step},
+            {"E (exact)": f"{E:.6f}", "E0": f"{float(exact(X0)[0]):.6f}"},
+        )
+    E = {k: v[1] for k, v in out.items()}
+    T = {k: v[0].median for k, v in out.items()}
+    inc = "p 1 -> 10 (thesis)"
+    bench.check(
+        "schedules: increasing p reaches p = 10's E (within 1 %) faster, below p = 3's",
+        E[inc] <= E["p = 10"] + 0.01 * abs(E["p = 10"]) and T[inc] < T["p = 10"]
+        and E[inc] < E["p = 3"],
+        f"E {E[inc]:.5f} vs {E['p = 10']:.5f} / {E['p = 3']:.5f}; {T[inc]:.1f} s vs {T['p = 10']:.1f} s",
+    )
+
+
+_TRANSFORM = """
+import json, time, resource
+import numpy as np
+from sklearn.datasets import make_blobs
+from sklearn.decomposition import PCA
+from sklearn.neighbors import NearestNeighbors
+from vastml.embed import TSNE
+n, m = {n}, {m}
+X, _ = make_blobs(n_samples=n + m, n_features=10, centers=10, cluster_std=2.0, random_state=0)
+Xtr, Xnew = X[:n], X[n:]
+del X
+# the fitted embedding, built cheaply: a PCA layout of the training data scaled to the spread
+# of a t-SNE of this size (std 30); the transform does not care how it was obtained
+Y = PCA(2, random_state=0).fit_transform(Xtr)
+Y *= 30.0 / Y[:, 0].std()
+t = TSNE()
+t.embedding_, t.n_features_in_ = Y, Xtr.shape[1]
+t.nn_ = NearestNeighbors(n_neighbors=90, n_jobs=-1)
+t._nn_X = Xtr
+c0, t0 = time.process_time(), time.perf_counter()
+Z = t.transform(Xnew)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+d, i = t.nn_.kneighbors(Xnew[:200], n_neighbors=1)
+gap = float(np.median(np.linalg.norm(Z[:200] - Y[i[:, 0]], axis=1)))
+print(json.dumps({{"seconds": wall, "cpu": cpu, "finite": bool(np.isfinite(Z).all()),
+                  "gap": gap}}))
+"""
+
+
+def bench_transform(bench, quick, n=None, m=10_000):
+    """Out-of-sample ``TSNE.transform`` of ``m`` new points against an ``n``-point fitted
+    embedding (default 1,000,000; 100,000 quick) in a subprocess: wall and CPU seconds of
+    the whole transform (the first kNN query fits the neighbour index on the training data;
+    then affinities, then the per-point objectives with the repulsion read from the training
+    points' kernel fields on a grid), peak RSS. The fitted embedding is a PCA layout of the
+    training data scaled to a t-SNE-like spread (the transform's cost does not depend on how
+    it was obtained). Target (1M): < 30 s, no memory blow-up. openTSNE's ``prepare_partial``
+    with k = 1 took about 4 minutes for 1.28M points on 32 threads (published)."""
+    n = n or (100_000 if quick else 1_000_000)
+    info = bench.run_isolated(_TRANSFORM.format(n=n, m=m), timeout=1800)
+    if "error" in info:
+        bench.skip(f"transform {m} new vs {n}", {"N": n, "M": m}, str(info["error"])[-200:])
+        return
+    row = bench.compare(
+        f"transform {m} new vs {n} fitted (t-SNE, subprocess)",
+        Timing([info["seconds"]]),
+        {},
+        {"N": n, "M": m},
+        {
+            "CPU": f"{info['cpu']:.0f} s",
+            "peak RSS": f"{info['peak_rss_bytes'] / 1e9:.2f} GB",
+            "median |x - x(nearest train)|": f"{info['gap']:.2f}",
+        },
+    )
+    if n == 1_000_000:
+        bench.check("transform 1M: < 30 s", info["seconds"] < 30, f"{info['seconds']:.0f} s", row=row)
 
 
 _BIG = """
@@ -673,7 +787,7 @@ def main(argv=None):
             "--rows",
             default="all",
             help="comma-separated subset of affinities,tsne,homotopy (default all); also "
-            "directions, transform, schedules, homotopy-rule (only when named)",
+            "directions, transform, schedules (only when named)",
         )
         ap.add_argument(
             "--homotopy-margin",
@@ -741,6 +855,10 @@ def main(argv=None):
         # rows run only when asked for (not part of "all", so --quick keeps its time)
         if "directions" in wanted:
             jobs.append(("directions", bench_directions, (bench, bench.quick, a.homotopy_data)))
+        if "schedules" in wanted:
+            jobs.append(("schedules", bench_schedules, (bench, bench.quick)))
+        if "transform" in wanted:
+            jobs.append(("transform", bench_transform, (bench, bench.quick)))
     if a.only_big:
         a.big, jobs = True, []
     if a.only_big_affinities:

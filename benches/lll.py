@@ -13,6 +13,9 @@ Rows
   rotation, uniform scale, relative Frobenius error over all points), its time split
   (``fit_times_``), and ``Nystroem`` (scikit-learn's Nystroem features of the Gaussian kernel
   with the same landmarks, eigenmaps of the approximate affinity) at equal landmarks.
+- ``--landmark-methods random,kmeans,random-pruned,minmax``: the same LLL rows for each
+  landmark rule on one graph and one exact LE (MinMax: each landmark the point farthest from
+  those chosen before it).
 - d = 9: the exact spectrum has a gap after the 9th eigenvector on both data sets
   (deformed digits, K_W = 200: lambda_10 / lambda_9 = 1.21, against 1.04 after the 8th;
   sheets: 2.2), so the 9-D subspace is well defined; ``--d`` changes it.
@@ -173,6 +176,9 @@ def main():
         ap.add_argument("--kz", type=int, default=5, help="K_Z, landmarks per point")
         ap.add_argument("--landmark-method", default="random",
                         choices=("random", "kmeans", "random-pruned", "minmax"))
+        ap.add_argument("--landmark-methods", type=str, default=None,
+                        help="comma-separated landmark rules, each run at every L on the same "
+                             "graph and exact LE (e.g. random,kmeans,random-pruned,minmax)")
         ap.add_argument("--landmarks", type=str, default=None, help="comma-separated L values")
         ap.add_argument("--refine", type=str, default="1",
                         help="comma-separated smoothing steps of the refined rows "
@@ -226,10 +232,11 @@ def eigenmaps_rows(bench, quick):
     Ls = ([int(v) for v in a.landmarks.split(",")] if a.landmarks
           else ((200, 500, 1000) if quick else (500, 1000, 2000, 3000)))
     reached = []  # (error, ratio to exact, label, row)
-    for L in Ls:
+    rules = (a.landmark_methods.split(",") if a.landmark_methods else [a.landmark_method])
+    for L, rule in [(L, r.strip()) for L in Ls for r in rules]:
         m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=kz, affinity="precomputed",
-                         landmarks=a.landmark_method, random_state=0)
-        log(f"LLL L={L}")
+                         landmarks=rule, random_state=0)
+        log(f"LLL L={L} {rule}")
         t = bench.time(lambda m=m: m.fit(X, affinity_matrix=W), warmup=0)
         err = procrustes_error(m.embedding_, E)
         peers = {"exact LE": exact}
@@ -240,8 +247,9 @@ def eigenmaps_rows(bench, quick):
             En = nystroem_eigenmaps(X, idx, 1 / (2 * sigma**2), d)
             peers["Nystroem"] = Timing([time.perf_counter() - t0], note="same landmarks")
             err_n = procrustes_error(En, E)
-        row = bench.compare(f"LLL L={L}", t, peers, {"N": n, "L": L, "K_Z": kz, "d": d,
-                                                     "landmarks": a.landmark_method})
+        name = f"LLL L={L}" + (f" {rule}" if a.landmark_methods else "")
+        row = bench.compare(name, t, peers, {"N": n, "L": L, "K_Z": kz, "d": d,
+                                             "landmarks": rule})
         row.extra.update({"err": err, "Nystroem err": err_n,
                           "split (s)": {k: round(v, 2) for k, v in m.fit_times_.items()}})
         if err_n is not None:

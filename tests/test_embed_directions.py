@@ -4,13 +4,12 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 from vastml.embed import EmbeddingObjective, embedding_hessian, minimize
 from vastml.embed._directions import (
     DiagHessianDirection,
     PartialHessianCG,
-    _Pieces,
     _laplacian,
+    _Pieces,
     diag_hessian,
 )
 from vastml.embed._optim import SpectralDirection, _direction_fn

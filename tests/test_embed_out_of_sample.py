@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from vastml import _core
 from vastml.embed._out_of_sample import (
     SUM_METHOD,
@@ -121,7 +120,6 @@ def test_source_sums_validates():
 
 def test_estimator_transform_uses_fit_gradient():
     from sklearn.datasets import load_digits
-
     from vastml.embed import TSNE
 
     X = load_digits().data[:400]

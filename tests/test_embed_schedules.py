@@ -2,8 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-
 from vastml.embed import (
     EmbeddingObjective,
     accuracy_schedule,
@@ -75,7 +73,6 @@ def test_inexact_iterations_settle_at_mu_over_one_minus_r():
 
 def _ee_problem(n=300, seed=0):
     from sklearn.datasets import make_swiss_roll
-
     from vastml.embed import entropic_affinities, symmetrize
 
     Y, _ = make_swiss_roll(n, random_state=seed)
@@ -114,3 +111,18 @@ def test_schedule_changes_the_accuracy_with_the_iteration():
 def test_bad_schedules_are_refused(bad):
     with pytest.raises(ValueError):
         EmbeddingObjective("ee", _ee_problem(50), gradient=bad)
+
+
+def test_estimators_accept_a_schedule():
+    from sklearn.datasets import load_digits
+    from vastml.embed import TSNE, ElasticEmbedding
+
+    X = load_digits().data[:150]
+    t = TSNE(perplexity=10, max_iter=120, n_iter_exaggeration=50, gradient=("bh", "thesis"),
+             random_state=0).fit(X)
+    assert t.n_iter_ == 120 and np.isfinite(t.kl_divergence_)
+    ee = ElasticEmbedding(perplexity=10, n_lambdas=3, max_iter=30,
+                          gradient=("fgt", [1, 5, 10]), random_state=0).fit(X)
+    assert np.isfinite(ee.objective_)
+    with pytest.raises(ValueError):
+        TSNE(gradient=("exact", "thesis")).fit(X)

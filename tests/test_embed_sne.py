@@ -5,9 +5,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import parametrize_with_checks
-
 from vastml.embed import SNE, EmbeddingObjective, SymmetricSNE
-
 
 NOT_A_FUNCTION = {  # as for SymmetricSNE (tests/test_embed_estimators.py)
     "check_transformer_general": "transform(X_train) re-embeds against the fit, != fit_transform",
@@ -67,7 +65,7 @@ def test_sne_same_options_as_symmetric_sne():
 
 def test_sne_is_keyword_only_and_clones():
     with pytest.raises(TypeError):
-        SNE(2)  # noqa
+        SNE(2)
     m = SNE(perplexity=5.0, method="fp")
     assert clone(m).get_params() == m.get_params()
 

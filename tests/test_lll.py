@@ -313,7 +313,7 @@ def test_user_landmark_array_and_errors():
     with pytest.raises(ValueError, match="landmarks"):
         select_landmarks(X, 5, np.array([0, 200]))
     with pytest.raises(ValueError, match="landmarks"):
-        select_landmarks(X, 5, "minmax")
+        select_landmarks(X, 5, "farthest")  # "minmax" is a rule now
     with pytest.raises(ValueError, match="n_landmarks"):
         select_landmarks(X, 101)
 

@@ -7,7 +7,6 @@ from sklearn.datasets import load_iris
 from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.linear_model import LogisticRegression
 from sklearn.mixture import GaussianMixture
-
 from vastml.embed import (
     ParametricEmbedding,
     agreement,

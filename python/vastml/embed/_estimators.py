@@ -225,13 +225,16 @@ class TSNE(_NeighborEmbedding):
         previous one. None (default) runs all ``max_iter`` iterations: t-SNE's KL keeps
         falling slowly (on the digits ~1.5e-4 relative per 50 iterations at iteration
         1,000), so a stop that does not cost KL saves little.
-    method : {"gd", "spectral", "fp", "lbfgs"}, default="gd"
+    method : {"gd", "spectral", "fp", "lbfgs", "diagh", "sd-", "cg"}, default="gd"
         Optimiser: momentum gradient descent with gains (the usual t-SNE optimiser),
         spectral direction (the Laplacian of P, factorised once; thesis §3.4), fixed point,
-        or L-BFGS; the last three use a backtracking line search.
-    gradient : {"auto", "exact", "barnes_hut", "fft"}, default="auto"
+        L-BFGS, or the partial-Hessian directions of :func:`minimize` (DiagH, SD-: dense,
+        up to 6,000 points) and nonlinear conjugate gradients.
+    gradient : {"auto", "exact", "barnes_hut", "fft"} or tuple, default="auto"
         "auto": exact up to 1,500 points, Barnes-Hut above, and the FFT-accelerated
         interpolation (FIt-SNE; ``n_components <= 2``) from 10,000 points on.
+        ``("barnes_hut", schedule)`` changes theta with the iteration (thesis §5.5; see
+        :class:`EmbeddingObjective`); the descent then runs in the NumPy loop.
     theta : float, default=0.5
         Barnes-Hut opening angle (0 = exact). From 50,000 points the descent uses the
         dual-tree Barnes-Hut at 1.08 ``theta`` (its error there matches the per-point
