@@ -127,15 +127,16 @@ class TsnePairs:
     @property
     def relabelled(self) -> bool: ...
 
+@final
 class SourceSums:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         sources: npt.NDArray[np.float64],
         kernel: str = "gaussian",
         method: str = "barnes_hut",
         theta: float = 0.5,
         epsilon: float = 1e-6,
-    ) -> None: ...
+    ) -> Self: ...
     def at(
         self, targets: npt.NDArray[np.float64], n_jobs: int | None = None
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
