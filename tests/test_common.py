@@ -17,6 +17,14 @@ SUBPACKAGES = ("kernels", "reorder", "svm", "embed", "matching", "distributed", 
 
 # Quick settings per class (the defaults are sized for real data).
 QUICK: dict[str, dict] = {
+    "GaussianProcessRegressor": {},
+    "KernelDensity": {},
+    "RankNCG": {},
+    "ProjectionPursuit": dict(n_init=1, max_iter=10, random_state=0),
+    "EMOrdering": dict(random_state=0),
+    "KernelizedSorting": dict(random_state=0),
+    "ConvexKernelizedSorting": dict(max_iter=200),
+    "LeastSquaresObjectMatching": dict(random_state=0),
     "ConvoMap": dict(kernel_size=3, max_iter=50, init="none", random_state=0),
     "AMMClassifier": dict(alpha=1e-3, max_weights_per_class=5),
     "BSGDClassifier": dict(alpha=1e-3, budget=20),

@@ -205,14 +205,15 @@ class GaussTransform:
     def dim(self) -> int: ...
     def info(self) -> dict[str, Any]: ...
 
+@final
 class LogGaussSum:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         sources: npt.NDArray[np.float64],
         weights: npt.NDArray[np.float64],
         bandwidth: float,
         n_jobs: int | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def evaluate(
         self,
         targets: npt.NDArray[np.float64],

@@ -52,10 +52,12 @@ def as_float_array(x, name: str) -> np.ndarray:
         raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
 
 
-def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
+def as_points(x, name: str, *, dim: int | None = None, allow_1d: bool = True) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array of shape (n, d).
 
-    A 1-D array is read as n points in one dimension. Raises ValueError naming ``name`` for
+    A 1-D array is read as n points in one dimension (estimators pass ``allow_1d=False``: a
+    1-D ``X`` is then refused, as scikit-learn does, since it could be one sample or one
+    feature). Raises ValueError naming ``name`` for
     empty, non-finite, complex or wrongly shaped input, or a dimension different from ``dim``;
     TypeError for sparse or non-numeric input.
 
@@ -74,6 +76,12 @@ def as_points(x, name: str, *, dim: int | None = None) -> np.ndarray:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
+    if a.ndim == 1 and not allow_1d:
+        raise ValueError(
+            f"`{name}` must be 2-D (n_samples, n_features), got a 1-D array of shape {a.shape}. "
+            "Reshape your data with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one "
+            "sample."
+        )
     if a.ndim == 1:
         a = a.reshape(-1, 1)
     if a.ndim != 2:

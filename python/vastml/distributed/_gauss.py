@@ -357,10 +357,10 @@ class ShardedKernelDensity(BaseEstimator):
 
     def __init__(
         self,
+        *,
         bandwidth: float = 1.0,
         epsilon: float = 1e-6,
         method: str = "auto",
-        *,
         n_partitions: int | None = None,
         client: Any = None,
         n_jobs: int | None = 1,

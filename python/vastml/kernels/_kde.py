@@ -74,7 +74,7 @@ class KernelDensity(BaseEstimator):
     True
     """
 
-    def __init__(self, bandwidth=1.0, epsilon=1e-6, method="auto", rtol=None, n_jobs=None):
+    def __init__(self, *, bandwidth=1.0, epsilon=1e-6, method="auto", rtol=None, n_jobs=None):
         self.bandwidth = bandwidth
         self.epsilon = epsilon
         self.method = method

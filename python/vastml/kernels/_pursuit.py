@@ -95,6 +95,8 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
     bandwidth_ : ndarray of shape (n_components,)
         Bandwidth used for each direction.
     mean_ : ndarray of shape (n_features,)
+    n_iter_ : int
+        The most L-BFGS iterations any one search ran (at most ``max_iter``).
 
     Examples
     --------
@@ -110,6 +112,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         n_components: int = 1,
         n_init: int = 10,
         epsilon: float = 1e-6,
@@ -150,6 +153,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
                 return -idx, -gv
 
             res = minimize(fun, a, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
+            self._max_nit = max(self._max_nit, int(res.nit))
             a = unit(res.x)
             best = (a, -float(res.fun), h)
             h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
@@ -177,6 +181,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         self._whiten = vecs / np.sqrt(vals)  # Z = (X - mean) @ whiten has identity covariance
         Z = np.ascontiguousarray((X - self.mean_) @ self._whiten)
         rng = check_random_state(self.random_state)
+        self._max_nit = 0
         found: list[np.ndarray] = []
         indices: list[float] = []
         bandwidths: list[float] = []
@@ -195,6 +200,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         self.components_ = (self._whiten @ self.directions_.T).T
         self.index_ = np.array(indices)
         self.bandwidth_ = np.array(bandwidths)
+        self.n_iter_ = max(self._max_nit, 1)
         return self
 
     def transform(self, X: ArrayLike) -> FloatArray:

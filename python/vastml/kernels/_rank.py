@@ -111,6 +111,7 @@ class RankNCG(BaseEstimator):
 
     def __init__(
         self,
+        *,
         alpha: float = 1.0,
         graph: str = "full",
         epsilon: float = 1e-6,
@@ -135,7 +136,10 @@ class RankNCG(BaseEstimator):
     def _setup(self, X, y):
         self.classes_ = np.unique(y)
         if self.classes_.size < 2:
-            raise ValueError("`y` must hold at least two distinct labels to rank")
+            raise ValueError(
+                "`y` must hold at least two distinct labels to rank (got 1 class"
+                f"{' and 1 sample' if len(y) == 1 else ''})"
+            )
         self._groups = [X[y == c] for c in self.classes_]
         self._edges = preference_edges(len(self._groups), self.graph)
         means = [g.mean(axis=0) for g in self._groups]

@@ -85,12 +85,12 @@ def _check_pair(X, Y, kernel):
     if kernel == "precomputed" or callable(kernel):
         m1, m2 = len(X), len(Y)
     else:
-        X, Y = as_points(X, "X"), as_points(Y, "Y")
+        X, Y = as_points(X, "X", allow_1d=False), as_points(Y, "Y")
         m1, m2 = X.shape[0], Y.shape[0]
     if m1 != m2:
         raise ValueError(f"X and Y must hold the same number of objects, got {m1} and {m2}")
     if m1 < 2:
-        raise ValueError("at least 2 objects per side are needed")
+        raise ValueError(f"at least 2 objects per side are needed, got n_samples = {m1}")
     return X, Y
 
 
@@ -294,6 +294,8 @@ class ConvexKernelizedSorting(BaseEstimator):
     def fit(self, X, Y):
         """Match ``Y``'s objects to ``X``'s; returns self."""
         X, Y = _check_pair(X, Y, self.kernel)
+        if not (self.kernel == "precomputed" or callable(self.kernel)):
+            self.n_features_in_ = X.shape[1]
         C = float(self.C)
         if not (np.isfinite(C) and C > 0):
             raise ValueError(f"`C` must be a positive number, got {self.C!r}")
@@ -409,6 +411,8 @@ class KernelizedSorting(BaseEstimator):
     def fit(self, X, Y):
         """Match ``Y``'s objects to ``X``'s; returns self."""
         X, Y = _check_pair(X, Y, self.kernel)
+        if not (self.kernel == "precomputed" or callable(self.kernel)):
+            self.n_features_in_ = X.shape[1]
         for name in ("max_iter", "n_init"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
@@ -527,6 +531,8 @@ class LeastSquaresObjectMatching(BaseEstimator):
     def fit(self, X, Y):
         """Match ``Y``'s objects to ``X``'s; returns self."""
         X, Y = _check_pair(X, Y, self.kernel)
+        if not (self.kernel == "precomputed" or callable(self.kernel)):
+            self.n_features_in_ = X.shape[1]
         for name in ("max_iter", "n_init"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:

@@ -227,10 +227,10 @@ class EMOrdering(BaseEstimator):
         -------
         self
         """
-        x = as_points(X, "X")
+        x = as_points(X, "X", allow_1d=False)
         n, m = x.shape
         if n < 2:
-            raise ValueError("`X` needs at least 2 rows")
+            raise ValueError(f"`X` needs at least 2 rows, got n_samples = {n}")
         alpha, tol = self._check_params(n)
         callbacks = check_callbacks(self.callbacks)
         every = check_callback_every(self.callback_every)
