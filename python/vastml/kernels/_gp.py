@@ -90,7 +90,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     max_iter : int, default=1000
         CG iterations at most.
     preconditioner_rank : "auto" or int, default="auto"
-        Landmarks of the preconditioner; "auto" starts at min(N, 64) and lets CG grow it, an int
+        Landmarks of the preconditioner; "auto" starts at 256 (capped) and lets CG grow it, an int
         fixes the starting rank, 0 turns preconditioning off (the thesis's plain CG).
     target_iterations : int or None, default=50
         CG iterations after which the preconditioner's rank is doubled (while it is below
@@ -204,7 +204,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             check_int(self.target_iterations, "target_iterations", low=1)
         if isinstance(self.preconditioner_rank, str):
             choice(self.preconditioner_rank, "preconditioner_rank", ("auto",))
-            return min(n, 64)
+            return min(NystromPreconditioner.max_rank(n), 256)
         return check_int(self.preconditioner_rank, "preconditioner_rank", low=0)
 
     def fit(self, X, y):
