@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, Timing  # noqa: E402
-
-from vastml.kernels import GaussianProcessRegressor  # noqa: E402
+from _harness import Bench, Timing
+from vastml.kernels import GaussianProcessRegressor
 
 
 def add_args(ap):
@@ -64,7 +62,7 @@ def make_data(n, d, shape, noise, seed):
 
     X, Xt = draw(n), draw(2000)
     s = X.std(axis=0)
-    f = lambda Z: np.sin(3 * Z / s).sum(1)  # noqa: E731
+    f = lambda Z: np.sin(3 * Z / s).sum(1)
     ft, fX = f(Xt), f(X)
     mu, sd = fX.mean(), fX.std()
     fX, ft = (fX - mu) / sd, (ft - mu) / sd
@@ -107,7 +105,7 @@ def gpytorch_model(X, y, ls, sf2, noise, fixed):
 
 def gpytorch_fixed(X, y, Xt, ls, noise):
     ym = y.mean()
-    model, lik, torch, gpytorch = gpytorch_model(X, y - ym, ls, 1.0, noise, True)
+    model, lik, torch, _ = gpytorch_model(X, y - ym, ls, 1.0, noise, True)
     model.eval()
     lik.eval()
     with torch.no_grad():
@@ -160,7 +158,7 @@ def isolated(bench, kind, args, timeout):
     res = bench.run_isolated(code, timeout=timeout)
     try:
         if "error" in res:
-            return None, ("timeout > %d s" % timeout) if "timeout" in res["error"] else res["error"][-80:]
+            return None, f"timeout > {timeout} s" if "timeout" in res["error"] else res["error"][-80:]
         return Timing([res["seconds"]], np.load(path)), None
     finally:
         os.unlink(path)
@@ -198,7 +196,7 @@ def fixed_rows(bench, sizes, use_gpytorch):
             ls = frac * s
             info = {}
 
-            def ours():
+            def ours(X=X, y=y, Xt=Xt, ls=ls, noise=noise, info=info):
                 gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-4).fit(X, y)
                 info.update(iters=gp.n_iter_, rank=gp.preconditioner_rank_)
                 return gp.predict(Xt)
@@ -207,7 +205,8 @@ def fixed_rows(bench, sizes, use_gpytorch):
             peers = {}
             exact = None
             if n <= 20_000:
-                t = bench.time(lambda: sklearn_fixed(X, y, Xt, ls, noise), warmup=0, repeats=1)
+                t = bench.time(lambda X=X, y=y, Xt=Xt, ls=ls, noise=noise: sklearn_fixed(X, y, Xt, ls, noise),
+                               warmup=0, repeats=1)
                 peers["sklearn exact"] = t
                 exact = t.value
             if use_gpytorch and n <= 20_000:
@@ -246,7 +245,6 @@ def fixed_rows(bench, sizes, use_gpytorch):
 def hyper_rows(bench, n, use_gpytorch, with_sklearn=True):
     from sklearn.gaussian_process import GaussianProcessRegressor as SkGP
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
     from vastml.datasets import make_robot_arm
 
     X, y = make_robot_arm(n, random_state=0)
@@ -301,7 +299,7 @@ def big_rows(bench, sizes):
         X, y, Xt, ft, s = make_data(n, 3, "uniform", 1e-3, seed=n)
         info = {}
 
-        def ours():
+        def ours(X=X, y=y, Xt=Xt, s=s, info=info):
             gp = GaussianProcessRegressor(length_scale=0.3 * s, noise_variance=1e-3, tol=1e-4).fit(X, y)
             info.update(iters=gp.n_iter_, rank=gp.preconditioner_rank_)
             return gp.predict(Xt)
