@@ -1,7 +1,8 @@
 """Gaussian process regression benchmark: preconditioned CG on fast Gauss transforms against
 scikit-learn's exact GaussianProcessRegressor and GPyTorch's exact GP on CPU, in the same run.
 
-    python benches/gp.py [--quick] [--rows fixed,hyper,big] [--sizes 5000,20000] [--repeats 1]
+    python benches/gp.py [--quick] [--rows fixed,hyper,big,bighyper] [--sizes 5000,20000]
+                         [--cases 1,2] [--hyper-n 10000] [--no-gpytorch] [--out DIR]
 
 Data: inputs uniform on [-1, 1]^d (shape "uniform"), or in 8 tight Gaussian clusters
 ("clustered"), or stretched 10:1 along the first axis ("anisotropic"); targets are a draw of
@@ -20,7 +21,8 @@ Rows
           noise 0.1): ours optimizer="lbfgs"; sklearn's own L-BFGS fit; GPyTorch's Adam (lr 0.1,
           50 steps, its default training mode). Every result is scored by the exact NLL
           (scikit-learn's log_marginal_likelihood at the fitted values).
-  big     N = 100,000 (and 1e6 with --sizes): ours only (scikit-learn would need 80 GB).
+  big     fixed hyper-parameters at N = 100,000 (and 1e6 with --sizes): ours only (scikit-learn
+          would need 80 GB). bighyper: hyper-parameter fit at N = 100,000, ours only.
 Targets (checks): fixed, N >= 5,000: >= 5x sklearn, mean within 1e-3 of the targets' std;
 N = 20,000: >= 20x; hyper N = 10,000: >= 5x sklearn's fit, NLL within 1%; N = 100,000 hyper
 fit < 600 s; faster than GPyTorch at equal (within 1%) NLL.
@@ -29,15 +31,13 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, Timing  # noqa: E402
-
-from vastml.kernels import GaussianProcessRegressor  # noqa: E402
+from _harness import Bench, Timing
+from vastml.kernels import GaussianProcessRegressor
 
 
 def add_args(ap):
@@ -45,6 +45,7 @@ def add_args(ap):
     ap.add_argument("--sizes", default=None, help="comma list of N for the fixed/big rows")
     ap.add_argument("--no-gpytorch", action="store_true")
     ap.add_argument("--hyper-n", type=int, default=None)
+    ap.add_argument("--cases", default=None, help="comma list of indices into the fixed-row cases")
 
 
 def make_data(n, d, shape, noise, seed):
@@ -61,7 +62,7 @@ def make_data(n, d, shape, noise, seed):
 
     X, Xt = draw(n), draw(2000)
     s = X.std(axis=0)
-    f = lambda Z: np.sin(3 * Z / s).sum(1)  # noqa: E731
+    f = lambda Z: np.sin(3 * Z / s).sum(1)
     ft, fX = f(Xt), f(X)
     mu, sd = fX.mean(), fX.std()
     fX, ft = (fX - mu) / sd, (ft - mu) / sd
@@ -82,7 +83,6 @@ def gpytorch_model(X, y, ls, sf2, noise, fixed):
     import gpytorch
     import torch
 
-    torch.set_num_threads(2)
     tx = torch.as_tensor(X, dtype=torch.float64)
     ty = torch.as_tensor(y, dtype=torch.float64)
     lik = gpytorch.likelihoods.GaussianLikelihood(noise_constraint=gpytorch.constraints.GreaterThan(1e-6)).double()
@@ -105,7 +105,7 @@ def gpytorch_model(X, y, ls, sf2, noise, fixed):
 
 def gpytorch_fixed(X, y, Xt, ls, noise):
     ym = y.mean()
-    model, lik, torch, gpytorch = gpytorch_model(X, y - ym, ls, 1.0, noise, True)
+    model, lik, torch, _ = gpytorch_model(X, y - ym, ls, 1.0, noise, True)
     model.eval()
     lik.eval()
     with torch.no_grad():
@@ -127,6 +127,41 @@ def gpytorch_train(X, y, steps=50):
         opt.step()
     ls = model.covar_module.base_kernel.lengthscale.detach().numpy().ravel()
     return np.log(np.r_[model.covar_module.outputscale.item(), ls, lik.noise.item()])
+
+
+#: Seconds GPyTorch may take per row before it is stopped (its CG at low noise can run for minutes).
+GPYTORCH_TIMEOUT = 120
+
+
+def isolated(bench, kind, args, timeout):
+    """Run GPyTorch in a fresh process with a timeout; returns (Timing with .value, None) or
+    (None, reason). The result travels through a .npy file."""
+    import os
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".npy")
+    os.close(fd)
+    code = (
+        "import json, time, numpy as np, gp as B\n"
+        f"kind, args, path = {kind!r}, {args!r}, {path!r}\n"
+        "if kind == 'fixed':\n"
+        "    n, d, shape, noise, frac = args\n"
+        "    X, y, Xt, ft, s = B.make_data(n, d, shape, noise, seed=n + d)\n"
+        "    t0 = time.perf_counter(); out = B.gpytorch_fixed(X, y, Xt, frac * s, noise)\n"
+        "else:\n"
+        "    from vastml.datasets import make_robot_arm\n"
+        "    X, y = make_robot_arm(args[0], random_state=0); X = (X - X.mean(0)) / X.std(0)\n"
+        "    t0 = time.perf_counter(); out = B.gpytorch_train(X, y - y.mean())\n"
+        "sec = time.perf_counter() - t0; np.save(path, out)\n"
+        "print(json.dumps({'seconds': sec}))\n"
+    )
+    res = bench.run_isolated(code, timeout=timeout)
+    try:
+        if "error" in res:
+            return None, f"timeout > {timeout} s" if "timeout" in res["error"] else res["error"][-80:]
+        return Timing([res["seconds"]], np.load(path)), None
+    finally:
+        os.unlink(path)
 
 
 def exact_nll(X, y, theta):
@@ -151,7 +186,9 @@ def fixed_rows(bench, sizes, use_gpytorch):
         ("uniform", 5, 1e-3, 1.0),
         ("uniform", 8, 1e-2, 2.0),
     ]
-    if bench.quick:
+    if bench.args.cases:
+        cases = [cases[int(i)] for i in bench.args.cases.split(",")]
+    elif bench.quick:
         cases = [cases[1], cases[2], cases[6]]
     for n in sizes:
         for shape, d, noise, frac in cases:
@@ -159,7 +196,7 @@ def fixed_rows(bench, sizes, use_gpytorch):
             ls = frac * s
             info = {}
 
-            def ours():
+            def ours(X=X, y=y, Xt=Xt, ls=ls, noise=noise, info=info):
                 gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-4).fit(X, y)
                 info.update(iters=gp.n_iter_, rank=gp.preconditioner_rank_)
                 return gp.predict(Xt)
@@ -168,14 +205,16 @@ def fixed_rows(bench, sizes, use_gpytorch):
             peers = {}
             exact = None
             if n <= 20_000:
-                t = bench.time(lambda: sklearn_fixed(X, y, Xt, ls, noise), warmup=0, repeats=1)
+                t = bench.time(lambda X=X, y=y, Xt=Xt, ls=ls, noise=noise: sklearn_fixed(X, y, Xt, ls, noise),
+                               warmup=0, repeats=1)
                 peers["sklearn exact"] = t
                 exact = t.value
             if use_gpytorch and n <= 20_000:
-                try:
-                    peers["GPyTorch CPU"] = bench.time(lambda: gpytorch_fixed(X, y, Xt, ls, noise), warmup=0, repeats=1)
-                except Exception as e:  # noqa: BLE001 - out of memory or a GPyTorch error is a row note
-                    info["gpytorch"] = f"{type(e).__name__}: {str(e)[:60]}"
+                t, err = isolated(bench, "fixed", (n, d, shape, noise, frac), GPYTORCH_TIMEOUT)
+                if t is not None:
+                    peers["GPyTorch CPU"] = t
+                else:
+                    info["gpytorch"] = err
             extra = {
                 "CG iters": info["iters"],
                 "rank": info["rank"],
@@ -206,7 +245,6 @@ def fixed_rows(bench, sizes, use_gpytorch):
 def hyper_rows(bench, n, use_gpytorch, with_sklearn=True):
     from sklearn.gaussian_process import GaussianProcessRegressor as SkGP
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
     from vastml.datasets import make_robot_arm
 
     X, y = make_robot_arm(n, random_state=0)
@@ -219,16 +257,18 @@ def hyper_rows(bench, n, use_gpytorch, with_sklearn=True):
 
     t_ours = bench.time(ours, warmup=0, repeats=1)
     peers = {}
+    gp_note = None
     if with_sklearn:
         kernel = ConstantKernel(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
         peers["sklearn fit"] = bench.time(
             lambda: SkGP(kernel, normalize_y=False, random_state=0).fit(X, yc).kernel_.theta, warmup=0, repeats=1
         )
     if use_gpytorch:
-        try:
-            peers["GPyTorch Adam x50"] = bench.time(lambda: gpytorch_train(X, yc), warmup=0, repeats=1)
-        except Exception as e:  # noqa: BLE001
-            print("GPyTorch failed:", e, file=sys.stderr)
+        t, err = isolated(bench, "hyper", (n,), 5 * GPYTORCH_TIMEOUT)
+        if t is not None:
+            peers["GPyTorch Adam x50"] = t
+        else:
+            gp_note = err
     extra = {}
     nll = {}
     if n <= 20_000:
@@ -237,6 +277,8 @@ def hyper_rows(bench, n, use_gpytorch, with_sklearn=True):
             nll[k] = exact_nll(X, yc, t.value)
         extra = {f"NLL {k}": round(v, 2) for k, v in nll.items()}
     extra["theta ours"] = np.round(np.exp(t_ours.value), 3).tolist()
+    if gp_note:
+        extra["gpytorch"] = gp_note
     row = bench.compare("hyper robot arm", t_ours, peers, {"N": n, "d": 2}, extra)
     if "sklearn fit" in nll:
         r = row.ratio("sklearn fit")
@@ -257,7 +299,7 @@ def big_rows(bench, sizes):
         X, y, Xt, ft, s = make_data(n, 3, "uniform", 1e-3, seed=n)
         info = {}
 
-        def ours():
+        def ours(X=X, y=y, Xt=Xt, s=s, info=info):
             gp = GaussianProcessRegressor(length_scale=0.3 * s, noise_variance=1e-3, tol=1e-4).fit(X, y)
             info.update(iters=gp.n_iter_, rank=gp.preconditioner_rank_)
             return gp.predict(Xt)
@@ -291,6 +333,7 @@ def main() -> int:
     if "big" in rows:
         big = [v for v in sizes if v >= 100_000] or [100_000]
         big_rows(bench, big)
+    if "bighyper" in rows:
         hyper_rows(bench, 100_000, False, with_sklearn=False)
     return bench.report()
 

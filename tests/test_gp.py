@@ -5,7 +5,6 @@ import pickle
 import numpy as np
 import pytest
 from scipy.linalg import cho_factor, cho_solve
-
 from vastml.datasets import make_robot_arm
 from vastml.kernels import GaussianProcessRegressor, conjugate_gradient, fit_implicit_surface
 from vastml.kernels._gp_cg import lanczos_quadrature_logdet
@@ -79,7 +78,7 @@ def test_conjugate_gradient_solves_a_dense_system():
 
 
 def test_callback_pickle_and_bad_input(problem):
-    X, y, Xt, ls, sf2, noise, *_ = problem
+    X, y, Xt, ls, *_ = problem
     seen = []
     gp = GaussianProcessRegressor(length_scale=ls, preconditioner_rank=0, callbacks=lambda k, r, s: seen.append((k, r)))
     gp.fit(X, y)
@@ -177,12 +176,12 @@ def test_pcg_equals_cholesky_and_needs_few_iterations():
     K = rbf(X, X, ls) + noise * np.eye(len(X))
     exact = cho_solve(cho_factor(K), np.column_stack([y, y**2]))
     system = GPSystem(np.ascontiguousarray(X / ls), 1.0, noise, "auto", None, 100, None)
-    res, total = system.solve(np.column_stack([y, y**2]), tol=1e-10, delta=1e-10, max_iter=2000)
+    res, _ = system.solve(np.column_stack([y, y**2]), tol=1e-10, delta=1e-10, max_iter=2000)
     assert res.converged
     assert np.abs(res.x - exact).max() <= 1e-6 * np.abs(exact).max()
     plain = GPSystem(np.ascontiguousarray(X / ls), 1.0, noise, "auto", None, 0, None)
-    res0, total0 = plain.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
-    res1, total1 = system.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
+    _, total0 = plain.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
+    _, total1 = system.solve(y, tol=1e-6, delta=1e-6, max_iter=3000)
     assert total1 <= 50 < 3 * total1 < total0
 
 
@@ -256,8 +255,8 @@ def test_marginal_likelihood_estimate_matches_dense():
     X = X - X.mean(0)
     y = y - y.mean()
     theta = np.log([0.5, 0.8, 1.5, 1e-2])
-    opts = dict(method="auto", n_jobs=None, rank=50, target_iterations=None, tol=1e-8, delta=1e-8, max_iter=2000,
-                epsilon=1e-10)
+    opts = {"method": "auto", "n_jobs": None, "rank": 50, "target_iterations": None, "tol": 1e-8,
+            "delta": 1e-8, "max_iter": 2000, "epsilon": 1e-10}
     nll, grad = MarginalLikelihood(X, y, 256, np.random.default_rng(0), opts)(theta)
     nll0, grad0 = exact_nll_and_grad(X, y, theta)
     assert abs(nll - nll0) <= 1e-3 * abs(nll0)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
-from threadpoolctl import threadpool_limits
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+from threadpoolctl import threadpool_limits
 
 from vastml._progress import Progress
 from vastml._validation import (
@@ -90,7 +90,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     max_iter : int, default=1000
         CG iterations at most.
     preconditioner_rank : "auto" or int, default="auto"
-        Landmarks of the preconditioner; "auto" starts at min(N, 64) and lets CG grow it, an int
+        Landmarks of the preconditioner; "auto" starts at 256 (capped) and lets CG grow it, an int
         fixes the starting rank, 0 turns preconditioning off (the thesis's plain CG).
     target_iterations : int or None, default=50
         CG iterations after which the preconditioner's rank is doubled (while it is below
@@ -204,7 +204,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             check_int(self.target_iterations, "target_iterations", low=1)
         if isinstance(self.preconditioner_rank, str):
             choice(self.preconditioner_rank, "preconditioner_rank", ("auto",))
-            return min(n, 64)
+            return min(NystromPreconditioner.max_rank(n), 256)
         return check_int(self.preconditioner_rank, "preconditioner_rank", low=0)
 
     def fit(self, X, y):
@@ -217,7 +217,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     def _fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         rank = self._check_params(X.shape[0])
-        n, d = X.shape
+        d = X.shape[1]
         ls = _length_scales(self.length_scale, d)
         sf2, noise = float(self.signal_variance), float(self.noise_variance)
         self._x_offset = X.mean(axis=0)
@@ -235,16 +235,16 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
                     yc,
                     int(self.n_probes),
                     np.random.default_rng(rng.randint(2**31)),
-                    dict(
-                        method=self.method,
-                        n_jobs=self.n_jobs,
-                        rank=rank,
-                        target_iterations=self.target_iterations,
-                        tol=max(float(self.tol), 1e-2),
-                        delta=max(float(self.delta), 1e-2),
-                        max_iter=int(self.max_iter),
-                        epsilon=1e-6,
-                    ),
+                    {
+                        "method": self.method,
+                        "n_jobs": self.n_jobs,
+                        "rank": rank,
+                        "target_iterations": self.target_iterations,
+                        "tol": max(float(self.tol), 1e-2),
+                        "delta": max(float(self.delta), 1e-2),
+                        "max_iter": int(self.max_iter),
+                        "epsilon": 1e-6,
+                    },
                     progress,
                 )
                 theta0 = np.log(np.concatenate([ls, [sf2, noise]]))
@@ -342,7 +342,7 @@ class _Offset:
     """A Progress seen through an iteration offset (the final solve numbers on after the
     marginal-likelihood evaluations)."""
 
-    __slots__ = ("progress", "offset")
+    __slots__ = ("offset", "progress")
 
     def __init__(self, progress, offset):
         self.progress, self.offset = progress, offset
