@@ -226,3 +226,50 @@ def test_distributed_logistic_regression_refuses_nan():
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="NaN"):
         DistributedLogisticRegression(n_partitions=2).fit(Xn, y)
+
+
+def test_embedding_parameters_are_range_checked():
+    import scipy.sparse as sp
+
+    from vastml import embed as E
+
+    with pytest.raises(ValueError, match="`n_interp` must be <= 20"):
+        E.kernel_sums(X, method="fft", n_interp=300)
+    with pytest.raises(ValueError, match="`n_interp`"):
+        E.kernel_sums(X, method="fft", n_interp=10**5)
+    W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    f = E.EmbeddingObjective("ee", W, lam=0.0)
+    X3 = np.array([[0.0, 1], [1, 0], [2, 2]])
+    with pytest.raises(ValueError, match="`rho`"):
+        E.minimize(f, X3, rho=2)
+    with pytest.raises(ValueError, match="`max_seconds`"):
+        E.minimize(f, X3, max_seconds=-1)
+    with pytest.raises(ValueError, match="`momentum`"):
+        E.tsne_gradient_descent(f, X3, n_iter=5, learning_rate=1.0, momentum=2)
+    with pytest.raises(ValueError, match="`bandwidth`"):
+        E.LLLEigenmaps(bandwidth=-1, n_landmarks=10).fit(X)
+    with pytest.raises(ValueError, match="`n_neighbors`"):
+        E.LLLEigenmaps(n_neighbors=100, n_landmarks=10).fit(X)
+    with pytest.raises(ValueError, match="`gamma`"):
+        E.LLLKernelPCA(gamma=0, n_landmarks=10).fit(X)
+
+
+def test_unfitted_and_misshaped_embedding_calls():
+    from sklearn.exceptions import NotFittedError
+
+    from vastml import embed as E
+
+    with pytest.raises(NotFittedError):
+        E.LLLSpectralClustering().predict(X)
+    pe = E.ParametricEmbedding(max_iter=5, random_state=0).fit(np.full((20, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
+        pe.predict(np.ones((5, 4)))
+
+
+def test_memory_layout_never_changes_an_embedding():
+    from vastml import embed as E
+
+    kw = dict(perplexity=5, random_state=0, max_iter=100, n_iter_exaggeration=50)
+    a = E.TSNE(**kw).fit_transform(X)
+    b = E.TSNE(**kw).fit_transform(np.asfortranarray(X))
+    np.testing.assert_array_equal(a, b)

@@ -9,29 +9,9 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.manifold import TSNE as SkTSNE
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from vastml.embed import TSNE, ElasticEmbedding, EmbeddingObjective, SymmetricSNE, _estimators
 
-# Embeddings are not deterministic functions of a point: transform() of the training data
-# re-embeds it against the fitted embedding, so it differs from fit_transform().
-# (ElasticEmbedding's tiny check-sized embeddings happen to agree within the tolerances.)
-NOT_A_FUNCTION = {
-    "check_transformer_general": "transform(X_train) re-embeds against the fit, != fit_transform",
-    "check_transformer_data_not_an_array": "same as check_transformer_general",
-    "check_methods_subset_invariance": "the embedding of a point depends on the whole batch",
-}
-
-
-@parametrize_with_checks(
-    [
-        TSNE(perplexity=3, max_iter=60, n_iter_exaggeration=20, random_state=0),
-        SymmetricSNE(perplexity=3, max_iter=30, random_state=0),
-        ElasticEmbedding(perplexity=3, n_lambdas=3, max_iter=20, random_state=0),
-    ],
-    expected_failed_checks=lambda est: {} if isinstance(est, ElasticEmbedding) else NOT_A_FUNCTION,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks of these estimators are in tests/test_common.py.
 
 
 @pytest.fixture(scope="module")

@@ -4,22 +4,9 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_digits
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from vastml.embed import SNE, EmbeddingObjective, SymmetricSNE
 
-NOT_A_FUNCTION = {  # as for SymmetricSNE (tests/test_embed_estimators.py)
-    "check_transformer_general": "transform(X_train) re-embeds against the fit, != fit_transform",
-    "check_transformer_data_not_an_array": "same as check_transformer_general",
-    "check_methods_subset_invariance": "the embedding of a point depends on the whole batch",
-}
-
-
-@parametrize_with_checks(
-    [SNE(perplexity=3, max_iter=30, random_state=0)],
-    expected_failed_checks=lambda est: NOT_A_FUNCTION,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks of SNE are in tests/test_common.py.
 
 
 @pytest.fixture(scope="module")

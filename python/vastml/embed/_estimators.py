@@ -150,7 +150,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         ``"fft"``), so M new points cost O(M log N) against N training points, never an
         M x N matrix."""
         check_is_fitted(self, "embedding_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
         if not hasattr(self.nn_, "n_samples_fit_"):
             self.nn_.fit(self._nn_X)
         dist, idx = self.nn_.kneighbors(X)
@@ -264,6 +264,13 @@ class TSNE(_NeighborEmbedding):
     affinities_ : scipy.sparse.csr_array
         The joint P.
 
+    Notes
+    -----
+    ``transform`` embeds new points against the fitted embedding (thesis §5.4), so
+    ``transform(X_train)`` is not ``fit_transform(X_train)`` and a point's embedding depends on
+    the batch it came with: scikit-learn's checks that assume a fixed function of each point do
+    not apply to it.
+
     Examples
     --------
     >>> from sklearn.datasets import load_digits
@@ -280,8 +287,8 @@ class TSNE(_NeighborEmbedding):
 
     def __init__(
         self,
-        n_components=2,
         *,
+        n_components=2,
         perplexity=30.0,
         early_exaggeration=12.0,
         n_iter_exaggeration=250,
@@ -328,7 +335,7 @@ class TSNE(_NeighborEmbedding):
             isinstance(self.n_iter_exaggeration, numbers.Integral) and self.n_iter_exaggeration >= 0
         ):
             raise ValueError("`n_iter_exaggeration` must be an int >= 0")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
         P = symmetrize(self._affinities(X), "joint")
@@ -413,6 +420,13 @@ class SymmetricSNE(_NeighborEmbedding):
     points), with accuracy ``epsilon``; ``tol`` is the relative decrease of the objective
     that stops the line-search optimisers.
 
+    Notes
+    -----
+    ``transform`` embeds new points against the fitted embedding (thesis §5.4), so
+    ``transform(X_train)`` is not ``fit_transform(X_train)`` and a point's embedding depends on
+    the batch it came with: scikit-learn's checks that assume a fixed function of each point do
+    not apply to it.
+
     Examples
     --------
     >>> from sklearn.datasets import load_digits
@@ -427,8 +441,8 @@ class SymmetricSNE(_NeighborEmbedding):
 
     def __init__(
         self,
-        n_components=2,
         *,
+        n_components=2,
         perplexity=30.0,
         max_iter=1000,
         method="spectral",
@@ -464,7 +478,7 @@ class SymmetricSNE(_NeighborEmbedding):
 
     def _fit(self, X):
         self._check_common()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         rng = check_random_state(self.random_state)
         P = symmetrize(self._affinities(X), "joint")
         self.affinities_ = P
@@ -540,8 +554,8 @@ class ElasticEmbedding(_NeighborEmbedding):
 
     def __init__(
         self,
-        n_components=2,
         *,
+        n_components=2,
         perplexity=30.0,
         lam=1.0,
         homotopy=True,
@@ -586,7 +600,7 @@ class ElasticEmbedding(_NeighborEmbedding):
         lam = positive_float(self.lam, "lam")
         if not (isinstance(self.n_lambdas, numbers.Integral) and self.n_lambdas >= 1):
             raise ValueError(f"`n_lambdas` must be a positive int, got {self.n_lambdas!r}")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         rng = check_random_state(self.random_state)
         W = symmetrize(self._affinities(X), "mean")
         self.affinities_ = W
@@ -679,6 +693,13 @@ class SNE(_NeighborEmbedding):
     affinities_ : scipy.sparse.csr_array
         The conditional P (rows sum to 1).
 
+    Notes
+    -----
+    ``transform`` embeds new points against the fitted embedding (thesis §5.4), so
+    ``transform(X_train)`` is not ``fit_transform(X_train)`` and a point's embedding depends on
+    the batch it came with: scikit-learn's checks that assume a fixed function of each point do
+    not apply to it.
+
     Examples
     --------
     >>> from sklearn.datasets import load_digits
@@ -735,7 +756,7 @@ class SNE(_NeighborEmbedding):
         max_iter = check_int(self.max_iter, "max_iter", low=1)
         tol = positive_float(self.tol, "tol")
         eps = positive_float(self.epsilon, "epsilon")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         rng = check_random_state(self.random_state)
         P = self._affinities(X)
         self.affinities_ = P

@@ -14,7 +14,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from vastml._validation import as_points, choice
+from vastml._validation import as_points, check_float, check_int, choice
 from vastml.embed._lll_core import (
     _positive_int,
     gaussian_knn_affinity,
@@ -270,6 +270,9 @@ def _looks_symmetric(W, n_samples=2000, seed=0):
 
 def knn_gaussian(X, n_neighbors, bandwidth):
     """Gaussian kNN affinities; ``bandwidth=None`` is the median K_W-th-neighbour distance."""
+    check_int(n_neighbors, "n_neighbors", low=1, high=X.shape[0] - 1)
+    if bandwidth is not None:
+        bandwidth = check_float(bandwidth, "bandwidth", low=0, low_open=True)
     if bandwidth is None:
         from sklearn.neighbors import NearestNeighbors
 
@@ -355,6 +358,7 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
 
     def predict(self, X):
         """Cluster of new points through the out-of-sample embedding."""
+        check_is_fitted(self, "kmeans_")
         return self.kmeans_.predict(_unit_rows(self.transform(X)))
 
 
@@ -545,7 +549,7 @@ class LLLKernelPCA(_LLLBase):
         L = Z.shape[0]
         ZK = np.zeros((L, n))  # Z K, accumulated over row blocks of the symmetric K
         ZT = Z.T.tocsr()
-        kw = {} if self.gamma is None else {"gamma": self.gamma}
+        kw = {} if self.gamma is None else {"gamma": check_float(self.gamma, "gamma", low=0, low_open=True)}
         b = _positive_int(self.block, "block")
         total = 0.0  # 1^T K 1
         for s in range(0, n, b):

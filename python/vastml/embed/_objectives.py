@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vastml import _core
-from vastml._validation import as_points, choice, n_jobs_arg
+from vastml._validation import as_points, check_float, check_int, choice, n_jobs_arg
 from vastml.embed._affinities import is_compact
 from vastml.embed._schedules import fgt_order_epsilon, parse_gradient, schedule_value
 
@@ -218,6 +218,10 @@ def embedding_objective(
     )(X)
 
 
+#: The most interpolation points per grid interval :func:`kernel_sums` accepts.
+MAX_N_INTERP = 20
+
+
 def kernel_sums(
     X,
     *,
@@ -240,14 +244,19 @@ def kernel_sums(
     X = as_points(X, "X")
     choice(kernel, "kernel", ("gaussian", "student"))
     choice(method, "method", GRADIENTS)
+    theta = check_float(theta, "theta", low=0)
+    epsilon = check_float(epsilon, "epsilon", low=0, high=1, low_open=True, high_open=True)
+    # points per grid interval of the "fft" method: FIt-SNE uses 3, and beyond ~10 the
+    # interpolation error is below double rounding while the grid (and its FFT) grows as n^d
+    n_interp = check_int(n_interp, "n_interp", low=1, high=MAX_N_INTERP)
     w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     return _core.kernel_sums(
         X,
         kernel,
         method,
-        float(theta),
-        float(epsilon),
+        theta,
+        epsilon,
         w,
         n_jobs_arg(n_jobs),
-        n_interp=int(n_interp),
+        n_interp=n_interp,
     )

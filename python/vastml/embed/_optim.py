@@ -17,7 +17,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize as scipy_minimize
 
 from vastml import _core
-from vastml._validation import choice
+from vastml._validation import check_float, check_int, choice
 from vastml.embed._directions import DiagHessianDirection, PartialHessianCG
 
 METHODS = ("spectral", "fp", "gd", "lbfgs", "diagh", "sd-", "cg")
@@ -229,6 +229,15 @@ def minimize(
     ('gtol', True)
     """
     choice(method, "method", METHODS)
+    check_int(max_iter, "max_iter", low=0)
+    if tol is not None:
+        check_float(tol, "tol", low=0)
+    check_int(min_iter, "min_iter", low=0)
+    check_float(rho, "rho", low=0, high=1, low_open=True, high_open=True)
+    check_float(c, "c", low=0, high=1, low_open=True, high_open=True)
+    check_float(alpha0, "alpha0", low=0, low_open=True)
+    if max_seconds is not None:
+        check_float(max_seconds, "max_seconds", low=0, low_open=True)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
     if method == "lbfgs":
         return _lbfgs(
@@ -624,6 +633,11 @@ def tsne_gradient_descent(
     ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
     Returns ``(X, state, E, n_done)``."""
+    check_int(n_iter, "n_iter", low=0)
+    check_float(learning_rate, "learning_rate", low=0, low_open=True)
+    check_float(momentum, "momentum", low=0, high=1, high_open=True)
+    check_float(exaggeration, "exaggeration", low=0, low_open=True)
+    check_float(min_gain, "min_gain", low=0)
     X = np.array(X, dtype=np.float64, order="C")
     if state is not None:
         update, gains = (np.array(a, dtype=np.float64, order="C") for a in state)

@@ -894,7 +894,16 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     def predict_proba(self, R):
         """Embedding posteriors q(c_k | r) of eq. (1) at coordinates R."""
         check_is_fitted(self, "class_embedding_")
-        R = np.asarray(R, dtype=np.float64).reshape(-1, self.class_embedding_.shape[1])
+        d = self.class_embedding_.shape[1]
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 1 and R.shape[0] == d:
+            R = R[None, :]
+        if R.ndim != 2 or R.shape[1] != d:
+            raise ValueError(
+                f"`R` must be embedding coordinates of shape (n, {d}), got shape {R.shape}"
+            )
+        if not np.isfinite(R).all():
+            raise ValueError("`R` contains NaN or infinite values")
         return np.exp(pe_log_posteriors(R, self.class_embedding_, np.log(self.class_prior_)))
 
     def predict(self, R):
