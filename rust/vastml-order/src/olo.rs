@@ -56,7 +56,10 @@ fn build_tree(merges: &[[usize; 2]], n: usize) -> Result<Tree, OrderError> {
             }
         }
         if a == b {
-            return Err(invalid("linkage", format!("merge {t} joins node {a} with itself")));
+            return Err(invalid(
+                "linkage",
+                format!("merge {t} joins node {a} with itself"),
+            ));
         }
     }
     let size = {
@@ -184,7 +187,11 @@ pub fn optimal_leaf_order<M: Metric>(
             .iter()
             .map(|&(a, b)| {
                 (rs..re)
-                    .map(|h| (a..b).map(|k| tri.v[tri.idx(k, h)]).fold(f64::INFINITY, f64::min))
+                    .map(|h| {
+                        (a..b)
+                            .map(|k| tri.v[tri.idx(k, h)])
+                            .fold(f64::INFINITY, f64::min)
+                    })
                     .collect()
             })
             .collect();
@@ -193,7 +200,9 @@ pub fn optimal_leaf_order<M: Metric>(
         let mmin: Vec<f64> = (rs..re)
             .map(|j| {
                 let (hs, he) = opposite(&tree, r, n, j);
-                (hs..he).map(|h| tri.get(h, j)).fold(f64::INFINITY, f64::min)
+                (hs..he)
+                    .map(|h| tri.get(h, j))
+                    .fold(f64::INFINITY, f64::min)
             })
             .collect();
         let tri_ref = &tri;
@@ -203,8 +212,9 @@ pub fn optimal_leaf_order<M: Metric>(
                 let (ks, ke) = opposite(&tree, l, n, i);
                 let dm = &dmin[usize::from(sides.len() == 2 && ks != ls)];
                 // stage 1: T(h) = min_k M(i, k) + d(k, h), k by increasing M(i, k)
-                let mut ks_sorted: Vec<(f64, usize)> =
-                    (ks..ke).map(|k| (tri_ref.get(i, k), tri_ref.idx(k, rs))).collect();
+                let mut ks_sorted: Vec<(f64, usize)> = (ks..ke)
+                    .map(|k| (tri_ref.get(i, k), tri_ref.idx(k, rs)))
+                    .collect();
                 ks_sorted.sort_unstable_by(|p, q| p.0.total_cmp(&q.0));
                 let mut t = vec![f64::INFINITY; nr];
                 for (hh, th) in t.iter_mut().enumerate() {
@@ -333,7 +343,11 @@ mod tests {
                 return;
             }
             let [a, b] = merges[v - n];
-            let (a, b) = if flips >> (v - n) & 1 == 1 { (b, a) } else { (a, b) };
+            let (a, b) = if flips >> (v - n) & 1 == 1 {
+                (b, a)
+            } else {
+                (a, b)
+            };
             leaves(merges, n, a, flips, out);
             leaves(merges, n, b, flips, out);
         }

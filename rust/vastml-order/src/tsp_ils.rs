@@ -152,10 +152,8 @@ fn parallel_brute_neighbours<M: Metric>(m: &M, k: usize) -> (Vec<usize>, usize) 
     }
     let mut out = vec![0usize; n * k];
     out.par_chunks_mut(k).enumerate().for_each(|(a, row)| {
-        let mut cand: Vec<(f64, usize)> = (0..n)
-            .filter(|&b| b != a)
-            .map(|b| (m.d(a, b), b))
-            .collect();
+        let mut cand: Vec<(f64, usize)> =
+            (0..n).filter(|&b| b != a).map(|b| (m.d(a, b), b)).collect();
         let cmp = |p: &(f64, usize), q: &(f64, usize)| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1));
         if k < cand.len() {
             cand.select_nth_unstable_by(k, cmp);
@@ -486,7 +484,11 @@ impl<M: Metric> Search<'_, M> {
                             // reversed: (u, e), (s, w); same: (u, s), (e, w)
                             let rev = self.c(u, e) + self.c(s, w) - base;
                             let same = self.c(u, s) + self.c(e, w) - base;
-                            let (add, keep) = if same < rev { (same, true) } else { (rev, false) };
+                            let (add, keep) = if same < rev {
+                                (same, true)
+                            } else {
+                                (rev, false)
+                            };
                             let gain = remove - add;
                             if gain > EPS && best.is_none_or(|b| gain > b.0) {
                                 best = Some((gain, u, w, keep));
@@ -621,7 +623,10 @@ pub fn solve_cancellable<M: Metric>(
     }
     if let Some(p) = init {
         let mut seen = vec![false; n];
-        if p.len() != n || p.iter().any(|&c| c >= n || std::mem::replace(&mut seen[c], true)) {
+        if p.len() != n
+            || p.iter()
+                .any(|&c| c >= n || std::mem::replace(&mut seen[c], true))
+        {
             return Err(invalid("init", format!("must be a permutation of 0..{n}")));
         }
     }
@@ -707,10 +712,8 @@ pub fn solve_cancellable<M: Metric>(
                 let d1 = s.tour.t[(p0 + l1 + l2 - 1) % total];
                 let d2 = s.tour.t[(p0 + l1 + l2) % total];
                 // a [b..c1] [c2..d1] d2 -> a [c2..d1] [b..c1] d2
-                let delta = s.c(a, c2) + s.c(d1, b) + s.c(c1, d2)
-                    - s.c(a, b)
-                    - s.c(c1, c2)
-                    - s.c(d1, d2);
+                let delta =
+                    s.c(a, c2) + s.c(d1, b) + s.c(c1, d2) - s.c(a, b) - s.c(c1, c2) - s.c(d1, d2);
                 s.tour.swap_blocks(p0, l1, l2);
                 for v in [a, b, c1, c2, d1, d2] {
                     s.push(v);
@@ -831,7 +834,10 @@ pub fn solve_exact<M: Metric>(
 ) -> Result<Vec<usize>, OrderError> {
     let n = m.len();
     if n > 13 {
-        return Err(invalid("D", format!("{n} cities; the exact solver takes at most 13")));
+        return Err(invalid(
+            "D",
+            format!("{n} cities; the exact solver takes at most 13"),
+        ));
     }
     for (name, e) in [("start", start), ("end", end)] {
         if let Some(e) = e
@@ -895,7 +901,11 @@ fn greedy_on_lists<M: Metric>(m: &M, nb: &[usize], nbd: &[f64], k: usize) -> Vec
         loop {
             f.push(cur);
             seen[cur] = true;
-            match adj[cur].iter().copied().find(|&x| x != usize::MAX && x != prev) {
+            match adj[cur]
+                .iter()
+                .copied()
+                .find(|&x| x != usize::MAX && x != prev)
+            {
                 Some(x) => {
                     prev = cur;
                     cur = x;
@@ -985,7 +995,12 @@ mod tests {
             let x = uniform(9, 2, seed);
             let d = dense_of(&x, 2);
             let m = Dense::new(&d, 9).unwrap();
-            for (s, e) in [(None, None), (Some(2), None), (None, Some(4)), (Some(1), Some(7))] {
+            for (s, e) in [
+                (None, None),
+                (Some(2), None),
+                (None, Some(4)),
+                (Some(1), Some(7)),
+            ] {
                 let a = solve_exact(&m, s, e).unwrap();
                 let b = crate::tsp_heuristics::exact_path(&x, 2, s, e).unwrap();
                 assert!(is_perm(&a, 9));
@@ -1007,7 +1022,12 @@ mod tests {
         for seed in 0..25 {
             let x = uniform(12, 2, 300 + seed);
             let m = Points::new(&x, 2).unwrap();
-            for (s, e) in [(None, None), (Some(0), Some(11)), (Some(5), None), (None, Some(3))] {
+            for (s, e) in [
+                (None, None),
+                (Some(0), Some(11)),
+                (Some(5), None),
+                (None, Some(3)),
+            ] {
                 let r = solve(&m, s, e, &kicks(300), None).unwrap();
                 assert!(is_perm(&r.order, 12));
                 if let Some(s) = s {
@@ -1019,7 +1039,11 @@ mod tests {
                 assert!((r.length - path_length(&x, 2, &r.order)).abs() < 1e-9);
                 let opt = path_length(&x, 2, &exact_path_pts(&x, s, e));
                 assert!(r.length >= opt - 1e-9);
-                assert!(r.length <= 1.02 * opt, "seed {seed} {s:?} {e:?}: {} vs {opt}", r.length);
+                assert!(
+                    r.length <= 1.02 * opt,
+                    "seed {seed} {s:?} {e:?}: {} vs {opt}",
+                    r.length
+                );
                 n_opt += usize::from(r.length <= opt + 1e-9);
                 total += 1;
             }
@@ -1042,7 +1066,12 @@ mod tests {
             assert!(is_perm(&r.order, n));
             let lo = path_length(&x, dim, &old);
             assert!(r.length <= lo, "{n} {dim}: {} vs old {lo}", r.length);
-            assert!(r.length < 0.985 * r.first_length, "{} vs {}", r.length, r.first_length);
+            assert!(
+                r.length < 0.985 * r.first_length,
+                "{} vs {}",
+                r.length,
+                r.first_length
+            );
             // started from the old path, it can only get shorter
             let r2 = solve(&m, None, None, &kicks(5 * n), Some(&old)).unwrap();
             assert!(r2.length <= lo + 1e-9);
@@ -1054,7 +1083,14 @@ mod tests {
         let x = uniform(300, 3, 9);
         let d = dense_of(&x, 3);
         let a = solve(&Points::new(&x, 3).unwrap(), None, None, &kicks(2000), None).unwrap();
-        let b = solve(&Dense::new(&d, 300).unwrap(), None, None, &kicks(2000), None).unwrap();
+        let b = solve(
+            &Dense::new(&d, 300).unwrap(),
+            None,
+            None,
+            &kicks(2000),
+            None,
+        )
+        .unwrap();
         assert_eq!(a.order, b.order);
     }
 
