@@ -59,6 +59,9 @@ pub struct PathParams {
     pub exact_max: usize,
     /// Upper bound on improvement rounds over all cities.
     pub max_rounds: usize,
+    /// After 2-opt / Or-opt, this many segment-swap kicks per city of iterated local search
+    /// ([`crate::tsp_ils`]; deterministic, seeded by the instance size); 0 = off.
+    pub kicks_per_city: usize,
 }
 
 impl Default for PathParams {
@@ -70,6 +73,7 @@ impl Default for PathParams {
             or_opt: true,
             exact_max: 10,
             max_rounds: 1000,
+            kicks_per_city: 0,
         }
     }
 }
@@ -847,6 +851,20 @@ pub(crate) fn solve_path_unchecked(
         end.is_some(),
         params,
     );
+    let m = path.len();
+    if params.kicks_per_city > 0 && m > 8 {
+        let ils = crate::tsp_ils::IlsParams {
+            neighbours: params.neighbours,
+            kicks: Some(params.kicks_per_city.saturating_mul(m)),
+            time_limit: None,
+            runs: 1,
+            seed: m as u64,
+            exact_max: 0,
+            ..crate::tsp_ils::IlsParams::default()
+        };
+        let pts = crate::tsp_ils::Points::new(x, dim)?;
+        path = crate::tsp_ils::solve(&pts, start, end, &ils, Some(&path))?.order;
+    }
     Ok(path)
 }
 
