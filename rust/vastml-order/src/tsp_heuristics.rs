@@ -1111,6 +1111,25 @@ mod tests {
     }
 
     #[test]
+    fn kicks_never_lengthen_the_local_path_and_keep_its_ends() {
+        for seed in 0..4 {
+            let x = uniform(300, 3, 70 + seed);
+            let base = PathParams::default();
+            let kicked = PathParams {
+                kicks_per_city: 3,
+                ..PathParams::default()
+            };
+            for (s, e) in [(None, None), (Some(3), Some(200))] {
+                let a = solve_path(&x, 3, s, e, &base).unwrap();
+                let b = solve_path(&x, 3, s, e, &kicked).unwrap();
+                assert!(is_perm(&b, 300));
+                assert!(s.is_none() || (a[0], a[299]) == (b[0], b[299]));
+                assert!(path_length(&x, 3, &b) <= path_length(&x, 3, &a) + 1e-9);
+            }
+        }
+    }
+
+    #[test]
     fn collinear_points_come_out_sorted() {
         let mut rng = Pcg64::seed_from_u64(3);
         let mut x: Vec<f64> = (0..300).map(|i| i as f64).collect();
