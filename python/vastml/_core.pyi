@@ -469,6 +469,7 @@ def tsp_means_order(
     exact_max: int,
     polish_window: int,
     n_jobs: int | None = None,
+    local_kicks: int = 0,
 ) -> tuple[npt.NDArray[np.int64], int, int, int, int, tuple[float, float, float], float]: ...
 def tsp_path_order(
     x: npt.NDArray[np.float64],
@@ -480,6 +481,12 @@ def tsp_path_order(
     or_opt: bool,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.int64]: ...
+def olo_order(
+    x: npt.NDArray[np.float64],
+    precomputed: bool,
+    merges: npt.NDArray[np.int64],
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.int64], float]: ...
 def tsp_ils_order(
     x: npt.NDArray[np.float64],
     precomputed: bool,

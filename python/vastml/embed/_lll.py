@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._validation import as_points, check_float, check_int, choice
 from vastml.embed._lll_core import (
@@ -54,7 +54,7 @@ class _LLLBase(TransformerMixin, BaseEstimator):
     def weights(self, X):
         """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
         check_is_fitted(self, "landmarks_")
-        X = as_points(X, "X", dim=self.n_features_in_)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return reconstruction_weights(X, self.landmarks_, self.n_neighbors_z_, reg=self.reg)
 
     def transform(self, X):
@@ -184,7 +184,7 @@ class LLLEigenmaps(_LLLBase):
         return knn_gaussian(X, self.n_neighbors, self.bandwidth)
 
     def fit(self, X, y=None, affinity_matrix=None):
-        X = as_points(X, "X")
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         d = self._n_out()
         rng = check_random_state(self.random_state)
         clock = [time.perf_counter()]
@@ -406,7 +406,7 @@ class LLLPCA(_LLLBase):
         return min(L, n_features + 1)
 
     def fit(self, X, y=None):
-        X = as_points(X, "X")
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         d = _positive_int(self.n_components, "n_components")
         rng = check_random_state(self.random_state)
         self.mean_ = X.mean(axis=0)
@@ -423,7 +423,7 @@ class LLLPCA(_LLLBase):
 
     def transform(self, X):
         check_is_fitted(self, "components_")
-        X = as_points(X, "X", dim=self.n_features_in_)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return (X - self.mean_) @ self.components_.T
 
 
@@ -464,7 +464,7 @@ class LLLDiscriminantAnalysis(_LLLBase):
         return min(L, n_features + 1)
 
     def fit(self, X, y):
-        X = as_points(X, "X")
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
@@ -501,7 +501,7 @@ class LLLDiscriminantAnalysis(_LLLBase):
 
     def transform(self, X):
         check_is_fitted(self, "components_")
-        X = as_points(X, "X", dim=self.n_features_in_)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return (X - self.mean_) @ self.components_.T
 
 
@@ -541,7 +541,7 @@ class LLLKernelPCA(_LLLBase):
         return min(L, n_features + 1)
 
     def fit(self, X, y=None):
-        X = as_points(X, "X")
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         d = _positive_int(self.n_components, "n_components")
         rng = check_random_state(self.random_state)
         Z = self._landmarks_and_weights(X, rng)
@@ -716,7 +716,7 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
         return {} if self.gamma is None else {"gamma": self.gamma}
 
     def fit(self, X, y):
-        X = as_points(X, "X")
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
@@ -746,7 +746,7 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     def transform(self, X):
         """Kernel projection of new points, ``sum_n alpha_n k_bar(x_n, x)``."""
         check_is_fitted(self, "dual_coef_")
-        X = as_points(X, "X", dim=self.n_features_in_)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         out = np.empty((X.shape[0], self.dual_coef_.shape[1]))
         b = _positive_int(self.block, "block")
         for s in range(0, X.shape[0], b):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from vastml.reorder._criterion import criterion
     from vastml.reorder._em import EMOrdering
     from vastml.reorder._evaluate import knn_accuracy
+    from vastml.reorder._heatmap import heatmap
     from vastml.reorder._measures import dpc, dpc_entropy, dpc_sigma, figure_of_merit, path_length
     from vastml.reorder._io import (
         load_football,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from vastml.reorder._objective import convolution_error
     from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
     from vastml.reorder._plot import plot_matrix, save_png
+    from vastml.reorder._seriate import seriate
     from vastml.reorder._tspmeans import TSPMeans, tsp_path
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "convolution_error",
     "criterion",
     "gradient_order",
+    "heatmap",
     "heatmap_order",
     "knn_accuracy",
     "load_football",
@@ -84,6 +87,7 @@ __all__ = [
     "plot_matrix",
     "save_matrix",
     "save_png",
+    "seriate",
     "spectral_order",
     "tsp_order",
 ]

@@ -55,6 +55,11 @@ class TSPMeans:
         placed; off by default).
     neighbours : int
         Neighbour-list length of the local 2-opt / Or-opt.
+    local_kicks : int
+        Kicks per city of iterated local search on each local tour after 2-opt / Or-opt (the
+        solver of :func:`seriate`'s "TSP"; deterministic); 0 (default) = plain 2-opt / Or-opt.
+        On 100,000 x 50 Gaussian-mixture rows, 2 kicks per city shortened L by 0.17% for 13x
+        the sweep time, so it is off by default.
     n_jobs : int or None
         Threads (None = all cores).
     random_state : None, int or numpy Generator
@@ -82,6 +87,7 @@ class TSPMeans:
         polish_window=1000,
         parallel_sweep=False,
         neighbours=8,
+        local_kicks=0,
         n_jobs=None,
         random_state=None,
     ):
@@ -90,6 +96,7 @@ class TSPMeans:
         self.polish_window = polish_window
         self.parallel_sweep = parallel_sweep
         self.neighbours = neighbours
+        self.local_kicks = local_kicks
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -102,6 +109,7 @@ class TSPMeans:
                 "polish_window",
                 "parallel_sweep",
                 "neighbours",
+                "local_kicks",
                 "n_jobs",
                 "random_state",
             )
@@ -123,6 +131,7 @@ class TSPMeans:
         if 0 < window < 4:
             raise ValueError(f"`polish_window` must be 0 (off) or at least 4, got {window}")
         nb = _int(self.neighbours, "neighbours", 1)
+        kicks = _int(self.local_kicks, "local_kicks", 0)
         order, lv, nk, nt, ns, secs, length = _core.tsp_means_order(
             x,
             levels,
@@ -133,6 +142,7 @@ class TSPMeans:
             10,
             window,
             n_jobs=n_jobs_arg(self.n_jobs),
+            local_kicks=kicks,
         )
         self.order_ = order
         self.levels_, self.n_kmeans_, self.n_tsp_, self.n_sweeps_ = lv, nk, nt, ns

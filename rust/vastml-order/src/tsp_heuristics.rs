@@ -59,6 +59,9 @@ pub struct PathParams {
     pub exact_max: usize,
     /// Upper bound on improvement rounds over all cities.
     pub max_rounds: usize,
+    /// After 2-opt / Or-opt, this many segment-swap kicks per city of iterated local search
+    /// ([`crate::tsp_ils`]; deterministic, seeded by the instance size); 0 = off.
+    pub kicks_per_city: usize,
 }
 
 impl Default for PathParams {
@@ -70,6 +73,7 @@ impl Default for PathParams {
             or_opt: true,
             exact_max: 10,
             max_rounds: 1000,
+            kicks_per_city: 0,
         }
     }
 }
@@ -847,6 +851,20 @@ pub(crate) fn solve_path_unchecked(
         end.is_some(),
         params,
     );
+    let m = path.len();
+    if params.kicks_per_city > 0 && m > 8 {
+        let ils = crate::tsp_ils::IlsParams {
+            neighbours: params.neighbours,
+            kicks: Some(params.kicks_per_city.saturating_mul(m)),
+            time_limit: None,
+            runs: 1,
+            seed: m as u64,
+            exact_max: 0,
+            ..crate::tsp_ils::IlsParams::default()
+        };
+        let pts = crate::tsp_ils::Points::new(x, dim)?;
+        path = crate::tsp_ils::solve(&pts, start, end, &ils, Some(&path))?.order;
+    }
     Ok(path)
 }
 
@@ -1088,6 +1106,25 @@ mod tests {
                     &want[..],
                     "m={m} dim={dim} row {a}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn kicks_never_lengthen_the_local_path_and_keep_its_ends() {
+        for seed in 0..4 {
+            let x = uniform(300, 3, 70 + seed);
+            let base = PathParams::default();
+            let kicked = PathParams {
+                kicks_per_city: 3,
+                ..PathParams::default()
+            };
+            for (s, e) in [(None, None), (Some(3), Some(200))] {
+                let a = solve_path(&x, 3, s, e, &base).unwrap();
+                let b = solve_path(&x, 3, s, e, &kicked).unwrap();
+                assert!(is_perm(&b, 300));
+                assert!(s.is_none() || (a[0], a[299]) == (b[0], b[299]));
+                assert!(path_length(&x, 3, &b) <= path_length(&x, 3, &a) + 1e-9);
             }
         }
     }

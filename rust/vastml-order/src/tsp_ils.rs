@@ -87,7 +87,7 @@ impl Metric for Points<'_> {
     }
     fn neighbours(&self, k: usize) -> (Vec<usize>, usize) {
         if self.dim >= 8 && self.len() > 2048 {
-            return parallel_brute_neighbours(self, k);
+            return parallel_points_neighbours(self.x, self.dim, k);
         }
         neighbour_lists(self.x, self.dim, k)
     }
@@ -164,6 +164,52 @@ fn parallel_brute_neighbours<M: Metric>(m: &M, k: usize) -> (Vec<usize>, usize) 
             *r = c.1;
         }
     });
+    (out, k)
+}
+
+/// k nearest neighbours of every row of `x` by a scan of all pairs, rows in parallel: the
+/// squared distances from one row to all rows are `dim` passes over the columns stored
+/// contiguously (a loop the compiler vectorises). Ties go to the smaller index.
+fn parallel_points_neighbours(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
+    let n = x.len() / dim;
+    let k = k.min(n.saturating_sub(1));
+    if k == 0 {
+        return (Vec::new(), 0);
+    }
+    let mut xt = vec![0.0; n * dim];
+    for (b, r) in x.chunks_exact(dim).enumerate() {
+        for (t, &v) in r.iter().enumerate() {
+            xt[t * n + b] = v;
+        }
+    }
+    let mut out = vec![0usize; n * k];
+    out.par_chunks_mut(k).enumerate().for_each_init(
+        || (vec![0.0; n], vec![(f64::INFINITY, usize::MAX); k]),
+        |(dd, best), (a, row)| {
+            dd.fill(0.0);
+            for (t, &va) in x[a * dim..(a + 1) * dim].iter().enumerate() {
+                for (d, &vb) in dd.iter_mut().zip(&xt[t * n..(t + 1) * n]) {
+                    let v = va - vb;
+                    *d += v * v;
+                }
+            }
+            best.fill((f64::INFINITY, usize::MAX));
+            for (b, &d) in dd.iter().enumerate() {
+                if b == a || d >= best[k - 1].0 {
+                    continue;
+                }
+                let mut t = k - 1;
+                while t > 0 && d < best[t - 1].0 {
+                    best[t] = best[t - 1];
+                    t -= 1;
+                }
+                best[t] = (d, b);
+            }
+            for (r, c) in row.iter_mut().zip(best.iter()) {
+                *r = c.1;
+            }
+        },
+    );
     (out, k)
 }
 
@@ -1092,6 +1138,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.order, b.order);
+    }
+
+    #[test]
+    fn parallel_point_neighbours_equal_the_sorted_scan() {
+        let (n, dim) = (3000usize, 12usize);
+        let x = uniform(n, dim, 21);
+        let (nb, k) = parallel_points_neighbours(&x, dim, 7);
+        assert_eq!(k, 7);
+        let p = Points::new(&x, dim).unwrap();
+        for a in (0..n).step_by(37) {
+            let mut c: Vec<(f64, usize)> =
+                (0..n).filter(|&b| b != a).map(|b| (p.d(a, b), b)).collect();
+            c.sort_by(|u, v| u.0.total_cmp(&v.0).then(u.1.cmp(&v.1)));
+            let want: Vec<usize> = c[..7].iter().map(|u| u.1).collect();
+            assert_eq!(&nb[a * 7..(a + 1) * 7], &want[..], "row {a}");
+        }
     }
 
     #[test]

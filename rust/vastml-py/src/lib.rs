@@ -65,7 +65,7 @@ mod _core {
         planted_categorical, planted_matrix, time_moves, tsp_order,
     };
     #[pymodule_export]
-    use super::seriate::tsp_ils_order;
+    use super::seriate::{olo_order, tsp_ils_order};
     #[pymodule_export]
     use super::sums::{erfc_sum, hermite_gauss_sum};
     #[pymodule_export]

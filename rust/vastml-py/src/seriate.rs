@@ -4,8 +4,9 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use vastml_order::olo::optimal_leaf_order;
 use vastml_order::tsp_ils::{Dense, IlsParams, IlsResult, Points, solve_cancellable};
 
 use crate::arrays::rows;
@@ -75,4 +76,47 @@ pub fn tsp_ils_order<'py>(
         r.kicks,
         r.accepted,
     ))
+}
+
+/// olo_order(x, precomputed, merges, n_jobs=None)
+/// --
+///
+/// Optimal leaf ordering of the dendrogram `merges` ((n - 1, 2) int64, SciPy linkage columns
+/// 0 and 1) for Euclidean distances between the rows of `x` or the dissimilarity matrix `x`
+/// (`precomputed`). Returns (order, path length).
+#[pyfunction]
+#[pyo3(signature = (x, precomputed, merges, n_jobs=None))]
+pub fn olo_order<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    precomputed: bool,
+    merges: PyReadonlyArray2<'py, i64>,
+    n_jobs: Option<isize>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, f64)> {
+    let (data, dim) = rows(&x, "x")?;
+    let mg = merges
+        .as_slice()
+        .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("`merges`: {e}")))?;
+    if merges.shape()[1] != 2 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "`merges` must have 2 columns",
+        ));
+    }
+    let pairs: Vec<[usize; 2]> = mg
+        .chunks_exact(2)
+        .map(|c| {
+            [
+                usize::try_from(c[0]).unwrap_or(usize::MAX),
+                usize::try_from(c[1]).unwrap_or(usize::MAX),
+            ]
+        })
+        .collect();
+    let (order, length) = enter(py, n_jobs, |_c: &AtomicBool| {
+        if precomputed {
+            optimal_leaf_order(&pairs, &Dense::new(data, dim)?)
+        } else {
+            optimal_leaf_order(&pairs, &Points::new(data, dim)?)
+        }
+    })?;
+    Ok((to_i64(order).into_pyarray(py), length))
 }

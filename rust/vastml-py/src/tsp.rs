@@ -18,12 +18,14 @@ fn path_params(
     neighbours: usize,
     or_opt: bool,
     exact_max: usize,
+    kicks_per_city: usize,
 ) -> PyResult<PathParams> {
     Ok(PathParams {
         start: start.parse::<Start>().map_err(|e| e.to_pyerr())?,
         neighbours,
         or_opt,
         exact_max,
+        kicks_per_city,
         ..PathParams::default()
     })
 }
@@ -32,13 +34,13 @@ fn to_i64(v: Vec<usize>) -> Vec<i64> {
     v.into_iter().map(|i| i as i64).collect()
 }
 
-/// tsp_means_order(x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None)
+/// tsp_means_order(x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0)
 /// --
 ///
 /// TSP-means ordering of the rows of `x`: (order, levels, n_kmeans, n_tsp, n_sweeps,
 /// (tree, sweeps, polish) seconds, path length).
 #[pyfunction]
-#[pyo3(signature = (x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None))]
+#[pyo3(signature = (x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn tsp_means_order<'py>(
     py: Python<'py>,
@@ -51,6 +53,7 @@ pub fn tsp_means_order<'py>(
     exact_max: usize,
     polish_window: usize,
     n_jobs: Option<isize>,
+    local_kicks: usize,
 ) -> PyResult<(
     Bound<'py, PyArray1<i64>>,
     usize,
@@ -66,7 +69,7 @@ pub fn tsp_means_order<'py>(
         sample,
         seed,
         parallel_sweep,
-        path: path_params("greedy", neighbours, true, exact_max)?,
+        path: path_params("greedy", neighbours, true, exact_max, local_kicks)?,
         polish_window,
         ..TspMeansParams::default()
     };
@@ -108,7 +111,7 @@ pub fn tsp_path_order<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let (data, dim) = rows(&x, "x")?;
-    let params = path_params(init, neighbours, or_opt, 0)?;
+    let params = path_params(init, neighbours, or_opt, 0, 0)?;
     let exact = match method {
         "exact" => true,
         "heuristic" => false,
