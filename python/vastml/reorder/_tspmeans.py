@@ -169,6 +169,11 @@ def tsp_path(X, *, start=None, end=None, method="heuristic", init="greedy", neig
     True
     """
     x = as_points(X, "X")
+    # Path lengths only compare, so a positive scale changes no path: bring coordinates whose
+    # squared distances would overflow (or underflow to 0) to unit size first.
+    span = float(np.abs(x).max())
+    if span > 1e100 or 0 < span < 1e-100:
+        x = x / span
     n = x.shape[0]
     choice(method, "method", ("exact", "heuristic"))
     choice(init, "init", ("greedy", "space_filling", "nearest_neighbour"))

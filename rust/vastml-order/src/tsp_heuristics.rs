@@ -434,7 +434,9 @@ fn greedy_start(
                 continue;
             }
             let d = dist(x, dim, tail, c);
-            if d < best.0 {
+            // the first candidate is taken even at an infinite distance (coordinates so
+            // large that their squares overflow), so the walk always goes on
+            if best.1 == usize::MAX || d < best.0 {
                 best = (d, c);
             }
         }
