@@ -323,7 +323,7 @@ def test_user_landmark_array_and_errors():
 
 def test_all_points_as_landmarks_is_exact_eigenmaps(swiss_graph):
     X, W, ev, E = swiss_graph
-    m = LLLEigenmaps(2, landmarks=np.arange(len(X)), affinity="precomputed")
+    m = LLLEigenmaps(n_components=2, landmarks=np.arange(len(X)), affinity="precomputed")
     m.fit(X, affinity_matrix=W)
     np.testing.assert_allclose(m.eigenvalues_, ev, atol=1e-10)
     assert _same_up_to_sign(m.embedding_, E, 1e-8)
@@ -331,7 +331,7 @@ def test_all_points_as_landmarks_is_exact_eigenmaps(swiss_graph):
 
 def test_reduced_problem_constraints_and_trivial_eigenvector(swiss_graph):
     X, W, _, _ = swiss_graph
-    m = LLLEigenmaps(3, n_landmarks=80, affinity="precomputed", random_state=0)
+    m = LLLEigenmaps(n_components=3, n_landmarks=80, affinity="precomputed", random_state=0)
     m.fit(X, affinity_matrix=W)
     Z = m.weights_
     deg = np.asarray(W.sum(axis=1)).ravel()
@@ -358,7 +358,7 @@ def test_error_falls_as_landmarks_grow(swiss_graph):
         return np.mean(
             [
                 procrustes_error(
-                    LLLEigenmaps(2, n_landmarks=L, affinity="precomputed", random_state=s)
+                    LLLEigenmaps(n_components=2, n_landmarks=L, affinity="precomputed", random_state=s)
                     .fit(X, affinity_matrix=W)
                     .embedding_,
                     E,
@@ -376,7 +376,7 @@ def test_lll_beats_landmark_only_eigenmaps(swiss_graph):
     X, W, _, E = swiss_graph
     e_lll, e_lez = [], []
     for s in range(5):
-        m = LLLEigenmaps(2, n_landmarks=100, affinity="precomputed", random_state=s)
+        m = LLLEigenmaps(n_components=2, n_landmarks=100, affinity="precomputed", random_state=s)
         m.fit(X, affinity_matrix=W)
         idx = m.landmark_indices_
         _, Xl = laplacian_eigenmaps(knn_gaussian(X[idx], 10, None), 2, solver="dense")
@@ -387,7 +387,7 @@ def test_lll_beats_landmark_only_eigenmaps(swiss_graph):
 
 def test_out_of_sample_reproduces_training_and_landmarks(swiss_graph):
     X, W, _, _ = swiss_graph
-    m = LLLEigenmaps(2, n_landmarks=60, affinity="precomputed", random_state=1)
+    m = LLLEigenmaps(n_components=2, n_landmarks=60, affinity="precomputed", random_state=1)
     m.fit(X, affinity_matrix=W)
     np.testing.assert_allclose(m.transform(X), m.embedding_, atol=1e-12)
     np.testing.assert_allclose(m.transform(m.landmarks_), m.landmark_embedding_, atol=1e-12)
@@ -413,7 +413,7 @@ def test_eigenmaps_validation():
     with pytest.raises(ValueError, match="affinity"):
         LLLEigenmaps(affinity="rbf").fit(X)
     with pytest.raises(ValueError, match="landmarks"):
-        LLLEigenmaps(5, landmarks=np.array([0, 1, 2])).fit(X)
+        LLLEigenmaps(n_components=5, landmarks=np.array([0, 1, 2])).fit(X)
 
 
 # ------------------------------------------------------------------ spectral clustering
@@ -421,18 +421,18 @@ def test_eigenmaps_validation():
 
 def test_spectral_clustering_recovers_planted_clusters():
     X, y = make_blobs(3000, centers=5, cluster_std=1.0, random_state=7)
-    sc = LLLSpectralClustering(5, n_landmarks=150, random_state=0).fit(X)
+    sc = LLLSpectralClustering(n_clusters=5, n_landmarks=150, random_state=0).fit(X)
     assert adjusted_rand_score(y, sc.labels_) > 0.99
     assert adjusted_rand_score(y[:100], sc.predict(X[:100])) > 0.99
     # against exact spectral clustering (every point a landmark): <= 1% disagreement
-    ex = LLLSpectralClustering(5, landmarks=np.arange(3000), random_state=0).fit(X)
+    ex = LLLSpectralClustering(n_clusters=5, landmarks=np.arange(3000), random_state=0).fit(X)
     assert adjusted_rand_score(ex.labels_, sc.labels_) > 0.98
 
 
 def test_spectral_clustering_all_landmarks_matches_exact():
     X, y = make_blobs(400, centers=3, cluster_std=1.0, random_state=3)
     W = knn_gaussian(X, 10, None)
-    sc = LLLSpectralClustering(3, landmarks=np.arange(400), affinity="precomputed", random_state=0)
+    sc = LLLSpectralClustering(n_clusters=3, landmarks=np.arange(400), affinity="precomputed", random_state=0)
     sc.fit(X, affinity_matrix=W)
     deg = np.asarray(W.sum(axis=1)).ravel()
     dm = 1 / np.sqrt(deg)
@@ -461,12 +461,12 @@ def test_pca_all_landmarks_is_exact_and_few_landmarks_close():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 6)) * [5, 3, 2, 1, 1, 0.5] + 3
     ref = PCA(3).fit(X)
-    p = LLLPCA(3, landmarks=np.arange(300)).fit(X)
+    p = LLLPCA(n_components=3, landmarks=np.arange(300)).fit(X)
     assert _same_up_to_sign(p.components_.T, ref.components_.T, 1e-10)
     np.testing.assert_allclose(p.explained_variance_, ref.explained_variance_, rtol=1e-10)
     assert _same_up_to_sign(p.transform(X), ref.transform(X), 1e-8)
     errs = [
-        np.abs(np.abs(LLLPCA(3, n_landmarks=L, random_state=0).fit(X).components_)
+        np.abs(np.abs(LLLPCA(n_components=3, n_landmarks=L, random_state=0).fit(X).components_)
                - np.abs(ref.components_)).max()
         for L in (10, 60)
     ]
@@ -478,30 +478,30 @@ def test_lda_all_landmarks_is_exact_and_uses_all_labels():
     y = rng.integers(0, 3, 300)
     X = rng.normal(size=(300, 6)) + y[:, None] * np.array([0, 0, 0, 2, 0, 1])
     ref = LinearDiscriminantAnalysis(n_components=2).fit(X, y)
-    a = LLLDiscriminantAnalysis(2, landmarks=np.arange(300)).fit(X, y)
+    a = LLLDiscriminantAnalysis(n_components=2, landmarks=np.arange(300)).fit(X, y)
     ang = scipy.linalg.subspace_angles(a.components_.T, ref.scalings_[:, :2])
     assert ang.max() < 1e-6
     # a landmark-poor problem (L < D): relabelling a non-landmark point changes the result
     Xh = rng.normal(size=(300, 40)) + y[:, None] * rng.normal(size=40)
-    m1 = LLLDiscriminantAnalysis(1, n_landmarks=10, random_state=0).fit(Xh, y)
+    m1 = LLLDiscriminantAnalysis(n_components=1, n_landmarks=10, random_state=0).fit(Xh, y)
     y2 = y.copy()
     j = np.setdiff1d(np.arange(300), m1.landmark_indices_)[0]
     y2[j] = (y2[j] + 1) % 3
-    m2 = LLLDiscriminantAnalysis(1, n_landmarks=10, random_state=0).fit(Xh, y2)
+    m2 = LLLDiscriminantAnalysis(n_components=1, n_landmarks=10, random_state=0).fit(Xh, y2)
     assert np.abs(np.abs(m1.components_) - np.abs(m2.components_)).max() > 1e-8
 
 
 def test_kernel_pca_all_landmarks_is_exact():
     X = np.random.default_rng(2).normal(size=(250, 4))
     ref = KernelPCA(3, kernel="rbf", gamma=0.2).fit(X)
-    m = LLLKernelPCA(3, gamma=0.2, landmarks=np.arange(250), block=64).fit(X)
+    m = LLLKernelPCA(n_components=3, gamma=0.2, landmarks=np.arange(250), block=64).fit(X)
     np.testing.assert_allclose(m.eigenvalues_, ref.eigenvalues_, rtol=1e-9)
     assert _same_up_to_sign(m.embedding_, ref.transform(X), 1e-8)
-    m2 = LLLKernelPCA(3, gamma=0.2, n_landmarks=60, random_state=0).fit(X)
+    m2 = LLLKernelPCA(n_components=3, gamma=0.2, n_landmarks=60, random_state=0).fit(X)
     np.testing.assert_allclose(m2.transform(X), m2.embedding_, atol=1e-12)
     Xr = ref.transform(X)
     e = [
-        np.mean([procrustes_error(LLLKernelPCA(3, gamma=0.2, n_landmarks=L, random_state=s)
+        np.mean([procrustes_error(LLLKernelPCA(n_components=3, gamma=0.2, n_landmarks=L, random_state=s)
                                   .fit(X).embedding_, Xr) for s in range(3)])
         for L in (30, 150)
     ]
@@ -532,7 +532,7 @@ def test_kernel_lda_all_landmarks_is_exact_and_few_landmarks_close():
     t = rng.uniform(0, 2 * np.pi, n)
     X = np.c_[np.cos(t), np.sin(t)] * (1.0 + y)[:, None] + 0.15 * rng.normal(size=(n, 2))
     lam, alpha, E = kernel_discriminant_analysis(X, y, 2, gamma=0.5)
-    m = LLLKernelDiscriminantAnalysis(2, gamma=0.5, landmarks=np.arange(n), block=50).fit(X, y)
+    m = LLLKernelDiscriminantAnalysis(n_components=2, gamma=0.5, landmarks=np.arange(n), block=50).fit(X, y)
     np.testing.assert_allclose(m.eigenvalues_, lam, rtol=1e-8)
     assert _same_up_to_sign(m.embedding_, E, 1e-7)
     assert _same_up_to_sign(m.dual_coef_, alpha, 1e-6)
@@ -540,11 +540,11 @@ def test_kernel_lda_all_landmarks_is_exact_and_few_landmarks_close():
     np.testing.assert_allclose(m.transform(X), m.embedding_, atol=1e-9)
     # fewer landmarks: the error to the exact solution falls as L grows and stays small
     e = [np.mean([procrustes_error(
-        LLLKernelDiscriminantAnalysis(2, gamma=0.5, n_landmarks=L, random_state=s)
+        LLLKernelDiscriminantAnalysis(n_components=2, gamma=0.5, n_landmarks=L, random_state=s)
         .fit(X, y).embedding_, E) for s in range(3)]) for L in (10, 80)]
     assert e[1] < e[0] and e[1] < 0.1
     with pytest.raises(ValueError, match="2 classes"):
-        LLLKernelDiscriminantAnalysis(1).fit(X, np.zeros(n))
+        LLLKernelDiscriminantAnalysis(n_components=1).fit(X, np.zeros(n))
 
 
 # ------------------------------------------------------------------ refinement (our extension)
@@ -581,9 +581,9 @@ def test_refinement_never_increases_ritz_values_or_error(gap_graph, steps):
     (interlacing), and on a problem with a gap the error to exact eigenmaps falls."""
     X, W, ev, E = gap_graph
     for seed in range(3):
-        m = LLLEigenmaps(2, n_landmarks=40, affinity="precomputed", random_state=seed)
+        m = LLLEigenmaps(n_components=2, n_landmarks=40, affinity="precomputed", random_state=seed)
         m.fit(X, affinity_matrix=W)
-        r = LLLEigenmaps(2, n_landmarks=40, affinity="precomputed", random_state=seed,
+        r = LLLEigenmaps(n_components=2, n_landmarks=40, affinity="precomputed", random_state=seed,
                          refine=steps).fit(X, affinity_matrix=W)
         if steps == 0:  # refine=0 is the thesis' LLL, untouched
             assert np.array_equal(r.embedding_, m.embedding_)
@@ -600,7 +600,7 @@ def test_refinement_never_increases_ritz_values_or_error(gap_graph, steps):
 
 def test_refinement_to_convergence_is_exact_eigenmaps(gap_graph):
     X, W, ev, E = gap_graph
-    r = LLLEigenmaps(2, n_landmarks=30, affinity="precomputed", random_state=0, refine=16,
+    r = LLLEigenmaps(n_components=2, n_landmarks=30, affinity="precomputed", random_state=0, refine=16,
                      refine_rounds=10).fit(X, affinity_matrix=W)
     np.testing.assert_allclose(r.eigenvalues_, ev, rtol=1e-9)
     assert _same_up_to_sign(r.embedding_, E, 1e-5 * np.abs(E).max())
@@ -628,7 +628,7 @@ def test_refinement_matches_numpy_backend_and_plain_ritz(gap_graph):
 
 def test_refined_out_of_sample_is_the_least_squares_landmark_fit(gap_graph):
     X, W, _, _ = gap_graph
-    r = LLLEigenmaps(2, n_landmarks=50, affinity="precomputed", random_state=0,
+    r = LLLEigenmaps(n_components=2, n_landmarks=50, affinity="precomputed", random_state=0,
                      refine=1).fit(X, affinity_matrix=W)
     deg = np.asarray(W.sum(axis=1)).ravel()
     Z = r.weights_.toarray()
@@ -636,7 +636,7 @@ def test_refined_out_of_sample_is_the_least_squares_landmark_fit(gap_graph):
     np.testing.assert_allclose(r.landmark_embedding_, Xt, atol=1e-8 * np.abs(Xt).max())
     np.testing.assert_allclose(r.transform(r.landmarks_), r.landmark_embedding_, atol=1e-10)
     with pytest.raises((TypeError, ValueError)):
-        LLLEigenmaps(2, refine=-1, affinity="precomputed").fit(X, affinity_matrix=W)
+        LLLEigenmaps(n_components=2, refine=-1, affinity="precomputed").fit(X, affinity_matrix=W)
 
 
 def test_kept_rows_are_w_times_zt_and_give_the_same_refinement(gap_graph):
@@ -663,8 +663,8 @@ def test_oversampled_refinement_never_increases_ritz_values(gap_graph):
     X, W, ev, E = gap_graph
     for seed in range(3):
         kw = dict(n_landmarks=40, affinity="precomputed", random_state=seed, refine=1)
-        a = LLLEigenmaps(2, **kw).fit(X, affinity_matrix=W)
-        b = LLLEigenmaps(2, refine_oversample=3, **kw).fit(X, affinity_matrix=W)
+        a = LLLEigenmaps(n_components=2, **kw).fit(X, affinity_matrix=W)
+        b = LLLEigenmaps(n_components=2, refine_oversample=3, **kw).fit(X, affinity_matrix=W)
         assert b.embedding_.shape == (len(X), 2) and b.landmark_embedding_.shape == (40, 2)
         assert np.all(b.eigenvalues_ <= a.eigenvalues_ * (1 + 1e-12))
         assert np.all(b.eigenvalues_ >= ev * (1 - 1e-10))
@@ -728,5 +728,5 @@ def test_minmax_landmarks_in_lll():
 
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 3))
-    m = LLLEigenmaps(2, n_landmarks=40, landmarks="minmax", random_state=0).fit(X)
+    m = LLLEigenmaps(n_components=2, n_landmarks=40, landmarks="minmax", random_state=0).fit(X)
     assert m.n_landmarks_ == 40 and np.isfinite(m.embedding_).all()

@@ -35,7 +35,7 @@ def demo_lll_pe(args) -> None:
     print(f"   exact (ARPACK): {t_exact:.2f} s")
     lll = None
     for L in (50, 150) if quick else (50, 200, 500, 1000):
-        m = LLLEigenmaps(2, n_landmarks=L, n_neighbors_z=5, affinity="precomputed", random_state=0)
+        m = LLLEigenmaps(n_components=2, n_landmarks=L, n_neighbors_z=5, affinity="precomputed", random_state=0)
         t0 = time.perf_counter()
         m.fit(X, affinity_matrix=W)
         dt = time.perf_counter() - t0
@@ -59,7 +59,7 @@ def demo_lll_pe(args) -> None:
     _, _, Ek = kernel_discriminant_analysis(Xk, yk, 9, gamma=0.05)
     t_k = time.perf_counter() - t0
     t0 = time.perf_counter()
-    kda = LLLKernelDiscriminantAnalysis(9, gamma=0.05, n_landmarks=nk // 5, random_state=0)
+    kda = LLLKernelDiscriminantAnalysis(n_components=9, gamma=0.05, n_landmarks=nk // 5, random_state=0)
     kda.fit(Xk, yk)
     print(f"   kernel LDA of {nk} digits (9 discriminants): exact {t_k:.2f} s, LLL with "
           f"{nk // 5} landmarks {time.perf_counter() - t0:.2f} s, Procrustes error "

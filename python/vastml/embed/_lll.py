@@ -137,8 +137,8 @@ class LLLEigenmaps(_LLLBase):
 
     def __init__(
         self,
-        n_components=2,
         *,
+        n_components=2,
         n_landmarks=200,
         landmarks="random",
         n_neighbors_z=None,
@@ -306,7 +306,7 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
     >>> from sklearn.datasets import make_blobs
     >>> from vastml.embed import LLLSpectralClustering
     >>> X, y = make_blobs(600, centers=3, cluster_std=0.5, random_state=0)
-    >>> sc = LLLSpectralClustering(3, n_landmarks=60, random_state=0).fit(X)
+    >>> sc = LLLSpectralClustering(n_clusters=3, n_landmarks=60, random_state=0).fit(X)
     >>> from sklearn.metrics import adjusted_rand_score
     >>> adjusted_rand_score(y, sc.labels_) > 0.99
     True
@@ -316,8 +316,8 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
 
     def __init__(
         self,
-        n_clusters=8,
         *,
+        n_clusters=8,
         n_landmarks=200,
         landmarks="random",
         n_neighbors_z=None,
@@ -386,13 +386,13 @@ class LLLPCA(_LLLBase):
     >>> import numpy as np
     >>> from vastml.embed import LLLPCA
     >>> X = np.random.default_rng(0).normal(size=(500, 5)) * [5, 2, 1, 1, 1]
-    >>> p = LLLPCA(2, n_landmarks=100, random_state=0).fit(X)
+    >>> p = LLLPCA(n_components=2, n_landmarks=100, random_state=0).fit(X)
     >>> bool(abs(p.components_[0, 0]) > 0.95)
     True
     """
 
     def __init__(
-        self, n_components=2, *, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        self, *, n_components=2, n_landmarks=200, landmarks="random", n_neighbors_z=None,
         reg=1e-3, random_state=None,
     ):
         self.n_components = n_components
@@ -443,13 +443,13 @@ class LLLDiscriminantAnalysis(_LLLBase):
     >>> rng = np.random.default_rng(0)
     >>> y = np.repeat([0, 1], 100)
     >>> X = rng.normal(size=(200, 3)); X[:, 2] += 4 * y
-    >>> lda = LLLDiscriminantAnalysis(1, n_landmarks=20, random_state=0).fit(X, y)
+    >>> lda = LLLDiscriminantAnalysis(n_components=1, n_landmarks=20, random_state=0).fit(X, y)
     >>> bool(abs(lda.components_[0, 2]) > 0.9)
     True
     """
 
     def __init__(
-        self, n_components=1, *, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        self, *, n_components=1, n_landmarks=200, landmarks="random", n_neighbors_z=None,
         reg=1e-3, ridge=1e-10, random_state=None,
     ):
         self.n_components = n_components
@@ -519,12 +519,12 @@ class LLLKernelPCA(_LLLBase):
     >>> import numpy as np
     >>> from vastml.embed import LLLKernelPCA
     >>> X = np.random.default_rng(0).normal(size=(300, 3))
-    >>> LLLKernelPCA(2, n_landmarks=50, gamma=0.5, random_state=0).fit_transform(X).shape
+    >>> LLLKernelPCA(n_components=2, n_landmarks=50, gamma=0.5, random_state=0).fit_transform(X).shape
     (300, 2)
     """
 
     def __init__(
-        self, n_components=2, *, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
+        self, *, n_components=2, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
         n_neighbors_z=None, reg=1e-3, block=2048, random_state=None,
     ):
         self.n_components = n_components
@@ -688,14 +688,14 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     >>> rng = np.random.default_rng(0)
     >>> t = rng.uniform(0, 2 * np.pi, 600); y = (rng.uniform(size=600) < 0.5).astype(int)
     >>> X = np.c_[np.cos(t), np.sin(t)] * (1 + 2 * y)[:, None] + 0.1 * rng.normal(size=(600, 2))
-    >>> kda = LLLKernelDiscriminantAnalysis(1, gamma=1.0, n_landmarks=60, random_state=0)
+    >>> kda = LLLKernelDiscriminantAnalysis(n_components=1, gamma=1.0, n_landmarks=60, random_state=0)
     >>> E = kda.fit(X, y).embedding_
     >>> bool(abs(np.corrcoef(E[:, 0], y)[0, 1]) > 0.9)
     True
     """
 
     def __init__(
-        self, n_components=1, *, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
+        self, *, n_components=1, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
         n_neighbors_z=None, reg=1e-3, ridge=1e-3, block=2048, random_state=None,
     ):
         self.n_components = n_components
