@@ -414,3 +414,42 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod streamed_tests {
+    use crate::{GaussTransform, Method, direct_reference};
+    use std::sync::atomic::AtomicBool;
+
+    /// Above 65,536 sources the coefficients come from one pass in memory order; the
+    /// transform still meets epsilon against the direct sum, and the same for any thread count.
+    #[test]
+    fn streamed_coefficients_meet_epsilon() {
+        let (n, dim, h, eps) = (70_000, 2, 0.2, 1e-8);
+        let mut state = 9u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let x: Vec<f64> = (0..n * dim).map(|_| next()).collect();
+        let q: Vec<f64> = (0..n * 2).map(|_| next() - 0.3).collect();
+        let y = &x[..200 * dim];
+        let cancel = AtomicBool::new(false);
+        let gt = GaussTransform::new(&x, dim, h, eps, Method::Ifgt).unwrap();
+        let g = gt.evaluate(y, &q, 2, &cancel).unwrap();
+        let exact = direct_reference(&x, y, dim, &q, 2, h);
+        for w in 0..2 {
+            let qsum: f64 = q.iter().skip(w).step_by(2).map(|v| v.abs()).sum();
+            for j in 0..200 {
+                assert!((g[j * 2 + w] - exact[j * 2 + w]).abs() <= eps * qsum);
+            }
+        }
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let g1 = one.install(|| gt.evaluate(y, &q, 2, &cancel).unwrap());
+        assert_eq!(g, g1);
+    }
+}
