@@ -163,7 +163,7 @@ impl Context<'_> {
                     cands.push(Candidate {
                         method: Method::Ifgt,
                         estimate: flat,
-                        engine: Some(Engine::Ifgt(p)),
+                        engine: Some(Engine::Ifgt(Box::new(p))),
                     });
                 }
             } else {
@@ -264,18 +264,18 @@ impl Context<'_> {
             Method::Ifgt | Method::IfgtTree => {
                 let found = slot(cands, Method::Ifgt).or_else(|| slot(cands, Method::IfgtTree));
                 let plan = match found {
-                    Some(Engine::Ifgt(p)) => p,
+                    Some(Engine::Ifgt(p)) => *p,
                     _ => self
                         .build_ifgt(false, usize::MAX, &AtomicBool::new(false))?
                         .ok_or_else(|| {
                             crate::error::invalid("method", "the IFGT cannot reach epsilon")
                         })?,
                 };
-                Engine::Ifgt(if method == Method::IfgtTree {
+                Engine::Ifgt(Box::new(if method == Method::IfgtTree {
                     plan.with_center_tree()?
                 } else {
                     plan.without_center_tree()
-                })
+                }))
             }
         })
     }
