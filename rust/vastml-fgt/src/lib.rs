@@ -405,6 +405,7 @@ impl GaussTransform {
             problem,
             sample_src: sample_src.unwrap_or(sources),
             measure: options.measure,
+            coefficient_seconds: std::cell::Cell::new(None),
         };
 
         let mut estimates = Vec::new();
