@@ -294,12 +294,35 @@ impl Context<'_> {
         }
     }
 
+    /// About `s` targets for timing: eight runs of consecutive targets along a Z-order curve,
+    /// spread evenly over it. Runs keep the targets as dense as they really are (the tree
+    /// and the IFGT's target groups gain from neighbours sharing leaves and clusters, which a
+    /// thin strided sample would hide), eight of them cover the space.
+    fn timing_sample(&self, s: usize) -> Vec<f64> {
+        let dim = self.dim;
+        let total = self.sample_src.len() / dim;
+        if s >= total {
+            return self.sample_src.to_vec();
+        }
+        let order = ifgt::morton_order(self.sample_src, dim);
+        let runs = 8usize;
+        let per = s.div_ceil(runs);
+        let mut out = Vec::with_capacity(runs * per * dim);
+        for r in 0..runs {
+            let start = (r * total / runs).min(total - per);
+            for &i in &order[start..start + per] {
+                out.extend_from_slice(&self.sample_src[i * dim..(i + 1) * dim]);
+            }
+        }
+        out
+    }
+
     /// Extrapolated seconds of one evaluation at `m` targets with `w` weight columns.
     fn time_engine(&self, engine: &Engine, cancel: &AtomicBool) -> Result<f64> {
         let dim = self.dim;
         let total = self.sample_src.len() / dim;
         let s = (self.m / 64).clamp(128, 4096).min(total).max(1);
-        let sample = plan::sample_rows(self.sample_src, dim, s);
+        let sample = self.timing_sample(s);
         let s = sample.len() / dim;
         let one = &sample[..dim];
         let n = self.sources.len() / dim;
