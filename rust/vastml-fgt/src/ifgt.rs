@@ -225,9 +225,24 @@ fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParamet
 /// Cheap; used to decide whether clustering is worth trying. `None` when no K reaches epsilon.
 pub fn choose_parameters_uniform(problem: &IfgtProblem) -> Option<IfgtParameters> {
     let mut best = None;
-    for k in 1..=problem.k_limit() {
+    // every K up to 64, then K growing by 5% a step: the model is smooth in K, and a small
+    // bandwidth allows tens of thousands of K, each costing a search over p (this loop was
+    // most of auto's planning time on small problems)
+    let limit = problem.k_limit();
+    let mut k = 1usize;
+    while k <= limit {
         let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
         keep_cheaper(&mut best, problem.candidate(k, rx));
+        k = if k < 64 {
+            k + 1
+        } else {
+            (k + k / 20).min(limit.max(k + 1))
+        };
+        if k == limit {
+            let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
+            keep_cheaper(&mut best, problem.candidate(k, rx));
+            break;
+        }
     }
     best
 }
