@@ -229,14 +229,31 @@ class _BinnedPairs:
         a = self.autocorrelation[: reach + 1]
         total = a[0] * k[0] + 2.0 * float(a[1:] @ k[1:])
         if self.out is not None:
-            keep = np.flatnonzero(self.weights > 0)
-            nodes = np.concatenate([self.lo + keep * self.spacing, self.out])
-            weights = np.concatenate([self.weights[keep], np.ones(self.out.size)])
-            h2 = math.sqrt(2.0) * g
-            to_all = hermite_gauss_sum(nodes, self.out, order, g, h2, weights, epsilon, "auto", n_jobs)
-            to_out = hermite_gauss_sum(self.out, self.out, order, g, h2, None, epsilon, "auto", n_jobs)
-            # grid-out pairs twice, out-out pairs once
-            total += 2.0 * float(to_all.sum()) - float(to_out.sum())
+            total += self._outside_pairs(order, g, epsilon, n_jobs, coef)
+        return total
+
+    def _outside_pairs(self, order, g, epsilon, n_jobs, coef):
+        """Pairs with a point beyond the grid: grid-point pairs twice, point-point once. Only
+        the grid nodes and points within the kernel's reach (13 g, where it is below 1e-30)
+        take part."""
+        out, reach = self.out, 13.0 * g
+        h2 = math.sqrt(2.0) * g
+        total = 0.0
+        first, last = self.lo, self.lo + (len(self.weights) - 1) * self.spacing
+        near = out[(out > first - reach) & (out < last + reach)]
+        if near.size:
+            a = int(max(0, math.floor((near.min() - reach - first) / self.spacing)))
+            b = int(min(len(self.weights), math.ceil((near.max() + reach - first) / self.spacing) + 1))
+            keep = a + np.flatnonzero(self.weights[a:b] > 0)
+            if keep.size:
+                nodes = self.lo + keep * self.spacing
+                cross = hermite_gauss_sum(nodes, near, order, g, h2, self.weights[keep], epsilon, "auto", n_jobs)
+                total += 2.0 * float(cross.sum())
+        if out.size <= 2000:
+            u = (out[:, None] - out[None, :]) / g
+            total += float((np.polynomial.hermite_e.hermeval(u, coef) * np.exp(-0.5 * u * u)).sum())
+        else:
+            total += float(hermite_gauss_sum(out, out, order, g, h2, None, epsilon, "auto", n_jobs).sum())
         return total
 
 
@@ -450,8 +467,9 @@ def _solve_binned(z, n, epsilon, n_jobs, convention):
         return _solve(phi, n, convention, near)
 
     coarse_h = None
-    # a grid of at most about n / 4 nodes (and at least 2^16): it must stay cheaper than the points
-    max_nodes = min(MAX_BINS, max(n // 4, 1 << 16))
+    # a grid of at most 4n nodes (and at least 2^16): its one FFT stays cheap, while each
+    # point beyond it costs a term in every functional
+    max_nodes = min(MAX_BINS, max(4 * n, 1 << 16))
     while True:
         pairs = _BinnedPairs(z, spacing, max_nodes=max_nodes)
         if pairs.out is not None and pairs.out.size > n // 20:  # the grid misses too much: points

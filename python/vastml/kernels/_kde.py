@@ -20,6 +20,8 @@ SQRT2 = math.sqrt(2.0)
 #: Relative accuracy of the log-space sums that replace densities the absolute guarantee
 #: cannot resolve (without ``rtol``).
 LOG_RTOL = 1e-6
+#: Below this many (uncertified target, source) pairs, ``rtol`` goes straight to the log-space sums.
+LOG_ONLY_PAIRS = 2e7
 
 
 class KernelDensity(BaseEstimator):
@@ -183,8 +185,10 @@ class KernelDensity(BaseEstimator):
             certified = g > 2 * eps
         out = np.empty(len(g))
         out[certified] = np.log(g[certified])
-        if self.rtol is not None:
-            certified |= self._tighten(Xs, g, rtol, out, ~certified & (g > 2 * eps))
+        resolved = ~certified & (g > 2 * eps)
+        # a few pairs: the log-space sums do them all at once, cheaper than a pass per band
+        if self.rtol is not None and resolved.sum() * self._scaled.shape[0] > LOG_ONLY_PAIRS:
+            certified |= self._tighten(Xs, g, rtol, out, resolved)
         rest = np.flatnonzero(~certified)
         if rest.size:
             out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)

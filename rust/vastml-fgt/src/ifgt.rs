@@ -125,6 +125,11 @@ fn radix_sort(items: &mut Vec<(u64, u32)>, key_bits: u32) {
     }
 }
 
+/// From this many sources the coefficients are computed in one pass in memory order.
+const STREAM_FROM: usize = 65_536;
+/// ... when one coefficient array (clusters x weights x terms) has at most this many values.
+const STREAM_WIDTH: usize = 1 << 18;
+
 /// Largest number of expansion terms per cluster we accept (memory and time guard).
 pub const MAX_TERMS: f64 = 200_000.0;
 
@@ -220,9 +225,24 @@ fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParamet
 /// Cheap; used to decide whether clustering is worth trying. `None` when no K reaches epsilon.
 pub fn choose_parameters_uniform(problem: &IfgtProblem) -> Option<IfgtParameters> {
     let mut best = None;
-    for k in 1..=problem.k_limit() {
+    // every K up to 64, then K growing by 5% a step: the model is smooth in K, and a small
+    // bandwidth allows tens of thousands of K, each costing a search over p (this loop was
+    // most of auto's planning time on small problems)
+    let limit = problem.k_limit();
+    let mut k = 1usize;
+    while k <= limit {
         let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
         keep_cheaper(&mut best, problem.candidate(k, rx));
+        k = if k < 64 {
+            k + 1
+        } else {
+            (k + k / 20).min(limit.max(k + 1))
+        };
+        if k == limit {
+            let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
+            keep_cheaper(&mut best, problem.candidate(k, rx));
+            break;
+        }
     }
     best
 }
@@ -454,6 +474,10 @@ pub(crate) struct IfgtPlan {
     members: Vec<usize>,
     /// Per-source number of terms kept (prefix length of the graded order), in `members` order.
     source_terms: Vec<u32>,
+    /// Cluster of each source, in source order (the streamed coefficients).
+    source_cluster: Vec<u32>,
+    /// `source_terms` in source order.
+    source_len: Vec<u32>,
     /// Per cluster, `source_limits[c][p - 1]` is the largest source distance from the centre
     /// at which `p` terms meet epsilon.
     source_limits: Vec<Vec<f64>>,
@@ -506,9 +530,7 @@ impl IfgtPlan {
         }
         let mut plan =
             IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, true)?;
-        plan.source_terms = plan.source_terms_of(sources, &offsets, &members);
-        plan.offsets = offsets;
-        plan.members = members;
+        plan.set_members(sources, offsets, members);
         Ok(plan)
     }
 
@@ -529,9 +551,7 @@ impl IfgtPlan {
         let Clustering { centers, radii, .. } = clustering;
         let mut plan =
             IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, false)?;
-        plan.source_terms = plan.source_terms_of(sources, &offsets, &members);
-        plan.offsets = offsets;
-        plan.members = members;
+        plan.set_members(sources, offsets, members);
         Ok(plan)
     }
 
@@ -623,6 +643,8 @@ impl IfgtPlan {
             offsets: vec![0; k + 1],
             members: Vec::new(),
             source_terms: Vec::new(),
+            source_cluster: Vec::new(),
+            source_len: Vec::new(),
             source_limits,
             target_limits,
             monomials,
@@ -632,23 +654,55 @@ impl IfgtPlan {
         })
     }
 
-    /// Number of terms kept for each source (in `members` order, clusters in CSR `offsets`).
-    fn source_terms_of(&self, sources: &[f64], offsets: &[usize], members: &[usize]) -> Vec<u32> {
-        let dim = self.dim;
-        let mut terms = vec![0u32; members.len()];
+    /// Stores the clusters' members and each source's number of terms, in `members` order
+    /// and in source order.
+    fn set_members(&mut self, sources: &[f64], offsets: Vec<usize>, members: Vec<usize>) {
+        let n = sources.len() / self.dim;
+        let mut cluster = vec![0u32; n];
         for c in 0..self.radii.len() {
-            let limits = &self.source_limits[c];
-            let center = &self.centers[c * dim..(c + 1) * dim];
-            for (slot, &i) in terms[offsets[c]..offsets[c + 1]]
-                .iter_mut()
-                .zip(&members[offsets[c]..offsets[c + 1]])
-            {
-                let a = squared_distance(&sources[i * dim..(i + 1) * dim], center).sqrt();
-                let p = 1 + limits.iter().take_while(|&&limit| a > limit).count();
-                *slot = self.monomials.prefix_len(p - 1) as u32;
+            for &i in &members[offsets[c]..offsets[c + 1]] {
+                cluster[i] = c as u32;
             }
         }
-        terms
+        self.source_len = self.terms_by_source(sources, &cluster);
+        self.source_terms = members.iter().map(|&i| self.source_len[i]).collect();
+        self.source_cluster = cluster;
+        self.offsets = offsets;
+        self.members = members;
+    }
+
+    /// Number of terms kept for each source (prefix length for its distance from its centre),
+    /// in source order: a pass over the sources in memory order.
+    fn terms_by_source(&self, sources: &[f64], cluster: &[u32]) -> Vec<u32> {
+        let dim = self.dim;
+        sources
+            .par_chunks(dim * 4096)
+            .zip(cluster.par_chunks(4096))
+            .flat_map_iter(|(xs, cs)| {
+                xs.chunks_exact(dim).zip(cs).map(|(x, &c)| {
+                    let c = c as usize;
+                    let a = squared_distance(x, &self.centers[c * dim..(c + 1) * dim]).sqrt();
+                    let p = 1 + self.source_limits[c]
+                        .iter()
+                        .take_while(|&&limit| a > limit)
+                        .count();
+                    self.monomials.prefix_len(p - 1) as u32
+                })
+            })
+            .collect()
+    }
+
+    /// Number of terms kept for each source (in `members` order, clusters in CSR `offsets`).
+    fn source_terms_of(&self, sources: &[f64], offsets: &[usize], members: &[usize]) -> Vec<u32> {
+        let n = sources.len() / self.dim;
+        let mut cluster = vec![0u32; n];
+        for c in 0..self.radii.len() {
+            for &i in &members[offsets[c]..offsets[c + 1]] {
+                cluster[i] = c as u32;
+            }
+        }
+        let by_source = self.terms_by_source(sources, &cluster);
+        members.iter().map(|&i| by_source[i]).collect()
     }
 
     pub fn n_clusters(&self) -> usize {
@@ -711,6 +765,7 @@ impl IfgtPlan {
         self.target_limits = vec![every; self.radii.len()];
         let full = self.monomials.len() as u32;
         self.source_terms.iter_mut().for_each(|t| *t = full);
+        self.source_len.iter_mut().for_each(|t| *t = full);
         Ok(self)
     }
 
@@ -719,6 +774,17 @@ impl IfgtPlan {
     /// about `stride` times this.
     pub fn time_coefficients(&self, sources: &[f64], n_weights: usize, stride: usize) -> f64 {
         let stride = stride.max(1);
+        let n = sources.len() / self.dim;
+        let width = self.n_clusters() * n_weights * self.monomials.len();
+        if n >= STREAM_FROM && width <= STREAM_WIDTH && self.source_len.len() == n {
+            // the streamed pass on a prefix of the sources
+            let m = (n / stride).max(1);
+            let ones = vec![1.0; m * n_weights];
+            let t0 = std::time::Instant::now();
+            let c = self.coefficients_streamed(&sources[..m * self.dim], &ones, n_weights);
+            std::hint::black_box(c);
+            return t0.elapsed().as_secs_f64();
+        }
         let k = self.n_clusters();
         let mut offsets = vec![0usize; k + 1];
         let mut members = Vec::new();
@@ -745,12 +811,86 @@ impl IfgtPlan {
     /// Coefficients C^k_alpha for every weight column, laid out [cluster][weight][term]
     /// (eq. 2.25), computed in parallel over clusters (deterministic).
     pub fn coefficients(&self, sources: &[f64], weights: &[f64], n_weights: usize) -> Vec<f64> {
+        let width = self.n_clusters() * n_weights * self.monomials.len();
+        let n = sources.len() / self.dim;
+        if n >= STREAM_FROM && width <= STREAM_WIDTH && self.source_len.len() == n {
+            return self.coefficients_streamed(sources, weights, n_weights);
+        }
         self.coefficients_csr(
             sources,
             (&self.offsets, &self.members, &self.source_terms),
             weights,
             n_weights,
         )
+    }
+
+    /// The coefficients from a pass over the sources in memory order: a cluster's members are
+    /// spread over the whole array, so visiting them cluster by cluster misses the cache on
+    /// every source once the data outgrow it. The sources are cut into at most 16 fixed
+    /// chunks (whatever the number of threads), each summed into its own coefficient array,
+    /// and the arrays are added in chunk order: deterministic.
+    fn coefficients_streamed(
+        &self,
+        sources: &[f64],
+        weights: &[f64],
+        n_weights: usize,
+    ) -> Vec<f64> {
+        let dim = self.dim;
+        let terms = self.monomials.len();
+        let width = self.n_clusters() * n_weights * terms;
+        let n = sources.len() / dim;
+        let chunk = n.div_ceil(16).max(4096);
+        let inv_h = 1.0 / self.h;
+        let neg_inv_h2 = -inv_h * inv_h;
+        let partials: Vec<Vec<f64>> = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map(|ch| {
+                let mut local = vec![0.0; width];
+                let mut u = vec![0.0; dim];
+                let mut mono = vec![0.0; terms];
+                for i in ch * chunk..((ch + 1) * chunk).min(n) {
+                    let c = self.source_cluster[i] as usize;
+                    let center = &self.centers[c * dim..(c + 1) * dim];
+                    let x = &sources[i * dim..(i + 1) * dim];
+                    let mut d2 = 0.0;
+                    for kk in 0..dim {
+                        let t = x[kk] - center[kk];
+                        d2 += t * t;
+                        u[kk] = t * inv_h;
+                    }
+                    let len = self.source_len[i] as usize;
+                    self.monomials.evaluate(&u, &mut mono[..len]);
+                    let g = exp_nonpositive(d2 * neg_inv_h2);
+                    let block = &mut local[c * n_weights * terms..(c + 1) * n_weights * terms];
+                    for w in 0..n_weights {
+                        let qg = weights[i * n_weights + w] * g;
+                        if qg == 0.0 {
+                            continue;
+                        }
+                        for (cf, m) in block[w * terms..w * terms + len]
+                            .iter_mut()
+                            .zip(&mono[..len])
+                        {
+                            *cf += qg * m;
+                        }
+                    }
+                }
+                local
+            })
+            .collect();
+        let mut coeffs = vec![0.0; width];
+        for part in &partials {
+            for (c, p) in coeffs.iter_mut().zip(part) {
+                *c += p;
+            }
+        }
+        let constants = self.monomials.constants();
+        for block in coeffs.chunks_exact_mut(terms) {
+            for (cf, k) in block.iter_mut().zip(constants) {
+                *cf *= k;
+            }
+        }
+        coeffs
     }
 
     /// The coefficients of any set of sources, each assigned to its nearest centre (the

@@ -162,7 +162,7 @@ pub struct PlanInfo {
 pub(crate) enum Engine {
     Direct(DirectPlan),
     Tree(TreePlan),
-    Ifgt(IfgtPlan),
+    Ifgt(Box<IfgtPlan>),
 }
 
 /// A Gauss transform over fixed sources, reusable for many targets and weight vectors
@@ -405,6 +405,7 @@ impl GaussTransform {
             problem,
             sample_src: sample_src.unwrap_or(sources),
             measure: options.measure,
+            coefficient_seconds: std::cell::Cell::new(None),
         };
 
         let mut estimates = Vec::new();
@@ -477,7 +478,7 @@ impl GaussTransform {
                     Some(p) => plan.with_fixed_truncation(p)?,
                     None => plan,
                 };
-                Engine::Ifgt(plan)
+                Engine::Ifgt(Box::new(plan))
             }
             Method::Auto => {
                 let chosen = ctx.choose(cancel)?;
