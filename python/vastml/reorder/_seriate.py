@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from typing import Any
 
 import numpy as np
 
@@ -102,11 +103,12 @@ def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, neighbours=10):
         return order, length
     # in chunks so that callbacks and the bar see the path shorten
     chunks = 10
-    order = None
+    start: Any = None
     for it in range(1, chunks + 1):
         order, length, *_ = _core.tsp_ils_order(
-            x, pre, None, None, neighbours, None, tl / chunks, 2, 30, seed + it, order, n_jobs=n_jobs
+            x, pre, None, None, neighbours, None, tl / chunks, 2, 30, seed + it, start, n_jobs=n_jobs
         )
+        start = order
         if progress.report(it, length, order):
             break
     return order, length
@@ -138,8 +140,8 @@ def _gw(prob: _Problem, Z) -> np.ndarray:
         d = lambda a, b: x[a, b]  # noqa: E731
     else:
         d = lambda a, b: math.sqrt(float(((x[a] - x[b]) ** 2).sum()))  # noqa: E731
-    ends = [(i, i) for i in range(n)] + [None] * (n - 1)
-    how = [None] * (n - 1)
+    ends: list[Any] = [(i, i) for i in range(n)] + [None] * (n - 1)
+    how: list[Any] = [None] * (n - 1)
     for t in range(n - 1):
         a, b = int(Z[t, 0]), int(Z[t, 1])
         (fa, la), (fb, lb) = ends[a], ends[b]
