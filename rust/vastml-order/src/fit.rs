@@ -40,20 +40,6 @@ pub enum Init {
     None,
 }
 
-impl std::str::FromStr for Init {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "tsp" => Ok(Self::Tsp),
-            "none" => Ok(Self::None),
-            o => Err(invalid(
-                "init",
-                format!("must be 'tsp' or 'none', got {o:?}"),
-            )),
-        }
-    }
-}
-
 /// The search after the start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Method {
@@ -64,34 +50,31 @@ pub enum Method {
     LocalSearch,
 }
 
-impl std::str::FromStr for Method {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "pls" => Ok(Self::Pls),
-            "ls" => Ok(Self::LocalSearch),
-            o => Err(invalid(
-                "method",
-                format!("must be 'pls' or 'ls', got {o:?}"),
-            )),
+/// `FromStr` for an option enum: each spelling maps to a variant; anything else is an
+/// [`OrderError::InvalidParameter`] naming `param` and listing the spellings.
+macro_rules! parse_option {
+    ($ty:ty, $param:literal, { $($text:literal => $variant:expr),+ $(,)? }) => {
+        impl std::str::FromStr for $ty {
+            type Err = OrderError;
+            fn from_str(s: &str) -> Result<Self, OrderError> {
+                match s {
+                    $($text => Ok($variant),)+
+                    o => Err(invalid(
+                        $param,
+                        format!(
+                            "must be one of {}, got {o:?}",
+                            [$(concat!("'", $text, "'")),+].join(", ")
+                        ),
+                    )),
+                }
+            }
         }
-    }
+    };
 }
 
-impl std::str::FromStr for Axes {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "rows" => Ok(Self::Rows),
-            "columns" => Ok(Self::Cols),
-            "both" => Ok(Self::Both),
-            o => Err(invalid(
-                "axes",
-                format!("must be 'rows', 'columns' or 'both', got {o:?}"),
-            )),
-        }
-    }
-}
+parse_option!(Init, "init", { "tsp" => Init::Tsp, "none" => Init::None });
+parse_option!(Method, "method", { "pls" => Method::Pls, "ls" => Method::LocalSearch });
+parse_option!(Axes, "axes", { "rows" => Axes::Rows, "columns" => Axes::Cols, "both" => Axes::Both });
 
 impl Step {
     /// Parses a schedule entry: `block_ordering`, `kmax` (with `kmax_cuts` cuts),
