@@ -193,12 +193,12 @@ def test_cli_checks_out_before_the_work(tmp_path):
 
 
 def test_written_files_get_the_users_umask(tmp_path):
-    from vastml.reorder._cli import _atomic_write
+    from vastml.cli._common import atomic_write
 
     old = os.umask(0o022)
     try:
         out = tmp_path / "o.npy"
-        _atomic_write(out, lambda p: np.save(p, B))
+        atomic_write(out, lambda p: np.save(p, B))
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644

@@ -1,15 +1,10 @@
-"""The ``vastml`` command.
-
-``vastml demo`` shows what the library does on generated data; later sub-commands (``svm``,
-``order``, ``embed``) plug in here.
-"""
+"""``vastml demo``: what the library does, on generated data, in one run."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -77,13 +72,13 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"   {d:>2} {hh:>5}  " + "".join(cells))
 
     claw = _demo_bandwidth(args)
-    from vastml.svm._cli import demo_section
+    from vastml.cli.svm import demo_section
 
     demo_section(args)
-    from vastml.embed._cli import demo_section as embed_demo
+    from vastml.cli.embed import demo_section as embed_demo
 
     embed_demo(args, 5)
-    from vastml.embed._demo_lll import demo_lll_pe  # issue 8: LLL and Parametric Embedding
+    from vastml.cli._demo_lll import demo_lll_pe
 
     demo_lll_pe(args)
 
@@ -147,24 +142,16 @@ def _demo_bandwidth(
 
 
 def _demo_all(args: argparse.Namespace) -> int:
-    from vastml.reorder._cli import demo as reorder_demo
-    from vastml.reorder._order_cli import demo as order_demo
+    from vastml.cli.reorder import demo as reorder_demo
+    from vastml.cli.order import demo as order_demo
 
     rc = _demo(args)
     rc = rc or reorder_demo(args)
     return rc or order_demo(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from vastml import __version__
-
-    p = argparse.ArgumentParser(
-        prog="vastml",
-        description="vastml: large-data tools with a Rust core",
-        epilog="Errors print one line; add --debug anywhere to see the traceback.",
-    )
-    p.add_argument("--version", action="version", version=f"vastml {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``vastml demo`` to the sub-command parsers ``sub``."""
     d = sub.add_parser("demo", help="run the demonstration on generated data")
     d.add_argument("--n", type=int, default=1_000_000, help="number of points (default 1,000,000)")
     d.add_argument("--grid", type=int, default=300, help="density grid side (default 300)")
@@ -174,78 +161,3 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="vastml-demo.png", help="PNG to write (needs matplotlib)")
     d.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     d.set_defaults(func=_demo_all)
-    from vastml.svm._cli import add_svm_parser
-
-    add_svm_parser(sub)
-    from vastml.reorder._cli import add_parser as add_reorder_parser
-
-    add_reorder_parser(sub)
-    from vastml.embed._cli import add_embed_parser
-
-    add_embed_parser(sub)
-    from vastml.reorder._order_cli import add_parser as add_order_parser
-
-    add_order_parser(sub)
-    return p
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean the input or the options were wrong, not that vastml is broken."""
-    from sklearn.exceptions import NotFittedError
-
-    from vastml import VastmlError
-
-    return (ValueError, TypeError, OSError, MemoryError, NotFittedError, VastmlError)
-
-
-def _check_out(out: str | None) -> None:
-    """Refuse an ``--out`` that cannot be written before any work is done."""
-    if out is None:
-        return
-    import os
-    from pathlib import Path
-
-    parent = Path(out).expanduser().resolve().parent
-    if not parent.is_dir():
-        raise ValueError(f"--out {out}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"--out {out}: the folder {parent} is not writable")
-    if Path(out).is_dir():
-        raise ValueError(f"--out {out}: is a folder, expected a file name")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``vastml`` command; return its exit code.
-
-    A user error (a missing file, a bad option value, data the command cannot read) prints one
-    line ``vastml COMMAND: error: ...`` on stderr and returns 2; ``--debug`` (anywhere on the
-    command line) shows the traceback instead.
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
-    if debug:
-        argv.remove("--debug")
-    args = build_parser().parse_args(argv)
-    try:
-        _check_out(getattr(args, "out", None))
-        return int(args.func(args))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except _user_errors() as exc:
-        if debug:
-            raise
-        msg = str(exc) or type(exc).__name__
-        if isinstance(exc, OSError) and exc.filename is not None:
-            msg = f"{exc.filename}: {exc.strerror or msg}"
-        elif isinstance(exc, MemoryError):
-            msg = f"not enough memory: {msg}"
-        command = " ".join(
-            str(c) for c in (getattr(args, "command", None), getattr(args, "svm_command", None)) if c
-        )
-        print(f"vastml {command}: error: {msg}" if command else f"vastml: error: {msg}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -35,7 +35,7 @@ def _load(path: Path) -> np.ndarray:
 
 def run_order(args) -> int:
     from vastml.reorder import EMOrdering, TSPMeans, figure_of_merit, path_length
-    from vastml.reorder._cli import _atomic_write
+    from vastml.cli._common import atomic_write
 
     path = Path(args.file)
     try:
@@ -71,9 +71,9 @@ def run_order(args) -> int:
     ext = ".npy" if path.suffix.lower() == ".npy" else ".csv"
     out = Path(args.out) if args.out else path.with_name(path.stem + ".ordered" + ext)
     if ext == ".npy":
-        _atomic_write(out, lambda p: np.save(p, T[order]))
+        atomic_write(out, lambda p: np.save(p, T[order]))
     else:
-        _atomic_write(out, lambda p: np.savetxt(p, T[order], delimiter=",", fmt="%.10g"))
+        atomic_write(out, lambda p: np.savetxt(p, T[order], delimiter=",", fmt="%.10g"))
     np.savetxt(out.with_suffix(".order.txt"), order, fmt="%d")
     msg = f"{path}: {X.shape[0]} rows x {X.shape[1]} features ordered in {dt:.2f} s, L = {path_length(X, order):.4g}"
     if labels is not None and X.shape[0] > 1:
@@ -82,7 +82,7 @@ def run_order(args) -> int:
     print(f"wrote {out} (and {out.with_suffix('.order.txt').name})")
     png = out.with_suffix(".png")
     try:
-        _atomic_write(png, lambda p: save_heatmap(p, X, labels, order=order,
+        atomic_write(png, lambda p: save_heatmap(p, X, labels, order=order,
                                                   title=f"{path.name} ordered"))
         print(f"wrote {png}")
     except ImportError:

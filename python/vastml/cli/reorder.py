@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vastml.cli._common import atomic_write
+
 
 def _kernel_size(text: str):
     parts = text.lower().replace("×", "x").split("x")
@@ -22,28 +24,6 @@ def _kernel_size(text: str):
     if len(sizes) == 2:
         return tuple(sizes)
     raise ValueError(f"--kernel-size must be like 25 or 29x5, got {text!r}")
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, writer) -> None:
-    """Write ``path`` through a temporary file renamed into place, so a reader never sees half
-    a file. The file gets the mode a plain ``open(path, "w")`` would give (0666 less the
-    umask), not mkstemp's private 0600."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def run_reorder(args) -> int:
@@ -77,7 +57,7 @@ def run_reorder(args) -> int:
     ext = path.suffix.lower() if path.suffix.lower() in (".npy", ".backup") else ".csv"
     out = Path(args.out) if args.out else path.with_name(path.stem + ".reordered" + ext)
     png = out.with_suffix(".png")
-    _atomic_write(out, lambda p: save_matrix(p, R))
+    atomic_write(out, lambda p: save_matrix(p, R))
     print(f"{path}: {M.shape[0]} x {M.shape[1]}, error {cm.initial_error_:.1f} -> {cm.error_:.1f} in {dt:.2f} s")
     for step, e in cm.history_:
         print(f"  {step:<16} {e:12.1f}")
@@ -85,7 +65,7 @@ def run_reorder(args) -> int:
     np.savetxt(out.with_suffix(".cols.txt"), cm.col_order_, fmt="%d")
     print(f"wrote {out} (and .rows.txt / .cols.txt orders)")
     try:
-        _atomic_write(png, lambda p: save_png(p, M, R))
+        atomic_write(png, lambda p: save_png(p, M, R))
         print(f"wrote {png}")
     except ImportError:
         print("(matplotlib is not installed: no PNG written)")

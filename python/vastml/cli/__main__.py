@@ -1,0 +1,5 @@
+import sys
+
+from vastml.cli import main
+
+sys.exit(main())
