@@ -215,7 +215,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             return self._fit(X, y)
 
     def _fit(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         rank = self._check_params(X.shape[0])
         d = X.shape[1]
         ls = _length_scales(self.length_scale, d)
@@ -292,7 +292,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         one transform column per landmark and a small dense product.
         """
         check_is_fitted(self, "dual_coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         Xs = self._scale(X)
         mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
         if not return_std:

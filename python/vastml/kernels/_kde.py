@@ -133,7 +133,7 @@ class KernelDensity(BaseEstimator):
         if self.rtol is not None:
             open_unit_float(self.rtol, "rtol")
         n_jobs_arg(self.n_jobs)
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=1)
         self.bandwidth_ = self._resolve_bandwidth(X)
         n = X.shape[0]
         if sample_weight is None:
@@ -173,7 +173,7 @@ class KernelDensity(BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "bandwidth_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         Xs = self._map(X)
         g = self._transform(Xs, self._weights)
         eps = float(self.epsilon)  # the weights sum to 1, so |g - exact| <= eps

@@ -168,7 +168,7 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got {v!r}")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         assert isinstance(X, np.ndarray)
         d = X.shape[1]
         if self.n_components > d:
@@ -206,5 +206,5 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
     def transform(self, X: ArrayLike) -> FloatArray:
         """Project ``X`` on the directions found (unit-variance coordinates)."""
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return (X - self.mean_) @ self.components_.T

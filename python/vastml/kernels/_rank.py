@@ -186,7 +186,7 @@ class RankNCG(BaseEstimator):
         n_jobs = n_jobs_arg(self.n_jobs)
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"`max_iter` must be a positive integer, got {self.max_iter!r}")
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         self._setup(X, y)
         rng = check_random_state(self.random_state)
         w = rng.standard_normal(X.shape[1]) * 1e-3
@@ -219,7 +219,7 @@ class RankNCG(BaseEstimator):
     def decision_function(self, X: ArrayLike) -> FloatArray:
         """Ranking scores ``X @ coef_`` (larger = preferred)."""
         check_is_fitted(self, "coef_")
-        Xv = validate_data(self, X, dtype=np.float64, reset=False)
+        Xv = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return Xv @ self.coef_
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:

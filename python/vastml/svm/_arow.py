@@ -223,7 +223,7 @@ class AROWClassifier(BudgetedClassifier):
         from sklearn.utils.validation import check_is_fitted, validate_data
 
         check_is_fitted(self)
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False, order="C")
 
     def margin_probability(self, X):
         r"""Probability, under the Gaussian over weights, that the margin is positive (eq. 6.2).
