@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -12,6 +14,24 @@ import numpy as np
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, PathLike
+
+
+@contextmanager
+def _malformed(path: PathLike) -> Iterator[None]:
+    """Turn any failure to parse ``path`` into one ``ValueError`` that names the file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise ValueError(
+            f"{path}: no such file (pass `root`, or set VASTML_SHARED_DATA to the folder "
+            "holding the data sets)"
+        ) from None
+    except ValueError as exc:
+        if str(path) in str(exc):
+            raise
+        raise ValueError(f"{path}: malformed file ({exc})") from None
+    except (EOFError, IndexError, KeyError, StopIteration, OSError, csv.Error) as exc:
+        raise ValueError(f"{path}: malformed file ({type(exc).__name__}: {exc})") from None
 
 
 def _read_backup(path: PathLike) -> tuple[np.ndarray, list[str], list[str]]:
@@ -116,15 +136,15 @@ def load_matrix(path: PathLike) -> np.ndarray:
     if ext == ".npy":
         try:
             return np.load(p, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise ValueError(f"{path}: not a valid .npy file ({exc})") from None
+        except Exception as exc:  # numpy's header parser raises many kinds (EOF, syntax, ...)
+            raise ValueError(f"{path}: not a valid .npy file ({type(exc).__name__}: {exc})") from None
     if ext == ".backup":
         return _read_backup(p)[0]
     if ext in (".csv", ".txt", ".tsv"):
-        text = p.read_text()
-        first = text.lstrip().split("\n", 1)[0]
-        delim = "," if "," in first else ("\t" if "\t" in first else None)
         try:
+            text = p.read_text()
+            first = text.lstrip().split("\n", 1)[0]
+            delim = "," if "," in first else ("\t" if "\t" in first else None)
             a = np.loadtxt(p, delimiter=delim, ndmin=2)
         except ValueError as exc:
             raise ValueError(f"{path}: not a matrix of numbers ({exc})") from None
@@ -161,24 +181,31 @@ def load_football(root: PathLike | None = None) -> tuple[np.ndarray, np.ndarray]
     """Football 115 x 115 adjacency from ``Football/football.paj`` (edge ``i j`` sets A[i,j],
     A[j,i] and A[i,i], as the reference code does) and the 12 conference labels."""
     d = _data_dir(root) / "Football"
-    lines = (d / "football.paj").read_text().split("\n")
-    start = next(i for i, l in enumerate(lines) if l.startswith("*Edges"))
-    n = int(lines[0].split()[1])
-    A = np.zeros((n, n), dtype=np.int64)
-    for line in lines[start + 1 :]:
-        t = line.split()
-        if len(t) >= 2:
-            a, b = int(t[0]) - 1, int(t[1]) - 1
-            A[a, b] = A[b, a] = A[a, a] = 1
-    labels = np.loadtxt(d / "labels.txt", dtype=np.int64)
+    path = d / "football.paj"
+    with _malformed(path):
+        lines = path.read_text().split("\n")
+        start = next(i for i, l in enumerate(lines) if l.startswith("*Edges"))
+        n = int(lines[0].split()[1])
+        if not 0 < n <= start:
+            raise ValueError(f"{path}: {n} vertices declared, {start - 1} listed")
+        A = np.zeros((n, n), dtype=np.int64)
+        for line in lines[start + 1 :]:
+            t = line.split()
+            if len(t) >= 2:
+                a, b = int(t[0]) - 1, int(t[1]) - 1
+                if not (0 <= a < n and 0 <= b < n):
+                    raise ValueError(f"{path}: edge {line.strip()!r} names a vertex beyond {n}")
+                A[a, b] = A[b, a] = A[a, a] = 1
+    with _malformed(d / "labels.txt"):
+        labels = np.loadtxt(d / "labels.txt", dtype=np.int64)
     return A, labels
 
 
 def load_mammals(root: PathLike | None = None) -> np.ndarray:
     """Mammals 2221 x 124 (locations x species; the 69 climate columns dropped)."""
-    return np.loadtxt(_data_dir(root) / "Mammals" / "mammals.txt", delimiter=",")[:, 69:].astype(
-        np.int64
-    )
+    path = _data_dir(root) / "Mammals" / "mammals.txt"
+    with _malformed(path):
+        return np.loadtxt(path, delimiter=",", ndmin=2)[:, 69:].astype(np.int64)
 
 
 def load_paleo(root: PathLike | None = None) -> np.ndarray:
@@ -187,11 +214,13 @@ def load_paleo(root: PathLike | None = None) -> np.ndarray:
     columns by species id (``SIDNUM``). The thesis's original order came from a hash map, so
     only the shape and the number of ones (14,133) match it, not the unordered error."""
     path = _data_dir(root) / "NOW" / "NOW_public_030717.csv"
-    with path.open(newline="", encoding="utf-8", errors="replace") as f:
+    with _malformed(path), path.open(newline="", encoding="utf-8", errors="replace") as f:
         rows = csv.reader(f, delimiter="|")
         header = next(rows)
         li, si = header.index("LIDNUM"), header.index("SIDNUM")
         pairs = np.array([(int(r[li]), int(r[si])) for r in rows if len(r) > max(li, si)])
+        if pairs.size == 0:
+            raise ValueError(f"{path}: no (LIDNUM, SIDNUM) rows")
     loc, r = np.unique(pairs[:, 0], return_inverse=True)
     spec, c = np.unique(pairs[:, 1], return_inverse=True)
     X = np.zeros((len(loc), len(spec)), dtype=np.int64)
@@ -202,15 +231,21 @@ def load_paleo(root: PathLike | None = None) -> np.ndarray:
 def load_genes(root: PathLike | None = None) -> np.ndarray:
     """Gene expression 2112 x 363 (binarised)."""
     path = _data_dir(root) / "Genes" / "tkde_binarized_data.txt"
-    n_cols = len(path.open().readline().split("\t"))
-    return np.loadtxt(path, skiprows=1, delimiter="\t", usecols=range(1, n_cols + 1)).astype(
-        np.int64
-    )
+    with _malformed(path):
+        with path.open() as f:
+            n_cols = len(f.readline().split("\t"))
+        return np.loadtxt(
+            path, skiprows=1, delimiter="\t", usecols=range(1, n_cols + 1), ndmin=2
+        ).astype(np.int64)
 
 
 def _read_octave_text(path: PathLike) -> dict[str, np.ndarray]:
+    with _malformed(path):
+        return _parse_octave_text(path, Path(path).read_text().split("\n"))
+
+
+def _parse_octave_text(path: PathLike, lines: list[str]) -> dict[str, np.ndarray]:
     out = {}
-    lines = Path(path).read_text().split("\n")
     i = 0
     while i < len(lines):
         if lines[i].startswith("# name:"):
@@ -223,6 +258,8 @@ def _read_octave_text(path: PathLike) -> dict[str, np.ndarray]:
                 i += 1
             if meta.get("type") == "matrix":
                 r, c = int(meta["rows"]), int(meta["columns"])
+                if r < 0 or c < 0 or i + r > len(lines):
+                    raise ValueError(f"{path}: matrix {name!r} declares {r} rows, the file is shorter")
                 out[name] = np.array(
                     [[float(x) for x in lines[i + j].split()] for j in range(r)]
                 ).reshape(r, c)
@@ -239,7 +276,10 @@ def load_news(
 
     S = A·Aᵀ / max, binned at 0.05, 0.1, 0.25; rows and columns whose colours are all equal
     are dropped (news_3cl_1: 589 x 589)."""
-    d = _read_octave_text(_data_dir(root) / "DocumentGraphs" / f"{name}.mat")
+    path = _data_dir(root) / "DocumentGraphs" / f"{name}.mat"
+    d = _read_octave_text(path)
+    if "A" not in d or d["A"].ndim != 2 or d["A"].shape[0] != d["A"].shape[1]:
+        raise ValueError(f"{path}: no square matrix named 'A'")
     A = d["A"]
     S = A @ A.T
     S = S / S.max()
