@@ -13,29 +13,9 @@ import numbers
 
 import numpy as np
 import pytest
-from sklearn.base import clone, is_classifier, is_regressor
-from test_common import CHECKED, QUICK
-
-_OUTPUTS = ("predict", "predict_proba", "decision_function", "transform", "score_samples")
-# Fits that take two point sets (objects matched across domains).
-_PAIRS = {"KernelizedSorting", "ConvexKernelizedSorting", "LeastSquaresObjectMatching"}
-_BINARY = {"ConvoMap"}
-
-
-def _data(name: str, est: object) -> tuple[np.ndarray, np.ndarray | None]:
-    rng = np.random.default_rng(7)
-    if name in _BINARY:
-        X = (rng.random((24, 18)) < 0.3).astype(float)
-        return X, None
-    X = np.vstack([rng.normal(size=(20, 4)), rng.normal(3.0, 1.0, size=(20, 4))])
-    if name in _PAIRS:
-        return X, X[::-1] @ rng.normal(size=(4, 4))
-    if is_regressor(est):
-        return X, X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.normal(size=40)
-    y_param = inspect.signature(type(est).fit).parameters.get("y")
-    if is_classifier(est) or (y_param is not None and y_param.default is inspect.Parameter.empty):
-        return X, np.repeat([0, 1], 20)
-    return X, None
+from _estimators import OUTPUTS, PAIRS, fit_data, quick
+from sklearn.base import clone
+from test_common import CHECKED
 
 
 def _layouts(X: np.ndarray) -> dict[str, np.ndarray]:
@@ -78,10 +58,8 @@ def _same(a: object, b: object, where: str) -> None:
 @pytest.mark.parametrize("cls", CHECKED, ids=lambda c: c.__name__)
 def test_layout_never_changes_a_result(cls):
     name = cls.__name__
-    base = cls(**QUICK.get(name, {}))
-    if "random_state" in base.get_params() and base.get_params()["random_state"] is None:
-        base.set_params(random_state=0)
-    X, y = _data(name, base)
+    base = quick(cls)
+    X, y = fit_data(name, base)
     results = {}
     for layout, Xl in _layouts(X).items():
         est = clone(base)
@@ -89,9 +67,9 @@ def test_layout_never_changes_a_result(cls):
         fit_result = est.fit(*args)
         assert fit_result is est
         outs = {}
-        for meth in _OUTPUTS:
+        for meth in OUTPUTS:
             f = getattr(est, meth, None)
-            if f is None or not callable(f) or (meth == "transform" and name in _PAIRS):
+            if f is None or not callable(f) or (meth == "transform" and name in PAIRS):
                 continue
             if "X" not in inspect.signature(f).parameters:
                 continue
