@@ -98,12 +98,12 @@ def row_arow(bench, client, n):
     log(f"arow-mr: {n} x 100")
     X, y, _ = cluster_data(client, n, 79, 2, 100)
     Xt, yt = make_binary_waveform(20_000, n_noise_features=79, random_state=1)
-    mr = AROWMapReduce(r=5.0, random_state=0, client=client)
+    mr = AROWMapReduce(update_damping=5.0, random_state=0, client=client)
     t_mr = bench.time(lambda: mr.fit(X, y, classes=[-1, 1]), warmup=0)
     auc_mr = roc_auc_score(yt, mr.decision_function(Xt))
     del X, y
     Xl, yl = local_data(n, 79, 2, 100)
-    single = AROWClassifier(r=5.0, random_state=0, n_jobs=1)
+    single = AROWClassifier(update_damping=5.0, random_state=0, n_jobs=1)
     t_single = bench.time(lambda: single.fit(Xl, yl), warmup=0)
     auc_single = roc_auc_score(yt, single.decision_function(Xt))
     del Xl, yl
@@ -130,9 +130,9 @@ def row_fig61(bench, client, n_train, n_test, seeds):
         for m in ms:
             t0 = time.perf_counter()
             if m == 1:
-                est = AROWClassifier(r=5.0, random_state=seed).fit(X, y)
+                est = AROWClassifier(update_damping=5.0, random_state=seed).fit(X, y)
             else:
-                est = AROWMapReduce(r=5.0, n_partitions=m, random_state=seed, client=client).fit(X, y, classes=[-1, 1])
+                est = AROWMapReduce(update_damping=5.0, n_partitions=m, random_state=seed, client=client).fit(X, y, classes=[-1, 1])
             secs[m].append(time.perf_counter() - t0)
             auc[m].append(roc_auc_score(yt, est.decision_function(Xt)))
     base = float(np.mean(auc[1]))
@@ -184,7 +184,7 @@ def row_logistic(bench, client, n_train, n_test):
     Xt, yt = make_binary_waveform(n_test, random_state=1)
     for method in ("averaging", "allreduce"):
         for m in (1, 10):
-            lr = DistributedLogisticRegression(method=method, alpha=1e-4, max_iter=10 if method == "averaging" else 100,
+            lr = DistributedLogisticRegression(method=method, l2_penalty=1e-4, max_iter=10 if method == "averaging" else 100,
                                                n_partitions=m, random_state=0, client=client)
             t = bench.time(lambda: lr.fit(X, y), warmup=0)
             bench.compare("logistic", t, {}, {"method": method, "N": n_train, "M": m},

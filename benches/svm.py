@@ -56,21 +56,21 @@ from vastml.svm import (
 # name, BudgetedSVM options, published train seconds, published test error %, our estimator
 ROWS = [
     ("Pegasos", "-A 0 -e 5 -L 0.001", 0.41, 16.52,
-     lambda seed: PegasosClassifier(alpha=1e-3, n_epochs=5, random_state=seed, n_jobs=1)),
+     lambda seed: PegasosClassifier(l2_penalty=1e-3, max_iter=5, random_state=seed, n_jobs=1)),
     ("AMM batch", "-A 1 -e 5 -L 0.001 -B 20 -k 10000 -c 10", 4.10, 15.09,
-     lambda seed: AMMClassifier(alpha=1e-3, n_epochs=5, max_weights_per_class=20, prune_every=10000,
+     lambda seed: AMMClassifier(l2_penalty=1e-3, max_iter=5, max_weights_per_class=20, prune_every=10000,
                            prune_c=10, random_state=seed, n_jobs=1)),
     ("AMM online", "-A 2 -e 5 -L 0.001 -B 20 -k 10000 -c 10", 1.13, 15.19,
-     lambda seed: AMMClassifier(alpha=1e-3, n_epochs=5, online=True, max_weights_per_class=20,
+     lambda seed: AMMClassifier(l2_penalty=1e-3, max_iter=5, online=True, max_weights_per_class=20,
                            prune_every=10000, prune_c=10, random_state=seed, n_jobs=1)),
     ("GAMM", "-A 1 -e 5 -L 0.001 -B 20 -k 10000 -c 10 -C 0.2", 3.06, 14.86,
-     lambda seed: AMMClassifier(alpha=1e-3, n_epochs=5, max_weights_per_class=20, prune_every=10000,
+     lambda seed: AMMClassifier(l2_penalty=1e-3, max_iter=5, max_weights_per_class=20, prune_every=10000,
                            prune_c=10, clone_probability=0.2, random_state=seed, n_jobs=1)),
     ("LLSVM", "-A 3 -L 0.1 -g 0.01 -B 100 -m 1", 2.70, 15.23,
-     lambda seed: LLSVMClassifier(alpha=0.1, gamma=0.005, n_landmarks=100, landmarks="kmeans",
+     lambda seed: LLSVMClassifier(l2_penalty=0.1, gamma=0.005, n_landmarks=100, landmarks="kmeans",
                              random_state=seed, n_jobs=1)),
     ("BSGD merge", "-A 4 -g 0.01 -e 5 -L 0.0001 -B 200 -m 1", 432.0, 23.62,
-     lambda seed: BSGDClassifier(alpha=1e-4, gamma=0.005, budget=200, n_epochs=5,
+     lambda seed: BSGDClassifier(l2_penalty=1e-4, gamma=0.005, budget=200, max_iter=5,
                             maintenance="merge", random_state=seed, n_jobs=1)),
 ]
 PEER = "BudgetedSVM 1.2"
@@ -191,7 +191,7 @@ def checkerboard_sweep(bench, bindir, seeds=(0, 1, 2)):
         errs = []
         for s in seeds:
             X, y, Xt, yt = data[s, scale]
-            clf = AMMClassifier(alpha=lam, n_epochs=15, online=online, max_weights_per_class=B,
+            clf = AMMClassifier(l2_penalty=lam, max_iter=15, online=online, max_weights_per_class=B,
                                 prune_c=10, random_state=s).fit(X, y)
             errs.append(100 * (1 - clf.score(Xt, yt)))
         extra = {"vastml err %": f"{np.mean(errs):.2f}"}
@@ -311,7 +311,7 @@ def main() -> int:
             err = 100 * (1 - np.mean(tp.value == yte))
             pn = "sklearn LinearSVC"
             bench.compare(f"AROW {cov}", t, {pn: peer_runs[pn][0]}, {"N": Xtr.shape[0]},
-                          {"options": "r=1, 1 epoch", "test err %": f"{err:.2f}",
+                          {"options": "update_damping=1, 1 epoch", "test err %": f"{err:.2f}",
                            pn + " err %": f"{peer_runs[pn][1]:.2f}", "predict s": f"{tp.median:.3f}"})
     return bench.report()
 

@@ -31,7 +31,7 @@ models = {
     "Pegasos (linear)": PegasosClassifier(random_state=0),
     "AROW (linear)": AROWClassifier(random_state=0),
     # GAMM with the thesis' settings for this board: 15 epochs, pruning constant 50.
-    "GAMM": AMMClassifier(variant="thesis", clone_probability=0.2, n_epochs=15, prune_c=50.0,
+    "GAMM": AMMClassifier(variant="thesis", clone_probability=0.2, max_iter=15, prune_c=50.0,
                           random_state=0),
     "LLSVM, 100 landmarks": LLSVMClassifier(n_landmarks=100, gamma=10.0, random_state=0),
     "BSGD, 100 SVs": BSGDClassifier(budget=100, gamma=10.0, random_state=0),

@@ -35,10 +35,10 @@ QUICK: dict[str, dict] = {
     "LLLKernelPCA": dict(n_landmarks=5, random_state=0),
     "LLLDiscriminantAnalysis": dict(n_landmarks=5, random_state=0),
     "LLLKernelDiscriminantAnalysis": dict(n_landmarks=5, random_state=0),
-    "AMMClassifier": dict(alpha=1e-3, max_weights_per_class=5),
-    "BSGDClassifier": dict(alpha=1e-3, budget=20),
-    "LLSVMClassifier": dict(alpha=0.01, n_landmarks=20),
-    "PegasosClassifier": dict(alpha=1e-3),
+    "AMMClassifier": dict(l2_penalty=1e-3, max_weights_per_class=5),
+    "BSGDClassifier": dict(l2_penalty=1e-3, budget=20),
+    "LLSVMClassifier": dict(l2_penalty=0.01, n_landmarks=20),
+    "PegasosClassifier": dict(l2_penalty=1e-3),
 }
 
 _TRANSDUCTIVE = "transform reorders the fitted matrix itself (transductive), not new samples"

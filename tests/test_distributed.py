@@ -214,8 +214,8 @@ def local_shard_models(X, y, bounds, classes, seed, **params):
 
 def test_arow_mr_one_partition_is_single_machine_arow(client):
     X, y = waveform(3000)
-    single = AROWClassifier(r=5.0, random_state=7).fit(X, y)
-    mr = AROWMapReduce(r=5.0, random_state=7, client=client).fit(da.from_array(X, chunks=(3000, 21)), da.from_array(y, chunks=3000))
+    single = AROWClassifier(update_damping=5.0, random_state=7).fit(X, y)
+    mr = AROWMapReduce(update_damping=5.0, random_state=7, client=client).fit(da.from_array(X, chunks=(3000, 21)), da.from_array(y, chunks=3000))
     np.testing.assert_array_equal(mr.mean_, single.mean_)
     np.testing.assert_array_equal(mr.covariance_, single.covariance_)
     np.testing.assert_array_equal(mr.predict(X[:50]), single.predict(X[:50]))
@@ -224,11 +224,11 @@ def test_arow_mr_one_partition_is_single_machine_arow(client):
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
 def test_arow_mr_equals_local_map_then_reduce(client, covariance):
     X, y = waveform(4000, seed=1)
-    clf = AROWMapReduce(r=5.0, covariance=covariance, n_partitions=4, random_state=3, client=client)
+    clf = AROWMapReduce(update_damping=5.0, covariance=covariance, n_partitions=4, random_state=3, client=client)
     clf.fit(da.from_array(X, chunks=(1000, 21)), da.from_array(y, chunks=1000))
     models = []
     for m in range(4):
-        est = AROWClassifier(r=5.0, covariance=covariance, random_state=3 + m).fit(X[1000 * m : 1000 * (m + 1)], y[1000 * m : 1000 * (m + 1)])
+        est = AROWClassifier(update_damping=5.0, covariance=covariance, random_state=3 + m).fit(X[1000 * m : 1000 * (m + 1)], y[1000 * m : 1000 * (m + 1)])
         models.append(est)
     mu, cov = arow_mr_reduce([e.mean_[0] for e in models], [e.covariance_[0] for e in models], [1000] * 4)
     np.testing.assert_allclose(clf.mean_[0], mu, rtol=1e-12, atol=1e-12)
@@ -247,11 +247,11 @@ def test_arow_mr_single_class_and_empty_partitions(client):
     bounds = [0, 0, 600, 1200, 1800, 2400, 3000]  # the first partition is empty
     blocks = [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     bag = db.from_sequence(blocks, partition_size=1).filter(lambda b: len(b[1]) > 0)
-    clf = AROWMapReduce(r=5.0, random_state=0, client=client).fit(bag)
+    clf = AROWMapReduce(update_damping=5.0, random_state=0, client=client).fit(bag)
     assert clf.partition_sizes_.tolist() == [0, 600, 600, 600, 600, 600]
     assert set(np.unique(y[:600])) == {-1} and set(np.unique(y[-600:])) == {1}
     # Oracle: the same models trained here (partition m has seed 0 + m), reduced.
-    models = local_shard_models(X, y, np.array(bounds), np.array([-1, 1]), seed=-1, r=5.0)
+    models = local_shard_models(X, y, np.array(bounds), np.array([-1, 1]), seed=-1, update_damping=5.0)
     mu, cov = arow_mr_reduce([m[0] for m in models], [m[1] for m in models], [m[2] for m in models])
     np.testing.assert_allclose(clf.mean_[0], mu, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(clf.covariance_[0], cov, rtol=1e-12, atol=1e-12)
@@ -264,8 +264,8 @@ def test_arow_mr_bag_of_csr_blocks_equals_dense(client):
     X[np.abs(X) < 1.0] = 0.0
     blocks = [(sp.csr_matrix(X[i : i + 250]), y[i : i + 250]) for i in range(0, 2000, 250)]
     bag = db.from_sequence(blocks, npartitions=4)  # two blocks per partition
-    sparse = AROWMapReduce(r=5.0, covariance="diagonal", random_state=2, client=client).fit(bag, classes=[-1, 1])
-    dense = AROWMapReduce(r=5.0, covariance="diagonal", random_state=2, client=client).fit(
+    sparse = AROWMapReduce(update_damping=5.0, covariance="diagonal", random_state=2, client=client).fit(bag, classes=[-1, 1])
+    dense = AROWMapReduce(update_damping=5.0, covariance="diagonal", random_state=2, client=client).fit(
         da.from_array(X, chunks=(500, 21)), da.from_array(y, chunks=500)
     )
     np.testing.assert_allclose(sparse.mean_, dense.mean_, rtol=1e-10, atol=1e-12)
@@ -278,8 +278,8 @@ def test_arow_mr_dask_dataframe_equals_array(client):
     X, y = waveform(1600, seed=8)
     ddf = dd.from_pandas(pd.DataFrame(X), npartitions=4)
     ys = dd.from_pandas(pd.Series(y), npartitions=4)
-    from_df = AROWMapReduce(r=5.0, random_state=0, client=client).fit(ddf, ys)
-    from_arr = AROWMapReduce(r=5.0, random_state=0, client=client).fit(da.from_array(X, chunks=(400, 21)), da.from_array(y, chunks=400))
+    from_df = AROWMapReduce(update_damping=5.0, random_state=0, client=client).fit(ddf, ys)
+    from_arr = AROWMapReduce(update_damping=5.0, random_state=0, client=client).fit(da.from_array(X, chunks=(400, 21)), da.from_array(y, chunks=400))
     np.testing.assert_allclose(from_df.mean_, from_arr.mean_, rtol=1e-12)
 
 
@@ -391,7 +391,7 @@ def test_logistic_allreduce_equals_sklearn(client):
     X, y = waveform(3000, seed=6)
     alpha = 1e-1
     ref = LogisticRegression(C=1 / (alpha * 3000), tol=1e-12, max_iter=2000).fit(X, y)
-    lr = DistributedLogisticRegression(alpha=alpha, tol=1e-8, max_iter=500, client=client)
+    lr = DistributedLogisticRegression(l2_penalty=alpha, tol=1e-8, max_iter=500, client=client)
     lr.fit(da.from_array(X, chunks=(1200, 21)), da.from_array(y, chunks=1200))
     assert lr.partition_sizes_.tolist() == [1200, 1200, 600]
     np.testing.assert_allclose(lr.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
@@ -408,8 +408,8 @@ def test_logistic_averaging_approaches_the_optimum(client):
     def objective(est):
         return log_loss(y, est.predict_proba(X)) + 0.5 * alpha * (est.coef_ ** 2).sum()
 
-    best = DistributedLogisticRegression(alpha=alpha, tol=1e-10, max_iter=500).fit(X, y)  # no client: local
-    kw = dict(method="averaging", alpha=alpha, n_partitions=4, random_state=0, client=client)
+    best = DistributedLogisticRegression(l2_penalty=alpha, tol=1e-10, max_iter=500).fit(X, y)  # no client: local
+    kw = dict(method="averaging", l2_penalty=alpha, n_partitions=4, random_state=0, client=client)
     one = DistributedLogisticRegression(max_iter=1, **kw).fit(X, y)
     avg = DistributedLogisticRegression(max_iter=10, **kw).fit(X, y)
     # Parameter mixing is approximate: near the optimum, and closer with more passes.
@@ -433,12 +433,12 @@ def slow_data():
 def test_killed_worker_is_retried_and_result_unchanged(client):
     # Runs last on the shared cluster. Data made by slow tasks so that a worker dies
     # mid-computation; Dask recomputes its tasks on the other worker (the nanny restarts it).
-    expected = AROWMapReduce(r=5.0, random_state=1).fit(*slow_data(), classes=[-1, 1])  # local
+    expected = AROWMapReduce(update_damping=5.0, random_state=1).fit(*slow_data(), classes=[-1, 1])  # local
     pids = client.run(os.getpid)
     result = {}
 
     def fit():
-        result["est"] = AROWMapReduce(r=5.0, random_state=1, client=client).fit(*slow_data(), classes=[-1, 1])
+        result["est"] = AROWMapReduce(update_damping=5.0, random_state=1, client=client).fit(*slow_data(), classes=[-1, 1])
 
     thread = threading.Thread(target=fit)
     thread.start()

@@ -36,7 +36,7 @@ def naive_pegasos(X, y, n_classes, lam, bias, epochs):
 def test_pegasos_equals_numpy_oracle(rng):
     X = rng.normal(size=(300, 4))
     y = rng.integers(0, 3, size=300)
-    clf = PegasosClassifier(alpha=0.01, n_epochs=2, shuffle=False).fit(X, y)
+    clf = PegasosClassifier(l2_penalty=0.01, max_iter=2, shuffle=False).fit(X, y)
     W = naive_pegasos(X, y, 3, 0.01, 1.0, 2)
     np.testing.assert_allclose(clf.coef_, W[:, :-1], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(clf.intercept_, W[:, -1], rtol=1e-9, atol=1e-12)
@@ -132,7 +132,7 @@ def test_budgetedsvm_batch_equals_numpy_oracle(rng, p):
     y = rng.integers(0, 3, size=240)
     # budget 8, pruning every 50 steps: weights are pruned, re-created from examples and (p = 1)
     # cloned in the batch epochs; each of those rules changes the result if left out
-    kw = dict(alpha=0.05, n_epochs=3, max_weights_per_class=8, prune_every=50, prune_c=5.0)
+    kw = dict(l2_penalty=0.05, max_iter=3, max_weights_per_class=8, prune_every=50, prune_c=5.0)
     clf = AMMClassifier(**kw, clone_probability=p, clone_decay=1.0, shuffle=False).fit(X, y)
     W, cls = naive_budgetedsvm_batch(X, y, 3, 0.05, 1.0, 8, 50, 5.0, p, 1.0, 3)
     assert clf.weight_class_.tolist() == cls.tolist()
@@ -146,8 +146,8 @@ def test_budgetedsvm_batch_equals_numpy_oracle(rng, p):
 def test_amm_with_one_weight_is_pegasos(rng):
     X = rng.normal(size=(400, 5))
     y = rng.integers(0, 4, size=400)
-    a = AMMClassifier(alpha=1e-3, max_weights_per_class=1, online=True, random_state=3).fit(X, y)
-    p = PegasosClassifier(alpha=1e-3, random_state=3).fit(X, y)
+    a = AMMClassifier(l2_penalty=1e-3, max_weights_per_class=1, online=True, random_state=3).fit(X, y)
+    p = PegasosClassifier(l2_penalty=1e-3, random_state=3).fit(X, y)
     np.testing.assert_array_equal(a.weights_, p.weights_)
 
 
@@ -155,8 +155,8 @@ def test_sparse_equals_dense_and_is_not_densified(rng):
     X = rng.normal(size=(500, 6)) * (rng.uniform(size=(500, 6)) < 0.4)
     y = np.where(X[:, 0] - X[:, 1] > 0, "a", "b")
     for est in [
-        AMMClassifier(alpha=1e-3, random_state=0),
-        BSGDClassifier(alpha=1e-3, budget=20, gamma=0.5, random_state=0),
+        AMMClassifier(l2_penalty=1e-3, random_state=0),
+        BSGDClassifier(l2_penalty=1e-3, budget=20, gamma=0.5, random_state=0),
         AROWClassifier(random_state=0),
         LLSVMClassifier(n_landmarks=10, random_state=0),
     ]:
@@ -169,19 +169,19 @@ def test_sparse_equals_dense_and_is_not_densified(rng):
     Xs = sp.csr_matrix((np.ones(n * 5), cols.ravel(), np.arange(0, n * 5 + 1, 5)), shape=(n, dim))
     ys = (cols[:, 0] % 2).astype(int)
     assert AROWClassifier(covariance="diagonal", random_state=0).fit(Xs, ys).score(Xs, ys) > 0.9
-    amm = AMMClassifier(alpha=1e-4, max_weights_per_class=2, n_epochs=3, random_state=0)
+    amm = AMMClassifier(l2_penalty=1e-4, max_weights_per_class=2, max_iter=3, random_state=0)
     assert amm.fit(Xs, ys).score(Xs, ys) > 0.85
 
 
 def test_partial_fit_continues_fit(rng):
     X = rng.normal(size=(300, 3))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
-    full = AMMClassifier(alpha=1e-3, online=True, n_epochs=2, shuffle=False).fit(X, y)
-    inc = AMMClassifier(alpha=1e-3, online=True, shuffle=False)
+    full = AMMClassifier(l2_penalty=1e-3, online=True, max_iter=2, shuffle=False).fit(X, y)
+    inc = AMMClassifier(l2_penalty=1e-3, online=True, shuffle=False)
     inc.partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
     np.testing.assert_allclose(inc.weights_, full.weights_, rtol=1e-12, atol=1e-12 * np.abs(full.weights_).max())
     assert inc.t_ == full.t_ == 600
-    a = AROWClassifier(shuffle=False, n_epochs=2).fit(X, y)
+    a = AROWClassifier(shuffle=False, max_iter=2).fit(X, y)
     b = AROWClassifier(shuffle=False).partial_fit(X[:100], y[:100], classes=[0, 1])
     b.partial_fit(X[100:], y[100:]).partial_fit(X, y)
     np.testing.assert_allclose(b.mean_, a.mean_, rtol=1e-10)
@@ -191,7 +191,7 @@ def test_partial_fit_continues_fit(rng):
 
 def test_arow_hand_steps():
     # Spec oracle 33 (r = 1, no bias): mu = (0.5, 0), Sigma_11 = 0.5; then mu_1 = 2/3, Sigma_11 = 1/3.
-    clf = AROWClassifier(r=1.0, bias=0.0, covariance="full")
+    clf = AROWClassifier(update_damping=1.0, bias=0.0, covariance="full")
     x = np.array([[1.0, 0.0]])
     clf.partial_fit(x, ["yes"], classes=["no", "yes"])
     np.testing.assert_allclose(clf.mean_[0, :2], [0.5, 0.0])
@@ -232,12 +232,12 @@ def test_arow_full_matches_numpy_steps(rng, d):
     y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=600) > 0, 1, -1)
     mu, S = _numpy_arow(X, y, r=2.0, bias=0.5)
     for Xin in (X, sp.csr_matrix(X)):
-        clf = AROWClassifier(r=2.0, bias=0.5, shuffle=False).fit(Xin, y)
+        clf = AROWClassifier(update_damping=2.0, bias=0.5, shuffle=False).fit(Xin, y)
         np.testing.assert_allclose(clf.mean_[0], mu, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(clf.covariance_[0], S, rtol=1e-10, atol=1e-12)
     # shuffled: dense and CSR walk the same permutation through the same kernels
-    a = AROWClassifier(r=2.0, random_state=3).fit(X, y)
-    b = AROWClassifier(r=2.0, random_state=3).fit(sp.csr_matrix(X), y)
+    a = AROWClassifier(update_damping=2.0, random_state=3).fit(X, y)
+    b = AROWClassifier(update_damping=2.0, random_state=3).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=1e-12, atol=1e-14)
 
 
@@ -254,8 +254,8 @@ def test_arow_model_arrays_round_trip(rng):
         back.partial_fit(X, y)  # a rebuilt model keeps learning
         # The array is `sigma`; `covariance=` is the estimator parameter and must agree.
         kw = AROWClassifier.from_model(mean=clf.mean_, sigma=clf.covariance_, classes=clf.classes_,
-                                       covariance=cov, r=2.0)
-        assert kw.covariance == cov and kw.r == 2.0
+                                       covariance=cov, update_damping=2.0)
+        assert kw.covariance == cov and kw.update_damping == 2.0
         np.testing.assert_array_equal(kw.predict(X), clf.predict(X))
         other = "full" if cov == "diagonal" else "diagonal"
         with pytest.raises(ValueError, match="disagrees"):
@@ -268,10 +268,10 @@ def test_pickle_and_labels(rng):
     X = rng.normal(size=(300, 3))
     y = np.array(["cat", "dog", "emu"])[np.argmax(X, axis=1)]
     for est in [
-        PegasosClassifier(alpha=1e-3, random_state=0),
-        AMMClassifier(alpha=1e-3, random_state=0),
-        BSGDClassifier(alpha=1e-3, budget=15, random_state=0),
-        LLSVMClassifier(alpha=0.01, n_landmarks=15, random_state=0),
+        PegasosClassifier(l2_penalty=1e-3, random_state=0),
+        AMMClassifier(l2_penalty=1e-3, random_state=0),
+        BSGDClassifier(l2_penalty=1e-3, budget=15, random_state=0),
+        LLSVMClassifier(l2_penalty=0.01, n_landmarks=15, random_state=0),
         AROWClassifier(random_state=0),
     ]:
         est.fit(X, y)
@@ -296,7 +296,7 @@ def test_bsgd_budget_and_maintenance(rng):
     X = rng.uniform(-1, 1, size=(2000, 2))
     y = ((X**2).sum(1) < 0.5).astype(int)
     for m in ["merge", "remove", "remove-random", "project"]:
-        clf = BSGDClassifier(alpha=1e-4, budget=25, gamma=2.0, maintenance=m, random_state=0).fit(X, y)
+        clf = BSGDClassifier(l2_penalty=1e-4, budget=25, gamma=2.0, maintenance=m, random_state=0).fit(X, y)
         assert clf.n_weights_ <= 25
         assert clf.support_vectors_.shape == (clf.n_weights_, 2)
         assert clf.dual_coef_.shape == (clf.n_weights_, 2)
@@ -315,12 +315,12 @@ def test_gamm_beats_amm_on_checkerboard():
         X, y = make_checkerboard(15000, 4, 4, random_state=seed)
         Xt, yt = make_checkerboard(5000, 4, 4, random_state=100 + seed)
         X, Xt = 2 * X - 1, 2 * Xt - 1
-        amm = AMMClassifier(alpha=1e-4, n_epochs=15, random_state=seed).fit(X, y)
+        amm = AMMClassifier(l2_penalty=1e-4, max_iter=15, random_state=seed).fit(X, y)
         amm_err.append(1 - amm.score(Xt, yt))
         for online in (False, True):
             gamm = AMMClassifier(
-                alpha=1e-4,
-                n_epochs=15,
+                l2_penalty=1e-4,
+                max_iter=15,
                 prune_c=50,
                 clone_probability=0.2,
                 online=online,
@@ -344,7 +344,7 @@ def test_amm_checkerboard_reaches_table_4_5_with_a_validated_lambda():
         X, y = make_checkerboard(15000, 4, 4, random_state=seed)
         Xt, yt = make_checkerboard(5000, 4, 4, random_state=100 + seed)
         X, Xt = 2 * X - 1, 2 * Xt - 1
-        amm = AMMClassifier(alpha=1e-6, n_epochs=15, online=True, max_weights_per_class=10,
+        amm = AMMClassifier(l2_penalty=1e-6, max_iter=15, online=True, max_weights_per_class=10,
                             random_state=seed).fit(X, y)
         errs.append(1 - amm.score(Xt, yt))
     assert np.mean(errs) <= 0.3587 + 0.0339, errs
@@ -379,16 +379,16 @@ def test_llsvm_kmeans_binding(rng):
 @pytest.mark.parametrize(
     "est, match",
     [
-        (AMMClassifier(alpha=0), "alpha"),
+        (AMMClassifier(l2_penalty=0), "`l2_penalty`"),
         (AMMClassifier(max_weights_per_class=0), "max_weights_per_class"),
         (AMMClassifier(clone_probability=1.5), "clone_probability"),
-        (AMMClassifier(n_epochs=0), "n_epochs"),
+        (AMMClassifier(max_iter=0), "max_iter"),
         (AMMClassifier(variant="gamm"), "variant"),
         (BSGDClassifier(budget=0), "budget"),
         (BSGDClassifier(maintenance="merge", kernel="poly"), "merge"),
         (BSGDClassifier(kernel="nope"), "kernel"),
         (LLSVMClassifier(landmarks="grid"), "landmarks"),
-        (AROWClassifier(r=-1), "`r`"),
+        (AROWClassifier(update_damping=-1), "`update_damping`"),
         (AROWClassifier(covariance="banded"), "covariance"),
         (PegasosClassifier(n_jobs=0), "n_jobs"),
     ],
@@ -420,11 +420,11 @@ def test_budgetedsvm_model_file_round_trip(tmp_path, rng):
     y2 = np.where(X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0, 1, 0)
     y3 = np.array([3, 7, 11])[np.argmax(X[:, :3], axis=1)]
     cases = [
-        (PegasosClassifier(alpha=1e-3, random_state=0), y3),
-        (AMMClassifier(alpha=1e-3, random_state=0), y3),
-        (AMMClassifier(alpha=1e-3, online=True, random_state=0), y2),
-        (BSGDClassifier(alpha=1e-3, budget=20, gamma=0.7, random_state=0), y3),
-        (LLSVMClassifier(alpha=0.01, n_landmarks=15, gamma=0.7, random_state=0), y2),
+        (PegasosClassifier(l2_penalty=1e-3, random_state=0), y3),
+        (AMMClassifier(l2_penalty=1e-3, random_state=0), y3),
+        (AMMClassifier(l2_penalty=1e-3, online=True, random_state=0), y2),
+        (BSGDClassifier(l2_penalty=1e-3, budget=20, gamma=0.7, random_state=0), y3),
+        (LLSVMClassifier(l2_penalty=0.01, n_landmarks=15, gamma=0.7, random_state=0), y2),
     ]
     for k, (est, y) in enumerate(cases):
         est.fit(X, y)
@@ -465,14 +465,14 @@ def test_kmedoids_landmarks_are_medoids(rng):
 def test_verbose_reports_each_epoch(rng, capsys):
     X = rng.normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
-    clf = AMMClassifier(n_epochs=3, online=True, verbose=True, random_state=0).fit(X, y)
+    clf = AMMClassifier(max_iter=3, online=True, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
     assert [f"epoch {e}/3" in err for e in (1, 2, 3)] == [True] * 3
     assert clf.n_iter_ == 3
-    # batch AMM: the initial online pass, then n_epochs epochs (BudgetedSVM's -A 1 -e 3)
-    clf = AMMClassifier(n_epochs=3, verbose=True, random_state=0).fit(X, y)
+    # batch AMM: the initial online pass, then max_iter epochs (BudgetedSVM's -A 1 -e 3)
+    clf = AMMClassifier(max_iter=3, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
     assert [f"epoch {e}/4" in err for e in (1, 2, 3, 4)] == [True] * 4
     assert clf.n_iter_ == 4 and clf.t_ == 4 * 200
-    AMMClassifier(n_epochs=2, random_state=0).fit(X, y)
+    AMMClassifier(max_iter=2, random_state=0).fit(X, y)
     assert capsys.readouterr().err == ""

@@ -114,17 +114,17 @@ def test_llsvm_file_full_w_matrix(tmp_path):
 
 
 def _estimators():
-    yield "pegasos", PegasosClassifier(alpha=1e-3, random_state=0)
-    yield "amm batch", AMMClassifier(alpha=1e-3, max_weights_per_class=5, random_state=0)
-    yield "amm online", AMMClassifier(alpha=1e-3, online=True, max_weights_per_class=5, random_state=0)
-    yield "gamm thesis", AMMClassifier(alpha=1e-3, clone_probability=0.2, variant="thesis",
+    yield "pegasos", PegasosClassifier(l2_penalty=1e-3, random_state=0)
+    yield "amm batch", AMMClassifier(l2_penalty=1e-3, max_weights_per_class=5, random_state=0)
+    yield "amm online", AMMClassifier(l2_penalty=1e-3, online=True, max_weights_per_class=5, random_state=0)
+    yield "gamm thesis", AMMClassifier(l2_penalty=1e-3, clone_probability=0.2, variant="thesis",
                                        max_weights_per_class=6, random_state=0)
-    yield "amm no bias", AMMClassifier(alpha=1e-3, bias=0.0, random_state=0)
+    yield "amm no bias", AMMClassifier(l2_penalty=1e-3, bias=0.0, random_state=0)
     for k in KERNELS:
         m = "merge" if k == "rbf" else "remove"
-        yield f"bsgd {k}", BSGDClassifier(alpha=1e-3, budget=30, kernel=k, gamma=0.3, maintenance=m,
-                                          n_epochs=2, random_state=0)
-        yield f"llsvm {k}", LLSVMClassifier(alpha=1e-2, n_landmarks=20, kernel=k, gamma=0.3, random_state=0)
+        yield f"bsgd {k}", BSGDClassifier(l2_penalty=1e-3, budget=30, kernel=k, gamma=0.3, maintenance=m,
+                                          max_iter=2, random_state=0)
+        yield f"llsvm {k}", LLSVMClassifier(l2_penalty=1e-2, n_landmarks=20, kernel=k, gamma=0.3, random_state=0)
 
 
 @pytest.mark.parametrize("name,est", list(_estimators()), ids=[n for n, _ in _estimators()])
@@ -165,7 +165,7 @@ def test_labels_the_format_cannot_hold_are_refused(tmp_path):
 
 def _model_bytes(tmp_path, est=None):
     X, y = _data(n=120, d=3, classes=(0, 1, 2))
-    est = est or BSGDClassifier(budget=6, gamma=0.5, n_epochs=1, random_state=0)
+    est = est or BSGDClassifier(budget=6, gamma=0.5, max_iter=1, random_state=0)
     est.fit(X, y)
     p = tmp_path / "good.txt"
     save_budgetedsvm(est, p)
@@ -385,19 +385,19 @@ def _same_predictions(clf, X, ref, ref_margin):
 def _ours(name):
     if name.startswith("bsgd"):
         k = KERNELS[int(name[-1])]
-        return BSGDClassifier(alpha=1e-3, budget=40, kernel=k, gamma=0.01, n_epochs=1,
+        return BSGDClassifier(l2_penalty=1e-3, budget=40, kernel=k, gamma=0.01, max_iter=1,
                               maintenance="merge" if k == "rbf" else "remove", random_state=0)
     if name.startswith("llsvm"):
         k = KERNELS[int(name[-1])]
-        return LLSVMClassifier(alpha=0.1, n_landmarks=30, kernel=k, gamma=0.01, random_state=0)
+        return LLSVMClassifier(l2_penalty=0.1, n_landmarks=30, kernel=k, gamma=0.01, random_state=0)
     return {
-        "pegasos": PegasosClassifier(alpha=1e-3, n_epochs=3, random_state=0),
-        "amm batch": AMMClassifier(alpha=1e-3, n_epochs=3, max_weights_per_class=5, prune_every=1000, random_state=0),
-        "amm online": AMMClassifier(alpha=1e-3, n_epochs=3, online=True, max_weights_per_class=5,
+        "pegasos": PegasosClassifier(l2_penalty=1e-3, max_iter=3, random_state=0),
+        "amm batch": AMMClassifier(l2_penalty=1e-3, max_iter=3, max_weights_per_class=5, prune_every=1000, random_state=0),
+        "amm online": AMMClassifier(l2_penalty=1e-3, max_iter=3, online=True, max_weights_per_class=5,
                                     prune_every=1000, random_state=0),
-        "gamm": AMMClassifier(alpha=1e-3, n_epochs=3, max_weights_per_class=5, prune_every=1000,
+        "gamm": AMMClassifier(l2_penalty=1e-3, max_iter=3, max_weights_per_class=5, prune_every=1000,
                               clone_probability=0.2, variant="thesis", random_state=0),
-        "amm no bias": AMMClassifier(alpha=1e-3, n_epochs=3, max_weights_per_class=5, bias=0.0, random_state=0),
+        "amm no bias": AMMClassifier(l2_penalty=1e-3, max_iter=3, max_weights_per_class=5, bias=0.0, random_state=0),
     }[name]
 
 

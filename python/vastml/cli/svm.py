@@ -49,21 +49,21 @@ def _estimator(a, dim):
     if a.K == 2 and (not float(a.d).is_integer() or a.d < 1):
         raise ValueError(f"-d {a.d:g}: the polynomial degree must be a whole number >= 1")
     if a.A == 0:
-        return PegasosClassifier(alpha=a.L, n_epochs=a.e, bias=a.b, shuffle=shuffle, random_state=rs, verbose=a.v)
+        return PegasosClassifier(l2_penalty=a.L, max_iter=a.e, bias=a.b, shuffle=shuffle, random_state=rs, verbose=a.v)
     if a.A in (1, 2):
         return AMMClassifier(
-            alpha=a.L, n_epochs=a.e, online=a.A == 2, max_weights_per_class=a.B, prune_every=a.k,
+            l2_penalty=a.L, max_iter=a.e, online=a.A == 2, max_weights_per_class=a.B, prune_every=a.k,
             prune_c=a.c, bias=a.b, clone_probability=a.C, shuffle=shuffle, random_state=rs, verbose=a.v,
         )
     if a.A == 3:
         return LLSVMClassifier(
-            alpha=a.L, n_landmarks=a.B, landmarks={0: "random", 1: "kmeans", 2: "kmedoids"}.get(a.m, "kmeans"), kernel=kernel,
+            l2_penalty=a.L, n_landmarks=a.B, landmarks={0: "random", 1: "kmeans", 2: "kmedoids"}.get(a.m, "kmeans"), kernel=kernel,
             gamma=gamma, degree=int(a.d), coef0=a.i, random_state=rs, verbose=a.v,
         )
     if a.A == 4:
         return BSGDClassifier(
-            alpha=a.L, budget=a.B, maintenance={0: "remove", 1: "merge", 2: "project"}.get(a.m, "merge"), kernel=kernel,
-            gamma=gamma, degree=int(a.d), coef0=a.i, n_epochs=a.e, shuffle=shuffle, random_state=rs, verbose=a.v,
+            l2_penalty=a.L, budget=a.B, maintenance={0: "remove", 1: "merge", 2: "project"}.get(a.m, "merge"), kernel=kernel,
+            gamma=gamma, degree=int(a.d), coef0=a.i, max_iter=a.e, shuffle=shuffle, random_state=rs, verbose=a.v,
         )
     raise ValueError(f"-A {a.A}: unknown algorithm (0-4)")
 
@@ -151,12 +151,12 @@ def demo_section(args) -> None:
     X, Xt = 2 * X - 1, 2 * Xt - 1
     print(f"\n4. Budgeted classifiers on a 4x4 checkerboard ({n:,} train / 5,000 test points)")
     models = [
-        ("Pegasos (linear)", PegasosClassifier(alpha=1e-4, random_state=0)),
-        ("AMM batch", AMMClassifier(alpha=1e-4, n_epochs=15, random_state=0)),
-        ("GAMM (p=0.2)", AMMClassifier(alpha=1e-4, n_epochs=15, prune_c=50, clone_probability=0.2,
+        ("Pegasos (linear)", PegasosClassifier(l2_penalty=1e-4, random_state=0)),
+        ("AMM batch", AMMClassifier(l2_penalty=1e-4, max_iter=15, random_state=0)),
+        ("GAMM (p=0.2)", AMMClassifier(l2_penalty=1e-4, max_iter=15, prune_c=50, clone_probability=0.2,
                                        variant="thesis", random_state=0)),
-        ("LLSVM, 100 landmarks", LLSVMClassifier(alpha=1e-3, n_landmarks=100, gamma=20.0, random_state=0)),
-        ("BSGD merge, budget 100", BSGDClassifier(alpha=1e-4, budget=100, gamma=20.0, random_state=0)),
+        ("LLSVM, 100 landmarks", LLSVMClassifier(l2_penalty=1e-3, n_landmarks=100, gamma=20.0, random_state=0)),
+        ("BSGD merge, budget 100", BSGDClassifier(l2_penalty=1e-4, budget=100, gamma=20.0, random_state=0)),
     ]
     for name, est in models:
         t0 = time.perf_counter()

@@ -32,8 +32,8 @@ _SEED_MAX = 2**62
 
 def _arow_params(est):
     return dict(
-        r=est.r, covariance=est.covariance, update_on=est.update_on, bias=est.bias,
-        n_epochs=est.n_epochs, shuffle=est.shuffle, n_jobs=est.n_jobs,
+        update_damping=est.update_damping, covariance=est.covariance, update_on=est.update_on, bias=est.bias,
+        max_iter=est.max_iter, shuffle=est.shuffle, n_jobs=est.n_jobs,
     )
 
 
@@ -61,7 +61,7 @@ def arow_map(X, y, classes, params, seed):
         k = 1 if len(classes) == 2 else len(classes)
         cov = np.ones((k, d)) if params["covariance"] == "diagonal" else np.repeat(np.eye(d)[None], k, 0)
         est = AROWClassifier.from_model(np.zeros((k, d)), cov, classes, **_without_cov(params))
-        for _ in range(int(params["n_epochs"])):
+        for _ in range(int(params["max_iter"])):
             est.partial_fit(X, y)
     return est.mean_, est.covariance_, int(X.shape[0])
 
@@ -83,20 +83,30 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    r, covariance, update_on, bias, n_epochs, shuffle
-        As in :class:`~vastml.svm.AROWClassifier` (``r = 1/(2\lambda_1)``).
+    update_damping, covariance, update_on, bias, shuffle
+        As in :class:`~vastml.svm.AROWClassifier` (``update_damping`` is the paper's
+        :math:`r = 1/(2\lambda_1)`).
+    max_iter : int, default=1
+        Passes of AROW over its partition in every mapper (as ``AROWClassifier``'s ``max_iter``).
     n_partitions : int or None, default=None
         Number of mappers M. None keeps the partitions of a Dask collection (and one
         partition for local arrays); an int re-partitions into M (near-)equal row shards.
     client : distributed.Client or None, default=None
         Where to run. None uses Dask's current default (the active ``Client`` if one exists).
-    tol, max_iter
-        Stopping rule of the reducer (relative change, rounds).
+    reduce_tol : float, default=1e-8
+        The reducer stops when the relative change of the combined mean and covariance is
+        below this (``tol`` of :func:`arow_mr_reduce`).
+    reduce_max_iter : int, default=50
+        Rounds of the reducer's alternating updates at most (``max_iter`` of
+        :func:`arow_mr_reduce`).
     random_state : int, RandomState or None, default=None
         Partition m trains with seed ``random_state + m`` (an int), so one partition
         reproduces ``AROWClassifier(random_state=random_state)``.
-    n_jobs : int, default=1
-        Threads inside each mapper (one-vs-rest models run in parallel).
+    n_jobs : int or None, default=None
+        Threads inside every mapper (one-vs-rest models run in parallel). None uses all the cores of the machine the task runs
+        on: right when each machine runs one single-threaded Dask worker; with several worker
+        threads or processes per machine (Dask's default ``LocalCluster``), pass 1 so that
+        the workers, not the threads, are the parallelism and the cores are not oversubscribed.
     verbose : bool, default=False
 
     Attributes
@@ -121,7 +131,7 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         client = Client("tcp://scheduler:8786")       # or Client(LocalCluster())
         X = da.from_zarr("features.zarr")               # rows chunked across the cluster
         y = da.from_zarr("labels.zarr")
-        clf = AROWMapReduce(r=5.0, n_partitions=40).fit(X, y)
+        clf = AROWMapReduce(update_damping=5.0, n_partitions=40).fit(X, y)
         clf.predict(X_test)
 
     Without a cluster the same code runs on Dask's local scheduler:
@@ -138,30 +148,30 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        r: float = 1.0,
+        update_damping: float = 1.0,
         covariance: str = "full",
         update_on: str = "margin",
         bias: float = 1.0,
-        n_epochs: int = 1,
+        max_iter: int = 1,
         shuffle: bool = True,
         n_partitions: int | None = None,
         client: Any = None,
-        tol: float = 1e-8,
-        max_iter: int = 50,
+        reduce_tol: float = 1e-8,
+        reduce_max_iter: int = 50,
         random_state: RandomState = None,
-        n_jobs: int | None = 1,
+        n_jobs: int | None = None,
         verbose: bool = False,
     ) -> None:
-        self.r = r
+        self.update_damping = update_damping
         self.covariance = covariance
         self.update_on = update_on
         self.bias = bias
-        self.n_epochs = n_epochs
+        self.max_iter = max_iter
         self.shuffle = shuffle
         self.n_partitions = n_partitions
         self.client = client
-        self.tol = tol
-        self.max_iter = max_iter
+        self.reduce_tol = reduce_tol
+        self.reduce_max_iter = reduce_max_iter
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -215,7 +225,7 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         covs = np.stack([m[1] for m in full])
         counts = np.array([m[2] for m in full], dtype=np.float64)
         out = [
-            arow_mr_reduce(means[:, k], covs[:, k], counts, tol=self.tol, max_iter=self.max_iter)
+            arow_mr_reduce(means[:, k], covs[:, k], counts, tol=self.reduce_tol, max_iter=self.reduce_max_iter)
             for k in range(means.shape[1])
         ]
         self.reduce_time_ = time.perf_counter() - t0

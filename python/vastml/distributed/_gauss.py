@@ -245,7 +245,7 @@ def sharded_gauss_transform(
     *,
     n_partitions: int | None = None,
     client: Any = None,
-    n_jobs: int | None = 1,
+    n_jobs: int | None = None,
     plan: str = "auto",
 ) -> Any:
     r"""The Gauss transform of :func:`vastml.kernels.gauss_transform` with the targets sharded.
@@ -269,8 +269,11 @@ def sharded_gauss_transform(
         Re-chunk the targets into this many row blocks.
     client : distributed.Client or None, default=None
         None uses the active client if there is one, else Dask's local scheduler.
-    n_jobs : int, default=1
-        Threads per task (workers are the parallelism).
+    n_jobs : int or None, default=None
+        Threads inside every Dask task. None uses all the cores of the machine the task runs
+        on: right when each machine runs one single-threaded Dask worker; with several worker
+        threads or processes per machine (Dask's default ``LocalCluster``), pass 1 so that
+        the workers, not the threads, are the parallelism and the cores are not oversubscribed.
     plan : {"auto", "local", "split"}, default="auto"
         How the IFGT is planned. ``"local"``: every worker plans on all the sources, exactly
         as on one machine (results equal the local ones to rounding). ``"split"``: the
@@ -363,7 +366,7 @@ class ShardedKernelDensity(BaseEstimator):
         method: str = "auto",
         n_partitions: int | None = None,
         client: Any = None,
-        n_jobs: int | None = 1,
+        n_jobs: int | None = None,
         plan: str = "auto",
     ) -> None:
         self.bandwidth = bandwidth

@@ -105,7 +105,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     method : {"averaging", "allreduce"}, default="allreduce"
-    alpha : float, default=1e-4
+    l2_penalty : float, default=1e-4
         L2 penalty :math:`\alpha \ge 0`.
     fit_intercept : bool, default=True
     max_iter : int, default=100
@@ -140,7 +140,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         self,
         *,
         method: str = "allreduce",
-        alpha: float = 1e-4,
+        l2_penalty: float = 1e-4,
         fit_intercept: bool = True,
         max_iter: int = 100,
         tol: float = 1e-6,
@@ -152,7 +152,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         verbose: bool = False,
     ) -> None:
         self.method = method
-        self.alpha = alpha
+        self.l2_penalty = l2_penalty
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
@@ -165,7 +165,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def _check_params(self):
         choice(self.method, "method", ("averaging", "allreduce"))
-        check_float(self.alpha, "alpha", low=0)
+        check_float(self.l2_penalty, "l2_penalty", low=0)
         check_int(self.max_iter, "max_iter", 1)
         check_float(self.tol, "tol", low=0, low_open=True)
         check_float(self.learning_rate, "learning_rate", low=0, low_open=True)
@@ -217,7 +217,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def _fit_allreduce(self, blocks, n, d):
         dask, _ = _dask()
-        alpha = float(self.alpha)
+        alpha = float(self.l2_penalty)
 
         def objective(theta):
             w, b = theta[:d], theta[d] if self.fit_intercept else 0.0
@@ -246,7 +246,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
             seeds = rng.randint(0, 2**62, size=len(blocks), dtype=np.int64)
             tasks = [
                 dask.delayed(_sgd_pass, pure=True)(
-                    blk, w, b, float(self.alpha), bool(self.fit_intercept), eta,
+                    blk, w, b, float(self.l2_penalty), bool(self.fit_intercept), eta,
                     int(self.batch_size), int(s),
                 )
                 for blk, s in zip(blocks, seeds)

@@ -21,10 +21,10 @@ class AMMClassifier(BudgetedClassifier):
     :math:`g(i, x) = \max_j w_{ij}^\top x` and the prediction :math:`\arg\max_i g(i, x)`
     (Wang, Djuric, Crammer & Vucetic, KDD 2011; Djuric's thesis ch. 4). Training is SGD with
     step :math:`1/(\lambda t)` on the convex sub-problem with fixed assignments: batch AMM
-    (``online=False``) runs one online pass and then ``n_epochs`` epochs, re-assigning every
-    example to its best-scoring true-class weight before each (``n_epochs + 1`` passes, as
-    BudgetedSVM 1.2's ``-A 1 -e n_epochs``); online AMM (``online=True``) assigns at every step
-    (``n_epochs`` passes). Small weights are pruned every ``prune_every``
+    (``online=False``) runs one online pass and then ``max_iter`` epochs, re-assigning every
+    example to its best-scoring true-class weight before each (``max_iter + 1`` passes, as
+    BudgetedSVM 1.2's ``-A 1 -e max_iter``); online AMM (``online=True``) assigns at every step
+    (``max_iter`` passes). Small weights are pruned every ``prune_every``
     steps (removed set's norm at most :math:`c / ((t-1)\lambda)`). With ``clone_probability > 0``
     this is GAMM (thesis Algorithm 6): on a positive loss, while the class is below its budget,
     the assigned true-class weight is cloned with that probability (which then decays by
@@ -56,11 +56,11 @@ class AMMClassifier(BudgetedClassifier):
 
     Parameters
     ----------
-    alpha : float, default=1e-4
+    l2_penalty : float, default=1e-4
         Regularisation :math:`\lambda > 0` (BudgetedSVM's ``-L``).
-    n_epochs : int, default=5
-        Epochs (``-e``): batch AMM makes ``n_epochs + 1`` passes (the initial online pass,
-        then ``n_epochs`` with fixed assignments), online AMM ``n_epochs``.
+    max_iter : int, default=5
+        Epochs (``-e``): batch AMM makes ``max_iter + 1`` passes (the initial online pass,
+        then ``max_iter`` with fixed assignments), online AMM ``max_iter``.
     online : bool, default=False
         Online AMM (``-A 2``) instead of batch AMM (``-A 1``).
     max_weights_per_class : int, default=50
@@ -108,7 +108,7 @@ class AMMClassifier(BudgetedClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(2000, 2))
     >>> y = np.where(X[:, 0] * X[:, 1] > 0, "same", "diff")   # XOR: not linear
-    >>> clf = AMMClassifier(alpha=1e-3, n_epochs=10, random_state=0).fit(X, y)
+    >>> clf = AMMClassifier(l2_penalty=1e-3, max_iter=10, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.9), clf.n_weights_ > 2
     (True, True)
     """
@@ -116,8 +116,8 @@ class AMMClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        alpha=1e-4,
-        n_epochs=5,
+        l2_penalty=1e-4,
+        max_iter=5,
         online=False,
         max_weights_per_class=50,
         prune_every=10000,
@@ -131,8 +131,8 @@ class AMMClassifier(BudgetedClassifier):
         verbose=False,
         n_jobs=None,
     ):
-        self.alpha = alpha
-        self.n_epochs = n_epochs
+        self.l2_penalty = l2_penalty
+        self.max_iter = max_iter
         self.online = online
         self.max_weights_per_class = max_weights_per_class
         self.prune_every = prune_every
@@ -154,7 +154,7 @@ class AMMClassifier(BudgetedClassifier):
         if self.variant not in ("budgetedsvm", "thesis"):
             raise ValueError(f"variant must be 'budgetedsvm' or 'thesis', got {self.variant!r}")
         return dict(
-            lambda_=check_float(self.alpha, "alpha", low=0, low_open=True),
+            lambda_=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
             max_weights_per_class=check_int(self.max_weights_per_class, "max_weights_per_class", 1),
             prune_every=check_int(self.prune_every, "prune_every", 0),
             prune_c=check_float(self.prune_c, "prune_c", low=0),
@@ -166,7 +166,7 @@ class AMMClassifier(BudgetedClassifier):
 
     def _check_params(self):
         self._amm_args()
-        check_int(self.n_epochs, "n_epochs", 1)
+        check_int(self.max_iter, "max_iter", 1)
         self._n_jobs()
 
     def _is_online(self):
@@ -177,9 +177,9 @@ class AMMClassifier(BudgetedClassifier):
                            "max_weights_per_class")
 
     def _n_epochs(self):
-        # Batch AMM: the initial online pass, then n_epochs epochs with fixed assignments, as
-        # BudgetedSVM 1.2's trainAMMbatch does for -e n_epochs (so -A 1 -e 5 is 6 passes).
-        return self.n_epochs + (0 if self._is_online() else 1)
+        # Batch AMM: the initial online pass, then max_iter epochs with fixed assignments, as
+        # BudgetedSVM 1.2's trainAMMbatch does for -e max_iter (so -A 1 -e 5 is 6 passes).
+        return self.max_iter + (0 if self._is_online() else 1)
 
     def _new_model(self, n_features, n_classes):
         return _core.AmmModel(n_features, n_classes, **self._amm_args())
@@ -253,9 +253,9 @@ class PegasosClassifier(AMMClassifier):
 
     Parameters
     ----------
-    alpha : float, default=1e-4
+    l2_penalty : float, default=1e-4
         Regularisation :math:`\lambda > 0`.
-    n_epochs : int, default=5
+    max_iter : int, default=5
     bias : float, default=1.0
         Constant bias feature (regularised like the weights); 0 for none.
     shuffle, random_state, verbose, n_jobs
@@ -276,16 +276,16 @@ class PegasosClassifier(AMMClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 3))
     >>> y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
-    >>> clf = PegasosClassifier(alpha=1e-3, random_state=0).fit(X, y)
+    >>> clf = PegasosClassifier(l2_penalty=1e-3, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.9), clf.coef_.shape
     (True, (3, 3))
     """
 
     def __init__(
-        self, *, alpha=1e-4, n_epochs=5, bias=1.0, shuffle=True, random_state=None, verbose=False, n_jobs=None
+        self, *, l2_penalty=1e-4, max_iter=5, bias=1.0, shuffle=True, random_state=None, verbose=False, n_jobs=None
     ):
-        self.alpha = alpha
-        self.n_epochs = n_epochs
+        self.l2_penalty = l2_penalty
+        self.max_iter = max_iter
         self.bias = bias
         self.shuffle = shuffle
         self.random_state = random_state
@@ -294,7 +294,7 @@ class PegasosClassifier(AMMClassifier):
 
     def _amm_args(self):
         return dict(
-            lambda_=check_float(self.alpha, "alpha", low=0, low_open=True),
+            lambda_=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
             max_weights_per_class=1,
             prune_every=0,
             prune_c=0.0,

@@ -27,15 +27,18 @@ class AROWClassifier(BudgetedClassifier):
 
     Parameters
     ----------
-    r : float, default=1.0
-        :math:`r = 1/(2\lambda_1) > 0`; larger means smaller steps.
+    update_damping : float, default=1.0
+        The paper's :math:`r = 1/(2\lambda_1) > 0`: it is added to the example's variance in
+        :math:`\beta = 1/(x^\top\Sigma x + r)`, so it damps every update (larger: smaller,
+        more conservative steps).
     covariance : {"full", "diagonal"}, default="full"
     update_on : {"margin", "mistake"}, default="margin"
         Update when the margin is below 1 (the AROW paper), or only on mistakes.
     bias : float, default=1.0
         Constant bias feature appended to every example (0: none). It is the last
         coordinate of ``mean_`` and ``covariance_``.
-    n_epochs : int, default=1
+    max_iter : int, default=1
+        Passes over the data.
     shuffle, random_state, verbose, n_jobs
         As in :class:`~vastml.svm.AMMClassifier`.
 
@@ -66,32 +69,32 @@ class AROWClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        r=1.0,
+        update_damping=1.0,
         covariance="full",
         update_on="margin",
         bias=1.0,
-        n_epochs=1,
+        max_iter=1,
         shuffle=True,
         random_state=None,
         verbose=False,
         n_jobs=None,
     ):
-        self.r = r
+        self.update_damping = update_damping
         self.covariance = covariance
         self.update_on = update_on
         self.bias = bias
-        self.n_epochs = n_epochs
+        self.max_iter = max_iter
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
 
     def _check_params(self):
-        check_float(self.r, "r", low=0, low_open=True)
+        check_float(self.update_damping, "update_damping", low=0, low_open=True)
         choice(self.covariance, "covariance", ("full", "diagonal"))
         choice(self.update_on, "update_on", ("margin", "mistake"))
         check_float(self.bias, "bias")
-        check_int(self.n_epochs, "n_epochs", 1)
+        check_int(self.max_iter, "max_iter", 1)
         self._n_jobs()
 
     @classmethod
@@ -159,23 +162,23 @@ class AROWClassifier(BudgetedClassifier):
             cov = np.repeat(np.eye(d + 1)[None], k, axis=0)
         return mean, cov
 
-    def _passes(self, X, codes, n_epochs, seeds):
+    def _passes(self, X, codes, max_iter, seeds):
         Xc = core_examples(X)
         total = np.zeros(len(self._models()), dtype=np.int64)
-        for e in range(n_epochs):
+        for e in range(max_iter):
             self.mean_, self.covariance_, upd = _core.arow_fit(
                 Xc, codes, self._models(), np.ascontiguousarray(self.mean_),
-                np.ascontiguousarray(self.covariance_), float(self.r), float(self.bias),
+                np.ascontiguousarray(self.covariance_), float(self.update_damping), float(self.bias),
                 self.covariance == "diagonal", self.update_on, bool(self.shuffle), seeds[e],
                 n_jobs=self._n_jobs(),
             )
             total += np.asarray(upd)
             if self.verbose:
-                print(f"[AROWClassifier] epoch {e + 1}/{n_epochs}: updates {list(upd)}")
+                print(f"[AROWClassifier] epoch {e + 1}/{max_iter}: updates {list(upd)}")
         self.n_updates_ = total
 
     def fit(self, X, y):
-        """Train from scratch (``n_epochs`` passes).
+        """Train from scratch (``max_iter`` passes).
 
         Returns
         -------
@@ -186,8 +189,8 @@ class AROWClassifier(BudgetedClassifier):
         self._set_classes(y)
         codes = self._encode(y)
         self.mean_, self.covariance_ = self._fresh(X.shape[1])
-        self._passes(X, codes, int(self.n_epochs), self._seeds(int(self.n_epochs)))
-        self.n_iter_ = int(self.n_epochs)
+        self._passes(X, codes, int(self.max_iter), self._seeds(int(self.max_iter)))
+        self.n_iter_ = int(self.max_iter)
         return self
 
     def partial_fit(self, X, y, classes=None):

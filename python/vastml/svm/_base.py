@@ -155,11 +155,11 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         return [int(s) for s in rng.randint(0, _SEED_MAX, size=n, dtype=np.int64)]
 
-    def _log(self, epoch, n_epochs, stats, t0):
+    def _log(self, epoch, n_passes, stats, t0):
         if self.verbose:
             extra = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())
             print(
-                f"[{type(self).__name__}] epoch {epoch}/{n_epochs}: {extra}, {time.perf_counter() - t0:.2f} s",
+                f"[{type(self).__name__}] epoch {epoch}/{n_passes}: {extra}, {time.perf_counter() - t0:.2f} s",
                 file=sys.stderr,
             )
 
@@ -178,18 +178,18 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         self._check_memory(X.shape[1], len(self.classes_))
         Xc = core_examples(X)
         model = self._new_model(X.shape[1], len(self.classes_))
-        n_epochs = self._n_epochs()
-        seeds = self._seeds(n_epochs)
+        n_passes = self._n_epochs()
+        seeds = self._seeds(n_passes)
         t0 = time.perf_counter()
-        for e in range(n_epochs):
+        for e in range(n_passes):
             stats = self._run_epoch(model, Xc, codes, e, seeds[e])
-            self._log(e + 1, n_epochs, stats, t0)
-        self.n_iter_ = n_epochs
+            self._log(e + 1, n_passes, stats, t0)
+        self.n_iter_ = n_passes
         self._store(model)
         return self
 
     def _n_epochs(self):
-        return self.n_epochs
+        return self.max_iter
 
     def _check_memory(self, n_features, n_classes):
         """Subclasses: raise MemoryError (check_model_memory) when the model cannot fit."""

@@ -43,7 +43,7 @@ class BSGDClassifier(BudgetedClassifier):
 
     Parameters
     ----------
-    alpha : float, default=1e-4
+    l2_penalty : float, default=1e-4
         Regularisation :math:`\lambda > 0` (``-L``).
     budget : int, default=100
         Maximum number of support vectors :math:`B` (``-B``); kept exactly.
@@ -55,7 +55,7 @@ class BSGDClassifier(BudgetedClassifier):
         Polynomial degree.
     coef0 : float, default=1.0
         Offset of the polynomial and sigmoid kernels.
-    n_epochs : int, default=5
+    max_iter : int, default=5
     shuffle, random_state, verbose, n_jobs
         As in :class:`~vastml.svm.AMMClassifier`.
 
@@ -76,7 +76,7 @@ class BSGDClassifier(BudgetedClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(2000, 2))
     >>> y = (X ** 2).sum(1) < 0.5                          # a disc: not linear
-    >>> clf = BSGDClassifier(alpha=1e-4, budget=30, gamma=2.0, random_state=0).fit(X, y)
+    >>> clf = BSGDClassifier(l2_penalty=1e-4, budget=30, gamma=2.0, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.95), clf.support_vectors_.shape[0] <= 30
     (True, True)
     """
@@ -84,34 +84,34 @@ class BSGDClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        alpha=1e-4,
+        l2_penalty=1e-4,
         budget=100,
         maintenance="merge",
         kernel="rbf",
         gamma=None,
         degree=2,
         coef0=1.0,
-        n_epochs=5,
+        max_iter=5,
         shuffle=True,
         random_state=None,
         verbose=False,
         n_jobs=None,
     ):
-        self.alpha = alpha
+        self.l2_penalty = l2_penalty
         self.budget = budget
         self.maintenance = maintenance
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.n_epochs = n_epochs
+        self.max_iter = max_iter
         self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
 
     def _check_params(self):
-        check_float(self.alpha, "alpha", low=0, low_open=True)
+        check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True)
         check_int(self.budget, "budget", 1)
         choice(self.maintenance, "maintenance", MAINTENANCE)
         choice(self.kernel, "kernel", KERNELS)
@@ -120,12 +120,12 @@ class BSGDClassifier(BudgetedClassifier):
         check_float(self.gamma, "gamma", low=0, low_open=True, allow_none=True)
         check_int(self.degree, "degree", 1)
         check_float(self.coef0, "coef0")
-        check_int(self.n_epochs, "n_epochs", 1)
+        check_int(self.max_iter, "max_iter", 1)
         self._n_jobs()
 
     def _args(self, n_features):
         return dict(
-            lambda_=float(self.alpha),
+            lambda_=float(self.l2_penalty),
             budget=int(self.budget),
             maintenance=self.maintenance,
             kernel=self.kernel,

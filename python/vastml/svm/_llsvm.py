@@ -34,7 +34,7 @@ class LLSVMClassifier(BudgetedClassifier):
 
     Parameters
     ----------
-    alpha : float, default=0.1
+    l2_penalty : float, default=0.1
         Regularisation :math:`\lambda` (``-L``); the dual box is :math:`C = 1/\lambda`.
     n_landmarks : int, default=100
         :math:`B` (``-B``); capped at the number of training rows.
@@ -77,7 +77,7 @@ class LLSVMClassifier(BudgetedClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(2000, 2))
     >>> y = (X ** 2).sum(1) < 0.5
-    >>> clf = LLSVMClassifier(alpha=0.01, n_landmarks=30, gamma=2.0, random_state=0).fit(X, y)
+    >>> clf = LLSVMClassifier(l2_penalty=0.01, n_landmarks=30, gamma=2.0, random_state=0).fit(X, y)
     >>> bool(clf.score(X, y) > 0.95)
     True
     """
@@ -85,7 +85,7 @@ class LLSVMClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        alpha=0.1,
+        l2_penalty=0.1,
         n_landmarks=100,
         landmarks="kmeans",
         kernel="rbf",
@@ -100,7 +100,7 @@ class LLSVMClassifier(BudgetedClassifier):
         verbose=False,
         n_jobs=None,
     ):
-        self.alpha = alpha
+        self.l2_penalty = l2_penalty
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.kernel = kernel
@@ -116,7 +116,7 @@ class LLSVMClassifier(BudgetedClassifier):
         self.n_jobs = n_jobs
 
     def _check_params(self):
-        check_float(self.alpha, "alpha", low=0, low_open=True)
+        check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True)
         check_int(self.n_landmarks, "n_landmarks", 1)
         choice(self.landmarks, "landmarks", LANDMARKS)
         choice(self.kernel, "kernel", KERNELS)
@@ -169,7 +169,7 @@ class LLSVMClassifier(BudgetedClassifier):
         kern, gamma, degree, coef0 = self._kernel_args()
         self.map_matrix_, self.coef_, iters = _core.llsvm_fit(
             core_examples(X), codes, models, self.landmarks_, kern, gamma, degree, coef0,
-            1.0 / float(self.alpha), int(self.max_iter), float(self.tol), seed, n_jobs=self._n_jobs(),
+            1.0 / float(self.l2_penalty), int(self.max_iter), float(self.tol), seed, n_jobs=self._n_jobs(),
         )
         self.n_iter_ = int(max(iters))
         self.n_weights_ = int(self.landmarks_.shape[0])

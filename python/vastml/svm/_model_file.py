@@ -117,7 +117,7 @@ def save_budgetedsvm(estimator, path):
     >>> from vastml.svm import AMMClassifier, save_budgetedsvm, load_budgetedsvm
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 3)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
-    >>> clf = AMMClassifier(alpha=1e-3, random_state=0).fit(X, y)
+    >>> clf = AMMClassifier(l2_penalty=1e-3, random_state=0).fit(X, y)
     >>> path = os.path.join(tempfile.mkdtemp(), "model.txt")
     >>> save_budgetedsvm(clf, path)
     >>> back = load_budgetedsvm(path)
