@@ -473,7 +473,7 @@ def bench_homotopy(
     traces, times = {}, {}
     for method in ("spectral", "fp"):
         log(f"homotopy: convergence at the last lambda, {method}")
-        obj = EmbeddingObjective("ee", W, lam=lambdas[-1])
+        obj = EmbeddingObjective("ee", W, repulsion_weight=lambdas[-1])
         count = [0]
 
         def f(X, obj=obj, count=count):
@@ -490,7 +490,7 @@ def bench_homotopy(
                 tol=0.0,
                 max_iter=conv_iter,
                 center=True,
-                callback=lambda it, E, X: trace.append((count[0], E)) and False,
+                callbacks=lambda it, E, X: trace.append((count[0], E)) and False,
             )
         )
         traces[method], times[method] = trace, t
@@ -555,7 +555,7 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
     X0 = 1e-5 * np.random.default_rng(0).normal(size=(N, 2))
     lams = np.logspace(-4, np.log10(50.0), 10 if quick else 40) * scale
     Xs, _ = homotopy(obj, X0, lambdas=lams, method="spectral", tol=1e-6, max_iter=2000)
-    obj.lam = 100.0 * scale
+    obj.repulsion_weight = 100.0 * scale
     traces = {}
     for m in DIRECTIONS:
         trace = []
@@ -565,7 +565,7 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
             trace.append((time.perf_counter() - t0, it, float(E)))
 
         r = minimize(obj, Xs, method=m, max_iter=10**6, tol=1e-13, max_seconds=seconds,
-                     callback=cb)
+                     callbacks=cb)
         traces[m] = (trace, r)
         log(f"directions {m}: {r.n_iter} iterations, E = {r.objective:.8f}, {r.stopped}")
     # Levels relative to the decrease from the common start (the methods end at slightly
@@ -618,7 +618,7 @@ def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
     P, _, _ = entropic_affinities(Y, perplexity=20)
     W = symmetrize(P, "mean")
     X0 = 1e-2 * np.random.default_rng(0).normal(size=(n, 2))
-    exact = EmbeddingObjective("ee", W, lam=1e-4)
+    exact = EmbeddingObjective("ee", W, repulsion_weight=1e-4)
     runs = {
         "p = 3": ("fgt", [3]),
         "p = 10": ("fgt", [10]),
@@ -628,7 +628,7 @@ def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
     }
     out = {}
     for name, grad in runs.items():
-        obj = EmbeddingObjective("ee", W, lam=1e-4, gradient=grad)
+        obj = EmbeddingObjective("ee", W, repulsion_weight=1e-4, gradient=grad)
         t = once(lambda obj=obj: minimize(obj, X0, method="gd", step=step, max_iter=n_iter))
         out[name] = (t, float(exact(t.value.X)[0]))
         log(f"schedules {name}: E = {out[name][1]:.6f}, {t.median:.1f} s")

@@ -233,14 +233,14 @@ def test_embedding_parameters_are_range_checked():
     with pytest.raises(ValueError, match="`n_interp`"):
         E.kernel_sums(X, method="fft", n_interp=10**5)
     W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
-    f = E.EmbeddingObjective("ee", W, lam=0.0)
+    f = E.EmbeddingObjective("ee", W, repulsion_weight=0.0)
     X3 = np.array([[0.0, 1], [1, 0], [2, 2]])
     with pytest.raises(ValueError, match="`rho`"):
         E.minimize(f, X3, rho=2)
     with pytest.raises(ValueError, match="`max_seconds`"):
         E.minimize(f, X3, max_seconds=-1)
     with pytest.raises(ValueError, match="`momentum`"):
-        E.tsne_gradient_descent(f, X3, n_iter=5, learning_rate=1.0, momentum=2)
+        E.tsne_gradient_descent(f, X3, max_iter=5, learning_rate=1.0, momentum=2)
     with pytest.raises(ValueError, match="`bandwidth`"):
         E.LLLEigenmaps(bandwidth=-1, n_landmarks=10).fit(X)
     with pytest.raises(ValueError, match="`n_neighbors`"):
@@ -258,13 +258,13 @@ def test_unfitted_and_misshaped_embedding_calls():
         E.LLLSpectralClustering().predict(X)
     pe = E.ParametricEmbedding(max_iter=5, random_state=0).fit(np.full((20, 3), 1 / 3))
     with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
-        pe.predict(np.ones((5, 4)))
+        pe.classes_at(np.ones((5, 4)))
 
 
 def test_memory_layout_never_changes_an_embedding():
     from vastml import embed as E
 
-    kw = dict(perplexity=5, random_state=0, max_iter=100, n_iter_exaggeration=50)
+    kw = dict(perplexity=5, random_state=0, max_iter=100, early_exaggeration_iter=50)
     a = E.TSNE(**kw).fit_transform(X)
     b = E.TSNE(**kw).fit_transform(np.asfortranarray(X))
     np.testing.assert_array_equal(a, b)

@@ -86,7 +86,7 @@ def test_compact_objective_and_descent_match_the_64_bit_path(data, gradient):
     runs = []
     for obj in (a, b):
         Y, _, E, _ = tsne_gradient_descent(
-            obj, X * 1e-2, n_iter=30, learning_rate=20.0, momentum=0.5, exaggeration=12.0
+            obj, X * 1e-2, max_iter=30, learning_rate=20.0, momentum=0.5, exaggeration=12.0
         )
         runs.append((Y, E))
     (Ya, Ea), (Yb, Eb) = runs
@@ -97,7 +97,7 @@ def test_compact_objective_and_descent_match_the_64_bit_path(data, gradient):
 def test_tsne_switches_to_the_compact_path_for_large_inputs(data, monkeypatch):
     # t-SNE's descent is chaotic: float32 rounding of P moves single points within tens of
     # iterations, but the optimum reached is as good (0.24 % apart here at 300 iterations).
-    kw = {"perplexity": 20, "max_iter": 300, "n_iter_exaggeration": 50, "random_state": 0}
+    kw = {"perplexity": 20, "max_iter": 300, "early_exaggeration_iter": 50, "random_state": 0}
     wide = TSNE(**kw).fit(data)
     monkeypatch.setattr(_estimators, "AUTO_COMPACT_MIN", 100)
     small = TSNE(**kw).fit(data)

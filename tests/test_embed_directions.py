@@ -29,7 +29,7 @@ def _problem(model, n=8, d=2, seed=0, lam=0.7):
     else:
         S = A + A.T
         W = S / S.sum()
-    obj = EmbeddingObjective(model, sp.csr_array(W), lam=lam)
+    obj = EmbeddingObjective(model, sp.csr_array(W), repulsion_weight=lam)
     X = rng.normal(size=(n, d))
     return obj, X
 

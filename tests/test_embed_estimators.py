@@ -83,7 +83,7 @@ def test_transform_places_new_points_near_their_class(digits):
     Xn, yn = d.data[1500:1650], d.target[1500:1650]
     for est in (
         TSNE(perplexity=30, random_state=0, max_iter=500),
-        ElasticEmbedding(perplexity=30, lam=1.0, n_lambdas=10, tol=1e-5, random_state=0),
+        ElasticEmbedding(perplexity=30, repulsion_weight=1.0, n_lambdas=10, tol=1e-5, random_state=0),
     ):
         est.fit(X)
         Yn = est.transform(Xn)
@@ -98,7 +98,7 @@ def test_transform_places_new_points_near_their_class(digits):
 
 def test_ee_and_ssne_embed_digits(digits):
     X, y = digits
-    ee = ElasticEmbedding(perplexity=30, lam=1.0, n_lambdas=10, tol=1e-5, random_state=0).fit(X)
+    ee = ElasticEmbedding(perplexity=30, repulsion_weight=1.0, n_lambdas=10, tol=1e-5, random_state=0).fit(X)
     assert np.isfinite(ee.objective_) and ee.n_evaluations_ >= ee.n_iter_
     assert knn_accuracy(ee.embedding_, y) > 0.85
     ss = SymmetricSNE(perplexity=30, max_iter=200, random_state=0).fit(X)
@@ -114,13 +114,13 @@ def test_pickle_and_callback(digits):
     m = TSNE(
         perplexity=10,
         max_iter=30,
-        n_iter_exaggeration=10,
+        early_exaggeration_iter=10,
         random_state=0,
-        callback=lambda it, E: seen.append(it) or it >= 25,
+        callbacks=lambda it, E, Y: seen.append(it) or it >= 25,
     )
     m.fit(X[:200])
-    assert seen[-1] == 25 and seen[0] == 1
-    m.set_params(callback=None)  # a lambda does not pickle
+    assert seen == list(range(1, 26)) and m.stopped_early_ and m.n_iter_ == 25
+    m.set_params(callbacks=None)  # a lambda does not pickle
     m2 = pickle.loads(pickle.dumps(m))
     assert np.array_equal(m2.embedding_, m.embedding_)
     assert np.allclose(m2.transform(X[200:210]), m.transform(X[200:210]))
@@ -145,15 +145,15 @@ def test_bad_input(digits):
         TSNE(method="newton").fit(X)
     with pytest.raises(ValueError, match="gradient"):
         TSNE(gradient="fgt").fit(X)
-    with pytest.raises(ValueError, match="lam"):
-        ElasticEmbedding(lam=-1.0).fit(X)
+    with pytest.raises(ValueError, match="repulsion_weight"):
+        ElasticEmbedding(repulsion_weight=-1.0).fit(X)
 
 
 def test_tsne_tol_stops_the_second_phase_early(digits):
     """TSNE(tol): the run stops at a 50-iteration check once KL fell by less than tol
     (relative); the reported n_iter_ is where it stopped and a looser tol stops earlier."""
     X, _ = digits
-    kw = {"perplexity": 20, "max_iter": 1000, "n_iter_exaggeration": 100, "random_state": 0}
+    kw = {"perplexity": 20, "max_iter": 1000, "early_exaggeration_iter": 100, "random_state": 0}
     full = TSNE(**kw).fit(X[:300])
     loose = TSNE(tol=1e-2, **kw).fit(X[:300])
     tight = TSNE(tol=1e-3, **kw).fit(X[:300])

@@ -19,23 +19,23 @@ def problem():
     lam = 10.0 / (n * (n - 1))
     # Start near one minimum (the problem is non-convex at this lambda), so that every
     # method converges to the same one.
-    X0 = minimize(EmbeddingObjective("ee", W, lam=lam), X0, tol=1e-4).X
+    X0 = minimize(EmbeddingObjective("ee", W, repulsion_weight=lam), X0, tol=1e-4).X
     return W, X0, lam
 
 
 def test_gtol_stops_on_stationarity_and_is_stricter_than_the_decrease_rule(problem):
     W, X0, lam = problem
-    g0 = float(np.linalg.norm(EmbeddingObjective("ee", W, lam=lam)(X0)[1]))
+    g0 = float(np.linalg.norm(EmbeddingObjective("ee", W, repulsion_weight=lam)(X0)[1]))
     runs = {}
     for method in ("spectral", "fp"):
-        obj = EmbeddingObjective("ee", W, lam=lam)
+        obj = EmbeddingObjective("ee", W, repulsion_weight=lam)
         r = minimize(obj, X0, method=method, gtol=1e-4, gscale=g0, max_iter=20_000)
         assert r.stopped == "gtol", (method, r.stopped)
         G = obj(r.X)[1]
         assert np.linalg.norm(G) <= 1e-4 * g0
         assert r.grad_norm == pytest.approx(np.linalg.norm(G), rel=1e-12)
         loose = minimize(
-            EmbeddingObjective("ee", W, lam=lam), X0, method=method, tol=1e-6, max_iter=20_000
+            EmbeddingObjective("ee", W, repulsion_weight=lam), X0, method=method, tol=1e-6, max_iter=20_000
         )
         assert loose.stopped == "tol"
         runs[method] = (r, loose)
@@ -49,9 +49,9 @@ def test_gtol_stops_on_stationarity_and_is_stricter_than_the_decrease_rule(probl
 
 def test_target_stops_at_the_first_iterate_at_or_below_the_target(problem):
     W, X0, lam = problem
-    sd = minimize(EmbeddingObjective("ee", W, lam=lam), X0, method="spectral", tol=1e-7)
+    sd = minimize(EmbeddingObjective("ee", W, repulsion_weight=lam), X0, method="spectral", tol=1e-7)
     fp = minimize(
-        EmbeddingObjective("ee", W, lam=lam),
+        EmbeddingObjective("ee", W, repulsion_weight=lam),
         X0,
         method="fp",
         target=sd.objective,
@@ -62,7 +62,7 @@ def test_target_stops_at_the_first_iterate_at_or_below_the_target(problem):
     assert len(fp.history) == fp.n_iter + 1
     # Already below the target: no step, one evaluation (with min_iter = 0).
     again = minimize(
-        EmbeddingObjective("ee", W, lam=lam), fp.X, method="fp", target=fp.objective, min_iter=0
+        EmbeddingObjective("ee", W, repulsion_weight=lam), fp.X, method="fp", target=fp.objective, min_iter=0
     )
     assert (again.n_iter, again.n_evaluations, again.stopped) == (0, 1, "target")
 
@@ -86,7 +86,7 @@ def test_homotopy_targets_and_gtol_per_lambda(problem):
     )
     assert all(why == "gtol" for why in g["stopped"])
     assert np.max(g["grad_norm"]) <= 1e-5 * gscale
-    obj = EmbeddingObjective("ee", W, lam=lambdas[-1])
+    obj = EmbeddingObjective("ee", W, repulsion_weight=lambdas[-1])
     assert np.linalg.norm(obj(Xg)[1]) == pytest.approx(g["grad_norm"][-1], rel=1e-12)
     with pytest.raises(ValueError, match="one objective value per lambda"):
         homotopy(EmbeddingObjective("ee", W), X0, lambdas=lambdas, targets=targets[:2])

@@ -1,4 +1,4 @@
-"""vastml's parallel kd-tree kNN graph (``neighbors="approx"`` of TSNE / entropic_affinities)
+"""vastml's parallel kd-tree kNN graph (``neighbors_method="approx"`` of TSNE / entropic_affinities)
 against brute force: exact for eps = 0, high recall with exact distances for the
 (1 + eps)-approximate search used at large N, and the estimator switch."""
 
@@ -68,17 +68,17 @@ def test_duplicates_and_bad_input():
 def test_entropic_affinities_and_tsne_switch(monkeypatch):
     X, _ = make_blobs(1200, n_features=10, centers=5, random_state=3)
     P, beta, _ = entropic_affinities(X, perplexity=20)
-    Pa, betaa, _ = entropic_affinities(X, perplexity=20, neighbors="approx")
+    Pa, betaa, _ = entropic_affinities(X, perplexity=20, neighbors_method="approx")
     # Same graph up to a few swapped far neighbours: widths nearly equal.
     np.testing.assert_allclose(betaa, beta, rtol=0.02)
     with pytest.raises(ValueError):
-        entropic_affinities(X, perplexity=20, neighbors="annoy")
+        entropic_affinities(X, perplexity=20, neighbors_method="annoy")
     calls = []
     real = _estimators.rust_knn
     monkeypatch.setattr(
         _estimators, "rust_knn", lambda *a, **kw: calls.append(1) or real(*a, **kw)
     )
-    kw = dict(perplexity=20, max_iter=50, n_iter_exaggeration=25, random_state=0)
+    kw = dict(perplexity=20, max_iter=50, early_exaggeration_iter=25, random_state=0)
     exact = TSNE(**kw).fit(X)
     assert not calls  # below AUTO_APPROX_MIN: unchanged exact path
     monkeypatch.setattr(_estimators, "AUTO_APPROX_MIN", 1000)
@@ -91,7 +91,7 @@ def test_entropic_affinities_and_tsne_switch(monkeypatch):
     assert Y.shape == (5, 2) and np.isfinite(Y).all()
     assert auto.nn_.n_samples_fit_ == X.shape[0]
     with pytest.raises(ValueError):
-        TSNE(neighbors="bogus").fit(X)
+        TSNE(neighbors_method="bogus").fit(X)
 
 
 def test_max_iter_auto_is_750_at_large_n(monkeypatch):

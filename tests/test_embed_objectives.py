@@ -49,20 +49,20 @@ def test_objective_matches_the_definition_and_fd(small, model, lam):
     W = symmetrize(P, "joint" if model in ("ssne", "tsne") else "mean")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(150, 2))
-    E, G = embedding_objective(model, X, W, lam=lam)
+    E, G = embedding_objective(model, X, W, repulsion_weight=lam)
     assert E == pytest.approx(dense_objective(model, X, W.toarray(), lam), rel=1e-12)
     assert np.abs(G.sum(0)).max() < 1e-9  # translation invariance
     # Directional finite difference.
     V = rng.normal(size=X.shape)
     h = 1e-5
     fd = (
-        embedding_objective(model, X + h * V, W, lam=lam)[0]
-        - embedding_objective(model, X - h * V, W, lam=lam)[0]
+        embedding_objective(model, X + h * V, W, repulsion_weight=lam)[0]
+        - embedding_objective(model, X - h * V, W, repulsion_weight=lam)[0]
     ) / (2 * h)
     assert fd == pytest.approx(np.vdot(G, V), rel=1e-6, abs=1e-9 * abs(E))
     # Rotation invariance of E.
     c, s = np.cos(0.7), np.sin(0.7)
-    assert embedding_objective(model, X @ np.array([[c, -s], [s, c]]) + 3, W, lam=lam)[
+    assert embedding_objective(model, X @ np.array([[c, -s], [s, c]]) + 3, W, repulsion_weight=lam)[
         0
     ] == pytest.approx(E, rel=1e-10)
 
@@ -133,7 +133,7 @@ def test_fft_interpolation_against_exact():
 def test_spectral_direction(small):
     _, P = small
     W = symmetrize(P, "mean")
-    obj = EmbeddingObjective("ee", W, lam=1.0)
+    obj = EmbeddingObjective("ee", W, repulsion_weight=1.0)
     X = np.random.default_rng(3).normal(size=(150, 2))
     _, G = obj(X)
     sd = SpectralDirection(W)
@@ -156,7 +156,7 @@ def test_spectral_direction(small):
 def test_spectral_step_solves_the_quadratic_at_lambda_zero(small):
     _, P = small
     W = symmetrize(P, "mean")
-    obj = EmbeddingObjective("ee", W, lam=0.0)
+    obj = EmbeddingObjective("ee", W, repulsion_weight=0.0)
     X = np.random.default_rng(4).normal(size=(150, 2))
     E0, G = obj(X)
     X1 = X + SpectralDirection(W)(G)
@@ -176,14 +176,14 @@ def test_line_search_contract_and_method_ordering(ee_problem):
     W, X0 = ee_problem
     final = {}
     for method in ("spectral", "fp", "gd"):
-        obj = EmbeddingObjective("ee", W, lam=1.0)
+        obj = EmbeddingObjective("ee", W, repulsion_weight=1.0)
         r = minimize(obj, X0, method=method, max_iter=150, tol=0.0)
         h = np.array(r.history)
         assert (np.diff(h) <= 1e-12 * np.abs(h[:-1])).all(), method  # monotone
         assert (np.diff(r.step_sizes) <= 0).all()  # never increases within a run
         final[method] = r.objective
     assert final["spectral"] < final["fp"] and final["spectral"] < final["gd"], final
-    obj = EmbeddingObjective("ee", W, lam=1.0)
+    obj = EmbeddingObjective("ee", W, repulsion_weight=1.0)
     r = minimize(obj, X0, method="lbfgs", max_iter=150)
     assert np.isfinite(r.objective) and r.objective < obj(X0)[0]
 
@@ -191,14 +191,14 @@ def test_line_search_contract_and_method_ordering(ee_problem):
 def test_homotopy_reaches_a_lower_minimum_than_direct(ee_problem):
     W, X0 = ee_problem
     lam = 1.0
-    obj = EmbeddingObjective("ee", W, lam=lam)
+    obj = EmbeddingObjective("ee", W, repulsion_weight=lam)
     # The direct run converges (about 1,600 iterations); the path, even at a loose tolerance,
     # ends in a deeper minimum (2,358 vs 2,434 when written).
     direct = minimize(obj, X0, method="spectral", max_iter=3000, tol=1e-8)
     assert direct.stopped == "tol"
     obj2 = EmbeddingObjective("ee", W)
     X, info = homotopy(obj2, X0, lambdas=np.logspace(-4, np.log10(lam), 10), tol=1e-5, max_iter=500)
-    assert obj2.lam == pytest.approx(lam)
+    assert obj2.repulsion_weight == pytest.approx(lam)
     E_path = obj2(X)[0]
     assert np.isfinite(info["objective"]).all()
     assert E_path < direct.objective, (E_path, direct.objective)
@@ -216,7 +216,7 @@ def test_tsne_spectral_direction_stays_a_descent_direction(small):
         _, G = obj(Xk)
         slopes.append(np.vdot(G, sd(G)))
 
-    minimize(obj, X, method="spectral", max_iter=40, tol=0.0, callback=cb)
+    minimize(obj, X, method="spectral", max_iter=40, tol=0.0, callbacks=cb)
     assert len(slopes) == 40 and max(slopes) < 0
 
 
@@ -265,7 +265,7 @@ def test_fused_tsne_descent_equals_the_numpy_loop(small, gradient):
         X, state, E1, n1 = tsne_gradient_descent(
             obj,
             X0,
-            n_iter=23,
+            max_iter=23,
             learning_rate=20.0,
             momentum=0.5,
             exaggeration=12.0,
@@ -275,14 +275,14 @@ def test_fused_tsne_descent_equals_the_numpy_loop(small, gradient):
         X, state, E2, n2 = tsne_gradient_descent(
             obj,
             X,
-            n_iter=31,
+            max_iter=31,
             learning_rate=40.0,
             momentum=0.8,
             state=state,
             it0=23,
             objective_every=10,
             fused=fused,
-            callback=lambda it, E, X_, seen=seen: seen.append((it, E)) and False,
+            callbacks=lambda it, E, X_, seen=seen: seen.append((it, E)) and False,
         )
         assert (n1, n2) == (23, 31) and obj.attraction_scale == 1.0
         runs[fused] = (X, state, E1, E2, seen)
@@ -310,18 +310,18 @@ def test_tsne_descent_stops_on_a_small_relative_decrease(small):
     _, _, _, n = tsne_gradient_descent(
         obj,
         X0,
-        n_iter=400,
+        max_iter=400,
         learning_rate=50.0,
         momentum=0.8,
         objective_every=20,
-        callback=lambda it, E, X_: it % 20 == 0 and Es.append(E) and False,
+        callbacks=lambda it, E, X_: it % 20 == 0 and Es.append(E) and False,
     )
     assert n == 400
     rel = [(a - b) / abs(b) for a, b in itertools.pairwise(Es)]
     tol = float(np.quantile(rel, 0.5))
     first = next(k for k, r in enumerate(rel) if r <= tol)
     _, _, E_stop, n_stop = tsne_gradient_descent(
-        obj, X0, n_iter=400, learning_rate=50.0, momentum=0.8, objective_every=20, tol=tol
+        obj, X0, max_iter=400, learning_rate=50.0, momentum=0.8, objective_every=20, tol=tol
     )
     assert n_stop == 20 * (first + 2) < 400
     assert np.isclose(E_stop, Es[first + 1], rtol=1e-12)

@@ -54,7 +54,7 @@ def test_theorem_5_4_1_monte_carlo_on_a_quadratic():
 
 
 def test_inexact_iterations_settle_at_mu_over_one_minus_r():
-    e = inexact_error_level(0.9, 0.01, n_iter=400)
+    e = inexact_error_level(0.9, 0.01, max_iter=400)
     assert e[0] == 1.0 and e[-1] == pytest.approx(0.1, rel=1e-12)
     assert inexact_error_level(0.9, 0.01) == pytest.approx(0.1)
     # a real run: gradient descent with rate r on a quadratic with Gaussian step errors
@@ -83,7 +83,7 @@ def _ee_problem(n=300, seed=0):
 def test_schedule_changes_the_accuracy_with_the_iteration():
     W = _ee_problem()
     seen = []
-    obj = EmbeddingObjective("ee", W, lam=1e-2, gradient=("bh", "thesis"))
+    obj = EmbeddingObjective("ee", W, repulsion_weight=1e-2, gradient=("bh", "thesis"))
     orig = obj.parts
 
     def spy(X, need_objective=True):
@@ -96,7 +96,7 @@ def test_schedule_changes_the_accuracy_with_the_iteration():
     minimize(obj, X0, method="gd", step=0.05, max_iter=120)
     assert seen[0] == 2.0 and seen[1] < 2.0 and seen[-1] == pytest.approx(0.1)
     assert obj.gradient == "barnes_hut"
-    o2 = EmbeddingObjective("ee", W, lam=1e-2, gradient=("fgt", [1, 3, 10]))
+    o2 = EmbeddingObjective("ee", W, repulsion_weight=1e-2, gradient=("fgt", [1, 3, 10]))
     o2.iteration = 0
     o2(X0)
     assert o2.epsilon == 0.5
@@ -118,7 +118,7 @@ def test_estimators_accept_a_schedule():
     from vastml.embed import TSNE, ElasticEmbedding
 
     X = load_digits().data[:150]
-    t = TSNE(perplexity=10, max_iter=120, n_iter_exaggeration=50, gradient=("bh", "thesis"),
+    t = TSNE(perplexity=10, max_iter=120, early_exaggeration_iter=50, gradient=("bh", "thesis"),
              random_state=0).fit(X)
     assert t.n_iter_ == 120 and np.isfinite(t.kl_divergence_)
     ee = ElasticEmbedding(perplexity=10, n_lambdas=3, max_iter=30,

@@ -108,25 +108,27 @@ def _P(seed=0, n=150, k=4):
 
 def test_warm_start_reuses_the_centres():
     P = _P()
-    pe = ParametricEmbedding(eta_phi=2.0, random_state=0).fit(P)
+    pe = ParametricEmbedding(l2_penalty_centers=2.0, random_state=0).fit(P)
     J0, n0 = pe.objective_, pe.n_iter_
     pe.set_params(warm_start=True, random_state=123)
     pe.fit(P)
     # starting at the optimum: no worse, and (almost) no work
     assert pe.objective_ <= J0 + 1e-9 * abs(J0) and pe.n_iter_ <= max(2, n0 // 2)
-    cold = ParametricEmbedding(eta_phi=2.0, random_state=123).fit(P)
+    cold = ParametricEmbedding(l2_penalty_centers=2.0, random_state=123).fit(P)
     assert not np.allclose(cold.class_embedding_, pe.class_embedding_)  # the start mattered
 
 
 def test_eta_phi_homotopy_ends_at_the_target():
     P = _P(1)
-    pe = ParametricEmbedding(eta_phi=2.0, eta_phi_path=3, random_state=0).fit(P)
+    pe = ParametricEmbedding(l2_penalty_centers=2.0, l2_penalty_centers_path=3, random_state=0).fit(P)
     stages = {h.get("stage") for h in pe.history_} - {None}
     assert stages == {0, 1, 2}
-    etas = sorted({h["eta_phi"] for h in pe.history_ if "eta_phi" in h}, reverse=True)
+    etas = sorted(
+        {h["l2_penalty_centers"] for h in pe.history_ if "l2_penalty_centers" in h}, reverse=True
+    )
     assert np.allclose(etas, [200.0, 200.0 ** (2 / 3) * 2.0 ** (1 / 3), 200.0 ** (1 / 3) * 2.0 ** (2 / 3)])
     # the final stage is the eta_phi = 2 problem: its stationarity holds at the result
-    direct = ParametricEmbedding(eta_phi=2.0, random_state=0).fit(P)
+    direct = ParametricEmbedding(l2_penalty_centers=2.0, random_state=0).fit(P)
     assert pe.converged_ and abs(pe.objective_ - direct.objective_) < 0.05 * abs(direct.objective_)
     with pytest.raises(ValueError):
-        ParametricEmbedding(eta_phi_path=[1.0, -2.0]).fit(P)
+        ParametricEmbedding(l2_penalty_centers_path=[1.0, -2.0]).fit(P)

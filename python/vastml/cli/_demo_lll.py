@@ -49,7 +49,7 @@ def demo_lll_pe(args) -> None:
     pe = embed_classifier(clf, Xd, init="mds", eta_phi=0.01 * len(Xd), random_state=0)
     print(f"   N={len(Xd):,}, K=10: {time.perf_counter() - t0:.2f} s, {pe.n_iter_} L-BFGS steps, "
           f"KL/N {pe.kl_ / len(Xd):.3f}, embedding agrees with the classifier on "
-          f"{(pe.predict(pe.embedding_) == clf.predict(Xd)).mean():.1%} of objects")
+          f"{(pe.classes_at(pe.embedding_) == clf.predict(Xd)).mean():.1%} of objects")
     assert isinstance(pe, ParametricEmbedding)
     from vastml.embed.lll import LLLKernelDiscriminantAnalysis, kernel_discriminant_analysis
 

@@ -59,7 +59,7 @@ def _estimator(name, args):
         return TSNE(max_iter=args.max_iter, **common)
     if name == "ssne":
         return SymmetricSNE(max_iter=args.max_iter, **common)
-    return ElasticEmbedding(lam=args.lam, max_iter=args.max_iter, **common)
+    return ElasticEmbedding(repulsion_weight=args.lam, max_iter=args.max_iter, **common)
 
 
 def scatter(Y, labels, path, title):

@@ -71,10 +71,6 @@ if TYPE_CHECKING:
     from vastml.embed._parametric import (
         ParametricEmbedding,
         embed_classifier,
-        pe_gradients,
-        pe_log_posteriors,
-        pe_objective,
-        pe_r_step,
         posteriors_from_classifier,
     )
 
@@ -127,10 +123,6 @@ __all__ += [
     "kmeans_landmark_warm_start",
     "laplacian_eigenmaps",
     "minmax_landmarks",
-    "pe_gradients",
-    "pe_log_posteriors",
-    "pe_objective",
-    "pe_r_step",
     "posteriors_from_classifier",
     "procrustes_error",
     "reconstruction_weights",

@@ -54,11 +54,11 @@ def knn_graph(nn, k: int, compact: bool = False) -> tuple[np.ndarray, np.ndarray
     return sqdist, idx
 
 
-#: ``(1 + eps)``-approximate kd-tree search of ``neighbors="approx"``: on 10-D Gaussian
+#: ``(1 + eps)``-approximate kd-tree search of ``neighbors_method="approx"``: on 10-D Gaussian
 #: blobs it keeps the recall of the exact 90-NN graph at 0.997 (200,000 make_blobs points;
 #: > 0.99 tested) for 60 % of the exact search's CPU time (33 s vs 55 s CPU at 200,000).
 KNN_APPROX_EPS = 0.3
-#: From this many points on, ``neighbors="auto"`` uses the approximate Rust kNN; below, the
+#: From this many points on, ``neighbors_method="auto"`` uses the approximate Rust kNN; below, the
 #: exact scikit-learn search (so results for small and moderate N do not change).
 AUTO_APPROX_MIN = 200_000
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
@@ -86,10 +86,12 @@ def rust_knn(X, n_neighbors: int, eps: float = 0.0, n_jobs=None, compact: bool =
     return d, (i if compact else i.astype(np.int64))
 
 
-def knn_sqdist(X, n_neighbors: int, n_jobs=None, compact: bool = False, neighbors="exact"):
+def knn_sqdist(
+    X, n_neighbors: int, n_jobs=None, compact: bool = False, neighbors_method="exact"
+):
     """Squared Euclidean distances and indices of each point's ``n_neighbors`` nearest
     other points (self excluded), nearest first, by scikit-learn's ``NearestNeighbors``
-    (``compact``: int32 indices, see :func:`knn_graph`), or with ``neighbors="approx"``
+    (``compact``: int32 indices, see :func:`knn_graph`), or with ``neighbors_method="approx"``
     (``"auto"`` from ``AUTO_APPROX_MIN`` points on) by :func:`rust_knn` with
     ``KNN_APPROX_EPS``."""
     X = as_points(X, "X")
@@ -98,8 +100,8 @@ def knn_sqdist(X, n_neighbors: int, n_jobs=None, compact: bool = False, neighbor
         raise ValueError(
             f"`n_neighbors` must be an int in [1, n_samples - 1 = {n - 1}], got {n_neighbors!r}"
         )
-    choice(neighbors, "neighbors", NEIGHBOR_METHODS)
-    if neighbors == "approx" or (neighbors == "auto" and n >= AUTO_APPROX_MIN):
+    choice(neighbors_method, "neighbors_method", NEIGHBOR_METHODS)
+    if neighbors_method == "approx" or (neighbors_method == "auto" and n >= AUTO_APPROX_MIN):
         return rust_knn(X, n_neighbors, KNN_APPROX_EPS, n_jobs, compact)
     # n_jobs=None means all cores here (DESIGN), but one job to scikit-learn.
     nn = NearestNeighbors(n_neighbors=int(n_neighbors), n_jobs=effective_n_jobs(n_jobs)).fit(X)
@@ -227,7 +229,7 @@ def entropic_affinities(
     random_state=None,
     n_jobs=None,
     compact=False,
-    neighbors="exact",
+    neighbors_method="exact",
 ):
     r"""Entropic affinities: per-point Gaussian widths with a given perplexity.
 
@@ -278,7 +280,7 @@ def entropic_affinities(
         blocks) and a CSR matrix with int32 indices and float32 values (8 bytes per entry
         instead of 16). The widths are found in float64 as always; only the stored
         probabilities are rounded to float32 (relative error < 6e-8).
-    neighbors : {"exact", "approx", "auto"}, default="exact"
+    neighbors_method : {"exact", "approx", "auto"}, default="exact"
         kNN search from ``X``: scikit-learn's exact tree, or vastml's parallel kd-tree with
         the ``(1 + KNN_APPROX_EPS)``-approximate search (recall > 0.99 on 10-D blobs, exact
         distances; much faster at 10-D and N in the millions); "auto" = "approx" from
@@ -343,7 +345,9 @@ def entropic_affinities(
             raise ValueError(f"need at least 3 points, got {n}")
         if n_neighbors is None:
             n_neighbors = default_n_neighbors(perplexity, n)
-        sqdist, idx = knn_sqdist(X, n_neighbors, n_jobs, compact=bool(compact), neighbors=neighbors)
+        sqdist, idx = knn_sqdist(
+            X, n_neighbors, n_jobs, compact=bool(compact), neighbors_method=neighbors_method
+        )
     k = sqdist.shape[1]
     if not (1.0 < perplexity < k):
         raise ValueError(

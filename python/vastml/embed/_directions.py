@@ -46,7 +46,7 @@ class _Pieces:
             raise ValueError(
                 f"the Hessian pieces are dense: at most {DENSE_MAX} points, got {n}"
             )
-        model, lam = objective.model, float(objective.lam)
+        model, lam = objective.model, float(objective.repulsion_weight)
         P = _dense_attraction(objective)
         sq = np.einsum("ij,ij->i", X, X)
         t = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
@@ -102,7 +102,7 @@ def _laplacian(W):
 def embedding_hessian(objective, X):
     r"""The full Hessian :math:`\nabla^2 E` at ``X`` (dense, shape ``(N d, N d)``, index
     ``n * d + i``) of an exact :class:`EmbeddingObjective` (EE, SNE, symmetric SNE or
-    t-SNE), with its ``lam`` and ``attraction_scale``.
+    t-SNE), with its ``repulsion_weight`` and ``attraction_scale``.
 
     Thesis eq. (3.3)-(3.4): :math:`4 L \otimes I_d + 8 L^{xx}` minus the rank terms of the
     normalisers (see the module docs). O(N^2 d^2) memory.
@@ -112,7 +112,7 @@ def embedding_hessian(objective, X):
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective, embedding_hessian
     >>> W = sp.csr_array(np.array([[0, 1.0], [1.0, 0]]))
-    >>> H = embedding_hessian(EmbeddingObjective("ee", W, lam=0.0), np.zeros((2, 1)))
+    >>> H = embedding_hessian(EmbeddingObjective("ee", W, repulsion_weight=0.0), np.zeros((2, 1)))
     >>> H.tolist()
     [[4.0, -4.0], [-4.0, 4.0]]
     """
@@ -135,26 +135,28 @@ def embedding_hessian(objective, X):
     return H
 
 
-def diag_hessian(objective, X, mu=0.0):
+def diag_hessian(objective, X, ridge=0.0):
     r"""The diagonal of the positive semidefinite part of the Hessian (the DiagH matrix of
     thesis §3.3), shape ``(N, d)``: :math:`4 \sum_m w^+_{nm} + 8 \sum_m c^+_{nm}
-    (x_{in} - x_{im})^2 + \mu`."""
+    (x_{in} - x_{im})^2 + \mu`, :math:`\mu` = ``ridge``."""
     pc = _Pieces(objective, X)
     Delta2 = (pc.X[:, None, :] - pc.X[None, :, :]) ** 2
-    return 4.0 * pc.a_pos.sum(axis=1)[:, None] + 8.0 * np.einsum("nm,nmd->nd", pc.c_pos, Delta2) + mu
+    return 4.0 * pc.a_pos.sum(axis=1)[:, None] + 8.0 * np.einsum("nm,nmd->nd", pc.c_pos, Delta2) + ridge
 
 
 class DiagHessianDirection:
     r"""DiagH: :math:`P = -G / \mathrm{diag}(B)`, B the psd part of the Hessian (thesis
-    §3.3; "about the fixed point in practice"). O(N^2 d) per direction (dense)."""
+    §3.3; "about the fixed point in practice"). O(N^2 d) per direction (dense). The ridge
+    :math:`\mu` added to the diagonal is ``relative_ridge`` times 4 times the smallest positive
+    degree of the attraction (relative, so that it scales with the weights)."""
 
     needs_x = True
 
-    def __init__(self, objective, mu_rel=1e-10):
+    def __init__(self, objective, relative_ridge=1e-10):
         self.objective = objective
         deg = _dense_attraction(objective).sum(axis=1)
         pos = deg[deg > 0]
-        self.mu = mu_rel * 4.0 * (pos.min() if pos.size else 1.0)
+        self.mu = relative_ridge * 4.0 * (pos.min() if pos.size else 1.0)
 
     def __call__(self, G, X):
         return -np.asarray(G) / diag_hessian(self.objective, X, self.mu)

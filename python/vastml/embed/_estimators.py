@@ -30,9 +30,9 @@ from vastml.embed._objectives import EmbeddingObjective, neg_entropy
 from vastml.embed._optim import (
     METHODS,
     SpectralDirection,
+    descend,
     homotopy,
     minimize,
-    tsne_gradient_descent,
 )
 from vastml.embed._out_of_sample import embed_new_points
 from vastml.embed._schedules import parse_gradient
@@ -63,6 +63,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         else:
             name = choice(self.gradient, "gradient", GRADIENT_CHOICES + ("bh",))
         choice(self.affinity_method, "affinity_method", ROOT_METHODS)
+        choice(getattr(self, "neighbors_method", "exact"), "neighbors_method", NEIGHBOR_METHODS)
         auto_iter = self._model == "tsne" and isinstance(self.max_iter, str) and self.max_iter == "auto"
         if not (auto_iter or (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1)):
             raise ValueError(f"`max_iter` must be a positive int, got {self.max_iter!r}")
@@ -95,9 +96,8 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         jobs = effective_n_jobs(self.n_jobs)
         self.nn_ = NearestNeighbors(n_neighbors=int(k), n_jobs=jobs)
         compact = n >= AUTO_COMPACT_MIN
-        neighbors = getattr(self, "neighbors", "exact")
-        choice(neighbors, "neighbors", NEIGHBOR_METHODS)
-        if neighbors == "approx" or (neighbors == "auto" and n >= AUTO_APPROX_MIN):
+        method = getattr(self, "neighbors_method", "exact")
+        if method == "approx" or (method == "auto" and n >= AUTO_APPROX_MIN):
             # vastml's parallel kd-tree, (1 + eps)-approximate: scikit-learn's exact query
             # is ~40 CPU-minutes at 1M x 10-D (``nn_`` above still serves ``transform``).
             knn = rust_knn(X, int(k), KNN_APPROX_EPS, self.n_jobs, compact)
@@ -156,7 +156,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         dist, idx = self.nn_.kneighbors(X)
         return embed_new_points(
             self._model,
-            getattr(self, "lam", 1.0),
+            getattr(self, "repulsion_weight", 1.0),
             self.embedding_,
             dist**2,
             idx,
@@ -182,18 +182,28 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             raise ValueError(f"`init` array must be finite with shape ({n}, {d})")
         return Y.copy()
 
-    def _progress(self):
-        if self.callback is None and not self.verbose:
-            return None
+    def _progress(self, total):
+        """The fit's :class:`~vastml._progress.Progress` (callbacks, callback_every, verbose)."""
+        return Progress(
+            self.callbacks,
+            callback_every=self.callback_every,
+            verbose=self.verbose,
+            total=total,
+            desc=type(self).__name__,
+        )
 
-        def cb(it, E, X):
-            if self.verbose and it % 50 == 0:
-                print(f"[{type(self).__name__}] iteration {it}: objective {E:.6g}", flush=True)
-            if self.callback is not None:
-                return bool(self.callback(it, E))
-            return False
-
-        return cb
+    def _minimize(self, obj, Y, max_iter, **kw):
+        """:func:`minimize` reporting to the fit's progress; sets ``stopped_early_``."""
+        with self._progress(max_iter) as progress:
+            r = minimize(
+                obj,
+                Y,
+                max_iter=max_iter,
+                callbacks=progress.report if progress.active else None,
+                **kw,
+            )
+        self.stopped_early_ = progress.stopped
+        return r
 
 
 class TSNE(_NeighborEmbedding):
@@ -209,8 +219,9 @@ class TSNE(_NeighborEmbedding):
     perplexity : float, default=30.0
         Effective number of neighbours K of the entropic affinities.
     early_exaggeration : float, default=12.0
-        Factor on the attraction during the first ``n_iter_exaggeration`` iterations.
-    n_iter_exaggeration : int, default=250
+        Factor on the attraction during the first ``early_exaggeration_iter`` iterations.
+    early_exaggeration_iter : int, default=250
+        Iterations of the exaggeration phase (counted in ``max_iter``).
     learning_rate : float or "auto", default="auto"
         Step of ``method="gd"``; "auto" = max(N / early_exaggeration / 4, 50) during the
         exaggeration phase and max(N / 4, 50) after it (openTSNE's N / exaggeration; our
@@ -246,12 +257,20 @@ class TSNE(_NeighborEmbedding):
     kappa : int, default=None
         Sparsity of the spectral direction's Laplacian (None: the full kNN pattern).
     init : {"pca", "random"} or ndarray, default="pca"
-    neighbors : {"auto", "exact", "approx"}, default="auto"
+    neighbors_method : {"auto", "exact", "approx"}, default="auto"
         kNN search (as openTSNE's ``neighbors``): scikit-learn's exact tree, or vastml's
         parallel kd-tree with a ``(1 + eps)``-approximate search (exact distances, recall
         > 0.99 on 10-D blobs); "auto" = exact below 200,000 points, approx from there on.
-    random_state, n_jobs, verbose, callback
-        ``callback(iteration, objective)`` is called every iteration; returning True stops.
+    random_state : int, RandomState instance or None, default=None
+    n_jobs : int, default=None
+        Threads (None: all cores).
+    callbacks : callable or list of callables, default=None
+        Called as ``callback(iteration, objective, embedding)`` every ``callback_every``
+        iterations (iteration counted from 1 over both phases); returning True stops the fit with the
+        embedding so far and sets ``stopped_early_``.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Draw a progress bar (tqdm's when installed) with the objective.
 
     Attributes
     ----------
@@ -259,6 +278,8 @@ class TSNE(_NeighborEmbedding):
     kl_divergence_ : float
         KL(P||Q) at the end (computed with the repulsion method used).
     n_iter_ : int
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
     beta_ : ndarray of shape (n_samples,)
         Precisions of the entropic affinities.
     affinities_ : scipy.sparse.csr_array
@@ -291,7 +312,7 @@ class TSNE(_NeighborEmbedding):
         n_components=2,
         perplexity=30.0,
         early_exaggeration=12.0,
-        n_iter_exaggeration=250,
+        early_exaggeration_iter=250,
         learning_rate="auto",
         max_iter="auto",
         tol=None,
@@ -302,16 +323,17 @@ class TSNE(_NeighborEmbedding):
         affinity_method="euler",
         kappa=None,
         init="pca",
+        neighbors_method="auto",
         random_state=None,
         n_jobs=None,
+        callbacks=None,
+        callback_every=1,
         verbose=False,
-        callback=None,
-        neighbors="auto",
     ):
         self.n_components = n_components
         self.perplexity = perplexity
         self.early_exaggeration = early_exaggeration
-        self.n_iter_exaggeration = n_iter_exaggeration
+        self.early_exaggeration_iter = early_exaggeration_iter
         self.learning_rate = learning_rate
         self.max_iter = max_iter
         self.tol = tol
@@ -322,19 +344,17 @@ class TSNE(_NeighborEmbedding):
         self.affinity_method = affinity_method
         self.kappa = kappa
         self.init = init
+        self.neighbors_method = neighbors_method
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
         self.verbose = verbose
-        self.callback = callback
-        self.neighbors = neighbors
 
     def _fit(self, X):
         self._check_common()
         exag = positive_float(self.early_exaggeration, "early_exaggeration")
-        if not (
-            isinstance(self.n_iter_exaggeration, numbers.Integral) and self.n_iter_exaggeration >= 0
-        ):
-            raise ValueError("`n_iter_exaggeration` must be an int >= 0")
+        check_int(self.early_exaggeration_iter, "early_exaggeration_iter", low=0)
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
         rng = check_random_state(self.random_state)
         n = X.shape[0]
@@ -347,68 +367,89 @@ class TSNE(_NeighborEmbedding):
         max_iter = self.max_iter
         if max_iter == "auto":
             max_iter = 1000 if n < AUTO_COMPACT_MIN else 750
-        n1 = min(int(self.n_iter_exaggeration), int(max_iter))
+        n1 = min(int(self.early_exaggeration_iter), int(max_iter))
         n2 = int(max_iter) - n1
-        cb = self._progress()
-        if self.method == "gd":
-            # "auto": openTSNE's N / exaggeration per phase (Belkina et al. 2019), divided by
-            # 4 because our gradient keeps the factor 4 that openTSNE folds into the step.
-            lr = self.learning_rate
-            if lr == "auto":
-                lr1, lr2 = max(n / exag / 4.0, 50.0), max(n / 4.0, 50.0)
+        with self._progress(int(max_iter)) as progress:
+            if self.method == "gd":
+                Y = self._gradient_descent(obj, P, Y, n, exag, n1, n2, progress)
             else:
-                lr1 = lr2 = positive_float(lr, "learning_rate")
-            # Progress output alone needs no per-iteration calls into Rust.
-            every = 1 if self.callback is not None else 50
-            Y, state, _, done1 = tsne_gradient_descent(
-                obj,
-                Y,
-                n_iter=n1,
-                learning_rate=lr1,
-                momentum=0.5,
-                exaggeration=exag,
-                callback=cb,
-                callback_every=every,
-            )
-            tol = None if self.tol is None else positive_float(self.tol, "tol")
-            Y, _, _, done2 = tsne_gradient_descent(
-                obj,
-                Y,
-                n_iter=n2,
-                learning_rate=lr2,
-                momentum=0.8,
-                state=state,
-                callback=cb,
-                callback_every=every,
-                it0=n1,
-                tol=tol,
-                tol_offset=neg_entropy(P.data) if tol is not None else 0.0,
-            )
-            self.n_iter_ = done1 + done2
-        else:
-            direction = None
-            if self.method in ("spectral", "fp"):
-                direction = SpectralDirection(P, kappa=0 if self.method == "fp" else self.kappa)
-            it = 0
-            for scale, iters in ((exag, n1), (1.0, n2)):
-                if iters == 0:
-                    continue
-                obj.attraction_scale = scale
-                r = minimize(
-                    obj,
-                    Y,
-                    method=self.method,
-                    max_iter=iters,
-                    direction=direction,
-                    tol=1e-9,
-                    callback=cb,
-                )
-                obj.attraction_scale = 1.0
-                Y, it = r.X, it + r.n_iter
-            self.n_iter_ = it
+                Y = self._line_search(obj, P, Y, exag, n1, n2, progress)
+        self.stopped_early_ = progress.stopped
         self.embedding_ = Y
         self.kl_divergence_ = obj.kl_divergence(Y)
         return self
+
+    def _gradient_descent(self, obj, P, Y, n, exag, n1, n2, progress):
+        """The usual t-SNE optimiser: exaggeration phase (momentum 0.5), then momentum 0.8."""
+        # "auto": openTSNE's N / exaggeration per phase (Belkina et al. 2019), divided by
+        # 4 because our gradient keeps the factor 4 that openTSNE folds into the step.
+        lr = self.learning_rate
+        if lr == "auto":
+            lr1, lr2 = max(n / exag / 4.0, 50.0), max(n / 4.0, 50.0)
+        else:
+            lr1 = lr2 = positive_float(lr, "learning_rate")
+        common = {"min_gain": 0.01, "objective_every": 50, "fused": True, "relabel_every": 250}
+        Y, state, _, done1 = descend(
+            obj,
+            Y,
+            progress,
+            max_iter=n1,
+            learning_rate=lr1,
+            momentum=0.5,
+            exaggeration=exag,
+            state=None,
+            it0=0,
+            tol=None,
+            tol_offset=0.0,
+            **common,
+        )
+        done2 = 0
+        if not progress.stopped:
+            tol = None if self.tol is None else positive_float(self.tol, "tol")
+            Y, _, _, done2 = descend(
+                obj,
+                Y,
+                progress,
+                max_iter=n2,
+                learning_rate=lr2,
+                momentum=0.8,
+                exaggeration=1.0,
+                state=state,
+                it0=n1,
+                tol=tol,
+                tol_offset=neg_entropy(P.data) if tol is not None else 0.0,
+                **common,
+            )
+        self.n_iter_ = done1 + done2
+        return Y
+
+    def _line_search(self, obj, P, Y, exag, n1, n2, progress):
+        """``minimize`` in two phases (exaggerated attraction, then the plain objective)."""
+        direction = None
+        if self.method in ("spectral", "fp"):
+            direction = SpectralDirection(P, kappa=0 if self.method == "fp" else self.kappa)
+        it = 0
+        for scale, iters in ((exag, n1), (1.0, n2)):
+            if iters == 0 or progress.stopped:
+                continue
+            obj.attraction_scale = scale
+            r = minimize(
+                obj,
+                Y,
+                method=self.method,
+                max_iter=iters,
+                direction=direction,
+                tol=1e-9,
+                callbacks=(
+                    (lambda k, E, X, it=it: progress.report(it + k, E, X))
+                    if progress.active
+                    else None
+                ),
+            )
+            obj.attraction_scale = 1.0
+            Y, it = r.X, it + r.n_iter
+        self.n_iter_ = it
+        return Y
 
 
 class SymmetricSNE(_NeighborEmbedding):
@@ -418,7 +459,9 @@ class SymmetricSNE(_NeighborEmbedding):
     Parameters are those of :class:`TSNE` except the exaggeration and learning rate;
     ``gradient`` may also be ``"fgt"`` (fast Gauss transform; "auto" uses it above 1,500
     points), with accuracy ``epsilon``; ``tol`` is the relative decrease of the objective
-    that stops the line-search optimisers.
+    that stops the line-search optimisers. ``callbacks`` are called as
+    ``callback(iteration, objective, embedding)`` every ``callback_every`` iterations;
+    returning True stops the fit (``stopped_early_``); ``verbose=True`` draws a progress bar.
 
     Notes
     -----
@@ -456,8 +499,9 @@ class SymmetricSNE(_NeighborEmbedding):
         init="pca",
         random_state=None,
         n_jobs=None,
+        callbacks=None,
+        callback_every=1,
         verbose=False,
-        callback=None,
     ):
         self.n_components = n_components
         self.perplexity = perplexity
@@ -473,8 +517,9 @@ class SymmetricSNE(_NeighborEmbedding):
         self.init = init
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
         self.verbose = verbose
-        self.callback = callback
 
     def _fit(self, X):
         self._check_common()
@@ -491,14 +536,13 @@ class SymmetricSNE(_NeighborEmbedding):
             n_jobs=self.n_jobs,
         )
         Y = self._init(X, rng, 1e-4)
-        r = minimize(
+        r = self._minimize(
             obj,
             Y,
+            int(self.max_iter),
             method=self.method,
-            max_iter=int(self.max_iter),
             kappa=self.kappa,
             tol=positive_float(self.tol, "tol"),
-            callback=self._progress(),
         )
         self.embedding_, self.n_iter_ = r.X, r.n_iter
         self.kl_divergence_ = obj.kl_divergence(r.X)
@@ -511,25 +555,33 @@ class ElasticEmbedding(_NeighborEmbedding):
     with :math:`W^+ = (P + P^T)/2` of the entropic affinities.
 
     By default the minimiser is followed along a homotopy over lambda (``n_lambdas``
-    log-spaced values from ``lam * 1e-6`` to ``lam``; thesis §3.6) with the spectral
+    log-spaced values from ``repulsion_weight * 1e-6`` to ``repulsion_weight``; thesis §3.6) with the spectral
     direction, factorised once.
 
     Parameters
     ----------
-    lam : float, default=1.0
+    repulsion_weight : float, default=1.0
         Weight :math:`\lambda` of the repulsion (no universal value: it depends on the
         scale of :math:`W^+`; with row sums near 1, values around 1e-3 to 10 are useful).
     homotopy : bool, default=True
-        Follow the path from small lambda; False minimises at ``lam`` from ``init``.
+        Follow the path from small lambda; False minimises at ``repulsion_weight`` from ``init``.
     n_lambdas : int, default=50
     tol : float, default=1e-6
         Relative decrease of E that ends each lambda (or the direct run).
     max_iter : int, default=1000
         Iterations per lambda (homotopy) or in total.
     method, gradient, theta, epsilon, perplexity, n_neighbors, affinity_method, kappa,
-    init, random_state, n_jobs, verbose, callback
+    init, random_state, n_jobs
         As in :class:`SymmetricSNE`; ``init`` defaults to tiny random values
         (:math:`10^{-5}` scale) as in the thesis.
+    callbacks : callable or list of callables, default=None
+        Called as ``callback(iteration, objective, embedding)`` every ``callback_every``
+        iterations (with the homotopy, iterations count along the whole path and the
+        objective is E at the current lambda); returning True stops the fit with the
+        embedding so far and sets ``stopped_early_``.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Draw a progress bar.
 
     Attributes
     ----------
@@ -537,6 +589,7 @@ class ElasticEmbedding(_NeighborEmbedding):
     objective_ : float
         E at the end (with the repulsion method used).
     n_iter_ : int
+    stopped_early_ : bool
     n_evaluations_ : int
         Objective evaluations (the thesis' cost measure, Table 3.1).
 
@@ -545,7 +598,7 @@ class ElasticEmbedding(_NeighborEmbedding):
     >>> from sklearn.datasets import load_digits
     >>> from vastml.embed import ElasticEmbedding
     >>> X = load_digits().data[:200]
-    >>> ee = ElasticEmbedding(perplexity=15, lam=1.0, n_lambdas=10, random_state=0).fit(X)
+    >>> ee = ElasticEmbedding(perplexity=15, repulsion_weight=1.0, n_lambdas=10, random_state=0).fit(X)
     >>> ee.embedding_.shape
     (200, 2)
     """
@@ -557,7 +610,7 @@ class ElasticEmbedding(_NeighborEmbedding):
         *,
         n_components=2,
         perplexity=30.0,
-        lam=1.0,
+        repulsion_weight=1.0,
         homotopy=True,
         n_lambdas=50,
         tol=1e-6,
@@ -572,12 +625,13 @@ class ElasticEmbedding(_NeighborEmbedding):
         init="random",
         random_state=None,
         n_jobs=None,
+        callbacks=None,
+        callback_every=1,
         verbose=False,
-        callback=None,
     ):
         self.n_components = n_components
         self.perplexity = perplexity
-        self.lam = lam
+        self.repulsion_weight = repulsion_weight
         self.homotopy = homotopy
         self.n_lambdas = n_lambdas
         self.tol = tol
@@ -592,12 +646,13 @@ class ElasticEmbedding(_NeighborEmbedding):
         self.init = init
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
         self.verbose = verbose
-        self.callback = callback
 
     def _fit(self, X):
         self._check_common()
-        lam = positive_float(self.lam, "lam")
+        lam = positive_float(self.repulsion_weight, "repulsion_weight")
         if not (isinstance(self.n_lambdas, numbers.Integral) and self.n_lambdas >= 1):
             raise ValueError(f"`n_lambdas` must be a positive int, got {self.n_lambdas!r}")
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=3)
@@ -607,7 +662,7 @@ class ElasticEmbedding(_NeighborEmbedding):
         obj = EmbeddingObjective(
             "ee",
             W,
-            lam=lam,
+            repulsion_weight=lam,
             gradient=self._gradient_method(X.shape[0]),
             theta=self.theta,
             epsilon=positive_float(self.epsilon, "epsilon"),
@@ -618,30 +673,25 @@ class ElasticEmbedding(_NeighborEmbedding):
         if self.homotopy:
             lambdas = np.logspace(np.log10(lam) - 6, np.log10(lam), int(self.n_lambdas))
             lambdas[-1] = lam
-            cb = self.callback
-            Y, info = homotopy(
-                obj,
-                Y,
-                lambdas=lambdas,
-                method=self.method,
-                kappa=self.kappa,
-                tol=tol,
-                max_iter=int(self.max_iter),
-                callback=None if cb is None else (lambda lam_, E, X: bool(cb(lam_, E))),
-            )
+            with self._progress(None) as progress:
+                Y, info = homotopy(
+                    obj,
+                    Y,
+                    lambdas=lambdas,
+                    method=self.method,
+                    kappa=self.kappa,
+                    tol=tol,
+                    max_iter=int(self.max_iter),
+                    callbacks=progress.report if progress.active else None,
+                )
+            self.stopped_early_ = progress.stopped
             self.n_iter_, self.n_evaluations_ = info["n_iter"], info["n_evaluations"]
         else:
-            r = minimize(
-                obj,
-                Y,
-                method=self.method,
-                kappa=self.kappa,
-                max_iter=int(self.max_iter),
-                tol=tol,
-                callback=self._progress(),
+            r = self._minimize(
+                obj, Y, int(self.max_iter), method=self.method, kappa=self.kappa, tol=tol
             )
             Y, self.n_iter_, self.n_evaluations_ = r.X, r.n_iter, r.n_evaluations
-        obj.lam = lam
+        obj.repulsion_weight = lam
         self.embedding_ = Y
         self.objective_ = float(obj(Y)[0])
         return self
@@ -680,8 +730,8 @@ class SNE(_NeighborEmbedding):
         iterations; returning True stops the fit with the embedding so far
         (``stopped_early_``).
     callback_every : int, default=1
-    verbose : bool, default=False
-        Progress bar.
+    verbose : bool or int, default=False
+        Draw a progress bar.
 
     Attributes
     ----------
@@ -770,23 +820,9 @@ class SNE(_NeighborEmbedding):
             n_jobs=self.n_jobs,
         )
         Y = self._init(X, rng, 1e-4)
-        with Progress(
-            self.callbacks,
-            callback_every=self.callback_every,
-            verbose=self.verbose,
-            total=max_iter,
-            desc=type(self).__name__,
-        ) as progress:
-            r = minimize(
-                obj,
-                Y,
-                method=self.method,
-                max_iter=max_iter,
-                kappa=self.kappa,
-                tol=tol,
-                callback=progress.report if progress.active else None,
-            )
+        r = self._minimize(
+            obj, Y, max_iter, method=self.method, kappa=self.kappa, tol=tol
+        )
         self.embedding_, self.n_iter_ = r.X, r.n_iter
-        self.stopped_early_ = r.stopped == "callback"
         self.kl_divergence_ = float(obj(r.X)[0]) + neg_entropy(sp.csr_array(P).data)
         return self

@@ -59,6 +59,10 @@ def neg_entropy(p) -> float:
 class EmbeddingObjective:
     r"""E(X) = E+(X) + lambda E-(X) and its gradient for EE, SNE, symmetric SNE or t-SNE.
 
+    ``repulsion_weight`` is the thesis's :math:`\lambda` (1 for SNE, symmetric SNE and t-SNE;
+    EE's weight of the repulsion); the attribute of the same name may be changed between calls
+    (as :func:`homotopy` does).
+
     ``W`` is the attraction: the symmetric weights :math:`W^+` for EE, the joint
     :math:`P` (summing to 1) for symmetric SNE and t-SNE, and :math:`(P + P^T)/2` of the
     conditional :math:`P` for SNE. ``gradient="fft"`` (t-SNE, 1-D/2-D): ``n_interp``
@@ -88,7 +92,7 @@ class EmbeddingObjective:
         model,
         W,
         *,
-        lam=1.0,
+        repulsion_weight=1.0,
         gradient="exact",
         theta=0.5,
         epsilon=1e-6,
@@ -114,7 +118,7 @@ class EmbeddingObjective:
             self._indptr = self.W.indptr.astype(np.int64)
             self._indices = self.W.indices.astype(np.int64)
             self._data = np.ascontiguousarray(self.W.data, dtype=np.float64)
-        self.lam = float(lam)
+        self.repulsion_weight = float(repulsion_weight)
         self.theta = float(theta)
         self.epsilon = float(epsilon)
         if not (isinstance(n_interp, (int, np.integer)) and n_interp >= 1):
@@ -145,7 +149,7 @@ class EmbeddingObjective:
             self._indptr,
             self._indices,
             data,
-            self.lam,
+            self.repulsion_weight,
             self.gradient,
             self.theta,
             self.epsilon,
@@ -194,13 +198,13 @@ class EmbeddingObjective:
 
 
 def embedding_objective(
-    model, X, W, *, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_interp=3, n_jobs=None
+    model, X, W, *, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_interp=3, n_jobs=None
 ):
     """E and its gradient at ``X`` (see :class:`EmbeddingObjective`); returns ``(E, G)``.
 
     >>> import numpy as np
     >>> W = np.array([[0, 1.0], [1.0, 0]])
-    >>> E, G = embedding_objective("ee", np.array([[0.0], [1.0]]), W, lam=0.0)
+    >>> E, G = embedding_objective("ee", np.array([[0.0], [1.0]]), W, repulsion_weight=0.0)
     >>> float(E), G.ravel().tolist()
     (2.0, [-4.0, 4.0])
     """
@@ -209,7 +213,7 @@ def embedding_objective(
     return EmbeddingObjective(
         model,
         W,
-        lam=lam,
+        repulsion_weight=repulsion_weight,
         gradient=gradient,
         theta=theta,
         epsilon=epsilon,

@@ -17,6 +17,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize as scipy_minimize
 
 from vastml import _core
+from vastml._progress import Progress
 from vastml._validation import check_float, check_int, choice
 from vastml.embed._directions import DiagHessianDirection, PartialHessianCG
 
@@ -72,16 +73,17 @@ class SpectralDirection:
     :math:`L^+ = D^+ - W^+` is the Laplacian of the attraction; off the diagonal it is
     sparsified to each point's ``kappa`` largest weights (None: keep all) while the full
     degree diagonal is kept, so ``kappa=0`` gives the fixed-point direction
-    :math:`-G / (4 D^+)`. :math:`\mu = 10^{-10} \min_n L^+_{nn}` makes the shift-invariant
+    :math:`-G / (4 D^+)`. :math:`\mu` = ``relative_ridge`` :math:`\times \min_n D^+_{nn}` (a ridge relative to
+    the smallest positive degree, default :math:`10^{-10}`) makes the shift-invariant
     (singular) Laplacian positive definite. Factorised once by SuperLU (symmetric
     minimum-degree ordering) and reused at every iteration.
     """
 
-    def __init__(self, W, *, kappa=None, mu_rel=1e-10):
+    def __init__(self, W, *, kappa=None, relative_ridge=1e-10):
         Wo, degree = _laplacian_parts(W)
         self.kappa = kappa
         positive = degree[degree > 0]
-        self.mu = mu_rel * (positive.min() if positive.size else 1.0)
+        self.mu = relative_ridge * (positive.min() if positive.size else 1.0)
         self.diagonal = 4.0 * degree + self.mu
         self._chol = None
         if kappa == 0:
@@ -179,7 +181,9 @@ def minimize(
     c=0.1,
     alpha0=1.0,
     max_seconds=None,
-    callback=None,
+    callbacks=None,
+    callback_every=1,
+    verbose=False,
     xtol=None,
     center=False,
     gtol=None,
@@ -206,7 +210,12 @@ def minimize(
     iterations; with ``xtol`` set, only if also :math:`\|\Delta X\|_F \le` ``xtol``
     :math:`\|X\|_F`, so that a run does not stop at the saddle X ~ 0 where E barely
     changes while X still grows geometrically), after ``max_iter`` iterations or
-    ``max_seconds``, or when ``callback(it, E, X)`` returns True.
+    ``max_seconds``, or when a callback returns True (``stopped == "callback"``).
+
+    ``callbacks`` (a callable or a list of them) are called as ``callback(iteration, E, X)``
+    every ``callback_every`` iterations (iteration counted from 1); returning True stops the
+    run with the current X. ``verbose=True`` draws a progress bar (see
+    :mod:`vastml._progress`).
 
     Two stopping rules for comparing optimisers at equal accuracy (a relative-decrease test
     stops a slow method early, at a higher E): with ``gtol`` set, the run stops on
@@ -223,7 +232,7 @@ def minimize(
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
-    >>> f = EmbeddingObjective("ee", W, lam=0.0)
+    >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.0)
     >>> r = minimize(f, np.array([[0.0, 1], [1, 0], [2, 2]]), gtol=1e-8, min_iter=1)
     >>> r.stopped, r.objective < 1e-12
     ('gtol', True)
@@ -239,24 +248,77 @@ def minimize(
     if max_seconds is not None:
         check_float(max_seconds, "max_seconds", low=0, low_open=True)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
-    if method == "lbfgs":
-        return _lbfgs(
-            objective, X, max_iter=max_iter, tol=tol, callback=callback, max_seconds=max_seconds
-        )
-    if method == "cg":
-        return _nonlinear_cg(
+    with Progress(
+        callbacks, callback_every=callback_every, verbose=verbose, total=max_iter, desc="minimize"
+    ) as progress:
+        report = progress.report if progress.active else None
+        if method == "lbfgs":
+            return _lbfgs(
+                objective, X, max_iter=max_iter, tol=tol, callback=report, max_seconds=max_seconds
+            )
+        if method == "cg":
+            return _nonlinear_cg(
+                objective,
+                X,
+                max_iter=max_iter,
+                tol=tol,
+                min_iter=min_iter,
+                callback=report,
+                max_seconds=max_seconds,
+                center=center,
+                gtol=gtol,
+                gscale=gscale,
+                target=target,
+            )
+        return _line_search_descent(
             objective,
             X,
+            method=method,
             max_iter=max_iter,
             tol=tol,
             min_iter=min_iter,
-            callback=callback,
+            kappa=kappa,
+            direction=direction,
+            step=step,
+            rho=rho,
+            c=c,
+            alpha0=alpha0,
             max_seconds=max_seconds,
+            callback=report,
+            xtol=xtol,
             center=center,
             gtol=gtol,
             gscale=gscale,
             target=target,
+            adaptive_step=adaptive_step,
         )
+
+
+def _line_search_descent(
+    objective,
+    X,
+    *,
+    method,
+    max_iter,
+    tol,
+    min_iter,
+    kappa,
+    direction,
+    step,
+    rho,
+    c,
+    alpha0,
+    max_seconds,
+    callback,
+    xtol,
+    center,
+    gtol,
+    gscale,
+    target,
+    adaptive_step,
+):
+    """The line-search methods of :func:`minimize` (all but L-BFGS and CG); ``callback`` is
+    the Progress report (or None)."""
     W = getattr(objective, "W", None)
     if method in ("spectral", "fp", "diagh", "sd-") and W is None and direction is None:
         raise ValueError(
@@ -462,14 +524,18 @@ def _lbfgs(objective, X, *, max_iter, tol, callback, max_seconds=None):
         n_eval[0] += 1
         return E, G.ravel()
 
+    stopped = []
+
     def cb(intermediate_result):
         E = float(intermediate_result.fun)
         history.append(E)
         if callback is not None and callback(
             len(history), E, intermediate_result.x.reshape(shape)
         ):
+            stopped.append("callback")
             raise StopIteration
         if max_seconds is not None and time.perf_counter() - start > max_seconds:
+            stopped.append("max_seconds")
             raise StopIteration
 
     res = scipy_minimize(
@@ -488,8 +554,13 @@ def _lbfgs(objective, X, *, max_iter, tol, callback, max_seconds=None):
     )
     X = res.x.reshape(shape)
     return OptimizeResult(
-        np.ascontiguousarray(X), float(res.fun), int(res.nit), n_eval[0], history, [],
-        str(res.message)
+        np.ascontiguousarray(X),
+        float(res.fun),
+        len(history) if stopped else int(res.nit),
+        n_eval[0],
+        history,
+        [],
+        stopped[0] if stopped else str(res.message),
     )
 
 
@@ -503,7 +574,9 @@ def homotopy(
     tol=1e-6,
     max_iter=10_000,
     min_iter=1,
-    callback=None,
+    callbacks=None,
+    callback_every=1,
+    verbose=False,
     keep_path=False,
     xtol=None,
     center=True,
@@ -531,7 +604,22 @@ def homotopy(
     ``info["objective"]``) replace the relative-decrease rule by the stationarity or the
     reach-this-E rule of :func:`minimize`, for comparisons at equal accuracy. ``info`` also
     holds ``n_evaluations_per_lambda``, ``grad_norm`` (``||G||_F`` at the end of each lambda)
-    and ``stopped`` (why each lambda ended).
+    and ``stopped`` (why each lambda ended), and ``stopped_early`` (a callback stopped the path).
+
+    ``callbacks`` are called as ``callback(iteration, E, X)`` every ``callback_every``
+    iterations, ``iteration`` counting the inner iterations along the whole path (from 1) and
+    ``E`` the objective at the current lambda (``objective.lam``); returning True ends the path
+    there with the current X. ``verbose=True`` draws a progress bar over the lambdas'
+    iterations.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.0)
+    >>> X0 = np.array([[0.0, 1e-3], [1e-3, 0], [2e-3, 2e-3]])
+    >>> X, info = homotopy(f, X0, lambdas=[0.01, 0.1], max_iter=50)
+    >>> X.shape, len(info["objective"]), f.repulsion_weight
+    ((3, 2), 2, 0.1)
     """
     choice(method, "method", METHODS)
     lambdas = np.logspace(-4, 2, 50) if lambdas is None else np.asarray(lambdas, dtype=float)
@@ -564,145 +652,252 @@ def homotopy(
         "grad_norm": [],
         "stopped": [],
         "path": [],
+        "stopped_early": False,
     }
-    for k, lam in enumerate(lambdas):
-        objective.lam = float(lam)
-        r = minimize(
-            objective,
-            X,
-            method=method,
-            max_iter=max_iter,
-            tol=tol,
-            min_iter=min_iter,
-            direction=direction,
-            alpha0=1.0,
-            xtol=xtol,
-            center=center,
-            gtol=gtol,
-            gscale=gscale,
-            target=None if targets is None else float(targets[k]),
-            adaptive_step=adaptive_step,
-        )
-        X = r.X
-        info["n_evaluations"] += r.n_evaluations
-        info["n_iter"] += r.n_iter
-        info["objective"].append(r.objective)
-        info["n_iter_per_lambda"].append(r.n_iter)
-        info["last_step"].append(r.step_sizes[-1] if r.step_sizes else float("nan"))
-        info["n_evaluations_per_lambda"].append(r.n_evaluations)
-        info["grad_norm"].append(r.grad_norm)
-        info["stopped"].append(r.stopped)
-        if keep_path:
-            info["path"].append(X.copy())
-        if callback is not None and callback(float(lam), r.objective, X):
-            break
+    progress = Progress(
+        callbacks, callback_every=callback_every, verbose=verbose, desc="homotopy"
+    )
+    with progress:
+        for k, lam in enumerate(lambdas):
+            objective.repulsion_weight = float(lam)
+            done = info["n_iter"]
+            r = minimize(
+                objective,
+                X,
+                method=method,
+                max_iter=max_iter,
+                tol=tol,
+                min_iter=min_iter,
+                direction=direction,
+                alpha0=1.0,
+                xtol=xtol,
+                center=center,
+                gtol=gtol,
+                gscale=gscale,
+                target=None if targets is None else float(targets[k]),
+                adaptive_step=adaptive_step,
+                callbacks=(
+                    (lambda it, E, X_, done=done: progress.report(done + it, E, X_))
+                    if progress.active
+                    else None
+                ),
+            )
+            X = r.X
+            if _record_lambda(info, r, keep_path):
+                break
     return X, info
+
+
+def _record_lambda(info, r, keep_path):
+    """Adds one lambda's run to the homotopy's ``info``; True when a callback stopped it."""
+    info["n_evaluations"] += r.n_evaluations
+    info["n_iter"] += r.n_iter
+    info["objective"].append(r.objective)
+    info["n_iter_per_lambda"].append(r.n_iter)
+    info["last_step"].append(r.step_sizes[-1] if r.step_sizes else float("nan"))
+    info["n_evaluations_per_lambda"].append(r.n_evaluations)
+    info["grad_norm"].append(r.grad_norm)
+    info["stopped"].append(r.stopped)
+    if keep_path:
+        info["path"].append(r.X.copy())
+    info["stopped_early"] = r.stopped == "callback"
+    return info["stopped_early"]
 
 
 def tsne_gradient_descent(
     objective,
     X,
     *,
-    n_iter,
+    max_iter,
     learning_rate,
     momentum,
     exaggeration=1.0,
     min_gain=0.01,
     state=None,
-    callback=None,
+    callbacks=None,
+    callback_every=1,
+    verbose=False,
     it0=0,
     objective_every=50,
     fused=True,
     tol=None,
     tol_offset=0.0,
-    callback_every=1,
     relabel_every=250,
 ):
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
-    optimiser, as scikit-learn and openTSNE use it). The objective is evaluated every
-    ``objective_every`` iterations and at the last (the callback sees the latest value).
+    optimiser, as scikit-learn and openTSNE use it): ``max_iter`` iterations, numbered
+    ``it0 + 1, ..., it0 + max_iter``. The objective is evaluated every ``objective_every``
+    iterations and at the last (the callbacks see the latest value).
+
+    ``callbacks`` are called as ``callback(iteration, E, X)`` every ``callback_every``
+    iterations; returning True stops the descent there. ``verbose=True`` draws a progress
+    bar.
 
     With ``fused`` (default) and a t-SNE :class:`EmbeddingObjective`, the iterations run
-    in Rust (one call per ``objective_every`` iterations, or per iteration when a
-    ``callback`` is given, unless ``callback_every`` > 1: then it is called only at the
-    objective checks, e.g. for progress output, and the calls stay 50 iterations long);
+    in Rust (one call per ``objective_every`` iterations, or per iteration when callbacks are
+    given; a progress bar alone is updated at the objective checks);
     ``fused=False`` is the reference NumPy loop (same arithmetic). The fused calls share
     P's pairs, prepared at the start and every ``relabel_every`` iterations (from 50,000
     points relabelled in the Morton order of the embedding then: memory locality only).
     ``tol``: stop early, at an objective check, when the objective fell by less than
     ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
-    Returns ``(X, state, E, n_done)``."""
-    check_int(n_iter, "n_iter", low=0)
+    Returns ``(X, state, E, n_done)``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective
+    >>> W = sp.csr_array(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]) / 6.0)
+    >>> f = EmbeddingObjective("tsne", W)
+    >>> X0 = np.array([[0.0, 1e-2], [1e-2, 0], [2e-2, 2e-2]])
+    >>> X, state, E, done = tsne_gradient_descent(f, X0, max_iter=20, learning_rate=1.0,
+    ...                                           momentum=0.5)
+    >>> X.shape, done
+    ((3, 2), 20)
+    """
+    check_int(max_iter, "max_iter", low=0)
     check_float(learning_rate, "learning_rate", low=0, low_open=True)
     check_float(momentum, "momentum", low=0, high=1, high_open=True)
     check_float(exaggeration, "exaggeration", low=0, low_open=True)
     check_float(min_gain, "min_gain", low=0)
+    with Progress(
+        callbacks,
+        callback_every=callback_every,
+        verbose=verbose,
+        total=it0 + max_iter,
+        desc="t-SNE",
+    ) as progress:
+        return descend(
+            objective,
+            X,
+            progress,
+            max_iter=max_iter,
+            learning_rate=learning_rate,
+            momentum=momentum,
+            exaggeration=exaggeration,
+            min_gain=min_gain,
+            state=state,
+            it0=it0,
+            objective_every=objective_every,
+            fused=fused,
+            tol=tol,
+            tol_offset=tol_offset,
+            relabel_every=relabel_every,
+        )
+
+
+def descend(
+    objective,
+    X,
+    progress,
+    *,
+    max_iter,
+    learning_rate,
+    momentum,
+    exaggeration,
+    min_gain,
+    state,
+    it0,
+    objective_every,
+    fused,
+    tol,
+    tol_offset,
+    relabel_every,
+):
+    """:func:`tsne_gradient_descent` reporting to a given :class:`~vastml._progress.Progress`
+    (an estimator's, shared by its phases)."""
     X = np.array(X, dtype=np.float64, order="C")
     if state is not None:
         update, gains = (np.array(a, dtype=np.float64, order="C") for a in state)
     else:
         update, gains = np.zeros_like(X), np.ones_like(X)
-    E, E_prev = math.nan, math.nan
     use_rust = (
         fused
         and getattr(objective, "model", None) == "tsne"
         and getattr(objective, "gradient", None) in ("exact", "barnes_hut", "fft")
         and getattr(objective, "schedule", None) is None  # schedules run in the NumPy loop
     )
-    done = 0
     if use_rust:
-        pairs, prepared_at = None, 0
-        while done < n_iter:
-            if pairs is None or done - prepared_at >= relabel_every:
-                # P's pairs prepared once for many calls (from 50,000 points relabelled in
-                # the Morton order of the current embedding, for memory locality; the order
-                # stays good for hundreds of iterations). Drop the old ones first (memory).
-                pairs = None
-                pairs = _core.tsne_pairs(
-                    X, objective._indptr, objective._indices, objective._data, objective.n_jobs
-                )
-                prepared_at = done
-            boundary = objective_every - (it0 + done) % objective_every
-            per_iteration = callback is not None and callback_every == 1
-            step = 1 if per_iteration else min(boundary, n_iter - done)
-            last = done + step == n_iter
-            need = step == boundary or last
-            X, update, gains, e = _core.tsne_gd(
-                X,
-                None,
-                None,
-                None,
-                update,
-                gains,
-                int(step),
-                float(learning_rate),
-                float(momentum),
-                float(exaggeration),
-                float(min_gain),
-                objective.gradient,
-                objective.theta,
-                objective.n_interp,
-                need,
-                objective.n_jobs,
-                box_width=getattr(objective, "box_width", 1.0),
-                pairs=pairs,
+        return _fused_descent(
+            objective, X, update, gains, max_iter, learning_rate, momentum, exaggeration,
+            min_gain, progress, it0, objective_every, tol, tol_offset, relabel_every,
+        )
+    return _numpy_descent(
+        objective, X, update, gains, max_iter, learning_rate, momentum, exaggeration,
+        min_gain, progress, it0, objective_every, tol, tol_offset,
+    )
+
+
+def _fused_descent(
+    objective, X, update, gains, max_iter, learning_rate, momentum, exaggeration, min_gain,
+    progress, it0, objective_every, tol, tol_offset, relabel_every,
+):
+    """The Rust iterations of :func:`tsne_gradient_descent`."""
+    E, E_prev = math.nan, math.nan
+    callback = progress.report if progress.active else None
+    # callbacks need every iteration (Progress applies callback_every); a bar alone is
+    # updated at the objective checks
+    per_iteration = bool(progress.callbacks)
+    done = 0
+    pairs, prepared_at = None, 0
+    while done < max_iter:
+        if pairs is None or done - prepared_at >= relabel_every:
+            # P's pairs prepared once for many calls (from 50,000 points relabelled in
+            # the Morton order of the current embedding, for memory locality; the order
+            # stays good for hundreds of iterations). Drop the old ones first (memory).
+            pairs = None
+            pairs = _core.tsne_pairs(
+                X, objective._indptr, objective._indices, objective._data, objective.n_jobs
             )
-            objective.n_evaluations += step
-            done += step
-            if need:
-                E_prev, E = E, float(e)
-            if (per_iteration or need) and callback is not None and callback(it0 + done, E, X):
-                break
-            if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
-                break
-        return X, (update, gains), E, done
+            prepared_at = done
+        boundary = objective_every - (it0 + done) % objective_every
+        step = 1 if per_iteration else min(boundary, max_iter - done)
+        last = done + step == max_iter
+        need = step == boundary or last
+        X, update, gains, e = _core.tsne_gd(
+            X,
+            None,
+            None,
+            None,
+            update,
+            gains,
+            int(step),
+            float(learning_rate),
+            float(momentum),
+            float(exaggeration),
+            float(min_gain),
+            objective.gradient,
+            objective.theta,
+            objective.n_interp,
+            need,
+            objective.n_jobs,
+            box_width=getattr(objective, "box_width", 1.0),
+            pairs=pairs,
+        )
+        objective.n_evaluations += step
+        done += step
+        if need:
+            E_prev, E = E, float(e)
+        if (per_iteration or need) and callback is not None and callback(it0 + done, E, X):
+            break
+        if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
+            break
+    return X, (update, gains), E, done
+
+
+def _numpy_descent(
+    objective, X, update, gains, max_iter, learning_rate, momentum, exaggeration, min_gain,
+    progress, it0, objective_every, tol, tol_offset,
+):
+    """The reference NumPy iterations of :func:`tsne_gradient_descent` (same arithmetic)."""
+    E, E_prev = math.nan, math.nan
+    callback = progress.report if progress.active else None
+    done = 0
     objective.attraction_scale = exaggeration
     try:
-        for i in range(n_iter):
+        for i in range(max_iter):
             if hasattr(objective, "iteration"):
                 objective.iteration = it0 + i
-            need = (it0 + i + 1) % objective_every == 0 or i == n_iter - 1
+            need = (it0 + i + 1) % objective_every == 0 or i == max_iter - 1
             if need:
                 E_prev, (E, G) = E, objective(X)
             else:

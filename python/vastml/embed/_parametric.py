@@ -11,9 +11,9 @@ reduced objective ``J(Phi) = min_R J(R, Phi)`` (spec 001 section 2.3: every eval
 R, warm-started), or, with ``phi_step="paper"``, the paper's literal loop (R-step, then one
 L-BFGS step on Phi with R frozen). Everything is O(N K D) per pass.
 
-Two interchangeable backends compute the O(N K) parts: ``"rust"`` (``vastml._core.pe_*``,
-parallel over objects, GIL released, one fused pass per L-BFGS evaluation) and ``"numpy"``
-(the vectorised functions of this module, kept as the test oracle).
+The O(N K) parts run in Rust (``vastml._core.pe_*``, parallel over objects, GIL released, one
+fused pass per evaluation); their vectorised NumPy oracle lives with the tests
+(``tests/oracles/pe.py``).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import scipy.optimize
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from vastml import _core
+from vastml._progress import Progress
 from vastml._validation import check_bool, check_int, choice, positive_float
 
-_CHUNK = 65536
 _POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-step
 _STAGE_MIN = 20_000  # smallest coarse-to-fine stage (objects)
 _SUBSET_GTOL = 0.0
@@ -42,240 +42,59 @@ _SHRINK, _GROW = 0.25, 2.0
 # --------------------------------------------------------------------------- kernels
 
 
-def pe_log_posteriors(R, Phi, log_prior):
+def _log_posteriors(R, Phi, log_prior):
     """log q_nk of eq. (1), by log-sum-exp over ``log pi_k - |r_n - phi_k|^2 / 2``."""
-    a = _logits(R, Phi, log_prior)
-    m = a.max(axis=1, keepdims=True)
-    a -= m
+    sq = (R * R).sum(1)[:, None] - 2.0 * R @ Phi.T + (Phi * Phi).sum(1)[None, :]
+    a = log_prior[None, :] - 0.5 * np.maximum(sq, 0.0)
+    a -= a.max(axis=1, keepdims=True)
     a -= np.log(np.exp(a).sum(axis=1, keepdims=True))
     return a
 
 
-def _logits(R, Phi, log_prior):
-    sq = (R * R).sum(1)[:, None] - 2.0 * R @ Phi.T + (Phi * Phi).sum(1)[None, :]
-    return log_prior[None, :] - 0.5 * np.maximum(sq, 0.0)
-
-
-def _xlogy_rows(P, logQ):
-    """-sum_k P_nk log q_nk per row, with 0 log 0 = 0 (terms with P_nk = 0 skipped)."""
-    return -np.where(P > 0, P * logQ, 0.0).sum(axis=1)
-
-
-def pe_objective(P, R, Phi, log_prior, eta_r, eta_phi):
-    """(J, E, KL) for the whole problem: J of eq. (6), cross-entropy E of eq. (2), KL = E - H(P)."""
-    E = float(_xlogy_rows(P, pe_log_posteriors(R, Phi, log_prior)).sum())
-    H = float(-np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0).sum())
-    J = E + eta_r * float((R * R).sum()) + eta_phi * float((Phi * Phi).sum())
-    return J, E, E - H
-
-
-def pe_gradients(P, R, Phi, log_prior, eta_r, eta_phi):
-    """(dJ/dR, dJ/dPhi) from eqs. (3), (4) plus the regulariser terms 2 eta r, 2 eta phi."""
-    Q = np.exp(pe_log_posteriors(R, Phi, log_prior))
-    Wm = P - Q
-    GR = Wm.sum(1)[:, None] * R - Wm @ Phi + 2.0 * eta_r * R
-    GPhi = Wm.sum(0)[:, None] * Phi - Wm.T @ R + 2.0 * eta_phi * Phi
-    return GR, GPhi
-
-
-def _value_and_phi_gradient(P, R, Phi, log_prior, eta_r, eta_phi):
-    """J and dJ/dPhi from one evaluation of the posteriors (the L-BFGS objective)."""
-    logQ = pe_log_posteriors(R, Phi, log_prior)
-    J = float(_xlogy_rows(P, logQ).sum())
-    J += eta_r * float((R * R).sum()) + eta_phi * float((Phi * Phi).sum())
-    Wm = P - np.exp(logQ)
-    return J, Wm.sum(0)[:, None] * Phi - Wm.T @ R + 2.0 * eta_phi * Phi
-
-
-def pe_r_hessians(R, Phi, log_prior, eta_r):
-    """Per-object Hessians Cov_q(phi) + 2 eta_r I (eq. 5), computed centred; shape (N, D, D)."""
-    Q = np.exp(pe_log_posteriors(R, Phi, log_prior))
-    c = Phi.mean(axis=0)
-    Pc = Phi - c
-    mu = Q @ Pc
-    S = np.einsum("nk,ki,kj->nij", Q, Pc, Pc) - mu[:, :, None] * mu[:, None, :]
-    D = Phi.shape[1]
-    return S + 2.0 * eta_r * np.eye(D)
-
-
-def _solve_small(H, g):
-    """Batched solve of H x = g, closed form for D <= 2."""
-    D = H.shape[1]
-    if D == 1:
-        return g / H[:, 0, :]
-    if D == 2:
-        a, b, c, d = H[:, 0, 0], H[:, 0, 1], H[:, 1, 0], H[:, 1, 1]
-        det = a * d - b * c
-        return np.stack([(d * g[:, 0] - b * g[:, 1]) / det, (a * g[:, 1] - c * g[:, 0]) / det], 1)
-    return np.linalg.solve(H, g[..., None])[..., 0]
-
-
-def _r_step_chunk(P, R, Phi, log_prior, eta_r, tol_r, max_iter, damped):
-    """Damped Newton on every object of the chunk (in place on R); returns Newton counts."""
-    n = R.shape[0]
-    iters = np.zeros(n, dtype=np.int64)
-    act = np.arange(n)
-    Pw = P.sum(1)
-    c = Phi.mean(axis=0)
-    Pc = Phi - c
-    D = Phi.shape[1]
-    eye = 2.0 * eta_r * np.eye(D)
-    outer = (Pc[:, :, None] * Pc[:, None, :]).reshape(Pc.shape[0], D * D)
-    for _ in range(max_iter):
-        if act.size == 0:
-            break
-        r, p = R[act], P[act]
-        logQ = pe_log_posteriors(r, Phi, log_prior)
-        Q = np.exp(logQ)
-        Wm = p - Q
-        g = Wm.sum(1)[:, None] * r - Wm @ Phi + 2.0 * eta_r * r
-        gn = (g * g).sum(1)
-        keep = gn >= tol_r
-        if not keep.any():
-            break
-        act, r, p, g, Q, logQ = act[keep], r[keep], p[keep], g[keep], Q[keep], logQ[keep]
-        mu = Q @ Pc
-        H = (Q @ outer).reshape(-1, D, D) - mu[:, :, None] * mu[:, None, :] + eye
-        H *= Pw[act, None, None]  # general row sums: the curvature scales with sum_k P_nk
-        H += eye * (1.0 - Pw[act, None, None])
-        step = -_solve_small(H, g)
-        iters[act] += 1
-        if not damped:
-            R[act] = r + step
-            continue
-        f0 = _xlogy_rows(p, logQ) + eta_r * (r * r).sum(1)
-        slope = (g * step).sum(1)
-        t = np.ones(act.size)
-        # Newton decrement below what f can resolve: take the full (quadratic-region) step, stop
-        stuck = -slope <= 1e-15 * np.maximum(1.0, np.abs(f0))
-        R[act[stuck]] = r[stuck] + step[stuck]
-        pending = np.flatnonzero(~stuck)
-        for _ls in range(40):
-            rt = r[pending] + t[pending, None] * step[pending]
-            ft = _xlogy_rows(p[pending], pe_log_posteriors(rt, Phi, log_prior))
-            ft += eta_r * (rt * rt).sum(1)
-            ok = ft <= f0[pending] + 1e-4 * t[pending] * slope[pending]
-            R[act[pending[ok]]] = rt[ok]
-            pending = pending[~ok]
-            if pending.size == 0:
-                break
-            t[pending] *= 0.5
-        # no decrease even for tiny steps: the object sits at the rounding floor, stop it
-        stuck[pending] = True
-        act = act[~stuck]
-    return iters
-
-
-def pe_r_step(P, Phi, R0, log_prior, eta_r, *, tol_r=1e-12, max_newton_iter=50, damped=True):
-    """Minimise J over R with Phi fixed (global: the per-object problems are strictly convex).
-
-    Returns (R, newton iterations per object). Chunked over objects to bound memory.
-    """
-    R = np.array(R0, dtype=np.float64, copy=True)
-    iters = np.empty(R.shape[0], dtype=np.int64)
-    for s in range(0, R.shape[0], _CHUNK):
-        e = min(R.shape[0], s + _CHUNK)
-        Rc = R[s:e]
-        iters[s:e] = _r_step_chunk(P[s:e], Rc, Phi, log_prior, eta_r, tol_r, max_newton_iter, damped)
-        R[s:e] = Rc
-    return R, iters
-
-
-def pe_reduced_hessian(P, R, Phi, log_prior, eta_r, eta_phi):
-    """Hessian (KD x KD, index k * D + j) of the reduced objective ``J~(Phi) = min_R J(R, Phi)``.
-
-    R must be the optimum for Phi (each ``r_n*(Phi)``). By the implicit function theorem,
-    ``d2J~/dPhi2 = sum_n [C_n - B_n^T A_n^{-1} B_n] + 2 eta_phi I`` with ``A_n = d2J/dr_n2``
-    (eq. 5 plus 2 eta_r I), ``B_n = d2J/dr_n dPhi`` and ``C_n = d2E_n/dPhi2``; with
-    ``u_l = phi_l - r_n``, ``u_bar = sum_l q_l u_l`` and ``g_l = q_l sum(P_n) - P_nl``:
-    ``B_l = g_l I - q_l (u_l - u_bar) u_l^T`` and
-    ``C = blockdiag(-g_l I + q_l u_l u_l^T) - v v^T``, ``v_l = q_l u_l`` (times sum(P_n)).
-    Vectorised NumPy, chunked over objects: the oracle of the Rust ``pe_reduced_hessian``.
-    """
-    K, D = Phi.shape
-    KD = K * D
-    H = np.zeros((KD, KD))
-    eye = np.eye(D)
-    for s in range(0, P.shape[0], 4096):
-        p, r = P[s:s + 4096], R[s:s + 4096]
-        Q = np.exp(pe_log_posteriors(r, Phi, log_prior))
-        pw = p.sum(1)
-        g = pw[:, None] * Q - p
-        U = Phi[None] - r[:, None]
-        ub = (Q[:, :, None] * U).sum(1)
-        Uc = U - ub[:, None]
-        A = pw[:, None, None] * np.einsum("nk,nki,nkj->nij", Q, Uc, Uc) + 2.0 * eta_r * eye
-        B = (g[:, None, :, None] * eye[None, :, None, :]
-             - pw[:, None, None, None] * np.einsum("nl,nlt,nlj->ntlj", Q, Uc, U))
-        B = B.reshape(-1, D, KD)
-        v = (Q[:, :, None] * U).reshape(-1, KD)
-        H -= np.einsum("n,na,nb->ab", pw, v, v)
-        H -= np.einsum("nta,nts->as", B, np.linalg.solve(A, B))
-        blocks = (np.einsum("n,nl,nli,nlj->lij", pw, Q, U, U)
-                  - g.sum(0)[:, None, None] * eye)
-        for l in range(K):
-            H[l * D:(l + 1) * D, l * D:(l + 1) * D] += blocks[l]
-    return H + 2.0 * eta_phi * np.eye(KD)
-
-
 class _Kernels:
-    """The O(N K) work of one fit: R-step, fused reduced evaluation, plain evaluation."""
+    """The O(N K) work of one fit, in Rust (``vastml._core.pe_*``, parallel over objects):
+    R-step, fused reduced evaluation (with or without the reduced Hessian), plain evaluation.
+    ``tests/oracles/pe.py`` holds a NumPy class of the same interface, the test oracle."""
 
-    def __init__(self, backend, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped,
-                 n_jobs):
-        self.rust = backend == "rust"
+    def __init__(self, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped, n_jobs):
         self.P, self.lp = P, np.ascontiguousarray(log_prior, dtype=np.float64)
         self.eta_r, self.eta_phi = eta_r, eta_phi
-        self.kw = dict(tol_r=tol_r, max_newton_iter=max_newton_iter, damped=damped)
+        self.kw = {"tol_r": tol_r, "max_newton_iter": max_newton_iter, "damped": damped}
         self.n_jobs = n_jobs
 
     def r_step(self, Phi, R, **override):
+        """(R*, Newton steps per object) for the centres Phi, warm-started at R."""
         kw = {**self.kw, **override}
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        if self.rust:
-            R, it = _core.pe_r_step(self.P, Phi, np.ascontiguousarray(R, dtype=np.float64),
-                                    self.lp, self.eta_r, n_jobs=self.n_jobs, **kw)
-            return R, it.astype(np.int64)
-        return pe_r_step(self.P, Phi, R, self.lp, self.eta_r, **kw)
+        R, it = _core.pe_r_step(self.P, Phi, np.ascontiguousarray(R, dtype=np.float64),
+                                self.lp, self.eta_r, n_jobs=self.n_jobs, **kw)
+        return R, it.astype(np.int64)
 
     def evaluate(self, R, Phi):
         """(J, E, entropy, dJ/dPhi) at (R, Phi)."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        if self.rust:
-            J, E, H, G, _ = _core.pe_evaluate(self.P, R, Phi, self.lp, self.eta_r,
-                                              self.eta_phi, n_jobs=self.n_jobs)
-            return J, E, H, G
-        J, E, KL = pe_objective(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
-        _, G = pe_gradients(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
-        return J, E, E - KL, G
+        J, E, H, G, _ = _core.pe_evaluate(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi,
+                                          n_jobs=self.n_jobs)
+        return J, E, H, G
 
     def reduced(self, Phi, R):
         """(J~, dJ~/dPhi, R*, Newton steps) of the reduced objective, warm-started at R."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        if self.rust:
-            J, _, _, G, R, it = _core.pe_reduced(self.P, Phi, R, self.lp, self.eta_r,
-                                                 self.eta_phi, n_jobs=self.n_jobs, **self.kw)
-            return J, G, R, it
-        R, it = pe_r_step(self.P, Phi, R, self.lp, self.eta_r, **self.kw)
-        J, G = _value_and_phi_gradient(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
+        J, _, _, G, R, it = _core.pe_reduced(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
+                                             n_jobs=self.n_jobs, **self.kw)
         return J, G, R, it
 
     def reduced_hessian(self, Phi, R):
         """(J~, dJ~/dPhi, d2J~/dPhi2, R*, Newton steps), warm-started at R."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        if self.rust:
-            return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
-                                            n_jobs=self.n_jobs, **self.kw)
-        J, G, R, it = self.reduced(Phi, R)
-        H = pe_reduced_hessian(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi)
-        return J, G, H, R, it
+        return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
+                                        n_jobs=self.n_jobs, **self.kw)
 
     def subset(self, idx, n_total):
         """The same problem on the objects ``idx``, eta_phi scaled by len(idx) / n_total so that
         its optimum estimates the full one (J of the subset ~ J * len(idx) / n_total)."""
-        sub = _Kernels("rust" if self.rust else "numpy", np.ascontiguousarray(self.P[idx]),
-                       self.lp, self.eta_r, self.eta_phi * len(idx) / n_total, 0, 0, True,
-                       self.n_jobs)
+        sub = type(self)(np.ascontiguousarray(self.P[idx]), self.lp, self.eta_r,
+                         self.eta_phi * len(idx) / n_total, 0, 0, True, self.n_jobs)
         sub.kw = dict(self.kw)
         return sub
 
@@ -389,28 +208,30 @@ def _mds_init(P, D, init_scale, rng):
 # --------------------------------------------------------------------------- estimator
 
 
-def _check_P(P, name="P", normalize=False, n_classes=None):
-    try:
-        P = np.asarray(P, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
-    if P.ndim != 2 or P.shape[0] == 0:
-        raise ValueError(f"`{name}` must be a non-empty 2-D array (n_objects, n_classes)")
-    if P.shape[1] < 2:
-        raise ValueError(f"`{name}` needs at least 2 classes, got {P.shape[1]}")
-    if n_classes is not None and P.shape[1] != n_classes:
-        raise ValueError(f"`{name}` has {P.shape[1]} classes, the fit had {n_classes}")
-    if not np.isfinite(P).all() or (P < 0).any():
-        raise ValueError(f"`{name}` must be finite and non-negative")
+def _check_P(est, P, *, reset):
+    """Validates posteriors P (n_objects x n_classes) for ``est``: a finite, non-negative,
+    dense 2-D array with at least 2 classes (``n_features_in_`` set when ``reset``, checked
+    otherwise) whose rows sum to 1 (rescaled with a warning under ``est.normalize``)."""
+    K = getattr(est, "n_features_in_", None)
+    shape = np.shape(P) if hasattr(P, "shape") else None
+    if not reset and K is not None and shape is not None and len(shape) == 2 and shape[1] != K:
+        raise ValueError(
+            f"X has {shape[1]} features, but {type(est).__name__} is expecting {K} features as "
+            f"input (`P` has {shape[1]} classes, the fit had {K})"
+        )
+    P = validate_data(
+        est, P, reset=reset, dtype=np.float64, order="C", ensure_min_features=2
+    )
+    check_non_negative(P, type(est).__name__)
     s = P.sum(1)
     if (np.abs(s - 1.0) > 1e-6).any():
-        if not normalize:
+        if not est.normalize:
             raise ValueError(
-                f"rows of `{name}` must sum to 1 (within 1e-6); pass normalize=True to rescale"
+                "rows of `P` must sum to 1 (within 1e-6); pass normalize=True to rescale"
             )
         if (s <= 0).any():
-            raise ValueError(f"`{name}` has an all-zero row")
-        warnings.warn(f"rows of `{name}` renormalised to sum to 1", UserWarning, stacklevel=3)
+            raise ValueError("`P` has an all-zero row")
+        warnings.warn("rows of `P` renormalised to sum to 1", UserWarning, stacklevel=3)
         P = P / s[:, None]
     return np.ascontiguousarray(P)
 
@@ -437,9 +258,13 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=2
         D.
-    eta_r, eta_phi : float, default=0.1, 50.0
-        Regularisers (no 1/2: the penalty is ``eta |.|^2``). ``eta_phi="auto"`` is 0.01 N (50 at
-        the paper's N = 5000); its effect scales as eta_phi / N.
+    l2_penalty_objects : float, default=0.1
+        :math:`\eta_r`, the weight of the L2 penalty :math:`\eta_r \sum_n |r_n|^2` on the object
+        coordinates (no 1/2).
+    l2_penalty_centers : float or "auto", default=50.0
+        :math:`\eta_\phi`, the weight of the L2 penalty :math:`\eta_\phi \sum_k |\phi_k|^2` on
+        the class centres. "auto" is 0.01 N (50 at the paper's N = 5000); its effect scales as
+        :math:`\eta_\phi / N`.
     class_prior : array-like of shape (K,), default=None
         p(c_k) (uniform when None); also accepted by ``fit``.
     init : {"random", "mds"} or array (K, D), default="random"
@@ -450,12 +275,13 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     warm_start : bool, default=False
         Start ``fit`` from the previous fit's ``class_embedding_`` (same number of classes
         and components; one run, ``n_init`` and ``init`` ignored then).
-    eta_phi_path : int, sequence of float or None, default=None
+    l2_penalty_centers_path : int, sequence of float or None, default=None
         The homotopy of spec 001 §7 against local minima in Phi (no guarantee; compare with
-        ``n_init``): fit first with a larger eta_phi (compact classes, a smoother problem),
-        then warm-start each next stage from the previous centres and objects, ending at
-        ``eta_phi``. An int n: n stages log-spaced from 100 ``eta_phi`` down to ``eta_phi``;
-        a sequence: those values, then ``eta_phi``. ``history_`` holds the stages' records
+        ``n_init``): fit first with a larger ``l2_penalty_centers`` (compact classes, a
+        smoother problem), then warm-start each next stage from the previous centres and
+        objects, ending at ``l2_penalty_centers``. An int n: n stages log-spaced from 100
+        ``l2_penalty_centers`` down to ``l2_penalty_centers``; a sequence: those values, then
+        ``l2_penalty_centers``. ``history_`` holds the stages' records
         (``stage`` key) before the final one's.
     tol_r : float, default=1e-12
         Per object: stop Newton when |dJ/dr_n|^2 < tol_r.
@@ -474,7 +300,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     phi_step : {"newton", "reduced", "paper"}, default="newton"
         ``"newton"``: trust-region Newton on ``J~(Phi) = min_R J(R, Phi)`` with its exact
         Hessian (implicit function theorem, accumulated in the same pass over P as the R-step,
-        J and dJ/dPhi; see :func:`pe_reduced_hessian`), steps orthogonal to the rotations that
+        J and dJ/dPhi), steps orthogonal to the rotations that
         leave J~ unchanged; converges quadratically (~10-30 evaluations instead of ~100-250).
         ``"reduced"``: L-BFGS (SciPy) on J~, each line-search trial re-solving R (spec 001
         section 2.3). ``"paper"``: the paper's section 3 loop verbatim: R-step to tolerance,
@@ -484,17 +310,19 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         s, the L-BFGS memory.
     coarse_to_fine : bool, default=True
         With ``phi_step="newton"`` and N >= 100,000: first fit the centres on nested random
-        subsets of N / 5^j >= 20,000 objects (eta_phi scaled by the subset's share, so the
+        subsets of N / 5^j >= 20,000 objects (:math:`\eta_\phi` scaled by the subset's share, so the
         subset's optimum estimates the full one), then finish on all objects; the final
         iterations and the convergence test use the full objective.
-    backend : {"rust", "numpy"}, default="rust"
-        Where the O(N K) work runs: compiled, parallel over objects (``n_jobs``), or the
-        vectorised NumPy oracle (same results to ~1e-10).
     n_jobs : int or None, default=None
-        Threads of the Rust backend (None: all cores or ``RAYON_NUM_THREADS``).
-    verbose : int, default=0
-    callback : callable or None
-        Called with a dict (J, time) after every centre iteration; returning False stops.
+        Threads of the per-object work (None: all cores or ``RAYON_NUM_THREADS``).
+    callbacks : callable or list of callables, default=None
+        Called as ``callback(iteration, objective, class_embedding)`` every ``callback_every``
+        centre iterations (counted from 1 over all stages and restarts; ``objective`` is J,
+        ``class_embedding`` the current centres); returning True stops the fit with the
+        current centres (their objects re-solved) and sets ``stopped_early_``.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Draw a progress bar with J.
     random_state : int, RandomState instance or None
 
     Attributes
@@ -509,18 +337,33 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     n_newton_iter_ : int
         Total Newton iterations (max over objects, summed over R-steps).
     converged_ : bool
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
+    l2_penalty_centers_ : float
+        The :math:`\eta_\phi` used (``"auto"`` resolved).
     history_ : list of dict
         Per iteration: J, time; with Newton (per accepted step) also |grad Phi|
         (``grad_norm``), the trust radius, the actual / predicted decrease (``rho``), the centres
         (``phi``) and the number of objects of the stage (``n_objects``; J is that stage's
         objective).
 
+    Notes
+    -----
+    The input is class posteriors: non-negative rows that sum to 1 (the estimator's tag
+    ``positive_only``). scikit-learn's estimator checks feed it arbitrary non-negative data, so
+    they run it with ``normalize=True`` (rows rescaled, with a warning); the integer data of
+    their dtype check are all-zero rows, which no rescaling makes posteriors, so that check
+    fails (a ValueError names the all-zero row). ``transform`` embeds
+    each object exactly given the centres, so ``transform(P)`` reproduces ``embedding_`` and
+    does not depend on the batch. The class regions of the embedding are given by
+    :meth:`posteriors_at` and :meth:`classes_at`, which take coordinates, not posteriors.
+
     Examples
     --------
     >>> import numpy as np
     >>> from vastml.embed import ParametricEmbedding
     >>> P = np.random.default_rng(0).dirichlet(np.full(4, 0.3), size=200)
-    >>> pe = ParametricEmbedding(eta_phi=2.0, random_state=0).fit(P)
+    >>> pe = ParametricEmbedding(l2_penalty_centers=2.0, random_state=0).fit(P)
     >>> pe.embedding_.shape, pe.class_embedding_.shape
     ((200, 2), (4, 2))
     >>> bool(np.allclose(pe.transform(P[:5]), pe.embedding_[:5], atol=1e-5))
@@ -529,10 +372,10 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_components=2,
         *,
-        eta_r=0.1,
-        eta_phi=50.0,
+        n_components=2,
+        l2_penalty_objects=0.1,
+        l2_penalty_centers=50.0,
         class_prior=None,
         init="random",
         init_scale=1.0,
@@ -547,17 +390,17 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         phi_step="newton",
         lbfgs_memory=10,
         coarse_to_fine=True,
-        backend="rust",
         n_jobs=None,
-        verbose=0,
-        callback=None,
+        callbacks=None,
+        callback_every=1,
+        verbose=False,
         random_state=None,
         warm_start=False,
-        eta_phi_path=None,
+        l2_penalty_centers_path=None,
     ):
         self.n_components = n_components
-        self.eta_r = eta_r
-        self.eta_phi = eta_phi
+        self.l2_penalty_objects = l2_penalty_objects
+        self.l2_penalty_centers = l2_penalty_centers
         self.class_prior = class_prior
         self.init = init
         self.init_scale = init_scale
@@ -572,30 +415,35 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.phi_step = phi_step
         self.lbfgs_memory = lbfgs_memory
         self.coarse_to_fine = coarse_to_fine
-        self.backend = backend
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
         self.verbose = verbose
-        self.callback = callback
         self.random_state = random_state
         self.warm_start = warm_start
-        self.eta_phi_path = eta_phi_path
+        self.l2_penalty_centers_path = l2_penalty_centers_path
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        return tags
 
     # -- parameters
     def _params(self, N):
         D = self.n_components
         if isinstance(D, bool) or not isinstance(D, numbers.Integral) or D < 1:
             raise ValueError(f"`n_components` must be a positive integer, got {D!r}")
-        eta_r = positive_float(self.eta_r, "eta_r")
-        if isinstance(self.eta_phi, str):
-            choice(self.eta_phi, "eta_phi", ("auto",))
+        eta_r = positive_float(self.l2_penalty_objects, "l2_penalty_objects")
+        if isinstance(self.l2_penalty_centers, str):
+            choice(self.l2_penalty_centers, "l2_penalty_centers", ("auto",))
             eta_phi = 0.01 * N
         else:
-            eta_phi = positive_float(self.eta_phi, "eta_phi")
+            eta_phi = positive_float(self.l2_penalty_centers, "l2_penalty_centers")
         return int(D), eta_r, eta_phi
 
     def fit(self, P, y=None, class_prior=None, init_phi=None, init_r=None):
         """Fit to posteriors P (N x K). ``init_r`` only changes speed, never the result."""
-        P = _check_P(P, normalize=self.normalize)
+        P = _check_P(self, P, reset=True)
         N, K = P.shape
         D, eta_r, eta_phi = self._params(N)
         prior = _check_prior(class_prior if class_prior is not None else self.class_prior, K)
@@ -613,18 +461,39 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             and self.class_embedding_.shape == (K, D)
         )
         path = self._eta_phi_path(eta_phi)
+        self._fit_progress = Progress(
+            self.callbacks,
+            callback_every=self.callback_every,
+            verbose=self.verbose,
+            total=int(self.max_iter),
+            desc=type(self).__name__,
+        )
+        self._fit_reports = 0
         best = None
-        for _ in range(1 if warm else n_init):
-            Phi0 = self.class_embedding_.copy() if warm else self._init_phi(P, D, K, rng, init_phi)
-            R0, stages = init_r, []
-            for stage, v in enumerate(path):
-                res = self._fit_one(P, log_prior, Phi0, R0, eta_r, v, rng)
-                stages += [dict(h, stage=stage, eta_phi=v) for h in res["history"]]
-                Phi0, R0 = res["Phi"], res["R"]
-            res = self._fit_one(P, log_prior, Phi0, R0, eta_r, eta_phi, rng)
-            res["history"] = stages + res["history"]
-            if best is None or res["J"] < best["J"]:
-                best = res
+        try:
+            for _ in range(1 if warm else n_init):
+                Phi0 = (
+                    self.class_embedding_.copy() if warm else self._init_phi(P, D, K, rng, init_phi)
+                )
+                R0, stages = init_r, []
+                for stage, v in enumerate(path):
+                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, v, rng)
+                    stages += [dict(h, stage=stage, l2_penalty_centers=v) for h in res["history"]]
+                    Phi0, R0 = res["Phi"], res["R"]
+                    if self._fit_progress.stopped:  # a callback stopped an early stage
+                        res["history"] = stages
+                        break
+                else:
+                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, eta_phi, rng)
+                    res["history"] = stages + res["history"]
+                if best is None or res["J"] < best["J"]:
+                    best = res
+                if self._fit_progress.stopped:
+                    break
+        finally:
+            self._fit_progress.close()
+            self.stopped_early_ = self._fit_progress.stopped
+            del self._fit_progress, self._fit_reports
         self.class_prior_ = prior
         self.embedding_ = best["R"]
         self.class_embedding_ = best["Phi"]
@@ -633,23 +502,25 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.n_newton_iter_ = best["newton"]
         self.converged_ = best["converged"]
         self.history_ = best["history"]
-        self.eta_phi_ = eta_phi
+        self.l2_penalty_centers_ = eta_phi
         self.n_features_in_ = K
-        if not self.converged_:
+        if not self.converged_ and not self.stopped_early_:
             warnings.warn("ParametricEmbedding did not converge", ConvergenceWarning, 2)
         return self
 
     def _eta_phi_path(self, eta_phi):
         """The homotopy's eta_phi stages before the final ``eta_phi`` (empty: none)."""
-        path = self.eta_phi_path
+        path = self.l2_penalty_centers_path
         if path is None:
             return []
         if isinstance(path, numbers.Integral) and not isinstance(path, bool):
-            n = check_int(path, "eta_phi_path", low=1)
+            n = check_int(path, "l2_penalty_centers_path", low=1)
             return [float(v) for v in np.geomspace(100.0 * eta_phi, eta_phi, n + 1)[:-1]]
         vals = np.asarray(path, dtype=np.float64)
         if vals.ndim != 1 or not np.isfinite(vals).all() or (vals <= 0).any():
-            raise ValueError("`eta_phi_path` must be an int, or a sequence of positive numbers")
+            raise ValueError(
+                "`l2_penalty_centers_path` must be an int, or a sequence of positive numbers"
+            )
         return [float(v) for v in vals]
 
     def fit_transform(self, P, y=None, **kw):
@@ -669,9 +540,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         return Phi0.copy()
 
     def _kernels(self, P, log_prior, eta_r, eta_phi):
-        choice(self.backend, "backend", ("rust", "numpy"))
-        return _Kernels(self.backend, P, log_prior, eta_r, eta_phi, self.tol_r,
-                        int(self.max_newton_iter), bool(self.damped_newton), self.n_jobs)
+        return _Kernels(P, log_prior, eta_r, eta_phi, self.tol_r, int(self.max_newton_iter),
+                        bool(self.damped_newton), self.n_jobs)
 
     def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi, rng):
         N, K = P.shape
@@ -791,7 +661,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                                 "phi": Phi.copy(),
                                 "time": time.perf_counter() - t0})
                 try:
-                    self._report(history)
+                    self._report(history, Phi)
                 except StopIteration:
                     raise StopIteration((Phi, R, nit, newton)) from None
             elif pred <= 1e-14 * max(1.0, abs(J)) or radius <= 1e-12 * (1.0 + np.linalg.norm(Phi)):
@@ -815,7 +685,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         def cb(intermediate_result):
             J = intermediate_result.fun
             history.append({"J": float(J), "time": time.perf_counter() - t0})
-            self._report(history)
+            self._report(history, intermediate_result.x.reshape(K, D))
             if len(history) >= 2 and abs(history[-2]["J"] - J) <= self.ftol * max(1.0, abs(J)):
                 raise StopIteration
 
@@ -843,7 +713,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             g = G.ravel()
             history.append({"J": float(J), "time": time.perf_counter() - t0})
             try:
-                self._report(history)
+                self._report(history, Phi)
             except StopIteration:
                 return Phi, R, nit, newton, False, history
             if np.linalg.norm(g) <= self.tol_phi * N or (
@@ -874,25 +744,38 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 return Phi, R, nit, newton, True, history
         return Phi, R, nit, newton, False, history
 
-    def _report(self, history):
-        if self.callback is not None and self.callback(dict(history[-1])) is False:
+    def _report(self, history, Phi):
+        """Reports the last centre iteration to the fit's progress; StopIteration on True."""
+        self._fit_reports += 1
+        if self._fit_progress.report(self._fit_reports, history[-1]["J"], np.array(Phi)):
             raise StopIteration
-        if self.verbose:
-            h = history[-1]
-            print(f"[PE] it {len(history)}: J = {h['J']:.10g} ({h['time']:.2f} s)", flush=True)
 
     def transform(self, P):
         """Embed new objects with the centres fixed (the global optimum per object)."""
         check_is_fitted(self, "class_embedding_")
-        P = _check_P(P, normalize=self.normalize, n_classes=self.n_features_in_)
-        kern = self._kernels(P, np.log(self.class_prior_), float(self.eta_r), self.eta_phi_)
+        P = _check_P(self, P, reset=False)
+        kern = self._kernels(
+            P, np.log(self.class_prior_), float(self.l2_penalty_objects), self.l2_penalty_centers_
+        )
         R, _ = kern.r_step(self.class_embedding_, P @ self.class_embedding_,
                            tol_r=min(self.tol_r, _POLISH),
                            max_newton_iter=max(int(self.max_newton_iter), 100))
         return R
 
-    def predict_proba(self, R):
-        """Embedding posteriors q(c_k | r) of eq. (1) at coordinates R."""
+    def posteriors_at(self, R):
+        """Embedding posteriors q(c_k | r) of eq. (1) at coordinates R (n, n_components): the
+        class regions of the embedding, e.g. to shade a plot.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from vastml.embed import ParametricEmbedding
+        >>> P = np.random.default_rng(0).dirichlet(np.full(3, 0.3), size=60)
+        >>> pe = ParametricEmbedding(l2_penalty_centers=1.0, random_state=0).fit(P)
+        >>> Q = pe.posteriors_at(pe.class_embedding_)
+        >>> Q.shape, bool(np.allclose(Q.sum(1), 1.0))
+        ((3, 3), True)
+        """
         check_is_fitted(self, "class_embedding_")
         d = self.class_embedding_.shape[1]
         R = np.asarray(R, dtype=np.float64)
@@ -904,16 +787,27 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             )
         if not np.isfinite(R).all():
             raise ValueError("`R` contains NaN or infinite values")
-        return np.exp(pe_log_posteriors(R, self.class_embedding_, np.log(self.class_prior_)))
+        return np.exp(_log_posteriors(R, self.class_embedding_, np.log(self.class_prior_)))
 
-    def predict(self, R):
-        """Most probable class (index) at coordinates R."""
-        return np.argmax(self.predict_proba(R), axis=1)
+    def classes_at(self, R):
+        """Most probable class (index) at coordinates R (n, n_components).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from vastml.embed import ParametricEmbedding
+        >>> P = np.eye(3)[np.arange(60) % 3] * 0.9 + 0.1 / 3
+        >>> pe = ParametricEmbedding(l2_penalty_centers=1.0, random_state=0).fit(P)
+        >>> pe.classes_at(pe.class_embedding_).tolist()
+        [0, 1, 2]
+        """
+        return np.argmax(self.posteriors_at(R), axis=1)
 
     def score(self, P, y=None):
         """Minus the mean KL(P_n || q(. | r_n)) after embedding P."""
-        P = _check_P(P, normalize=self.normalize, n_classes=getattr(self, "n_features_in_", None))
-        Q = self.predict_proba(self.transform(P))
+        check_is_fitted(self, "class_embedding_")
+        P = _check_P(self, P, reset=False)
+        Q = self.posteriors_at(self.transform(P))
         kl = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - np.log(Q)), 0.0).sum(1)
         return -float(kl.mean())
 
@@ -953,7 +847,7 @@ def embed_classifier(clf, X, **params):
     >>> from sklearn.datasets import load_iris
     >>> from sklearn.naive_bayes import GaussianNB
     >>> X, y = load_iris(return_X_y=True)
-    >>> pe = embed_classifier(GaussianNB().fit(X, y), X, eta_phi=1.0, random_state=0)
+    >>> pe = embed_classifier(GaussianNB().fit(X, y), X, l2_penalty_centers=1.0, random_state=0)
     >>> pe.class_embedding_.shape
     (3, 2)
     """

@@ -24,9 +24,9 @@ THESIS_THETA = (2.0, 0.1, 100)
 THESIS_ORDER = (1, 10, 100)
 
 
-def accuracy_schedule(kind, *, start=None, stop=None, n_iter=100):
+def accuracy_schedule(kind, *, start=None, stop=None, ramp_iter=100):
     r"""The log-uniform accuracy schedule of thesis §5.5, one value per iteration for the
-    first ``n_iter`` iterations (then the last value holds).
+    first ``ramp_iter`` iterations (then the last value holds).
 
     Parameters
     ----------
@@ -34,7 +34,9 @@ def accuracy_schedule(kind, *, start=None, stop=None, n_iter=100):
         ``"theta"``: Barnes-Hut opening angle, default 2 -> 0.1. ``"order"``: fast Gauss
         transform order p, default 1 -> 10, rounded to integers.
     start, stop : float, optional
-    n_iter : int, default=100
+        First and last value (default: the thesis's, above).
+    ramp_iter : int, default=100
+        Iterations over which the value moves from ``start`` to ``stop`` (the thesis's 100).
 
     Examples
     --------
@@ -42,7 +44,7 @@ def accuracy_schedule(kind, *, start=None, stop=None, n_iter=100):
     >>> s = accuracy_schedule("order")
     >>> int(s[0]), int(s[-1]), len(s)
     (1, 10, 100)
-    >>> t = accuracy_schedule("theta", n_iter=3)
+    >>> t = accuracy_schedule("theta", ramp_iter=3)
     >>> [round(float(v), 3) for v in t]
     [2.0, 0.447, 0.1]
     """
@@ -51,17 +53,18 @@ def accuracy_schedule(kind, *, start=None, stop=None, n_iter=100):
     d0, d1, _ = THESIS_THETA if kind == "theta" else THESIS_ORDER
     a = float(d0 if start is None else start)
     b = float(d1 if stop is None else stop)
-    if not (isinstance(n_iter, numbers.Integral) and n_iter >= 1):
-        raise ValueError(f"`n_iter` must be a positive int, got {n_iter!r}")
+    if not (isinstance(ramp_iter, numbers.Integral) and ramp_iter >= 1):
+        raise ValueError(f"`ramp_iter` must be a positive int, got {ramp_iter!r}")
     if not (a > 0 and b > 0):
         raise ValueError("`start` and `stop` must be positive")
-    s = np.geomspace(a, b, int(n_iter))
+    s = np.geomspace(a, b, int(ramp_iter))
     return np.round(s) if kind == "order" else s
 
 
-def fgt_order_epsilon(p, d=2, r=0.5):
+def fgt_order_epsilon(p, d=2, box_ratio=0.5):
     r"""The fast-Gauss-transform error bound (thesis eq. 5.5) of order ``p`` in ``d``
-    dimensions per unit total source weight,
+    dimensions per unit total source weight, with :math:`r` = ``box_ratio`` < 1 the side of the
+    FGT's boxes relative to the Gaussian's width (the thesis uses r = 1/2),
     :math:`\frac{1}{(1-r)^d} \sum_{k=0}^{d-1} \binom{d}{k} (1 - r^p)^k
     (r^p / \sqrt{p!})^{d-k}`, capped at 0.5: the ``epsilon`` vastml's transform is run with
     for a thesis order p.
@@ -73,6 +76,9 @@ def fgt_order_epsilon(p, d=2, r=0.5):
     p = int(p)
     if p < 1:
         raise ValueError(f"`p` must be an int >= 1, got {p}")
+    r = float(box_ratio)
+    if not 0 < r < 1:
+        raise ValueError(f"`box_ratio` must lie in (0, 1), got {box_ratio}")
     a = r**p / math.sqrt(math.factorial(p))
     tot = sum(math.comb(d, k) * (1 - r**p) ** k * a ** (d - k) for k in range(d))
     return min(0.5, tot / (1 - r) ** d)
@@ -149,10 +155,10 @@ def inexact_step_error(hessian, gradient, xi, *, hessian_jacobian=None, objectiv
     return mean, var, mean / E, var / E**2
 
 
-def inexact_error_level(rate, mean_error, *, e0=1.0, n_iter=None):
+def inexact_error_level(rate, mean_error, *, e0=1.0, max_iter=None):
     r"""The level :math:`e^* = \mu / (1 - r)` that inexact iterations of a method converging
     linearly at rate r settle at (thesis §5.6, :math:`e_{k+1} = r e_k + \mu`); with
-    ``n_iter`` the whole sequence :math:`e_0, \dots, e_{n}` instead.
+    ``max_iter`` the whole sequence :math:`e_0, \dots, e_{n}` (n = ``max_iter``) instead.
 
     >>> from vastml.embed import inexact_error_level
     >>> round(inexact_error_level(0.9, 0.01), 12)
@@ -161,10 +167,10 @@ def inexact_error_level(rate, mean_error, *, e0=1.0, n_iter=None):
     r, mu = float(rate), float(mean_error)
     if not 0 <= r < 1:
         raise ValueError(f"`rate` must lie in [0, 1), got {rate}")
-    if n_iter is None:
+    if max_iter is None:
         return mu / (1.0 - r)
-    e = np.empty(int(n_iter) + 1)
+    e = np.empty(int(max_iter) + 1)
     e[0] = e0
-    for k in range(int(n_iter)):
+    for k in range(int(max_iter)):
         e[k + 1] = r * e[k] + mu
     return e

@@ -1,0 +1,1 @@
+"""Slow reference implementations (NumPy) that the fast Rust paths are tested against."""
