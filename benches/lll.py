@@ -234,7 +234,7 @@ def eigenmaps_rows(bench, quick):
     reached = []  # (error, ratio to exact, label, row)
     rules = (a.landmark_methods.split(",") if a.landmark_methods else [a.landmark_method])
     for L, rule in [(L, r.strip()) for L in Ls for r in rules]:
-        m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=kz, affinity="precomputed",
+        m = LLLEigenmaps(n_components=d, n_landmarks=L, n_landmark_neighbors=kz, affinity="precomputed",
                          landmarks=rule, random_state=0)
         log(f"LLL L={L} {rule}")
         t = bench.time(lambda m=m: m.fit(X, affinity_matrix=W), warmup=0)
@@ -269,7 +269,7 @@ def eigenmaps_rows(bench, quick):
         for s in steps:
             for p in overs:
                 name = f"LLL+refine{s} L={L}" + (f" p={p}" if p else "")
-                m = LLLEigenmaps(d, n_landmarks=L, n_neighbors_z=a.refine_kz,
+                m = LLLEigenmaps(n_components=d, n_landmarks=L, n_landmark_neighbors=a.refine_kz,
                                  affinity="precomputed", landmarks=a.landmark_method,
                                  random_state=0, refine=s, refine_oversample=p)
                 log(name)

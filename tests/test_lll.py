@@ -114,7 +114,7 @@ def test_coincident_point_is_reconstructed_by_its_landmark():
 
 def test_weights_reject_bad_input():
     X = np.zeros((5, 2))
-    with pytest.raises(ValueError, match="n_neighbors_z"):
+    with pytest.raises(ValueError, match="`n_neighbors`"):
         reconstruction_weights(X, X[:3], 4)
     with pytest.raises(ValueError, match="landmarks"):
         reconstruction_weights(X, np.zeros((3, 3)), 2)
@@ -308,7 +308,7 @@ def test_pruning_spreads_landmarks():
 
 def test_user_landmark_array_and_errors():
     X = swiss(100)
-    m = LLLEigenmaps(landmarks=np.array([3, 1, 50, 70, 90, 10]), n_neighbors_z=3).fit(X)
+    m = LLLEigenmaps(landmarks=np.array([3, 1, 50, 70, 90, 10]), n_landmark_neighbors=3).fit(X)
     np.testing.assert_array_equal(m.landmark_indices_, [1, 3, 10, 50, 70, 90])
     with pytest.raises(ValueError, match="landmarks"):
         select_landmarks(X, 5, np.array([0, 200]))

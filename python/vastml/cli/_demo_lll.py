@@ -35,7 +35,7 @@ def demo_lll_pe(args) -> None:
     print(f"   exact (ARPACK): {t_exact:.2f} s")
     lll = None
     for L in (50, 150) if quick else (50, 200, 500, 1000):
-        m = LLLEigenmaps(n_components=2, n_landmarks=L, n_neighbors_z=5, affinity="precomputed", random_state=0)
+        m = LLLEigenmaps(n_components=2, n_landmarks=L, n_landmark_neighbors=5, affinity="precomputed", random_state=0)
         t0 = time.perf_counter()
         m.fit(X, affinity_matrix=W)
         dt = time.perf_counter() - t0

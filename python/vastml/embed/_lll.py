@@ -39,13 +39,13 @@ class _LLLBase(TransformerMixin, BaseEstimator):
         if L is not None:
             L = min(_positive_int(L, "n_landmarks"), X.shape[0])
         idx = select_landmarks(X, L, self.landmarks, random_state=rng)
-        kz = self.n_neighbors_z
+        kz = self.n_landmark_neighbors
         kz = self._default_kz(X.shape[1], idx.size) if kz is None else kz
-        kz = min(_positive_int(kz, "n_neighbors_z"), idx.size)
+        kz = min(_positive_int(kz, "n_landmark_neighbors"), idx.size)
         self.landmark_indices_ = idx
         self.landmarks_ = X[idx].copy()
         self.n_landmarks_ = idx.size
-        self.n_neighbors_z_ = kz
+        self.n_landmark_neighbors_ = kz
         self.n_features_in_ = X.shape[1]
         nbr, W, L = weight_pieces(X, self.landmarks_, kz, reg=self.reg)
         self._z_pieces = (nbr, W)
@@ -55,7 +55,7 @@ class _LLLBase(TransformerMixin, BaseEstimator):
         """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
         check_is_fitted(self, "landmarks_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        return reconstruction_weights(X, self.landmarks_, self.n_neighbors_z_, reg=self.reg)
+        return reconstruction_weights(X, self.landmarks_, self.n_landmark_neighbors_, reg=self.reg)
 
     def transform(self, X):
         """Out-of-sample embedding ``x = X_tilde z`` of new points (thesis 4.5)."""
@@ -80,7 +80,7 @@ class LLLEigenmaps(_LLLBase):
         L (ignored when ``landmarks`` is an index array).
     landmarks : {"random", "kmeans", "random-pruned", "minmax"} or array-like of int, default="random"
         See :func:`select_landmarks`.
-    n_neighbors_z : int, default=None
+    n_landmark_neighbors : int, default=None
         K_Z, the landmarks reconstructing each point (default ``min(L, n_features + 1, 10)``,
         at least ``n_components + 1``).
     n_neighbors : int, default=10
@@ -119,7 +119,7 @@ class LLLEigenmaps(_LLLBase):
         :math:`\tilde X^T`.
     eigenvalues_ : ndarray (n_components,)
         Reduced generalised eigenvalues (the trivial 0 removed).
-    landmark_indices_, landmarks_, n_landmarks_, n_neighbors_z_, weights_ (Z, CSR)
+    landmark_indices_, landmarks_, n_landmarks_, n_landmark_neighbors_, weights_ (Z, CSR)
     fit_times_ : dict
         Wall seconds of the stages of the last ``fit`` (affinity graph, landmarks + weights,
         the two reduced products, the reduced eigensolve, the out-of-sample map).
@@ -141,7 +141,7 @@ class LLLEigenmaps(_LLLBase):
         n_components=2,
         n_landmarks=200,
         landmarks="random",
-        n_neighbors_z=None,
+        n_landmark_neighbors=None,
         n_neighbors=10,
         bandwidth=None,
         affinity="knn-gaussian",
@@ -154,7 +154,7 @@ class LLLEigenmaps(_LLLBase):
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.n_neighbors = n_neighbors
         self.bandwidth = bandwidth
         self.affinity = affinity
@@ -320,7 +320,7 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
         n_clusters=8,
         n_landmarks=200,
         landmarks="random",
-        n_neighbors_z=None,
+        n_landmark_neighbors=None,
         n_neighbors=10,
         bandwidth=None,
         affinity="knn-gaussian",
@@ -331,7 +331,7 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
         self.n_clusters = n_clusters
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.n_neighbors = n_neighbors
         self.bandwidth = bandwidth
         self.affinity = affinity
@@ -392,13 +392,13 @@ class LLLPCA(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=2, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        self, *, n_components=2, n_landmarks=200, landmarks="random", n_landmark_neighbors=None,
         reg=1e-3, random_state=None,
     ):
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.reg = reg
         self.random_state = random_state
 
@@ -449,13 +449,13 @@ class LLLDiscriminantAnalysis(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=1, n_landmarks=200, landmarks="random", n_neighbors_z=None,
+        self, *, n_components=1, n_landmarks=200, landmarks="random", n_landmark_neighbors=None,
         reg=1e-3, ridge=1e-10, random_state=None,
     ):
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.reg = reg
         self.ridge = ridge
         self.random_state = random_state
@@ -525,14 +525,14 @@ class LLLKernelPCA(_LLLBase):
 
     def __init__(
         self, *, n_components=2, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
-        n_neighbors_z=None, reg=1e-3, block=2048, random_state=None,
+        n_landmark_neighbors=None, reg=1e-3, block=2048, random_state=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.reg = reg
         self.block = block
         self.random_state = random_state
@@ -666,7 +666,7 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     kernel : str, default="rbf"
         Any metric of :func:`sklearn.metrics.pairwise.pairwise_kernels`.
     gamma : float, default=None
-    n_landmarks, landmarks, n_neighbors_z, reg, random_state
+    n_landmarks, landmarks, n_landmark_neighbors, reg, random_state
         As for :class:`LLLKernelPCA` (K_Z defaults to ``n_features + 1``).
     ridge : float, default=1e-3
         mu relative to :math:`\|\bar K\|_F^2 / N`.
@@ -696,14 +696,14 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
 
     def __init__(
         self, *, n_components=1, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
-        n_neighbors_z=None, reg=1e-3, ridge=1e-3, block=2048, random_state=None,
+        n_landmark_neighbors=None, reg=1e-3, ridge=1e-3, block=2048, random_state=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
-        self.n_neighbors_z = n_neighbors_z
+        self.n_landmark_neighbors = n_landmark_neighbors
         self.reg = reg
         self.ridge = ridge
         self.block = block

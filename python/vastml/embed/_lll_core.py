@@ -231,9 +231,9 @@ def weight_pieces(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust", n_jobs
     X = as_points(X, "X")
     Lm = as_points(landmarks, "landmarks", dim=X.shape[1])
     L = Lm.shape[0]
-    K = _positive_int(n_neighbors, "n_neighbors_z")
+    K = _positive_int(n_neighbors, "n_neighbors")
     if K > L:
-        raise ValueError(f"`n_neighbors_z` = {K} exceeds the number of landmarks {L}")
+        raise ValueError(f"`n_neighbors` = {K} exceeds the number of landmarks {L}")
     if not (np.isfinite(reg) and reg >= 0):
         raise ValueError(f"`reg` must be a finite number >= 0, got {reg}")
     choice(backend, "backend", ("rust", "numpy"))

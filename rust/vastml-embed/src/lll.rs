@@ -195,7 +195,7 @@ pub fn reconstruction_weights(
     let l = landmarks.len() / dim;
     if k == 0 || k > l {
         return Err(invalid(
-            "n_neighbors_z",
+            "n_neighbors",
             format!("must lie in [1, {l}] (the number of landmarks), got {k}"),
         ));
     }
