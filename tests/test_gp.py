@@ -74,7 +74,7 @@ def test_conjugate_gradient_solves_a_dense_system():
     b = rng.normal(size=(50, 3))
     out = conjugate_gradient(lambda v, e: A @ v, b, tol=1e-10, delta=1e-10, max_iter=500)
     np.testing.assert_allclose(A @ out.x, b, atol=1e-8)
-    assert out.converged and out.n_iter == len(out.residuals) == len(out.epsilons)
+    assert out.converged and out.n_iter_ == len(out.residuals) == len(out.epsilons)
 
 
 def test_callback_pickle_and_bad_input(problem):
@@ -109,13 +109,13 @@ def test_implicit_sphere():
     s = fit_implicit_surface(p, 2 * p, grid_size=20)
     assert s.values.shape == (20, 20, 20)
     # Field is negative inside, about zero on, positive outside the unit sphere.
-    r = np.linalg.norm(np.stack(np.meshgrid(*s.axes, indexing="ij"), -1), axis=-1)
+    r = np.linalg.norm(np.stack(np.meshgrid(*s.grid_axes, indexing="ij"), -1), axis=-1)
     assert np.all(s.values[(r > 0.6) & (r < 0.85)] < 0)
     assert np.all(s.values[(r > 1.12) & (r < 1.2)] > 0)
     q = rng.normal(size=(50, 3))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     assert np.abs(s.model.predict(q)).max() < 0.02
-    assert s.spacing[0] == pytest.approx(s.axes[0][1] - s.axes[0][0])
+    assert s.spacing[0] == pytest.approx(s.grid_axes[0][1] - s.grid_axes[0][0])
     with pytest.raises(ValueError, match="normals"):
         fit_implicit_surface(p, np.zeros_like(p))
 

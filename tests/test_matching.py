@@ -88,8 +88,8 @@ def test_bad_input():
         ConvexKernelizedSorting().fit(np.full((5, 2), np.nan), np.zeros((5, 2)))
     with pytest.raises(ValueError, match="kernel"):
         ConvexKernelizedSorting(kernel="poly").fit(np.zeros((5, 2)), np.zeros((5, 2)))
-    with pytest.raises(ValueError, match="C"):
-        ConvexKernelizedSorting(C=-1).fit(np.eye(3), np.eye(3))
+    with pytest.raises(ValueError, match="l2_penalty_marginals"):
+        ConvexKernelizedSorting(l2_penalty_marginals=-1).fit(np.eye(3), np.eye(3))
     with pytest.raises(ValueError, match="patience"):
         ConvexKernelizedSorting(patience=0).fit(np.eye(3), np.eye(3))
     with pytest.raises(ValueError, match="tol"):
@@ -113,13 +113,13 @@ def test_solver_reaches_the_optimum_of_a_slow_oracle():
     ref = minimize(fun, np.full(m * m, 1 / m), jac=True, method="L-BFGS-B",
                    bounds=[(0, None)] * (m * m), options={"ftol": 1e-14, "gtol": 1e-10,
                                                            "maxiter": 5000})
-    cks = ConvexKernelizedSorting(C=C, tol=1e-10, patience=None).fit(X, Y)
+    cks = ConvexKernelizedSorting(l2_penalty_marginals=C, tol=1e-10, patience=None).fit(X, Y)
     assert ref.fun > 1e-3  # noisy copy: the optimum is not a zero of the objective
     assert cks.objective_ == pytest.approx(cks_objective(cks.pi_, K, L, C))
     assert cks.objective_ <= ref.fun * (1 + 1e-6) + 1e-9
     assert np.abs(cks.pi_ - ref.x.reshape(m, m)).max() < 0.05
     # the default (assignment patience) stops earlier at the same hard assignment
-    early = ConvexKernelizedSorting(C=C).fit(X, Y)
+    early = ConvexKernelizedSorting(l2_penalty_marginals=C).fit(X, Y)
     assert early.n_iter_ < cks.n_iter_
     np.testing.assert_array_equal(early.match_, cks.match_)
 
@@ -213,7 +213,7 @@ def test_ks_restarts_on_threads_match_serial_and_clone():
     assert one.objectives_ == two.objectives_ and (one.match_ == two.match_).all()
     assert one.objective_ == max(one.objectives_)
     assert clone(one).get_params() == one.get_params()
-    assert clone(ConvexKernelizedSorting(C=3.0)).get_params()["C"] == 3.0
+    assert clone(ConvexKernelizedSorting(l2_penalty_marginals=3.0)).get_params()["l2_penalty_marginals"] == 3.0
     with pytest.raises(TypeError):
         KernelizedSorting("rbf")
 

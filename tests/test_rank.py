@@ -34,7 +34,7 @@ def test_gradient_matches_finite_differences(graph, method):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(240, 4))
     y = np.digitize(X @ [1.0, -2.0, 0.5, 0.0], [-1.0, 0.0, 1.0])
-    r = RankNCG(alpha=0.5, graph=graph)
+    r = RankNCG(l2_penalty=0.5, graph=graph)
     r._setup(X, y)
     w = rng.normal(size=4) * 0.3
     g = r._gradient(w, 1e-10, method, None)
@@ -47,7 +47,7 @@ def test_fast_gradient_close_to_direct_and_logistic():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(500, 3))
     y = rng.integers(0, 3, 500)
-    r = RankNCG(alpha=0.0)
+    r = RankNCG(l2_penalty=0.0)
     r._setup(X, y)
     w = rng.normal(size=3)
     fast = r._gradient(w, 1e-6, "fast", None)
@@ -73,7 +73,7 @@ def test_planted_ranking_beats_least_squares():
 
     X, y = sample(3000)
     Xt, yt = sample(3000)
-    rank = RankNCG(alpha=1e-2, random_state=0).fit(X, y)
+    rank = RankNCG(l2_penalty=1e-2, random_state=0).fit(X, y)
     ours = rank.score(Xt, yt)
     baseline = wmw_score(LinearRegression().fit(X, y).predict(Xt), yt)
     assert ours > baseline + 0.01
@@ -86,8 +86,8 @@ def test_fast_and_direct_fits_agree():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(400, 3))
     y = np.digitize(X @ [1.0, 0.5, -1.0] + 0.5 * rng.normal(size=400), [-1, 0, 1])
-    a = RankNCG(alpha=1.0, method="fast", random_state=0).fit(X, y)
-    b = RankNCG(alpha=1.0, method="direct", random_state=0).fit(X, y)
+    a = RankNCG(l2_penalty=1.0, method="fast", random_state=0).fit(X, y)
+    b = RankNCG(l2_penalty=1.0, method="direct", random_state=0).fit(X, y)
     assert abs(a.score(X, y) - b.score(X, y)) <= 0.005
 
 
@@ -97,7 +97,7 @@ def test_bad_input():
         RankNCG().fit(X, np.zeros(10))
     with pytest.raises(ValueError, match="graph"):
         RankNCG(graph="tree").fit(X, np.arange(10) % 2)
-    with pytest.raises(ValueError, match="alpha"):
-        RankNCG(alpha=-1).fit(X, np.arange(10) % 2)
+    with pytest.raises(ValueError, match="l2_penalty"):
+        RankNCG(l2_penalty=-1).fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError):
         wmw_score([1.0, 2.0], [0])

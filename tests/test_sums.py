@@ -83,8 +83,8 @@ def test_direct_methods_are_exact():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"order": -1}, "order"),
-        ({"order": 31}, "order"),
+        ({"derivative_order": -1}, "derivative_order"),
+        ({"derivative_order": 31}, "derivative_order"),
         ({"h1": 0.0}, "h1"),
         ({"h2": -1.0}, "h2"),
         ({"epsilon": 0.0}, "epsilon"),
@@ -93,7 +93,7 @@ def test_direct_methods_are_exact():
     ],
 )
 def test_hermite_bad_input(kwargs, message):
-    args = {"sources": np.zeros(5), "targets": np.zeros(2), "order": 2, "h1": 1.0}
+    args = {"sources": np.zeros(5), "targets": np.zeros(2), "derivative_order": 2, "h1": 1.0}
     args.update(kwargs)
     with pytest.raises((ValueError, TypeError), match=message):
         hermite_gauss_sum(**args)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from vastml._validation import as_points, choice, n_jobs_arg, open_unit_float, positive_float
+from vastml._validation import as_points, check_int, choice, n_jobs_arg, open_unit_float, positive_float
 from vastml.kernels._sums import SUM_METHODS, as_line, hermite_gauss_sum
 
 SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -65,7 +65,7 @@ def scott_bandwidth(X) -> np.ndarray:
     return float(n) ** (-1.0 / (d + 4)) * std
 
 
-def normal_reference_functional(order: int, std: float) -> float:
+def normal_reference_functional(derivative_order: int, std: float) -> float:
     r"""The density functional :math:`\Phi_r = \int p^{(r)} p` of :math:`N(0, \sigma^2)`, r even.
 
     .. math:: \Phi_r = \frac{(-1)^{r/2}\, r!}{(2\sigma)^{r+1} (r/2)!\, \sqrt{\pi}}
@@ -76,13 +76,14 @@ def normal_reference_functional(order: int, std: float) -> float:
     >>> bool(abs(normal_reference_functional(6, 1.0) + 15 / (16 * math.sqrt(math.pi))) < 1e-15)
     True
     """
+    order = check_int(derivative_order, "derivative_order", low=0)
     if order % 2:
-        raise ValueError(f"`order` must be even, got {order}")
+        raise ValueError(f"`derivative_order` must be even, got {order}")
     half = order // 2
     return (-1) ** half * math.factorial(order) / ((2 * std) ** (order + 1) * math.factorial(half) * SQRT_PI)
 
 
-def density_derivative(data, at, order, bandwidth, epsilon=1e-6, method="auto", n_jobs=None):
+def density_derivative(data, at, derivative_order, bandwidth, epsilon=1e-6, method="auto", n_jobs=None):
     r"""The r-th derivative of the Gaussian kernel density estimate of 1-D ``data`` at ``at``.
 
     .. math:: \hat p^{(r)}(x) = \frac{(-1)^r}{\sqrt{2\pi} N h^{r+1}}
@@ -95,17 +96,18 @@ def density_derivative(data, at, order, bandwidth, epsilon=1e-6, method="auto", 
     --------
     >>> import numpy as np
     >>> x = np.random.default_rng(1).normal(size=20000)
-    >>> slope = density_derivative(x, [-1.0, 1.0], order=1, bandwidth=0.2)
+    >>> slope = density_derivative(x, [-1.0, 1.0], derivative_order=1, bandwidth=0.2)
     >>> bool(slope[0] > 0 > slope[1])
     True
     """
     x = as_line(data, "data")
     h = positive_float(bandwidth, "bandwidth")
+    order = check_int(derivative_order, "derivative_order", low=0, high=30)
     g = hermite_gauss_sum(x, at, order, h, math.sqrt(2.0) * h, None, epsilon, method, n_jobs)
     return (-1) ** order * g / (SQRT_2PI * x.shape[0] * h ** (order + 1))
 
 
-def density_functional(data, order, bandwidth, epsilon=1e-3, method="auto", n_jobs=None) -> float:
+def density_functional(data, derivative_order, bandwidth, epsilon=1e-3, method="auto", n_jobs=None) -> float:
     r"""The estimate :math:`\hat\Phi_r(g)` of :math:`\int p^{(r)} p` for even r (thesis eq. 6.21).
 
     .. math:: \hat\Phi_r(g) = \frac{1}{N(N-1)\sqrt{2\pi}\, g^{r+1}}
@@ -115,7 +117,12 @@ def density_functional(data, order, bandwidth, epsilon=1e-3, method="auto", n_jo
     """
     x = as_line(data, "data")
     g = positive_float(bandwidth, "bandwidth")
+    order = check_int(derivative_order, "derivative_order", low=0, high=30)
+    if order % 2:
+        raise ValueError(f"`derivative_order` must be even, got {order}")
     n = x.shape[0]
+    if n < 2:
+        raise ValueError(f"`data` needs at least 2 samples, got {n}")
     s = hermite_gauss_sum(x, x, order, g, math.sqrt(2.0) * g, None, epsilon, method, n_jobs).sum()
     return float(s / (n * (n - 1) * SQRT_2PI * g ** (order + 1)))
 

@@ -360,8 +360,9 @@ class ImplicitSurface:
     model : GaussianProcessRegressor
         The field f (negative inside, positive outside).
     values : ndarray of shape (n, n, n)
-        f on the grid; ``values[i, j, k]`` is at ``(axes[0][i], axes[1][j], axes[2][k])``.
-    axes : tuple of three ndarrays
+        f on the grid; ``values[i, j, k]`` is at
+        ``(grid_axes[0][i], grid_axes[1][j], grid_axes[2][k])``.
+    grid_axes : tuple of three ndarrays
         Grid coordinates per dimension.
     spacing : tuple of float
         Grid steps, as ``skimage.measure.marching_cubes(values, 0, spacing=spacing)`` wants
@@ -371,7 +372,7 @@ class ImplicitSurface:
 
     model: GaussianProcessRegressor
     values: np.ndarray
-    axes: tuple
+    grid_axes: tuple
     spacing: tuple
     origin: np.ndarray
 
@@ -466,8 +467,8 @@ def fit_implicit_surface(
     n = int(grid_size)
     if n < 2:
         raise ValueError(f"`grid_size` must be at least 2, got {grid_size!r}")
-    axes = tuple(np.linspace(g0[k], g1[k], n) for k in range(3))
-    mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    grid_axes = tuple(np.linspace(g0[k], g1[k], n) for k in range(3))
+    mesh = np.stack(np.meshgrid(*grid_axes, indexing="ij"), axis=-1).reshape(-1, 3)
     values = model.predict(mesh).reshape(n, n, n)
-    spacing = tuple(float(a[1] - a[0]) for a in axes)
-    return ImplicitSurface(model=model, values=values, axes=axes, spacing=spacing, origin=g0)
+    spacing = tuple(float(a[1] - a[0]) for a in grid_axes)
+    return ImplicitSurface(model=model, values=values, grid_axes=grid_axes, spacing=spacing, origin=g0)

@@ -28,12 +28,13 @@ class CGResult:
     ----------
     x : ndarray
         The solution, shaped like ``b``.
-    n_iter : int
+    n_iter_ : int
+        Iterations run (the largest over the columns), as ``n_iter_`` of an estimator.
     converged : bool
         Every column reached ``tol``.
     residuals, epsilons : list of float
         Largest relative residual and the transform accuracy, per iteration.
-    alphas, betas : ndarray of shape (n_iter, n_columns)
+    alphas, betas : ndarray of shape (n_iter_, n_columns)
         CG step lengths and direction updates (0 once a column has converged).
     column_iters : ndarray of shape (n_columns,)
         Iterations each column took.
@@ -44,7 +45,7 @@ class CGResult:
     """
 
     x: np.ndarray
-    n_iter: int
+    n_iter_: int
     converged: bool
     residuals: list = field(default_factory=list)
     epsilons: list = field(default_factory=list)
@@ -166,7 +167,7 @@ def conjugate_gradient(
     Bt = np.array(betas).reshape(k, m)
     return CGResult(
         x=X[:, 0] if one else X,
-        n_iter=k,
+        n_iter_=k,
         converged=not active.any(),
         residuals=residuals,
         epsilons=epsilons,

@@ -119,7 +119,7 @@ class GPSystem:
                 progress=progress,
                 start_iteration=total,
             )
-            total += res.n_iter
+            total += res.n_iter_
             if res.converged or res.stopped or not grow or total >= max_iter:
                 return res, total
             self.precond.build(2 * self.precond.n_visited)

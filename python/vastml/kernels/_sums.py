@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from vastml import _core
-from vastml._validation import choice, n_jobs_arg, open_unit_float, positive_float
+from vastml._validation import check_int, choice, n_jobs_arg, open_unit_float, positive_float
 
 #: Methods of the 1-D sums. ``auto`` runs the fast series when its cost estimate is lower.
 SUM_METHODS = ("auto", "direct", "fast")
@@ -42,7 +40,7 @@ def _line_weights(weights, n: int) -> np.ndarray:
 def hermite_gauss_sum(
     sources,
     targets,
-    order,
+    derivative_order,
     h1,
     h2=None,
     weights=None,
@@ -64,8 +62,9 @@ def hermite_gauss_sum(
     ----------
     sources, targets : array-like of shape (n,)
         Points :math:`x_i` and :math:`y_j`.
-    order : int
-        :math:`r \ge 0` (at most 30).
+    derivative_order : int
+        The Hermite order :math:`r \ge 0` (at most 30): the order of the density derivative
+        the sum stands for.
     h1 : float
         Scale of the Hermite argument.
     h2 : float, default=None
@@ -88,15 +87,14 @@ def hermite_gauss_sum(
     >>> import numpy as np
     >>> from vastml.kernels import hermite_gauss_sum
     >>> x = np.linspace(0, 1, 1001)
-    >>> g = hermite_gauss_sum(x, [0.5], order=2, h1=0.1, epsilon=1e-10, method="fast")
+    >>> g = hermite_gauss_sum(x, [0.5], derivative_order=2, h1=0.1, epsilon=1e-10, method="fast")
     >>> exact = np.sum(((0.5 - x) ** 2 / 0.01 - 1) * np.exp(-((0.5 - x) ** 2) / 0.02))
     >>> bool(abs(g[0] - exact) < 1e-10 * 1001)
     True
     """
     x = as_line(sources, "sources")
     y = as_line(targets, "targets")
-    if isinstance(order, bool) or not isinstance(order, numbers.Integral) or not 0 <= order <= 30:
-        raise ValueError(f"`order` must be an integer in [0, 30], got {order!r}")
+    order = check_int(derivative_order, "derivative_order", low=0, high=30)
     h1 = positive_float(h1, "h1")
     h2 = np.sqrt(2.0) * h1 if h2 is None else positive_float(h2, "h2")
     q = _line_weights(weights, x.shape[0])

@@ -9,17 +9,19 @@ from vastml._lazy import attach
 
 # Public names, imported on first use (see vastml._lazy): `import vastml.matching` stays cheap.
 if TYPE_CHECKING:
-    from vastml.matching._cks import (
-        ConvexKernelizedSorting,
+    from vastml.matching._baselines import (
         KernelizedSorting,
         LeastSquaresObjectMatching,
+        lsmi,
+        smooth_kernel,
+    )
+    from vastml.matching._cks import (
+        ConvexKernelizedSorting,
         centred_kernel,
         cks_gradient,
         cks_hessian_diagonal,
         cks_objective,
-        lsmi,
         sinkhorn,
-        smooth_kernel,
     )
 
 __all__ = [
