@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
 from vastml._validation import as_points, choice, n_jobs_arg
-from vastml.reorder._tspmeans import _seed
+from vastml.reorder._random import seed_of as _seed
 
 
 def centred_kernel(Z, kernel="rbf", gamma=None, center=True) -> np.ndarray:
