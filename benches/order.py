@@ -121,12 +121,12 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "L": tm.path_length_,
         foms = []
         for seed in range(1 if b.quick else 5):
             X, y = make_waveform(1500, noise_features=noisy, random_state=10 + seed)
-            em = EMOrdering(n_iter=5, random_state=seed).fit(X)
+            em = EMOrdering(max_iter=5, random_state=seed).fit(X)
             foms.append([figure_of_merit(y, em.history_[0]["order"]),
                          figure_of_merit(y, em.order_),
                          int((~em.active_[21:]).sum()) if noisy else 0])
         f = np.mean(foms, axis=0)
-        t = b.time(lambda X=X: EMOrdering(n_iter=5, random_state=0).fit(X), repeats=1)
+        t = b.time(lambda X=X: EMOrdering(max_iter=5, random_state=0).fit(X), repeats=1)
         row = b.compare("waveform em", t, {}, {"n": 1500, "noise_features": noisy},
                         {"FOM EM-1": round(f[0], 3), "FOM EM-5": round(f[1], 3),
                          "noise dropped": f"{f[2]:.1f}/{noisy}", "thesis (Table 2.3)": thesis})

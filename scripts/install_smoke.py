@@ -61,7 +61,7 @@ def reorder(rng):
     print("reorder")
     from vastml.reorder import ConvoMap, convolution_error, planted_matrix
 
-    m = np.asarray(planted_matrix("nested", 60, 0.02, 1))
+    m = np.asarray(planted_matrix("nested", 60, 0.02, random_state=1))
     shuffled = m[rng.permutation(60)][:, rng.permutation(60)]
     cm = ConvoMap(kernel_size=3, random_state=0, n_jobs=1).fit(shuffled)
     before = convolution_error(shuffled, kernel_size=3)

@@ -20,7 +20,7 @@ def test_hard_scaling_drops_noise_when_the_order_ignores_it():
     # ~2 (sigma ~1.41 > the alpha = 1.1 threshold 1.152) and must all be switched off
     X, y = make_waveform(600, noise_features=21, random_state=1)
     signal_order = lambda z: np.lexsort((X[:, 10], y))
-    em = EMOrdering(n_iter=2, orderer=signal_order).fit(X)
+    em = EMOrdering(max_iter=2, orderer=signal_order).fit(X)
     assert (~em.active_[21:]).mean() >= 0.9
     assert em.active_[5:16].all()
     assert (em.sigma_[21:][np.isfinite(em.sigma_[21:])] > 1.152).sum() == 0
@@ -29,7 +29,7 @@ def test_hard_scaling_drops_noise_when_the_order_ignores_it():
 def test_em_ordering_lowers_fom_and_downweights_noise():
     X, y = make_waveform(600, noise_features=21, random_state=1)
     base = figure_of_merit(y, TSPMeans(random_state=0).fit((X - X.mean(0)) / X.std(0)).order_)
-    em = EMOrdering(n_iter=3, random_state=0).fit(X)
+    em = EMOrdering(max_iter=3, random_state=0).fit(X)
     fom = figure_of_merit(y, em.order_)
     assert fom < base
     # noise features end with larger residual scales (or off) than the informative middle ones
@@ -46,7 +46,7 @@ def test_wave_noisy_1500_drops_noise_and_lowers_fom():
     # first M-step, under the entropy rule's 1.152 cut: the units-free variance rule
     # (sigma^2 > alpha s^2, cut 1.049) is the one that finds them (EMOrdering's Notes).
     X, y = make_waveform(1500, noise_features=21, random_state=10)
-    em = EMOrdering(n_iter=5, tolerance_rule="variance", random_state=0).fit(X)
+    em = EMOrdering(max_iter=5, tolerance_rule="variance", random_state=0).fit(X)
     f1, f5 = figure_of_merit(y, em.history_[0]["order"]), figure_of_merit(y, em.order_)
     assert f5 <= f1 and f5 < 0.26
     assert (~em.active_[21:]).mean() >= 0.9
@@ -70,7 +70,7 @@ def test_entropy_rule_cut_is_1_152_on_standardised_data():
     sig = np.sqrt((np.diff(Xs, axis=0) ** 2).mean(0))
     for rule, cut in (("entropy", np.exp(1.1 * 0.5 * np.log(2 * np.pi * np.e))
                        / np.sqrt(2 * np.pi * np.e)), ("variance", np.sqrt(1.1))):
-        em = EMOrdering(n_iter=1, tolerance_rule=rule, orderer=lambda z: order).fit(X)
+        em = EMOrdering(max_iter=1, tolerance_rule=rule, orderer=lambda z: order).fit(X)
         np.testing.assert_allclose(em.sigma_[em.active_], sig[em.active_], rtol=1e-12)
         assert em.active_.tolist() == (sig <= cut).tolist()
     assert round(float(np.exp(1.1 * 0.5 * np.log(2 * np.pi * np.e)) / np.sqrt(2 * np.pi * np.e)), 3) == 1.152
@@ -80,13 +80,13 @@ def test_laplace_e_step_is_mean_absolute_residual():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(50, 4)) * [1, 2, 3, 4] + np.arange(50)[:, None] * [1, 0, 0.1, 0]
     order = np.argsort(X[:, 0])
-    em = EMOrdering(n_iter=1, noise_model="laplace", scaling="soft", orderer=lambda z: order).fit(X)
+    em = EMOrdering(max_iter=1, noise_model="laplace", scaling="soft", orderer=lambda z: order).fit(X)
     Xs = (X - X.mean(0)) / X.std(0)
     b = np.abs(np.diff(Xs[order], axis=0)).mean(0)
     np.testing.assert_allclose(em.sigma_, b, rtol=1e-12)
     # hard scaling, entropy rule: 1 + log(2 b) > alpha (1 + log(2 b_D)), b_D = mean |x - median|
     bd = np.abs(Xs - np.median(Xs, 0)).mean(0)
-    hard = EMOrdering(n_iter=1, noise_model="laplace", orderer=lambda z: order).fit(X)
+    hard = EMOrdering(max_iter=1, noise_model="laplace", orderer=lambda z: order).fit(X)
     assert hard.active_.tolist() == (1 + np.log(2 * b) <= 1.1 * (1 + np.log(2 * bd))).tolist()
 
 
@@ -112,7 +112,7 @@ def test_edge_metric_paths_are_two_opt_optimal_under_their_cost(metric):
             o[i:j + 1] = o[i:j + 1][::-1]
             assert cost(o) >= cost(order) - 1e-9
     X, _ = make_waveform(200, noise_features=4, random_state=3)
-    em = EMOrdering(n_iter=2, edge_metric=metric, random_state=0).fit(X)
+    em = EMOrdering(max_iter=2, edge_metric=metric, random_state=0).fit(X)
     assert sorted(em.order_.tolist()) == list(range(200))
 
 
@@ -121,15 +121,15 @@ def test_convergence_rule_callbacks_and_clone():
 
     X, _ = make_waveform(120, noise_features=3, random_state=4)
     fixed = np.argsort(X[:, 10])
-    em = EMOrdering(n_iter=10, orderer=lambda z: fixed).fit(X)
+    em = EMOrdering(max_iter=10, orderer=lambda z: fixed).fit(X)
     # same order twice: the second E-step changes nothing, so EM stops there
     assert em.n_iter_ == 2 and em.converged_ and not em.stopped_early_
     seen = []
-    em2 = EMOrdering(n_iter=5, random_state=0, callbacks=lambda i, h, o: seen.append((i, h)) or i >= 2).fit(X)
+    em2 = EMOrdering(max_iter=5, random_state=0, callbacks=lambda i, h, o: seen.append((i, h)) or i >= 2).fit(X)
     assert [i for i, _ in seen] == [1, 2] and em2.stopped_early_ and em2.n_iter_ == 2
     assert seen[-1][1] == em2.history_[-1]["H"]
-    c = clone(EMOrdering(n_iter=3, alpha=1.2, edge_metric="l1", random_state=5))
-    assert c.get_params()["alpha"] == 1.2 and c.get_params()["edge_metric"] == "l1"
+    c = clone(EMOrdering(max_iter=3, tolerance_factor=1.2, edge_metric="l1", random_state=5))
+    assert c.get_params()["tolerance_factor"] == 1.2 and c.get_params()["edge_metric"] == "l1"
     with pytest.raises(TypeError):
         EMOrdering(3)
     for bad in ({"edge_metric": "cosine"}, {"noise_model": "cauchy"}, {"tolerance_rule": "x"}, {"tol": -1}):
@@ -139,14 +139,14 @@ def test_convergence_rule_callbacks_and_clone():
 
 def test_backends_and_bad_input():
     X, _ = make_waveform(12, random_state=2)
-    ex = EMOrdering(n_iter=2, orderer="exact").fit(X)
+    ex = EMOrdering(max_iter=2, orderer="exact").fit(X)
     assert sorted(ex.order_.tolist()) == list(range(12))
-    cal = EMOrdering(n_iter=1, orderer=lambda z: np.argsort(z[:, 0])).fit(X)
+    cal = EMOrdering(max_iter=1, orderer=lambda z: np.argsort(z[:, 0])).fit(X)
     assert sorted(cal.order_.tolist()) == list(range(12))
     with pytest.raises(ValueError, match="permutation"):
         EMOrdering(orderer=lambda z: np.zeros(len(z), int)).fit(X)
-    with pytest.raises(ValueError, match="alpha"):
-        EMOrdering(alpha=0.5).fit(X)
+    with pytest.raises(ValueError, match="tolerance_factor"):
+        EMOrdering(tolerance_factor=0.5).fit(X)
     with pytest.raises(ValueError, match="constant"):
         EMOrdering().fit(np.ones((5, 3)))
     with pytest.raises(ValueError, match="NaN"):

@@ -167,7 +167,7 @@ def test_factor_two_identity_under_cyclic_padding():
 
 
 def shuffled_planted(pattern, n, noise, seed=0):
-    M = planted_matrix(pattern, n, noise, seed=7)
+    M = planted_matrix(pattern, n, noise, random_state=7)
     rng = np.random.default_rng(seed)
     return M, M[rng.permutation(n)][:, rng.permutation(n)]
 

@@ -17,7 +17,7 @@ def run(*args):
 def test_reorder_file(tmp_path, ext):
     pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
-    M = planted_matrix("blocks", 40, 0.0, seed=3)
+    M = planted_matrix("blocks", 40, 0.0, random_state=3)
     S = M[rng.permutation(40)][:, rng.permutation(40)]
     src = tmp_path / f"m{ext}"
     save_matrix(src, S)

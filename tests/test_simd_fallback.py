@@ -56,7 +56,7 @@ SCRIPT = textwrap.dedent(
     ):
         out[name] = clf.fit(data, target).decision_function(data)
     # vastml-order: POPCNT shift counts (ConvoMap), the AVX2 dynamic programme (gradient order)
-    m = np.asarray(planted_matrix("nested", 48, 0.05, 3))
+    m = np.asarray(planted_matrix("nested", 48, 0.05, random_state=3))
     cm = ConvoMap(kernel_size=3, random_state=0, n_jobs=1).fit(m)
     out["convomap_rows"], out["convomap_cols"] = cm.row_order_, cm.col_order_
     d = rng.uniform(size=(14, 14))

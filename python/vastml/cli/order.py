@@ -59,7 +59,7 @@ def run_order(args) -> int:
             raise ValueError(f"{path}: the table contains NaN or infinite values")
         t0 = time.perf_counter()
         if args.em:
-            est = EMOrdering(n_iter=args.em, random_state=args.seed, n_jobs=args.n_jobs).fit(X)
+            est = EMOrdering(max_iter=args.em, random_state=args.seed, n_jobs=args.n_jobs).fit(X)
         else:
             Xs = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0) if args.standardize else X
             est = TSPMeans(levels=args.levels, random_state=args.seed, n_jobs=args.n_jobs).fit(Xs)
@@ -116,7 +116,7 @@ def demo(args) -> int:
     Xz = (X - X.mean(0)) / X.std(0)
     tm = TSPMeans(random_state=args.seed).fit(Xz)
     t1 = time.perf_counter()
-    em = EMOrdering(n_iter=5, random_state=args.seed).fit(X)
+    em = EMOrdering(max_iter=5, random_state=args.seed).fit(X)
     t2 = time.perf_counter()
     print(f"   FOM: shuffled {figure_of_merit(y):.3f}, TSP-means {figure_of_merit(y, tm.order_):.3f} "
           f"({t1 - t0:.2f} s), EM-5 {figure_of_merit(y, em.order_):.3f} ({t2 - t1:.2f} s; "

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator
 from vastml._progress import Progress
 from vastml._validation import check_float, check_int, choice, n_jobs_arg
 from vastml.matching._cks import Kernel, _check_pair, centred_kernel
-from vastml.reorder._tspmeans import _seed
+from vastml.reorder._random import seed_of as _seed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

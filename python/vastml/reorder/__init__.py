@@ -23,7 +23,6 @@ from vastml._lazy import attach
 
 # Public names, imported on first use (see vastml._lazy): `import vastml.reorder` stays cheap.
 if TYPE_CHECKING:
-    from vastml._core import planted_categorical, planted_matrix
     from vastml.reorder._baselines import (
         barycentric_order,
         bidirectional_order,
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     )
     from vastml.reorder._objective import convolution_error
     from vastml.reorder._orders import branch_and_bound_order, gradient_order, tsp_order
+    from vastml.reorder._planted import planted_categorical, planted_matrix
     from vastml.reorder._plot import plot_matrix, save_png
     from vastml.reorder._seriate import seriate
     from vastml.reorder._tspmeans import TSPMeans, tsp_path

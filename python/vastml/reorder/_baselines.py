@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vastml._validation import check_int
 from vastml.reorder._objective import as_codes
 
 
@@ -36,7 +37,7 @@ def nested_order(matrix) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
-def barycentric_order(matrix, *, n_iter=10) -> tuple[np.ndarray, np.ndarray]:
+def barycentric_order(matrix, *, max_iter=10) -> tuple[np.ndarray, np.ndarray]:
     """Alternately sort rows and columns by barycentre Σ_c c·M[r,c] / Σ_c M[r,c] (eq. 2.1).
 
     Rows (columns) without ones keep their barycentre undefined and go last.
@@ -61,7 +62,7 @@ def barycentric_order(matrix, *, n_iter=10) -> tuple[np.ndarray, np.ndarray]:
         b[s == 0] = np.inf
         return b
 
-    for _ in range(int(n_iter)):
+    for _ in range(check_int(max_iter, "max_iter", low=0)):
         new_rows = rows[np.argsort(bary(M[rows][:, cols]), kind="stable")]
         new_cols = cols[np.argsort(bary(M[new_rows][:, cols].T), kind="stable")]
         if np.array_equal(new_rows, rows) and np.array_equal(new_cols, cols):
@@ -95,13 +96,13 @@ def _closest_intervals(A, only_fill):
     return start, end
 
 
-def bidirectional_order(matrix, *, n_iter=10, only_fill=False) -> tuple[np.ndarray, np.ndarray]:
+def bidirectional_order(matrix, *, max_iter=10, only_fill=False) -> tuple[np.ndarray, np.ndarray]:
     """Alternating banded ordering (Garriga, Junttila & Mannila; the thesis's "Bidirectional").
 
     Given the column order, each row is replaced by its closest consecutive-ones interval
     (fewest flips; ``only_fill=True``: only 0 -> 1 flips, i.e. first to last one), the rows
     are sorted by (interval start, interval end) -- nested intervals (Sperner conflicts) are
-    resolved by that order --, then the same for the columns; ``n_iter`` rounds or until
+    resolved by that order --, then the same for the columns; ``max_iter`` rounds or until
     nothing changes. Rows (columns) without ones go last.
 
     Examples
@@ -121,7 +122,7 @@ def bidirectional_order(matrix, *, n_iter=10, only_fill=False) -> tuple[np.ndarr
         start, end = _closest_intervals(A, only_fill)
         return np.lexsort((end, start))
 
-    for _ in range(int(n_iter)):
+    for _ in range(check_int(max_iter, "max_iter", low=0)):
         new_rows = rows[sort_rows(M[rows][:, cols])]
         new_cols = cols[sort_rows(M[new_rows][:, cols].T)]
         if np.array_equal(new_rows, rows) and np.array_equal(new_cols, cols):

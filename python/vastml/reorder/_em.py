@@ -4,16 +4,16 @@ hard-with-tolerance feature scaling (Sec. 2.3.4)."""
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from vastml._progress import Progress, check_callback_every, check_callbacks
-from vastml._validation import as_points, choice
+from vastml._validation import as_points, check_float, check_int, choice
 from vastml.reorder._measures import path_length
-from vastml.reorder._tspmeans import TSPMeans, _seed, tsp_path
+from vastml.reorder._random import seed_of
+from vastml.reorder._tspmeans import TSPMeans, tsp_path
 
 EDGE_METRICS = ("euclidean", "sqeuclidean", "l1")
 NOISE_MODELS = ("gaussian", "laplace")
@@ -81,10 +81,12 @@ class EMOrdering(BaseEstimator):
 
     Parameters
     ----------
-    n_iter : int, default=5
+    max_iter : int, default=5
         Most EM iterations (the thesis runs 5).
-    alpha : float >= 1, default=1.1
-        Tolerance :math:`\alpha` of hard scaling (thesis: 1.1; 1.0 = plain hard scaling).
+    tolerance_factor : float >= 1, default=1.1
+        How much worse than the data's own spread a feature's residuals may be before hard
+        scaling switches it off: the thesis's tolerance :math:`\alpha` (1.1 there; 1.0 =
+        plain hard scaling).
     scaling : {"hard", "soft"}, default="hard"
     tolerance_rule : {"entropy", "variance"}, default="entropy"
         When hard scaling removes feature j. ``"entropy"``, the thesis's text:
@@ -108,7 +110,7 @@ class EMOrdering(BaseEstimator):
         The Euclidean M-step: the thesis's plain TSP-means (no window polish), Held-Karp (at
         most 16 rows), greedy + 2-opt + Or-opt, or ``f(scaled_X) -> order``.
     tol : float, default=1e-4
-        Convergence rule: stop before ``n_iter`` when an E-step keeps the active set and moves
+        Convergence rule: stop before ``max_iter`` when an E-step keeps the active set and moves
         no active scale by more than ``tol`` (relative), i.e. both steps are at a fixed point.
     standardize : bool, default=True
         z-score the features first (the thesis's setting).
@@ -146,17 +148,17 @@ class EMOrdering(BaseEstimator):
     --------
     >>> from vastml.datasets import make_waveform
     >>> X, y = make_waveform(300, noise_features=5, random_state=0)
-    >>> em = EMOrdering(n_iter=2, random_state=0).fit(X)
+    >>> em = EMOrdering(max_iter=2, random_state=0).fit(X)
     >>> bool(em.sigma_[21:].min() > em.sigma_[5:16].max())  # noise features weigh less
     True
     """
 
-    def __init__(self, *, n_iter=5, alpha=1.1, scaling="hard", tolerance_rule="entropy",
+    def __init__(self, *, max_iter=5, tolerance_factor=1.1, scaling="hard", tolerance_rule="entropy",
                  noise_model="gaussian", edge_metric="euclidean", orderer="tsp_means", tol=1e-4,
                  standardize=True, random_state=None, n_jobs=None, callbacks=None,
                  callback_every=1, verbose=False):
-        self.n_iter = n_iter
-        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tolerance_factor = tolerance_factor
         self.scaling = scaling
         self.tolerance_rule = tolerance_rule
         self.noise_model = noise_model
@@ -199,20 +201,15 @@ class EMOrdering(BaseEstimator):
         return 1.0 + np.log(2.0 * scale)
 
     def _check_params(self, n):
-        if isinstance(self.n_iter, bool) or not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 1:
-            raise ValueError(f"`n_iter` must be an integer >= 1, got {self.n_iter!r}")
+        check_int(self.max_iter, "max_iter", low=1)
         choice(self.scaling, "scaling", ("hard", "soft"))
         choice(self.tolerance_rule, "tolerance_rule", TOLERANCE_RULES)
         choice(self.noise_model, "noise_model", NOISE_MODELS)
         choice(self.edge_metric, "edge_metric", EDGE_METRICS)
         if not callable(self.orderer):
             choice(self.orderer, "orderer", ("tsp_means", "exact", "heuristic"))
-        alpha = float(self.alpha)
-        if not (np.isfinite(alpha) and alpha >= 1.0):
-            raise ValueError(f"`alpha` must be a finite number >= 1, got {self.alpha!r}")
-        tol = self.tol
-        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (np.isfinite(tol) and tol >= 0):
-            raise ValueError(f"`tol` must be a finite number >= 0, got {tol!r}")
+        alpha = check_float(self.tolerance_factor, "tolerance_factor", low=1.0)
+        tol = check_float(self.tol, "tol", low=0.0)
         if self.edge_metric != "euclidean" and n > MAX_ROWS_DENSE_METRIC:
             raise ValueError(
                 f"`edge_metric={self.edge_metric!r}` builds the full {n} x {n} cost matrix; it takes at "
@@ -245,11 +242,11 @@ class EMOrdering(BaseEstimator):
         h_d = self._entropy(np.where(const, 1.0, scale_d))
         sigma = np.where(const, np.inf, scale_d)
         active = ~const
-        seed = _seed(self.random_state)
+        seed = seed_of(self.random_state)
         history = []
         converged = False
         order = None
-        n_iter = int(self.n_iter)
+        n_iter = int(self.max_iter)
         with Progress(callbacks, callback_every=every, verbose=self.verbose, total=n_iter,
                       desc="EMOrdering") as progress:
             for it in range(n_iter):

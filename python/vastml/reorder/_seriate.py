@@ -13,6 +13,7 @@ import numpy as np
 from vastml import _core
 from vastml._progress import Progress
 from vastml._validation import choice, n_jobs_arg
+from vastml.reorder._random import seed_of
 
 METHODS = (
     "TSP",
@@ -30,18 +31,6 @@ METHODS = (
 )
 _DATA_ONLY = ("BEA", "PCA", "TSP_means")
 _LINKAGES = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
-
-
-def _seed(random_state) -> int:
-    if random_state is None:
-        return int(np.random.default_rng().integers(2**63))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**63))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"`random_state` must be non-negative, got {random_state}")
-        return int(random_state)
-    raise TypeError(f"`random_state` must be None, an int or a numpy Generator, got {random_state!r}")
 
 
 def default_time_limit(n: int) -> float:
@@ -92,13 +81,13 @@ class _Problem:
         return self.dense(), True
 
 
-def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, neighbours=10):
+def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, n_neighbors=10):
     x, pre = prob.rust_args()
     n = prob.n
     tl = default_time_limit(n) if time_limit is None else time_limit
     if not progress.active:
         order, length, *_ = _core.tsp_ils_order(
-            x, pre, None, None, neighbours, None, tl, 2, 30, seed, None, n_jobs=n_jobs
+            x, pre, None, None, n_neighbors, None, tl, 2, 30, seed, None, n_jobs=n_jobs
         )
         return order, length
     # in chunks so that callbacks and the bar see the path shorten
@@ -106,7 +95,7 @@ def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, neighbours=10):
     start: Any = None
     for it in range(1, chunks + 1):
         order, length, *_ = _core.tsp_ils_order(
-            x, pre, None, None, neighbours, None, tl / chunks, 2, 30, seed + it, start, n_jobs=n_jobs
+            x, pre, None, None, n_neighbors, None, tl / chunks, 2, 30, seed + it, start, n_jobs=n_jobs
         )
         start = order
         if progress.report(it, length, order):
@@ -428,7 +417,7 @@ def seriate(
         if (A < 0).any() or not np.allclose(A, A.T, rtol=1e-12, atol=1e-12):
             raise ValueError("a precomputed `X` must be symmetric and non-negative")
         A = np.ascontiguousarray((A + A.T) / 2)
-    seed = _seed(random_state)
+    seed = seed_of(random_state)
     jobs = n_jobs_arg(n_jobs)
     axes = (0, 1) if axis == "both" else (axis,)
     out = []

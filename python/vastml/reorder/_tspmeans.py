@@ -8,20 +8,7 @@ import numpy as np
 
 from vastml import _core
 from vastml._validation import as_points, choice, n_jobs_arg
-
-
-def _seed(random_state) -> int:
-    if random_state is None:
-        return int(np.random.default_rng().integers(2**63))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**63))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"`random_state` must be non-negative, got {random_state}")
-        return int(random_state)
-    raise TypeError(f"`random_state` must be None, an int or a numpy Generator, got {random_state!r}")
+from vastml.reorder._random import seed_of
 
 
 def _int(v, name: str, lo: int, hi: int | None = None) -> int:
@@ -53,7 +40,7 @@ class TSPMeans:
         Solve the local TSPs of a sweep in parallel, each seeing its neighbours as they were
         before the sweep (a deviation from the thesis, whose left neighbour is the last child
         placed; off by default).
-    neighbours : int
+    n_neighbors : int
         Neighbour-list length of the local 2-opt / Or-opt.
     local_kicks : int
         Kicks per city of iterated local search on each local tour after 2-opt / Or-opt (the
@@ -86,7 +73,7 @@ class TSPMeans:
         sample=100,
         polish_window=1000,
         parallel_sweep=False,
-        neighbours=8,
+        n_neighbors=8,
         local_kicks=0,
         n_jobs=None,
         random_state=None,
@@ -95,7 +82,7 @@ class TSPMeans:
         self.sample = sample
         self.polish_window = polish_window
         self.parallel_sweep = parallel_sweep
-        self.neighbours = neighbours
+        self.n_neighbors = n_neighbors
         self.local_kicks = local_kicks
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -108,7 +95,7 @@ class TSPMeans:
                 "sample",
                 "polish_window",
                 "parallel_sweep",
-                "neighbours",
+                "n_neighbors",
                 "local_kicks",
                 "n_jobs",
                 "random_state",
@@ -130,13 +117,13 @@ class TSPMeans:
         window = _int(self.polish_window, "polish_window", 0)
         if 0 < window < 4:
             raise ValueError(f"`polish_window` must be 0 (off) or at least 4, got {window}")
-        nb = _int(self.neighbours, "neighbours", 1)
+        nb = _int(self.n_neighbors, "n_neighbors", 1)
         kicks = _int(self.local_kicks, "local_kicks", 0)
         order, lv, nk, nt, ns, secs, length = _core.tsp_means_order(
             x,
             levels,
             sample,
-            _seed(self.random_state),
+            seed_of(self.random_state),
             bool(self.parallel_sweep),
             nb,
             10,
@@ -158,7 +145,7 @@ class TSPMeans:
         return np.asarray(X)[self.order_]
 
 
-def tsp_path(X, *, start=None, end=None, method="heuristic", init="greedy", neighbours=8,
+def tsp_path(X, *, start=None, end=None, method="heuristic", init="greedy", n_neighbors=8,
              or_opt=True, n_jobs=None) -> np.ndarray:
     """A short open path through the rows of ``X`` (Euclidean), from row ``start`` to row
     ``end`` when given. ``method="exact"``: Held-Karp (at most 16 free rows), the oracle;
@@ -185,6 +172,6 @@ def tsp_path(X, *, start=None, end=None, method="heuristic", init="greedy", neig
     if method == "exact" and n - (start is not None) - (end is not None) > 16:
         raise ValueError("method='exact' takes at most 16 free rows; use method='heuristic'")
     return _core.tsp_path_order(
-        x, start, end, method, init, _int(neighbours, "neighbours", 1), bool(or_opt),
+        x, start, end, method, init, _int(n_neighbors, "n_neighbors", 1), bool(or_opt),
         n_jobs=n_jobs_arg(n_jobs),
     )
