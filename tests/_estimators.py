@@ -19,6 +19,9 @@ def fit_data(name: str, est: object) -> tuple[np.ndarray, np.ndarray | None]:
         X = (rng.random((24, 18)) < 0.3).astype(float)
         return X, None
     X = np.vstack([rng.normal(size=(20, 4)), rng.normal(3.0, 1.0, size=(20, 4))])
+    if est.__sklearn_tags__().input_tags.positive_only:  # probability rows (PE's posteriors)
+        X = np.abs(X) + 0.01
+        X /= X.sum(axis=1, keepdims=True)
     if name in PAIRS:
         return X, X[::-1] @ rng.normal(size=(4, 4))
     if is_regressor(est):
