@@ -62,6 +62,19 @@ def _expect(call, name: str):
         return None
 
 
+def _damage(data: bytes, load, step: int = 1) -> None:
+    """``load`` every truncation of ``data`` (every ``step`` bytes) and random byte flips."""
+    for cut in range(0, len(data), step):
+        load(data[:cut])
+
+    @_SETTINGS
+    @given(_edits(len(data)))
+    def flips(edits):
+        load(_flip(data, edits))
+
+    flips()
+
+
 def _matrix_cases(tmp_path: Path, suffix: str, data: bytes, check):
     p = tmp_path / f"m{suffix}"
 
@@ -71,15 +84,7 @@ def _matrix_cases(tmp_path: Path, suffix: str, data: bytes, check):
         if out is not None:
             check(out)
 
-    for cut in range(len(data)):
-        load(data[:cut])
-
-    @_SETTINGS
-    @given(_edits(len(data)))
-    def flips(edits):
-        load(_flip(data, edits))
-
-    flips()
+    _damage(data, load)
 
 
 def test_load_matrix_npy_survives_damage(tmp_path):
@@ -113,15 +118,7 @@ def _dataset_cases(tmp_path: Path, rel: str, data: bytes, loader, extra: dict[st
 
     target.write_bytes(data)
     loader(root)  # the undamaged file loads
-    for cut in range(0, len(data), max(1, len(data) // 60)):
-        load(data[:cut])
-
-    @_SETTINGS
-    @given(_edits(len(data)))
-    def flips(edits):
-        load(_flip(data, edits))
-
-    flips()
+    _damage(data, load, step=max(1, len(data) // 60))
 
 
 def test_octave_text_loader_survives_damage(tmp_path):
