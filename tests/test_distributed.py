@@ -455,3 +455,83 @@ def test_killed_worker_is_retried_and_result_unchanged(client):
     np.testing.assert_array_equal(result["est"].mean_, expected.mean_)
     np.testing.assert_array_equal(result["est"].covariance_, expected.covariance_)
     assert victim not in client.scheduler_info()["workers"] or pids[victim] != client.run(os.getpid).get(victim)
+
+
+# --- progress: callbacks per partition (AROW-MR) and per round (logistic regression) ----------
+
+
+@pytest.mark.parametrize("on_client", [True, False])
+def test_arow_mr_reports_every_partition_and_stops_cleanly(client, on_client):
+    X, y = waveform(4000, seed=11)
+    kw = dict(update_damping=5.0, n_partitions=4, random_state=3, client=client if on_client else None)
+    seen = []
+    full = AROWMapReduce(callbacks=lambda it, obj, rows: seen.append((it, obj, rows)), **kw)
+    if on_client:
+        full.fit(X, y)
+    else:
+        with dask.config.set(scheduler="synchronous"):
+            full.fit(X, y)
+    assert [s[0] for s in seen] == [1, 2, 3, 4] and np.isnan(seen[0][1])
+    assert [s[2] for s in seen] == [1000, 2000, 3000, 4000] and not full.stopped_early_
+    np.testing.assert_array_equal(full.mean_, AROWMapReduce(**kw).fit(X, y).mean_)
+    # stop after two partitions: the reduction of those two models (the oracle: the reducer
+    # over the two local shard models that were received)
+    stopped = AROWMapReduce(callbacks=lambda it, obj, rows: it >= 2, **kw).fit(X, y)
+    assert stopped.stopped_early_ and (stopped.partition_sizes_ > 0).sum() == 2
+    kept = np.flatnonzero(stopped.partition_sizes_)
+    models = [
+        AROWClassifier(update_damping=5.0, random_state=3 + m).fit(X[1000 * m : 1000 * (m + 1)], y[1000 * m : 1000 * (m + 1)])
+        for m in kept
+    ]
+    mu, cov = arow_mr_reduce([e.mean_[0] for e in models], [e.covariance_[0] for e in models], [1000, 1000])
+    np.testing.assert_allclose(stopped.mean_[0], mu, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(stopped.covariance_[0], cov, rtol=1e-12, atol=1e-12)
+    assert stopped.score(X, y) > 0.8
+
+
+def test_arow_mr_callback_errors_and_bar(client, capfd):
+    X, y = waveform(2000, seed=12)
+
+    def boom(it, obj, rows):
+        raise ZeroDivisionError("from the callback")
+
+    with pytest.raises(ZeroDivisionError, match="from the callback"):
+        AROWMapReduce(n_partitions=2, callbacks=boom, client=client).fit(X, y)
+    with pytest.raises(TypeError, match="`callbacks`"):
+        AROWMapReduce(callbacks=1).fit(X, y)
+    AROWMapReduce(n_partitions=2, verbose=True, client=client).fit(X, y)
+    assert "AROWMapReduce" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["allreduce", "averaging"])
+def test_logistic_reports_every_round_and_stops_cleanly(client, method, capfd):
+    X, y = waveform(2000, seed=13)
+    kw = dict(method=method, l2_penalty=1e-2, n_partitions=2, random_state=0, max_iter=8, client=client)
+    seen = []
+    lr = DistributedLogisticRegression(callbacks=lambda it, obj, w: seen.append((it, obj, w)), **kw).fit(X, y)
+    assert [s[0] for s in seen] == list(range(1, lr.n_iter_ + 1)) and not lr.stopped_early_
+    assert all(s[2].shape == (21,) for s in seen)
+    np.testing.assert_array_equal(seen[-1][2], lr.coef_[0])
+    if method == "allreduce":
+        # the objective of every L-BFGS iteration, recomputed here, and decreasing
+        def objective(w, b):
+            m = np.where(y == lr.classes_[1], 1.0, -1.0) * (X @ w + b)
+            return np.logaddexp(0, -m).mean() + 0.5 * 1e-2 * w @ w
+
+        np.testing.assert_allclose(seen[-1][1], objective(lr.coef_[0], lr.intercept_[0]), rtol=1e-10)
+        assert all(b[1] <= a[1] for a, b in zip(seen, seen[1:]))
+    else:
+        assert all(np.isnan(s[1]) for s in seen)
+    stopped = DistributedLogisticRegression(callbacks=lambda it, obj, w: it >= 3, **kw).fit(X, y)
+    assert stopped.stopped_early_ and stopped.n_iter_ <= 4
+    if method == "averaging":
+        # the same model as three passes
+        three = DistributedLogisticRegression(**dict(kw, max_iter=3)).fit(X, y)
+        np.testing.assert_array_equal(stopped.coef_, three.coef_)
+    else:
+        np.testing.assert_array_equal(stopped.coef_[0], seen[2][2])
+    assert stopped.score(X, y) > 0.7  # a usable model after 3 rounds (the full fit: ~0.85)
+    with pytest.raises(ZeroDivisionError):
+        DistributedLogisticRegression(callbacks=lambda *a: 1 / 0, **kw).fit(X, y)
+    DistributedLogisticRegression(verbose=True, **kw).fit(X, y)
+    assert "DistributedLogisticRegression" in capfd.readouterr().err

@@ -462,17 +462,17 @@ def test_kmedoids_landmarks_are_medoids(rng):
     np.testing.assert_allclose(kmedoids(Xs, lab, 3, 5), kmedoids(X, lab, 3, 5))
 
 
-def test_verbose_reports_each_epoch(rng, capsys):
+def test_verbose_draws_a_bar_over_the_passes(rng, capsys):
     X = rng.normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
     clf = AMMClassifier(max_iter=3, online=True, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
-    assert [f"epoch {e}/3" in err for e in (1, 2, 3)] == [True] * 3
+    assert "AMMClassifier" in err and "3/3" in err
     assert clf.n_iter_ == 3
     # batch AMM: the initial online pass, then max_iter epochs (BudgetedSVM's -A 1 -e 3)
     clf = AMMClassifier(max_iter=3, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
-    assert [f"epoch {e}/4" in err for e in (1, 2, 3, 4)] == [True] * 4
+    assert "4/4" in err
     assert clf.n_iter_ == 4 and clf.t_ == 4 * 200
     AMMClassifier(max_iter=2, random_state=0).fit(X, y)
     assert capsys.readouterr().err == ""

@@ -1,6 +1,7 @@
 # Hand-written stub of the compiled module; tests/test_core_stub.py keeps it honest (names, and
 # `python -m mypy.stubtest vastml._core` for signatures). Classes made by #[pyclass] cannot be
 # subclassed (@final); their constructor is __new__.
+from collections.abc import Callable
 from typing import Any, Self, final
 
 import numpy as np
@@ -274,29 +275,19 @@ class AmmModel:
         cls,
         n_features: int,
         n_classes: int,
-        lambda_: float,
-        max_weights_per_class: int,
-        prune_every: int,
-        prune_c: float,
-        bias: float,
-        clone_probability: float = 0.0,
-        clone_decay: float = 0.99,
+        params: dict[str, Any],
         weights: npt.NDArray[np.float64] | None = None,
         weight_class: npt.NDArray[np.int64] | None = None,
         steps: int = 0,
-        budgetedsvm: bool = False,
     ) -> Self: ...
-    def epoch(
+    def fit(
         self,
         x: _Examples,
         y: npt.NDArray[np.int64],
-        shuffle: bool = True,
-        seed: int = 0,
-        batch: bool = False,
-        initial: bool = False,
-    ) -> dict[str, Any]: ...
-    def reassign(self, x: _Examples, y: npt.NDArray[np.int64]) -> int: ...
-    def clear_assignments(self) -> None: ...
+        schedule: dict[str, Any],
+        progress: Callable[[int, float, Any], bool] | None = None,
+    ) -> tuple[int, bool]: ...
+    def epoch(self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0) -> dict[str, Any]: ...
     def decision_function(self, x: _Examples, n_jobs: int | None = None) -> npt.NDArray[np.float64]: ...
     @property
     def weights(self) -> npt.NDArray[np.float64]: ...
@@ -314,17 +305,18 @@ class BsgdModel:
         cls,
         n_features: int,
         n_classes: int,
-        lambda_: float,
-        budget: int,
-        maintenance: str,
-        kernel: str,
-        gamma: float,
-        degree: int = 2,
-        coef: float = 1.0,
+        params: dict[str, Any],
         support_vectors: npt.NDArray[np.float64] | None = None,
         alphas: npt.NDArray[np.float64] | None = None,
         steps: int = 0,
     ) -> Self: ...
+    def fit(
+        self,
+        x: _Examples,
+        y: npt.NDArray[np.int64],
+        schedule: dict[str, Any],
+        progress: Callable[[int, float, Any], bool] | None = None,
+    ) -> tuple[int, bool]: ...
     def epoch(self, x: _Examples, y: npt.NDArray[np.int64], shuffle: bool = True, seed: int = 0) -> dict[str, Any]: ...
     def decision_function(self, x: _Examples, n_jobs: int | None = None) -> npt.NDArray[np.float64]: ...
     @property
@@ -337,41 +329,23 @@ class BsgdModel:
 def arow_fit(
     x: _Examples,
     y: npt.NDArray[np.int64],
-    classes: npt.NDArray[np.int64],
-    means: npt.NDArray[np.float64],
-    covariances: npt.NDArray[np.float64],
-    r: float,
-    bias: float,
-    diagonal: bool,
-    update_on: str,
-    shuffle: bool,
-    seed: int,
+    model: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    params: dict[str, Any],
+    progress: Callable[[int, float, Any], bool] | None = None,
     n_jobs: int | None = None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int]]: ...
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int], int, bool]: ...
 def llsvm_fit(
     x: _Examples,
     y: npt.NDArray[np.int64],
-    classes: npt.NDArray[np.int64],
     landmarks: npt.NDArray[np.float64],
-    kernel: str,
-    gamma: float,
-    degree: int,
-    coef: float,
-    c: float,
-    max_iter: int,
-    tol: float,
-    seed: int,
+    params: dict[str, Any],
+    progress: Callable[[int, float, Any], bool] | None = None,
     n_jobs: int | None = None,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int]]: ...
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], list[int], bool]: ...
 def llsvm_decision(
     x: _Examples,
-    landmarks: npt.NDArray[np.float64],
-    map_matrix: npt.NDArray[np.float64],
-    coef: npt.NDArray[np.float64],
-    kernel: str,
-    gamma: float,
-    degree: int,
-    coef0: float,
+    model: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    kernel: dict[str, Any],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def kmeans(

@@ -11,11 +11,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from vastml._progress import Progress, check_callback_every, check_callbacks
 from vastml.distributed._partitions import (
     _dask,
     as_block,
     check_n_partitions,
     compute,
+    compute_reporting,
     is_dask_array,
     row_partitions,
 )
@@ -107,7 +109,18 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         on: right when each machine runs one single-threaded Dask worker; with several worker
         threads or processes per machine (Dask's default ``LocalCluster``), pass 1 so that
         the workers, not the threads, are the parallelism and the cores are not oversubscribed.
-    verbose : bool, default=False
+    verbose : bool or int, default=False
+        Draw a progress bar over the partitions (see :mod:`vastml._progress`).
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)`` as the mappers finish (every
+        ``callback_every`` partitions): ``iteration`` counts the partitions trained so far
+        (from 1, in the order they finish), ``objective`` is ``nan`` (AROW minimises none),
+        ``state`` the number of rows trained on so far. Returning True stops the fit cleanly:
+        the mappers still running are cancelled and the models received so far are reduced
+        (``stopped_early_`` is True, ``partition_sizes_`` holds 0 for the dropped partitions).
+        With a ``distributed`` client the reports come as the workers finish; with Dask's
+        local scheduler, after all the mappers ran.
+    callback_every : int, default=1
 
     Attributes
     ----------
@@ -117,6 +130,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         The combined model as a single-machine classifier.
     partition_sizes_ : ndarray of shape (n_partitions,)
         Rows per partition (0 for an empty one, which is ignored by the reducer).
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
     map_time_, reduce_time_ : float
         Seconds spent mapping (wall clock, all partitions) and reducing.
 
@@ -160,7 +175,9 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         reduce_max_iter: int = 50,
         random_state: RandomState = None,
         n_jobs: int | None = None,
-        verbose: bool = False,
+        verbose: bool | int = False,
+        callbacks: Any = None,
+        callback_every: int = 1,
     ) -> None:
         self.update_damping = update_damping
         self.covariance = covariance
@@ -175,6 +192,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _seeds(self, m):
         rs = self.random_state
@@ -200,6 +219,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         params = _arow_params(self)
         AROWClassifier(**params)._check_params()  # errors before any work
         check_n_partitions(self.n_partitions)
+        check_callbacks(self.callbacks)
+        check_callback_every(self.callback_every)
         parts = row_partitions(X, y, self.n_partitions, self.client)
         if classes is None:
             found = compute([dask.delayed(_unique)(a, b) for a, b in parts], self.client)
@@ -214,8 +235,12 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
             dask.delayed(arow_map, pure=True)(a, b, classes, params, s)
             for (a, b), s in zip(parts, seeds)
         ]
-        models = compute(tasks, self.client)
+        with Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
+                      total=len(tasks), desc=type(self).__name__) as progress:
+            models = self._map(tasks, progress)
+        self.stopped_early_ = progress.stopped
         self.map_time_ = time.perf_counter() - t0
+        models = [m if m is not None else (None, None, 0) for m in models]
         self.partition_sizes_ = np.array([m[2] for m in models], dtype=np.int64)
         full = [m for m in models if m[2] > 0]
         if not full:
@@ -236,12 +261,20 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         self.classifier_ = AROWClassifier.from_model(
             self.mean_, self.covariance_, classes, **_without_cov(params)
         )
-        if self.verbose:
-            print(
-                f"[AROWMapReduce] {len(parts)} partitions, map {self.map_time_:.2f} s, "
-                f"reduce {self.reduce_time_:.3f} s"
-            )
         return self
+
+    def _map(self, tasks: list[Any], progress: Progress) -> list[Any]:
+        """The mappers' models; reported to ``progress`` as they arrive when it is active."""
+        if not progress.active:
+            return compute(tasks, self.client)
+        rows = [0, 0]  # partitions received, rows trained on
+
+        def on_result(_: int, model: Any) -> bool:
+            rows[0] += 1
+            rows[1] += int(model[2])
+            return progress.report(rows[0], float("nan"), rows[1])
+
+        return compute_reporting(tasks, self.client, on_result)
 
     def _apply(self, method, X):
         check_is_fitted(self, "classifier_")

@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from vastml._progress import Progress, check_callback_every, check_callbacks
 from vastml._validation import choice
 from vastml.distributed._partitions import _dask, as_block, check_n_partitions, compute, row_partitions
 from vastml.svm._base import check_float, check_int
@@ -91,9 +92,9 @@ def _sgd_pass(block, w, b, alpha, fit_intercept, eta, batch_size, seed):
 class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     r"""Binary logistic regression on partitions of a Dask collection (thesis sec. 6.5 baseline).
 
-    Minimises :math:`\frac1n\sum_i \log(1 + e^{-y_i(w^\top x_i + b)}) + \frac\alpha2\lVert w\rVert^2`
-    (the intercept is not penalised), the objective of scikit-learn's ``LogisticRegression``
-    with :math:`C = 1/(\alpha n)`.
+    Minimises :math:`\frac1n\sum_i \log(1 + e^{-y_i(w^\top x_i + b)}) + \frac\lambda2\lVert w\rVert^2`
+    (the intercept is not penalised; :math:`\lambda` = ``l2_penalty``), the objective of
+    scikit-learn's ``LogisticRegression`` with :math:`C = 1/(\lambda n)`.
 
     - ``method="averaging"``: every pass, each partition runs shuffled mini-batch SGD from the
       current model and the driver averages the models weighted by partition size
@@ -106,7 +107,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     ----------
     method : {"averaging", "allreduce"}, default="allreduce"
     l2_penalty : float, default=1e-4
-        L2 penalty :math:`\alpha \ge 0`.
+        L2 penalty :math:`\lambda \ge 0` on the weights.
     fit_intercept : bool, default=True
     max_iter : int, default=100
         Passes (averaging) or L-BFGS iterations (allreduce).
@@ -116,12 +117,24 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         SGD step :math:`\eta_0`; pass t uses :math:`\eta_0/\sqrt{t+1}` (averaging).
     batch_size : int, default=16
         SGD mini-batch (averaging).
-    n_partitions, client, random_state, verbose
+    n_partitions, client, random_state
         As in :class:`AROWMapReduce`.
+    verbose : bool or int, default=False
+        Draw a progress bar over the rounds (see :mod:`vastml._progress`).
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)`` after every ``callback_every``
+        rounds of communication: ``"averaging"`` reports every averaged pass with ``objective``
+        ``nan`` (it would cost one more pass), ``"allreduce"`` every L-BFGS iteration with the
+        objective above (computed anyway). ``state`` is the current weight vector
+        :math:`w` (a copy; the intercept is not included). Returning True stops the fit
+        cleanly with the model of that round and sets ``stopped_early_``.
+    callback_every : int, default=1
 
     Attributes
     ----------
     classes_, coef_ (1, n_features), intercept_ (1,), n_iter_, n_features_in_
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
     partition_sizes_ : ndarray
     fit_time_ : float
 
@@ -149,7 +162,9 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         n_partitions: int | None = None,
         client: Any = None,
         random_state: RandomState = None,
-        verbose: bool = False,
+        verbose: bool | int = False,
+        callbacks: Any = None,
+        callback_every: int = 1,
     ) -> None:
         self.method = method
         self.l2_penalty = l2_penalty
@@ -162,6 +177,8 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         self.client = client
         self.random_state = random_state
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _check_params(self):
         choice(self.method, "method", ("averaging", "allreduce"))
@@ -171,6 +188,8 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         check_float(self.learning_rate, "learning_rate", low=0, low_open=True)
         check_int(self.batch_size, "batch_size", 1)
         check_n_partitions(self.n_partitions)
+        check_callbacks(self.callbacks)
+        check_callback_every(self.callback_every)
 
     def _persist(self, tasks):
         dask, _ = _dask()
@@ -203,10 +222,13 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         if n == 0:
             raise ValueError("all partitions are empty")
         d = max(s[1] for s in shapes)
-        if self.method == "allreduce":
-            w, b = self._fit_allreduce(blocks, n, d)
-        else:
-            w, b = self._fit_averaging(blocks, sizes, d)
+        with Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
+                      total=int(self.max_iter), desc=type(self).__name__) as progress:
+            if self.method == "allreduce":
+                w, b = self._fit_allreduce(blocks, n, d, progress)
+            else:
+                w, b = self._fit_averaging(blocks, sizes, d, progress)
+        self.stopped_early_ = progress.stopped
         self.classes_ = classes
         self.coef_ = w[None, :]
         self.intercept_ = np.array([b])
@@ -215,7 +237,7 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def _fit_allreduce(self, blocks, n, d):
+    def _fit_allreduce(self, blocks, n, d, progress):
         dask, _ = _dask()
         alpha = float(self.l2_penalty)
 
@@ -227,16 +249,26 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
             g = np.append(gw / n + alpha * w, gb / n if self.fit_intercept else 0.0)
             return f, g
 
+        rounds = [0]
+        stopped_at = []
+
+        def report(intermediate_result):
+            rounds[0] += 1
+            x = intermediate_result.x
+            if progress.report(rounds[0], float(intermediate_result.fun), x[:d].copy()):
+                stopped_at.append(x.copy())
+                raise StopIteration
+
         res = minimize(
             objective, np.zeros(d + 1), jac=True, method="L-BFGS-B",
             options={"maxiter": int(self.max_iter), "gtol": float(self.tol), "ftol": 1e-14},
+            callback=report if progress.active else None,
         )
-        if self.verbose:
-            print(f"[DistributedLogisticRegression] allreduce: {res.nit} iterations, loss {res.fun:.6g}")
+        x = stopped_at[0] if stopped_at else res.x
         self.n_iter_ = int(res.nit)
-        return res.x[:d], float(res.x[d]) if self.fit_intercept else 0.0
+        return x[:d], float(x[d]) if self.fit_intercept else 0.0
 
-    def _fit_averaging(self, blocks, sizes, d):
+    def _fit_averaging(self, blocks, sizes, d, progress):
         dask, _ = _dask()
         rng = check_random_state(self.random_state)
         w, b = np.zeros(d), 0.0
@@ -254,9 +286,9 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
             models = compute(tasks, self.client)
             w = sum(pm * m[0] for pm, m in zip(p, models))
             b = float(sum(pm * m[1] for pm, m in zip(p, models)))
-            if self.verbose:
-                print(f"[DistributedLogisticRegression] averaging pass {t + 1}/{self.max_iter}")
-        self.n_iter_ = int(self.max_iter)
+            self.n_iter_ = t + 1
+            if progress.report(t + 1, float("nan"), np.array(w, dtype=np.float64)):
+                break
         return w, b
 
     def decision_function(self, X: Any) -> Any:

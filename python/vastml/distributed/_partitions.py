@@ -161,3 +161,36 @@ def compute(tasks: Iterable[Any], client: Any = None) -> list[Any]:
     if client is not None:
         return client.gather(client.compute(list(tasks)))
     return list(dask.compute(*tasks))
+
+
+def compute_reporting(tasks: list[Any], client: Any, on_result: Any) -> list[Any]:
+    """Run Dask tasks, calling ``on_result(index, result)`` for each as it arrives; when it
+    returns True the tasks still running are cancelled. Returns the results, None for the
+    cancelled ones.
+
+    With a ``distributed`` client (``client``, else the active one) results arrive as the
+    workers finish them; with Dask's local scheduler they are all computed first and then
+    handed over in order.
+    """
+    dask, _ = _dask()
+    from vastml.distributed._gauss import active_client
+
+    out: list[Any] = [None] * len(tasks)
+    client = active_client(client)
+    if client is None:
+        for i, r in enumerate(dask.compute(*tasks)):
+            out[i] = r
+            if on_result(i, r):
+                break
+        return out
+    from distributed import as_completed
+
+    futures = client.compute(list(tasks))
+    index = {f.key: i for i, f in enumerate(futures)}
+    pending = as_completed(futures, with_results=True)
+    for fut, r in pending:
+        out[index[fut.key]] = r
+        if on_result(index[fut.key], r):
+            client.cancel([f for f in futures if not f.done()])
+            break
+    return out

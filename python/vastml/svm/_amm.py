@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from vastml import _core
@@ -12,6 +14,11 @@ from vastml.svm._base import (
     check_model_memory,
     core_examples,
 )
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, RandomState
 
 
 class AMMClassifier(BudgetedClassifier):
@@ -81,8 +88,15 @@ class AMMClassifier(BudgetedClassifier):
         Shuffle the examples every epoch.
     random_state : int, RandomState or None, default=None
         Seeds the shuffles and the cloning draws.
-    verbose : bool, default=False
-        Print one line per epoch (loss, updates, pruned and cloned weights, time).
+    verbose : bool or int, default=False
+        Draw a progress bar over the passes (see :mod:`vastml._progress`).
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)`` after every ``callback_every``
+        passes over the data (``iteration`` = passes made, from 1). ``objective`` is ``nan``
+        (the training objective would cost one more pass), ``state`` the current model size
+        (number of weights, ``n_weights_``). Returning True stops the fit cleanly after that
+        pass: the model keeps the passes made and ``stopped_early_`` is True.
+    callback_every : int, default=1
     n_jobs : int or None, default=None
         Threads for prediction (training SGD is sequential).
 
@@ -97,6 +111,8 @@ class AMMClassifier(BudgetedClassifier):
         Number of weights (the model size; reserved zero weights not counted).
     n_iter_ : int
         Passes over the data made by the last ``fit`` (``partial_fit`` adds one each).
+    stopped_early_ : bool
+        Whether a callback stopped the last ``fit``.
     t_ : int
         SGD steps taken.
     n_features_in_ : int
@@ -116,21 +132,23 @@ class AMMClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        l2_penalty=1e-4,
-        max_iter=5,
-        online=False,
-        max_weights_per_class=50,
-        prune_every=10000,
-        prune_c=10.0,
-        bias=1.0,
-        clone_probability=0.0,
-        clone_decay=0.99,
-        variant="budgetedsvm",
-        shuffle=True,
-        random_state=None,
-        verbose=False,
-        n_jobs=None,
-    ):
+        l2_penalty: float = 1e-4,
+        max_iter: int = 5,
+        online: bool = False,
+        max_weights_per_class: int = 50,
+        prune_every: int = 10000,
+        prune_c: float = 10.0,
+        bias: float = 1.0,
+        clone_probability: float = 0.0,
+        clone_decay: float = 0.99,
+        variant: str = "budgetedsvm",
+        shuffle: bool = True,
+        random_state: RandomState = None,
+        verbose: bool | int = False,
+        n_jobs: int | None = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+    ) -> None:
         self.l2_penalty = l2_penalty
         self.max_iter = max_iter
         self.online = online
@@ -145,6 +163,8 @@ class AMMClassifier(BudgetedClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _budgetedsvm(self):
         return not self._is_online() and self.variant == "budgetedsvm"
@@ -154,7 +174,7 @@ class AMMClassifier(BudgetedClassifier):
         if self.variant not in ("budgetedsvm", "thesis"):
             raise ValueError(f"variant must be 'budgetedsvm' or 'thesis', got {self.variant!r}")
         return dict(
-            lambda_=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
+            l2_penalty=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
             max_weights_per_class=check_int(self.max_weights_per_class, "max_weights_per_class", 1),
             prune_every=check_int(self.prune_every, "prune_every", 0),
             prune_c=check_float(self.prune_c, "prune_c", low=0),
@@ -176,25 +196,16 @@ class AMMClassifier(BudgetedClassifier):
         check_model_memory(n_features, (int(self.max_weights_per_class) + 1) * n_classes,
                            "max_weights_per_class")
 
-    def _n_epochs(self):
+    def _n_passes(self) -> int:
         # Batch AMM: the initial online pass, then max_iter epochs with fixed assignments, as
         # BudgetedSVM 1.2's trainAMMbatch does for -e max_iter (so -A 1 -e 5 is 6 passes).
-        return self.max_iter + (0 if self._is_online() else 1)
+        return int(self.max_iter) + (0 if self._is_online() else 1)
+
+    def _schedule(self, seeds: list[int]) -> dict[str, Any]:
+        return {"seeds": seeds, "shuffle": bool(self.shuffle), "online": self._is_online()}
 
     def _new_model(self, n_features, n_classes):
-        return _core.AmmModel(n_features, n_classes, **self._amm_args())
-
-    def _run_epoch(self, model, Xc, y, epoch, seed):
-        batch = not self._is_online() and epoch > 0
-        bsvm = self._budgetedsvm()
-        # BudgetedSVM's batch AMM: the first batch epoch uses the initial pass's assignments.
-        if batch and not (bsvm and epoch == 1):
-            model.reassign(Xc, y)
-        stats = model.epoch(
-            Xc, y, shuffle=bool(self.shuffle), seed=seed, batch=batch, initial=bsvm and epoch == 0
-        )
-        stats["n_weights"] = len(model.weight_class)
-        return stats
+        return _core.AmmModel(n_features, n_classes, self._amm_args())
 
     def _store(self, model):
         self.weights_ = model.weights
@@ -208,7 +219,7 @@ class AMMClassifier(BudgetedClassifier):
         m = _core.AmmModel(
             self.n_features_in_,
             len(self.classes_),
-            **args,
+            args,
             weights=np.ascontiguousarray(self.weights_, dtype=np.float64),
             weight_class=np.ascontiguousarray(self.weight_class_, dtype=np.int64),
             steps=int(self.t_),
@@ -219,10 +230,14 @@ class AMMClassifier(BudgetedClassifier):
     def _decision_matrix(self, Xc):
         return self._model().decision_function(Xc, n_jobs=self._n_jobs())
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> Self:
         """One online pass over ``X`` (assignments by argmax), continuing the model.
 
         ``classes`` (all labels that will ever appear) is required on the first call.
+
+        Returns
+        -------
+        self
         """
         self._check_params()
         first = not hasattr(self, "classes_")
@@ -238,7 +253,7 @@ class AMMClassifier(BudgetedClassifier):
             model = self._model()
         codes = self._encode(y)
         seed = self._seeds(1)[0] if first else int(np.random.default_rng(self.t_).integers(2**62))
-        model.epoch(core_examples(X), codes, shuffle=bool(self.shuffle), seed=seed, batch=False)
+        model.epoch(core_examples(X), codes, shuffle=bool(self.shuffle), seed=seed)
         self.n_iter_ += 1
         self._store(model)
         return self
@@ -256,14 +271,16 @@ class PegasosClassifier(AMMClassifier):
     l2_penalty : float, default=1e-4
         Regularisation :math:`\lambda > 0`.
     max_iter : int, default=5
+        Passes over the data (``-e``).
     bias : float, default=1.0
         Constant bias feature (regularised like the weights); 0 for none.
-    shuffle, random_state, verbose, n_jobs
-        As in :class:`AMMClassifier`.
+    shuffle, random_state, verbose, n_jobs, callbacks, callback_every
+        As in :class:`AMMClassifier` (the state passed to the callbacks is the number of
+        classes: Pegasos keeps one weight per class).
 
     Attributes
     ----------
-    classes_, weights_, weight_class_, n_weights_, n_iter_, t_, n_features_in_
+    classes_, weights_, weight_class_, n_weights_, n_iter_, stopped_early_, t_, n_features_in_
         As in :class:`AMMClassifier`; ``weights_`` has one row per class.
     coef_ : ndarray of shape (n_classes, n_features)
     intercept_ : ndarray of shape (n_classes,)
@@ -282,8 +299,18 @@ class PegasosClassifier(AMMClassifier):
     """
 
     def __init__(
-        self, *, l2_penalty=1e-4, max_iter=5, bias=1.0, shuffle=True, random_state=None, verbose=False, n_jobs=None
-    ):
+        self,
+        *,
+        l2_penalty: float = 1e-4,
+        max_iter: int = 5,
+        bias: float = 1.0,
+        shuffle: bool = True,
+        random_state: RandomState = None,
+        verbose: bool | int = False,
+        n_jobs: int | None = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+    ) -> None:
         self.l2_penalty = l2_penalty
         self.max_iter = max_iter
         self.bias = bias
@@ -291,10 +318,12 @@ class PegasosClassifier(AMMClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _amm_args(self):
         return dict(
-            lambda_=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
+            l2_penalty=check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True),
             max_weights_per_class=1,
             prune_every=0,
             prune_c=0.0,

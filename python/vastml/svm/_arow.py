@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtr
@@ -9,6 +12,15 @@ from scipy.special import ndtr
 from vastml import _core
 from vastml._validation import choice
 from vastml.svm._base import BudgetedClassifier, check_float, check_int, core_examples
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._progress import Progress
+    from vastml._typing import ArrayLike, FloatArray, RandomState
+
+#: AROW is a single-pass learner: it reports this many times per pass (chunks of examples).
+CHUNKS_PER_PASS = 100
 
 
 class AROWClassifier(BudgetedClassifier):
@@ -41,6 +53,16 @@ class AROWClassifier(BudgetedClassifier):
         Passes over the data.
     shuffle, random_state, verbose, n_jobs
         As in :class:`~vastml.svm.AMMClassifier`.
+    callbacks : callable, list of callables or None, default=None
+        AROW is a single-pass learner, so it reports per chunk of examples: every pass is cut
+        into 100 chunks of consecutive examples (fewer for under 100 examples) and the callbacks
+        are called as ``callback(iteration, objective, state)`` after every
+        ``callback_every`` chunks (``iteration`` counts chunks over all passes, from 1).
+        ``objective`` is ``nan`` (AROW minimises no objective over the data), ``state`` the
+        number of updates made so far (all models). Returning True stops the fit cleanly
+        after that chunk: the model holds the examples seen and ``stopped_early_`` is True.
+        The chunks do not change the result.
+    callback_every : int, default=1
 
     Attributes
     ----------
@@ -52,7 +74,11 @@ class AROWClassifier(BudgetedClassifier):
         :math:`\Sigma` of every model (its diagonal when ``covariance="diagonal"``).
     n_updates_ : ndarray of shape (n_models,)
         Updates made by the last fit / partial_fit.
-    n_iter_, n_features_in_
+    n_iter_ : int
+        Passes made by the last fit (a pass cut short by a callback counts).
+    stopped_early_ : bool
+        Whether a callback stopped the last fit.
+    n_features_in_ : int
 
     Examples
     --------
@@ -69,16 +95,18 @@ class AROWClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        update_damping=1.0,
-        covariance="full",
-        update_on="margin",
-        bias=1.0,
-        max_iter=1,
-        shuffle=True,
-        random_state=None,
-        verbose=False,
-        n_jobs=None,
-    ):
+        update_damping: float = 1.0,
+        covariance: str = "full",
+        update_on: str = "margin",
+        bias: float = 1.0,
+        max_iter: int = 1,
+        shuffle: bool = True,
+        random_state: RandomState = None,
+        verbose: bool | int = False,
+        n_jobs: int | None = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+    ) -> None:
         self.update_damping = update_damping
         self.covariance = covariance
         self.update_on = update_on
@@ -88,6 +116,8 @@ class AROWClassifier(BudgetedClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _check_params(self):
         check_float(self.update_damping, "update_damping", low=0, low_open=True)
@@ -98,7 +128,7 @@ class AROWClassifier(BudgetedClassifier):
         self._n_jobs()
 
     @classmethod
-    def from_model(cls, mean, sigma, classes, **params):
+    def from_model(cls, mean: ArrayLike, sigma: ArrayLike, classes: ArrayLike, **params: Any) -> Self:
         r"""An AROW classifier from model arrays (e.g. combined from shard models).
 
         Parameters
@@ -162,22 +192,26 @@ class AROWClassifier(BudgetedClassifier):
             cov = np.repeat(np.eye(d + 1)[None], k, axis=0)
         return mean, cov
 
-    def _passes(self, X, codes, max_iter, seeds):
-        Xc = core_examples(X)
-        total = np.zeros(len(self._models()), dtype=np.int64)
-        for e in range(max_iter):
-            self.mean_, self.covariance_, upd = _core.arow_fit(
-                Xc, codes, self._models(), np.ascontiguousarray(self.mean_),
-                np.ascontiguousarray(self.covariance_), float(self.update_damping), float(self.bias),
-                self.covariance == "diagonal", self.update_on, bool(self.shuffle), seeds[e],
-                n_jobs=self._n_jobs(),
-            )
-            total += np.asarray(upd)
-            if self.verbose:
-                print(f"[AROWClassifier] epoch {e + 1}/{max_iter}: updates {list(upd)}")
-        self.n_updates_ = total
+    def _passes(self, X, codes, seeds, progress: Progress | None) -> tuple[int, bool]:
+        """AROW passes (one per seed) in Rust; returns (chunks made, stopped by a callback)."""
+        params = {
+            "classes": [int(c) for c in self._models()],
+            "update_damping": float(self.update_damping),
+            "bias": float(self.bias),
+            "diagonal": self.covariance == "diagonal",
+            "update_on": self.update_on,
+            "shuffle": bool(self.shuffle),
+            "seeds": seeds,
+        }
+        model = (np.ascontiguousarray(self.mean_), np.ascontiguousarray(self.covariance_))
+        report = progress.report if progress is not None and progress.active else None
+        self.mean_, self.covariance_, upd, chunks, stopped = _core.arow_fit(
+            core_examples(X), codes, model, params, report, n_jobs=self._n_jobs()
+        )
+        self.n_updates_ = np.asarray(upd, dtype=np.int64)
+        return int(chunks), bool(stopped)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Train from scratch (``max_iter`` passes).
 
         Returns
@@ -189,12 +223,21 @@ class AROWClassifier(BudgetedClassifier):
         self._set_classes(y)
         codes = self._encode(y)
         self.mean_, self.covariance_ = self._fresh(X.shape[1])
-        self._passes(X, codes, int(self.max_iter), self._seeds(int(self.max_iter)))
-        self.n_iter_ = int(self.max_iter)
+        passes = int(self.max_iter)
+        per_pass = _chunks_per_pass(X.shape[0])
+        with self._progress(passes * per_pass) as progress:
+            chunks, stopped = self._passes(X, codes, self._seeds(passes), progress)
+        self.n_iter_ = math.ceil(chunks / per_pass)
+        self.stopped_early_ = stopped
         return self
 
-    def partial_fit(self, X, y, classes=None):
-        """One more pass over ``X``; ``classes`` is required on the first call."""
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> Self:
+        """One more pass over ``X``; ``classes`` is required on the first call.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         first = not hasattr(self, "classes_")
         if first and classes is None:
@@ -206,7 +249,7 @@ class AROWClassifier(BudgetedClassifier):
             self.n_iter_ = 0
         codes = self._encode(y)
         seed = int(np.random.default_rng(int(self.n_iter_) + int(codes.sum())).integers(2**62))
-        self._passes(X, codes, 1, [seed])
+        self._passes(X, codes, [seed], None)
         self.n_iter_ += 1
         return self
 
@@ -228,7 +271,7 @@ class AROWClassifier(BudgetedClassifier):
         check_is_fitted(self)
         return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False, order="C")
 
-    def margin_probability(self, X):
+    def margin_probability(self, X: ArrayLike) -> FloatArray:
         r"""Probability, under the Gaussian over weights, that the margin is positive (eq. 6.2).
 
         :math:`P(w^\top x > 0) = \Phi(\mu^\top x / \sqrt{x^\top\Sigma x})` for every model.
@@ -251,3 +294,9 @@ class AROWClassifier(BudgetedClassifier):
             else:
                 var[:, k] = np.asarray(Xb.multiply(np.asarray(Xb @ self.covariance_[k])).sum(axis=1)).ravel()
         return ndtr(m / np.sqrt(np.maximum(var, 1e-300)))
+
+
+def _chunks_per_pass(n: int) -> int:
+    """The chunks a pass over ``n`` examples is cut into (as the core cuts it)."""
+    size = max(1, -(-n // CHUNKS_PER_PASS))
+    return -(-n // size)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numbers
 import os
-import sys
-import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,7 +13,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from vastml._progress import Progress
 from vastml._validation import n_jobs_arg
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, FloatArray
 
 _SEED_MAX = 2**63 - 1
 
@@ -116,9 +121,10 @@ def check_float(v, name, *, low=None, high=None, low_open=False, allow_none=Fals
 class BudgetedClassifier(ClassifierMixin, BaseEstimator):
     """Base class: label encoding, validation, seeding, decision_function and predict.
 
-    Subclasses implement ``_check_params()``, ``_new_model(n_features, n_classes)``,
-    ``_run_epoch(model, Xc, y, epoch, seed)``, ``_store(model)`` and ``_decision_matrix(Xc)``
-    (scores of shape (n, n_classes)).
+    Subclasses implement ``_check_params()``, ``_new_model(n_features, n_classes)`` (a core
+    model whose ``fit(Xc, codes, schedule, progress)`` runs the passes in Rust and reports
+    after each), ``_store(model)`` and ``_decision_matrix(Xc)`` (scores of shape
+    (n, n_classes)).
     """
 
     def __sklearn_tags__(self):
@@ -155,16 +161,21 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         return [int(s) for s in rng.randint(0, _SEED_MAX, size=n, dtype=np.int64)]
 
-    def _log(self, epoch, n_passes, stats, t0):
-        if self.verbose:
-            extra = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in stats.items())
-            print(
-                f"[{type(self).__name__}] epoch {epoch}/{n_passes}: {extra}, {time.perf_counter() - t0:.2f} s",
-                file=sys.stderr,
-            )
+    def _progress(self, total: int) -> Progress:
+        """The fit's :class:`~vastml._progress.Progress` (validates the progress parameters)."""
+        return Progress(
+            self.callbacks,
+            callback_every=self.callback_every,
+            verbose=self.verbose,
+            total=total,
+            desc=type(self).__name__,
+        )
+
+    def _schedule(self, seeds: list[int]) -> dict[str, Any]:
+        return {"seeds": seeds, "shuffle": bool(self.shuffle)}
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Train from scratch on ``X`` (dense or scipy.sparse, rows = examples) and labels ``y``.
 
         Returns
@@ -172,24 +183,24 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X, y = self._fit_data(X, y, reset=True)
-        self._set_classes(y)
-        codes = self._encode(y)
-        self._check_memory(X.shape[1], len(self.classes_))
-        Xc = core_examples(X)
-        model = self._new_model(X.shape[1], len(self.classes_))
-        n_passes = self._n_epochs()
-        seeds = self._seeds(n_passes)
-        t0 = time.perf_counter()
-        for e in range(n_passes):
-            stats = self._run_epoch(model, Xc, codes, e, seeds[e])
-            self._log(e + 1, n_passes, stats, t0)
-        self.n_iter_ = n_passes
+        n_passes = self._n_passes()
+        with self._progress(n_passes) as progress:
+            X, y = self._fit_data(X, y, reset=True)
+            self._set_classes(y)
+            codes = self._encode(y)
+            self._check_memory(X.shape[1], len(self.classes_))
+            Xc = core_examples(X)
+            model = self._new_model(X.shape[1], len(self.classes_))
+            schedule = self._schedule(self._seeds(n_passes))
+            report = progress.report if progress.active else None
+            n_iter, stopped = model.fit(Xc, codes, schedule, report)
+        self.n_iter_ = int(n_iter)
+        self.stopped_early_ = bool(stopped)
         self._store(model)
         return self
 
-    def _n_epochs(self):
-        return self.max_iter
+    def _n_passes(self) -> int:
+        return int(self.max_iter)
 
     def _check_memory(self, n_features, n_classes):
         """Subclasses: raise MemoryError (check_model_memory) when the model cannot fit."""
@@ -200,7 +211,7 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False, order="C")
         return core_examples(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> FloatArray:
         """Class scores.
 
         Returns
@@ -213,7 +224,7 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
             return s[:, 1] - s[:, 0]
         return s
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """The class with the largest score for every row of ``X``."""
         s = self._decision_matrix(self._predict_data(X))
         return self.classes_[np.argmax(s, axis=1)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from vastml import _core
@@ -14,8 +16,19 @@ from vastml.svm._base import (
     core_examples,
 )
 
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, RandomState
+
 KERNELS = ("rbf", "exponential", "poly", "linear", "sigmoid")
 MAINTENANCE = ("merge", "remove", "remove-random", "project")
+
+
+def kernel_args(kernel: str, gamma: float, degree: int, coef0: float) -> dict[str, Any]:
+    """A kernel as the core reads it (``rbf``'s width ``gamma``, ``poly``'s ``degree`` and
+    ``coef0``; the sigmoid's slope is ``gamma``)."""
+    return {"kernel": kernel, "gamma": float(gamma), "degree": int(degree), "coef0": float(coef0)}
 
 
 def kernel_gamma(gamma, n_features):
@@ -56,8 +69,10 @@ class BSGDClassifier(BudgetedClassifier):
     coef0 : float, default=1.0
         Offset of the polynomial and sigmoid kernels.
     max_iter : int, default=5
-    shuffle, random_state, verbose, n_jobs
-        As in :class:`~vastml.svm.AMMClassifier`.
+        Passes over the data (``-e``).
+    shuffle, random_state, verbose, n_jobs, callbacks, callback_every
+        As in :class:`~vastml.svm.AMMClassifier`; the state passed to the callbacks after
+        every pass is the number of support vectors (``n_weights_``), the objective ``nan``.
 
     Attributes
     ----------
@@ -67,7 +82,7 @@ class BSGDClassifier(BudgetedClassifier):
         :math:`\alpha_{ij}`.
     n_weights_ : int
         Number of support vectors (the model size).
-    n_iter_, t_, n_features_in_
+    n_iter_, stopped_early_, t_, n_features_in_
 
     Examples
     --------
@@ -84,19 +99,21 @@ class BSGDClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        l2_penalty=1e-4,
-        budget=100,
-        maintenance="merge",
-        kernel="rbf",
-        gamma=None,
-        degree=2,
-        coef0=1.0,
-        max_iter=5,
-        shuffle=True,
-        random_state=None,
-        verbose=False,
-        n_jobs=None,
-    ):
+        l2_penalty: float = 1e-4,
+        budget: int = 100,
+        maintenance: str = "merge",
+        kernel: str = "rbf",
+        gamma: float | None = None,
+        degree: int = 2,
+        coef0: float = 1.0,
+        max_iter: int = 5,
+        shuffle: bool = True,
+        random_state: RandomState = None,
+        verbose: bool | int = False,
+        n_jobs: int | None = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+    ) -> None:
         self.l2_penalty = l2_penalty
         self.budget = budget
         self.maintenance = maintenance
@@ -109,6 +126,8 @@ class BSGDClassifier(BudgetedClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _check_params(self):
         check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True)
@@ -125,26 +144,17 @@ class BSGDClassifier(BudgetedClassifier):
 
     def _args(self, n_features):
         return dict(
-            lambda_=float(self.l2_penalty),
+            l2_penalty=float(self.l2_penalty),
             budget=int(self.budget),
             maintenance=self.maintenance,
-            kernel=self.kernel,
-            gamma=kernel_gamma(self.gamma, n_features),
-            degree=int(self.degree),
-            coef=float(self.coef0),
+            kernel=kernel_args(self.kernel, kernel_gamma(self.gamma, n_features), self.degree, self.coef0),
         )
 
     def _check_memory(self, n_features, n_classes):
         check_model_memory(n_features, int(self.budget) + 2, "budget")
 
     def _new_model(self, n_features, n_classes):
-        return _core.BsgdModel(n_features, n_classes, **self._args(n_features))
-
-    def _run_epoch(self, model, Xc, y, epoch, seed):
-        stats = model.epoch(Xc, y, shuffle=bool(self.shuffle), seed=seed)
-        stats["n_merged_or_removed"] = stats.pop("n_pruned")
-        stats.pop("n_cloned")
-        return stats
+        return _core.BsgdModel(n_features, n_classes, self._args(n_features))
 
     def _store(self, model):
         self.support_vectors_ = model.support_vectors
@@ -156,7 +166,7 @@ class BSGDClassifier(BudgetedClassifier):
         return _core.BsgdModel(
             self.n_features_in_,
             len(self.classes_),
-            **self._args(self.n_features_in_),
+            self._args(self.n_features_in_),
             support_vectors=np.ascontiguousarray(self.support_vectors_, dtype=np.float64),
             alphas=np.ascontiguousarray(self.dual_coef_, dtype=np.float64),
             steps=int(self.t_),
@@ -165,8 +175,13 @@ class BSGDClassifier(BudgetedClassifier):
     def _decision_matrix(self, Xc):
         return self._model().decision_function(Xc, n_jobs=self._n_jobs())
 
-    def partial_fit(self, X, y, classes=None):
-        """One more SGD pass over ``X``; ``classes`` is required on the first call."""
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> Self:
+        """One more SGD pass over ``X``; ``classes`` is required on the first call.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         first = not hasattr(self, "classes_")
         if first and classes is None:

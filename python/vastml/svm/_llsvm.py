@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -14,7 +16,12 @@ from vastml.svm._base import (
     check_model_memory,
     core_examples,
 )
-from vastml.svm._bsgd import KERNELS, kernel_gamma
+from vastml.svm._bsgd import KERNELS, kernel_args, kernel_gamma
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, RandomState
 
 LANDMARKS = ("kmeans", "kmedoids", "random")
 
@@ -55,6 +62,16 @@ class LLSVMClassifier(BudgetedClassifier):
     random_state, verbose, n_jobs
         As in :class:`~vastml.svm.AMMClassifier`; ``n_jobs`` also runs one-vs-rest models
         in parallel.
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)`` after every ``callback_every``
+        dual coordinate descent passes (``iteration`` = passes made, from 1; the one-vs-rest
+        models make their passes together). ``objective`` is the dual objective
+        :math:`\frac12\lVert w\rVert^2 - \sum_i a_i` summed over the models (what dual
+        coordinate descent minimises; cheap to compute), ``state`` the number of support
+        vectors (examples with :math:`a_i > 0`) summed over the models. Returning True stops
+        the fit cleanly after that pass (the weights of the passes made are kept) and sets
+        ``stopped_early_``.
+    callback_every : int, default=1
 
     Attributes
     ----------
@@ -69,6 +86,8 @@ class LLSVMClassifier(BudgetedClassifier):
         Number of landmarks.
     n_iter_ : int
         Largest number of dual-CD passes over the models.
+    stopped_early_ : bool
+        Whether a callback stopped the last fit.
 
     Examples
     --------
@@ -85,21 +104,23 @@ class LLSVMClassifier(BudgetedClassifier):
     def __init__(
         self,
         *,
-        l2_penalty=0.1,
-        n_landmarks=100,
-        landmarks="kmeans",
-        kernel="rbf",
-        gamma=None,
-        degree=2,
-        coef0=1.0,
-        max_iter=30,
-        tol=0.01,
-        landmark_sample=50000,
-        kmeans_iter=10,
-        random_state=None,
-        verbose=False,
-        n_jobs=None,
-    ):
+        l2_penalty: float = 0.1,
+        n_landmarks: int = 100,
+        landmarks: str = "kmeans",
+        kernel: str = "rbf",
+        gamma: float | None = None,
+        degree: int = 2,
+        coef0: float = 1.0,
+        max_iter: int = 30,
+        tol: float = 0.01,
+        landmark_sample: int = 50000,
+        kmeans_iter: int = 10,
+        random_state: RandomState = None,
+        verbose: bool | int = False,
+        n_jobs: int | None = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+    ) -> None:
         self.l2_penalty = l2_penalty
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
@@ -114,6 +135,8 @@ class LLSVMClassifier(BudgetedClassifier):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
 
     def _check_params(self):
         check_float(self.l2_penalty, "l2_penalty", low=0, low_open=True)
@@ -129,8 +152,8 @@ class LLSVMClassifier(BudgetedClassifier):
         check_int(self.kmeans_iter, "kmeans_iter", 1)
         self._n_jobs()
 
-    def _kernel_args(self):
-        return (self.kernel, kernel_gamma(self.gamma, self.n_features_in_), int(self.degree), float(self.coef0))
+    def _kernel_args(self) -> dict[str, Any]:
+        return kernel_args(self.kernel, kernel_gamma(self.gamma, self.n_features_in_), self.degree, self.coef0)
 
     def _choose_landmarks(self, X, seed):
         n = X.shape[0]
@@ -150,7 +173,7 @@ class LLSVMClassifier(BudgetedClassifier):
             return kmedoids(sample, labels, b, int(self.kmeans_iter))
         return centers
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Choose landmarks, map the data and train the linear SVM(s).
 
         Returns
@@ -158,30 +181,35 @@ class LLSVMClassifier(BudgetedClassifier):
         self
         """
         self._check_params()
-        X, y = self._fit_data(X, y, reset=True)
-        self._set_classes(y)
-        codes = self._encode(y)
-        # landmarks, k-means centres and the mapped batch are dense in n_features
-        check_model_memory(X.shape[1], 2 * int(self.n_landmarks), "n_landmarks")
-        seed = self._seeds(1)[0]
-        self.landmarks_ = self._choose_landmarks(X, seed)
-        models = np.array([1], dtype=np.int64) if len(self.classes_) == 2 else np.arange(len(self.classes_), dtype=np.int64)
-        kern, gamma, degree, coef0 = self._kernel_args()
-        self.map_matrix_, self.coef_, iters = _core.llsvm_fit(
-            core_examples(X), codes, models, self.landmarks_, kern, gamma, degree, coef0,
-            1.0 / float(self.l2_penalty), int(self.max_iter), float(self.tol), seed, n_jobs=self._n_jobs(),
-        )
+        with self._progress(int(self.max_iter)) as progress:
+            X, y = self._fit_data(X, y, reset=True)
+            self._set_classes(y)
+            codes = self._encode(y)
+            # landmarks, k-means centres and the mapped batch are dense in n_features
+            check_model_memory(X.shape[1], 2 * int(self.n_landmarks), "n_landmarks")
+            seed = self._seeds(1)[0]
+            self.landmarks_ = self._choose_landmarks(X, seed)
+            models = [1] if len(self.classes_) == 2 else list(range(len(self.classes_)))
+            params = {
+                "classes": models,
+                "kernel": self._kernel_args(),
+                "c": 1.0 / float(self.l2_penalty),
+                "max_iter": int(self.max_iter),
+                "tol": float(self.tol),
+                "seed": seed,
+            }
+            report = progress.report if progress.active else None
+            self.map_matrix_, self.coef_, iters, stopped = _core.llsvm_fit(
+                core_examples(X), codes, self.landmarks_, params, report, n_jobs=self._n_jobs()
+            )
         self.n_iter_ = int(max(iters))
+        self.stopped_early_ = bool(stopped)
         self.n_weights_ = int(self.landmarks_.shape[0])
-        if self.verbose:
-            print(f"[LLSVMClassifier] rank {self.map_matrix_.shape[0]}, dual-CD passes {iters}")
         return self
 
     def _decision_matrix(self, Xc):
-        kern, gamma, degree, coef0 = self._kernel_args()
-        s = _core.llsvm_decision(
-            Xc, self.landmarks_, self.map_matrix_, self.coef_, kern, gamma, degree, coef0, n_jobs=self._n_jobs()
-        )
+        model = (self.landmarks_, self.map_matrix_, self.coef_)
+        s = _core.llsvm_decision(Xc, model, self._kernel_args(), n_jobs=self._n_jobs())
         if len(self.classes_) == 2:
             return np.column_stack([-s[:, 0] / 2, s[:, 0] / 2])
         return s

@@ -1,24 +1,28 @@
-//! Bindings of `vastml-svm` (and `vastml_spatial::kmeans` for LLSVM landmarks).
+//! Bindings of `vastml-svm`: argument conversion and delegation only.
 //!
 //! Examples arrive as a C-contiguous float64 2-D array or as a CSR tuple
-//! `(indptr int64, indices int64, data float64, n_features)`; neither is copied.
+//! `(indptr int64, indices int64, data float64, n_features)`; neither is copied. Long
+//! arguments lists arrive as a dict (`params`), read into the option structs below. Training
+//! calls take `progress` (`vastml._progress.Progress.report`, or None) and report every pass
+//! (or chunk of a single pass) with the state an int: the model size, or the updates made.
 
 use numpy::ndarray::{Array2, Array3};
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rayon::prelude::*;
 use vastml_svm::{
-    Amm, AmmParams, Arow, Bsgd, BsgdParams, DcdOptions, EpochStats, Examples, Kernel, Maintenance,
-    Nystrom, SvmError, UpdateOn,
+    Amm, AmmParams, Arow, Bsgd, BsgdParams, DcdOptions, EpochStats, Examples, FitOutcome, Kernel,
+    LlsvmModel, LlsvmParams, Maintenance, Schedule, UpdateOn,
 };
 
 use crate::arrays::rows;
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
 
 /// Examples borrowed from Python.
 enum PyX<'py> {
@@ -72,10 +76,12 @@ fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> 
 }
 
 fn labels(y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
-    slice1(y, "y")?
-        .iter()
-        .map(|&v| usize::try_from(v).map_err(|_| PyValueError::new_err("`y` codes must be >= 0")))
-        .collect()
+    vastml_svm::class_codes(slice1(y, "y")?).map_err(ToPyErr::to_pyerr)
+}
+
+/// Class codes (or cluster labels) as an int64 array.
+fn codes<'py>(py: Python<'py>, v: &[usize]) -> Bound<'py, PyArray1<i64>> {
+    PyArray1::from_iter(py, v.iter().map(|&c| c as i64))
 }
 
 fn matrix<'py>(py: Python<'py>, v: Vec<f64>, cols: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
@@ -94,29 +100,100 @@ fn stats_dict<'py>(py: Python<'py>, s: &EpochStats) -> PyResult<Bound<'py, PyDic
     Ok(d)
 }
 
-fn kernel(name: &str, gamma: f64, degree: i32, coef: f64) -> PyResult<Kernel> {
-    let k = match name {
-        "rbf" | "gaussian" => Kernel::Gaussian { gamma },
-        "exponential" => Kernel::Exponential { gamma },
-        "poly" | "polynomial" => Kernel::Polynomial { degree, coef },
-        "linear" => Kernel::Linear,
-        "sigmoid" => Kernel::Sigmoid { slope: gamma, coef },
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "`kernel` must be one of 'rbf', 'exponential', 'poly', 'linear', 'sigmoid', got {other:?}"
-            )));
-        }
-    };
-    k.validate().map_err(ToPyErr::to_pyerr)?;
-    Ok(k)
+/// A kernel as Python names it: `kernel`, `gamma`, `degree`, `coef0`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct KernelArgs {
+    kernel: String,
+    gamma: f64,
+    degree: i32,
+    coef0: f64,
 }
 
-/// AmmModel(n_features, n_classes, lambda_, max_weights_per_class, prune_every, prune_c, bias,
-///          clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0,
-///          budgetedsvm=False)
+impl KernelArgs {
+    fn build(&self) -> PyResult<Kernel> {
+        let (gamma, degree, coef) = (self.gamma, self.degree, self.coef0);
+        let k = match self.kernel.as_str() {
+            "rbf" | "gaussian" => Kernel::Gaussian { gamma },
+            "exponential" => Kernel::Exponential { gamma },
+            "poly" | "polynomial" => Kernel::Polynomial { degree, coef },
+            "linear" => Kernel::Linear,
+            "sigmoid" => Kernel::Sigmoid { slope: gamma, coef },
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "`kernel` must be one of 'rbf', 'exponential', 'poly', 'linear', 'sigmoid', got {other:?}"
+                )));
+            }
+        };
+        k.validate().map_err(ToPyErr::to_pyerr)?;
+        Ok(k)
+    }
+}
+
+/// The progress state of the SVM trainers (a count) as a Python int.
+fn count_state(py: Python<'_>, s: &usize) -> PyResult<Py<PyAny>> {
+    Ok(s.into_pyobject(py)?.into_any().unbind())
+}
+
+fn outcome(o: FitOutcome) -> (usize, bool) {
+    (o.n_iter, o.stopped)
+}
+
+/// The passes of a `fit`: one per seed.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct ScheduleArgs {
+    seeds: Vec<u64>,
+    shuffle: bool,
+    #[pyo3(default)]
+    online: bool,
+}
+
+impl ScheduleArgs {
+    fn schedule(&self) -> Schedule<'_> {
+        Schedule {
+            seeds: &self.seeds,
+            shuffle: self.shuffle,
+            online: self.online,
+        }
+    }
+}
+
+/// `AmmModel`'s parameters, as `AMMClassifier` names them for the core.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct AmmArgs {
+    l2_penalty: f64,
+    max_weights_per_class: usize,
+    prune_every: u64,
+    prune_c: f64,
+    bias: f64,
+    clone_probability: f64,
+    clone_decay: f64,
+    budgetedsvm: bool,
+}
+
+impl From<AmmArgs> for AmmParams {
+    fn from(a: AmmArgs) -> Self {
+        AmmParams {
+            lambda: a.l2_penalty,
+            max_weights_per_class: a.max_weights_per_class,
+            prune_every: a.prune_every,
+            prune_c: a.prune_c,
+            bias: a.bias,
+            clone_probability: a.clone_probability,
+            clone_decay: a.clone_decay,
+            budgetedsvm: a.budgetedsvm,
+        }
+    }
+}
+
+/// AmmModel(n_features, n_classes, params, weights=None, weight_class=None, steps=0)
 /// --
 ///
 /// An AMM / GAMM / Pegasos model under training (max_weights_per_class=1 is Pegasos).
+/// `params`: dict of l2_penalty, max_weights_per_class, prune_every, prune_c, bias,
+/// clone_probability, clone_decay, budgetedsvm.
 #[pyclass(name = "AmmModel", module = "vastml._core")]
 pub struct PyAmm {
     inner: Amm,
@@ -125,33 +202,16 @@ pub struct PyAmm {
 #[pymethods]
 impl PyAmm {
     #[new]
-    #[pyo3(signature = (n_features, n_classes, lambda_, max_weights_per_class, prune_every, prune_c, bias, clone_probability=0.0, clone_decay=0.99, weights=None, weight_class=None, steps=0, budgetedsvm=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (n_features, n_classes, params, weights=None, weight_class=None, steps=0))]
     fn new(
         n_features: usize,
         n_classes: usize,
-        lambda_: f64,
-        max_weights_per_class: usize,
-        prune_every: u64,
-        prune_c: f64,
-        bias: f64,
-        clone_probability: f64,
-        clone_decay: f64,
+        params: AmmArgs,
         weights: Option<PyReadonlyArray2<'_, f64>>,
         weight_class: Option<PyReadonlyArray1<'_, i64>>,
         steps: u64,
-        budgetedsvm: bool,
     ) -> PyResult<Self> {
-        let params = AmmParams {
-            lambda: lambda_,
-            max_weights_per_class,
-            prune_every,
-            prune_c,
-            bias,
-            clone_probability,
-            clone_decay,
-            budgetedsvm,
-        };
+        let params = AmmParams::from(params);
         let inner = match (weights, weight_class) {
             (Some(w), Some(c)) => {
                 let (wv, _) = rows(&w, "weights")?;
@@ -169,10 +229,30 @@ impl PyAmm {
         Ok(PyAmm { inner })
     }
 
-    /// One SGD pass; `batch=True` keeps the assignments of the last `reassign` fixed;
-    /// `initial=True` (BudgetedSVM mode) is batch AMM's initial online pass.
-    #[pyo3(signature = (x, y, shuffle=true, seed=0, batch=false, initial=false))]
-    #[allow(clippy::too_many_arguments)]
+    /// Trains one pass per seed (batch AMM's schedule unless `online`); `schedule`: dict of
+    /// seeds, shuffle, online. Returns (passes made, stopped by a callback).
+    #[pyo3(signature = (x, y, schedule, progress=None))]
+    fn fit(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: PyReadonlyArray1<'_, i64>,
+        schedule: ScheduleArgs,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(usize, bool)> {
+        let px = PyX::new(x)?;
+        let (ex, y) = (px.examples()?, labels(&y)?);
+        let schedule = schedule.schedule();
+        let hook = progress::hook(progress, count_state);
+        let model = &mut self.inner;
+        let out = enter(py, Some(1), |cancel| {
+            model.fit(&ex, &y, &schedule, progress::control(cancel, hook.as_ref()))
+        });
+        finish(hook, out).map(outcome)
+    }
+
+    /// One online SGD pass (partial_fit).
+    #[pyo3(signature = (x, y, shuffle=true, seed=0))]
     fn epoch<'py>(
         &mut self,
         py: Python<'py>,
@@ -180,36 +260,15 @@ impl PyAmm {
         y: PyReadonlyArray1<'py, i64>,
         shuffle: bool,
         seed: u64,
-        batch: bool,
-        initial: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let px = PyX::new(x)?;
-        let ex = px.examples()?;
-        let y = labels(&y)?;
+        let (ex, y) = (px.examples()?, labels(&y)?);
         let model = &mut self.inner;
         let s = enter(py, Some(1), |cancel| {
-            model.epoch_with(&ex, &y, shuffle, seed, batch, initial, cancel)
+            let control = vastml_core::Control::new(cancel);
+            model.epoch(&ex, &y, shuffle, seed, false, control)
         })?;
         stats_dict(py, &s)
-    }
-
-    /// Recomputes the batch assignments; returns how many changed.
-    fn reassign<'py>(
-        &mut self,
-        py: Python<'py>,
-        x: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, i64>,
-    ) -> PyResult<usize> {
-        let px = PyX::new(x)?;
-        let ex = px.examples()?;
-        let y = labels(&y)?;
-        let model = &mut self.inner;
-        enter(py, Some(1), |_| model.reassign(&ex, &y))
-    }
-
-    /// Forgets the batch assignments.
-    fn clear_assignments(&mut self) {
-        self.inner.clear_assignments();
     }
 
     /// Class scores g(i, x), shape (n, n_classes).
@@ -223,7 +282,9 @@ impl PyAmm {
         let px = PyX::new(x)?;
         let ex = px.examples()?;
         let model = &self.inner;
-        let out = enter(py, n_jobs, |_| model.decision(&ex))?;
+        let out = enter(py, n_jobs, |cancel| {
+            model.decision_with(&ex, vastml_core::Control::new(cancel))
+        })?;
         matrix(py, out, model.n_classes())
     }
 
@@ -236,13 +297,7 @@ impl PyAmm {
     /// Class code of every weight.
     #[getter]
     fn weight_class<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        let v: Vec<i64> = self
-            .inner
-            .weight_classes()
-            .iter()
-            .map(|&c| c as i64)
-            .collect();
-        v.into_pyarray(py)
+        codes(py, self.inner.weight_classes())
     }
 
     /// SGD steps taken (t).
@@ -265,38 +320,32 @@ impl PyAmm {
     }
 }
 
-/// BsgdModel(n_features, n_classes, lambda_, budget, maintenance, kernel, gamma, degree, coef,
-///           support_vectors=None, alphas=None, steps=0)
-/// --
-///
-/// A BSGD model under training; maintenance is 'merge', 'remove', 'remove-random' or 'project'.
-#[pyclass(name = "BsgdModel", module = "vastml._core")]
-pub struct PyBsgd {
-    inner: Bsgd,
-    n_classes: usize,
-    dim: usize,
+/// Raises a callback's exception if there was one, else the work's result.
+fn finish<T>(hook: Option<progress::PyHook<usize>>, out: PyResult<T>) -> PyResult<T> {
+    if let Some(h) = hook {
+        h.finish()?;
+    }
+    out
 }
 
-#[pymethods]
-impl PyBsgd {
-    #[new]
-    #[pyo3(signature = (n_features, n_classes, lambda_, budget, maintenance, kernel, gamma, degree=2, coef=1.0, support_vectors=None, alphas=None, steps=0))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        n_features: usize,
-        n_classes: usize,
-        lambda_: f64,
-        budget: usize,
-        maintenance: &str,
-        kernel: &str,
-        gamma: f64,
-        degree: i32,
-        coef: f64,
-        support_vectors: Option<PyReadonlyArray2<'_, f64>>,
-        alphas: Option<PyReadonlyArray2<'_, f64>>,
-        steps: u64,
-    ) -> PyResult<Self> {
-        let maintenance = match maintenance {
+/// `BsgdModel`'s parameters, as `BSGDClassifier` names them for the core.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct BsgdArgs {
+    l2_penalty: f64,
+    budget: usize,
+    maintenance: String,
+    #[pyo3(from_py_with = kernel_args)]
+    kernel: Kernel,
+}
+
+fn kernel_args(ob: &Bound<'_, PyAny>) -> PyResult<Kernel> {
+    ob.extract::<KernelArgs>()?.build()
+}
+
+impl BsgdArgs {
+    fn params(&self) -> PyResult<BsgdParams> {
+        let maintenance = match self.maintenance.as_str() {
             "merge" => Maintenance::Merge,
             "remove" => Maintenance::RemoveSmallest,
             "remove-random" => Maintenance::RemoveRandom,
@@ -307,12 +356,40 @@ impl PyBsgd {
                 )));
             }
         };
-        let params = BsgdParams {
-            lambda: lambda_,
-            budget,
-            kernel: self::kernel(kernel, gamma, degree, coef)?,
+        Ok(BsgdParams {
+            lambda: self.l2_penalty,
+            budget: self.budget,
+            kernel: self.kernel,
             maintenance,
-        };
+        })
+    }
+}
+
+/// BsgdModel(n_features, n_classes, params, support_vectors=None, alphas=None, steps=0)
+/// --
+///
+/// A BSGD model under training. `params`: dict of l2_penalty, budget, maintenance ('merge',
+/// 'remove', 'remove-random' or 'project') and kernel (a dict of kernel, gamma, degree, coef0).
+#[pyclass(name = "BsgdModel", module = "vastml._core")]
+pub struct PyBsgd {
+    inner: Bsgd,
+    n_classes: usize,
+    dim: usize,
+}
+
+#[pymethods]
+impl PyBsgd {
+    #[new]
+    #[pyo3(signature = (n_features, n_classes, params, support_vectors=None, alphas=None, steps=0))]
+    fn new(
+        n_features: usize,
+        n_classes: usize,
+        params: BsgdArgs,
+        support_vectors: Option<PyReadonlyArray2<'_, f64>>,
+        alphas: Option<PyReadonlyArray2<'_, f64>>,
+        steps: u64,
+    ) -> PyResult<Self> {
+        let params = params.params()?;
         let inner = match (support_vectors, alphas) {
             (Some(s), Some(a)) => {
                 let (sv, _) = rows(&s, "support_vectors")?;
@@ -334,7 +411,29 @@ impl PyBsgd {
         })
     }
 
-    /// One SGD pass with budget maintenance.
+    /// Trains one pass per seed; `schedule`: dict of seeds, shuffle. Returns (passes made,
+    /// stopped by a callback).
+    #[pyo3(signature = (x, y, schedule, progress=None))]
+    fn fit(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: PyReadonlyArray1<'_, i64>,
+        schedule: ScheduleArgs,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(usize, bool)> {
+        let px = PyX::new(x)?;
+        let (ex, y) = (px.examples()?, labels(&y)?);
+        let schedule = schedule.schedule();
+        let hook = progress::hook(progress, count_state);
+        let model = &mut self.inner;
+        let out = enter(py, Some(1), |cancel| {
+            model.fit(&ex, &y, &schedule, progress::control(cancel, hook.as_ref()))
+        });
+        finish(hook, out).map(outcome)
+    }
+
+    /// One SGD pass with budget maintenance (partial_fit).
     #[pyo3(signature = (x, y, shuffle=true, seed=0))]
     fn epoch<'py>(
         &mut self,
@@ -345,11 +444,10 @@ impl PyBsgd {
         seed: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let px = PyX::new(x)?;
-        let ex = px.examples()?;
-        let y = labels(&y)?;
+        let (ex, y) = (px.examples()?, labels(&y)?);
         let model = &mut self.inner;
         let s = enter(py, Some(1), |cancel| {
-            model.epoch(&ex, &y, shuffle, seed, cancel)
+            model.epoch(&ex, &y, shuffle, seed, vastml_core::Control::new(cancel))
         })?;
         stats_dict(py, &s)
     }
@@ -365,7 +463,9 @@ impl PyBsgd {
         let px = PyX::new(x)?;
         let ex = px.examples()?;
         let model = &self.inner;
-        let out = enter(py, n_jobs, |_| model.decision(&ex))?;
+        let out = enter(py, n_jobs, |cancel| {
+            model.decision_with(&ex, vastml_core::Control::new(cancel))
+        })?;
         matrix(py, out, self.n_classes)
     }
 
@@ -388,85 +488,99 @@ impl PyBsgd {
     }
 }
 
-/// arow_fit(x, y, classes, means, covariances, r, bias, diagonal, update_on, shuffle, seed, n_jobs=None)
+/// `arow_fit`'s parameters.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct ArowArgs {
+    classes: Vec<usize>,
+    update_damping: f64,
+    bias: f64,
+    diagonal: bool,
+    update_on: String,
+    shuffle: bool,
+    seeds: Vec<u64>,
+}
+
+impl ArowArgs {
+    fn update_on(&self) -> PyResult<UpdateOn> {
+        match self.update_on.as_str() {
+            "margin" => Ok(UpdateOn::Margin),
+            "mistake" => Ok(UpdateOn::Mistake),
+            other => Err(PyValueError::new_err(format!(
+                "`update_on` must be 'margin' or 'mistake', got {other:?}"
+            ))),
+        }
+    }
+
+    /// The models from their stacked means `(k, d+1)` and covariances.
+    fn models(&self, dim: usize, means: &[f64], covs: &[f64]) -> PyResult<Vec<Arow>> {
+        let params = vastml_svm::ArowParams {
+            update_damping: self.update_damping,
+            bias: self.bias,
+            update_on: self.update_on()?,
+            diagonal: self.diagonal,
+        };
+        Arow::stack_from_parts(dim, params, self.classes.len(), means, covs)
+            .map_err(ToPyErr::to_pyerr)
+    }
+}
+
+/// arow_fit(x, y, model, params, progress=None, n_jobs=None)
 /// --
 ///
-/// One AROW pass for each one-vs-rest model k (class code classes[k] is +1). means (k, d+1);
-/// covariances (k, d+1, d+1), or (k, d+1) when diagonal. Returns (means, covariances, n_updates).
+/// AROW passes (one per seed) for each one-vs-rest model k (class code classes[k] is +1).
+/// model = (means (k, d+1), covariances (k, d+1, d+1), or (k, d+1) when diagonal); params:
+/// dict of classes, update_damping, bias, diagonal, update_on, shuffle, seeds. Returns (means,
+/// covariances, n_updates, chunks reported, stopped by a callback).
 #[pyfunction]
-#[pyo3(signature = (x, y, classes, means, covariances, r, bias, diagonal, update_on, shuffle, seed, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, y, model, params, progress=None, n_jobs=None))]
+#[allow(clippy::type_complexity)]
 pub fn arow_fit<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     y: PyReadonlyArray1<'py, i64>,
-    classes: PyReadonlyArray1<'py, i64>,
-    means: PyReadonlyArray2<'py, f64>,
-    covariances: &Bound<'py, PyAny>,
-    r: f64,
-    bias: f64,
-    diagonal: bool,
-    update_on: &str,
-    shuffle: bool,
-    seed: u64,
+    model: (PyReadonlyArray2<'py, f64>, PyReadonlyArrayDyn<'py, f64>),
+    params: ArowArgs,
+    progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Vec<usize>)> {
-    let update_on = match update_on {
-        "margin" => UpdateOn::Margin,
-        "mistake" => UpdateOn::Mistake,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "`update_on` must be 'margin' or 'mistake', got {other:?}"
-            )));
-        }
-    };
+) -> PyResult<(
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Vec<usize>,
+    usize,
+    bool,
+)> {
     let px = PyX::new(x)?;
-    let ex = px.examples()?;
-    let y = labels(&y)?;
-    let classes = labels(&classes)?;
-    let (mv, w) = rows(&means, "means")?;
-    let k = classes.len();
-    if w != ex.dim() + 1 || mv.len() != k * w {
-        return Err(PyValueError::new_err(format!(
-            "`means` must have shape ({k}, {})",
-            ex.dim() + 1
-        )));
-    }
-    let cov_arr: numpy::PyReadonlyArrayDyn<'py, f64> = covariances.extract()?;
-    if !cov_arr.is_c_contiguous() {
-        return Err(PyTypeError::new_err(
-            "`covariances` must be C-contiguous float64",
-        ));
-    }
-    let cv = cov_arr
-        .as_slice()
-        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-    let per = if diagonal { w } else { w * w };
-    if cv.len() != k * per {
-        return Err(PyValueError::new_err("`covariances` has the wrong shape"));
-    }
-    let mut models = (0..k)
-        .map(|j| {
-            Arow::from_parts(
-                ex.dim(),
-                r,
-                bias,
-                update_on,
-                mv[j * w..(j + 1) * w].to_vec(),
-                cv[j * per..(j + 1) * per].to_vec(),
-                diagonal,
-            )
-        })
-        .collect::<Result<Vec<_>, SvmError>>()
-        .map_err(ToPyErr::to_pyerr)?;
-    let updates = enter(py, n_jobs, |cancel| {
-        vastml_svm::arow_one_vs_rest(&mut models, &classes, &ex, &y, shuffle, seed, cancel)
-    })?;
-    let m: Vec<f64> = models.iter().flat_map(|a| a.mean().to_vec()).collect();
-    let c: Vec<f64> = models
-        .iter()
-        .flat_map(|a| a.covariance().to_vec())
-        .collect();
+    let (ex, y) = (px.examples()?, labels(&y)?);
+    let (means, _) = rows(&model.0, "means")?;
+    let covs = contiguous(&model.1, "covariances")?;
+    let mut models = params.models(ex.dim(), means, covs)?;
+    let schedule = Schedule {
+        seeds: &params.seeds,
+        shuffle: params.shuffle,
+        online: false,
+    };
+    let hook = progress::hook(progress, count_state);
+    let out = enter(py, n_jobs, |cancel| {
+        let control = progress::control(cancel, hook.as_ref());
+        vastml_svm::arow_one_vs_rest(&mut models, &params.classes, &ex, &y, &schedule, control)
+    });
+    let out = finish(hook, out)?;
+    let (m, c) = Arow::unstack(&models);
+    let (means, covs) = arow_arrays(py, m, c, models.len(), ex.dim() + 1, params.diagonal)?;
+    let (n_iter, stopped) = outcome(out.outcome);
+    Ok((means, covs, out.n_updates, n_iter, stopped))
+}
+
+/// The stacked means `(k, w)` and covariances `(k, w, w)` (or `(k, w)` when diagonal).
+fn arow_arrays<'py>(
+    py: Python<'py>,
+    m: Vec<f64>,
+    c: Vec<f64>,
+    k: usize,
+    w: usize,
+    diagonal: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let means = matrix(py, m, w)?.into_any();
     let covs = if diagonal {
         matrix(py, c, w)?.into_any()
@@ -476,132 +590,122 @@ pub fn arow_fit<'py>(
             .into_pyarray(py)
             .into_any()
     };
-    Ok((means, covs, updates))
+    Ok((means, covs))
 }
 
-/// llsvm_fit(x, y, classes, landmarks, kernel, gamma, degree, coef, c, max_iter, tol, seed, n_jobs=None)
-/// --
-///
-/// Nystrom map over the landmarks and one dual-CD linear SVM per one-vs-rest model.
-/// Returns (map_matrix (rank, B), coef (k, rank), n_iter per model).
-#[pyfunction]
-#[pyo3(signature = (x, y, classes, landmarks, kernel, gamma, degree, coef, c, max_iter, tol, seed, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn llsvm_fit<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    y: PyReadonlyArray1<'py, i64>,
-    classes: PyReadonlyArray1<'py, i64>,
-    landmarks: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    gamma: f64,
-    degree: i32,
-    coef: f64,
+fn contiguous<'a>(a: &'a PyReadonlyArrayDyn<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
+    if !a.is_c_contiguous() {
+        return Err(PyTypeError::new_err(format!(
+            "`{name}` must be C-contiguous float64"
+        )));
+    }
+    a.as_slice()
+        .map_err(|e| PyTypeError::new_err(e.to_string()))
+}
+
+/// `llsvm_fit`'s parameters.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct LlsvmArgs {
+    classes: Vec<usize>,
+    #[pyo3(from_py_with = kernel_args)]
+    kernel: Kernel,
     c: f64,
     max_iter: usize,
     tol: f64,
     seed: u64,
+}
+
+impl LlsvmArgs {
+    fn params(&self) -> LlsvmParams {
+        let dcd = DcdOptions {
+            c: self.c,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            seed: self.seed,
+        };
+        LlsvmParams {
+            kernel: self.kernel,
+            dcd,
+        }
+    }
+}
+
+/// llsvm_fit(x, y, landmarks, params, progress=None, n_jobs=None)
+/// --
+///
+/// Nystrom map over the landmarks and one dual-CD linear SVM per one-vs-rest model (class
+/// code classes[k] is +1). params: dict of classes, kernel (dict of kernel, gamma, degree,
+/// coef0), c, max_iter, tol, seed. Returns (map_matrix (rank, B), coef (k, rank), n_iter per
+/// model, stopped by a callback).
+#[pyfunction]
+#[pyo3(signature = (x, y, landmarks, params, progress=None, n_jobs=None))]
+#[allow(clippy::type_complexity)]
+pub fn llsvm_fit<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    y: PyReadonlyArray1<'py, i64>,
+    landmarks: PyReadonlyArray2<'py, f64>,
+    params: LlsvmArgs,
+    progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<(
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     Vec<usize>,
+    bool,
 )> {
-    let kern = self::kernel(kernel, gamma, degree, coef)?;
     let px = PyX::new(x)?;
-    let ex = px.examples()?;
-    let y = labels(&y)?;
-    let classes = labels(&classes)?;
-    let (lm, ld) = rows(&landmarks, "landmarks")?;
-    if ld != ex.dim() {
-        return Err(PyValueError::new_err(
-            "`landmarks` and `X` differ in n_features",
-        ));
-    }
-    if y.len() != ex.len() {
-        return Err(PyValueError::new_err("one label per example"));
-    }
-    let (map, rank, ws, iters) = enter(py, n_jobs, |cancel| {
-        let ny = Nystrom::new(kern, lm, ld)?;
-        let feats = ny.transform(&ex)?;
-        let rank = ny.rank();
-        let res: Result<Vec<(Vec<f64>, usize)>, SvmError> = classes
-            .par_iter()
-            .map(|&cl| {
-                let t: Vec<f64> = y
-                    .iter()
-                    .map(|&l| if l == cl { 1.0 } else { -1.0 })
-                    .collect();
-                let opts = DcdOptions {
-                    c,
-                    max_iter,
-                    tol,
-                    seed,
-                };
-                vastml_svm::dual_cd(&feats, rank, &t, opts, cancel)
-            })
-            .collect();
-        let res = res?;
-        let ws: Vec<f64> = res.iter().flat_map(|(w, _)| w.clone()).collect();
-        let iters: Vec<usize> = res.iter().map(|(_, i)| *i).collect();
-        Ok::<_, SvmError>((ny.map_matrix().to_vec(), rank, ws, iters))
-    })?;
+    let (ex, y) = (px.examples()?, labels(&y)?);
+    let (lm, _) = rows(&landmarks, "landmarks")?;
+    let p = params.params();
+    let hook = progress::hook(progress, count_state);
+    let out = enter(py, n_jobs, |cancel| {
+        let control = progress::control(cancel, hook.as_ref());
+        vastml_svm::llsvm_fit(&ex, &y, &params.classes, lm, &p, control)
+    });
+    let fit = finish(hook, out)?;
+    let b = landmarks.shape()[0];
     Ok((
-        matrix(py, map, ld_b(lm.len(), ld))?,
-        matrix(py, ws, rank)?,
-        iters,
+        matrix(py, fit.map_matrix, b)?,
+        matrix(py, fit.models.coef, fit.rank)?,
+        fit.models.n_iter,
+        fit.models.outcome.stopped,
     ))
 }
 
-fn ld_b(len: usize, dim: usize) -> usize {
-    len.checked_div(dim).unwrap_or(0)
-}
-
-/// llsvm_decision(x, landmarks, map_matrix, coef, kernel, gamma, degree, coef0, n_jobs=None)
+/// llsvm_decision(x, model, kernel, n_jobs=None)
 /// --
 ///
-/// Scores coef . (map_matrix g(x)), shape (n, k).
+/// Scores coef . (map_matrix g(x)), shape (n, k); model = (landmarks, map_matrix, coef),
+/// kernel: dict of kernel, gamma, degree, coef0.
 #[pyfunction]
-#[pyo3(signature = (x, landmarks, map_matrix, coef, kernel, gamma, degree, coef0, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (x, model, kernel, n_jobs=None))]
 pub fn llsvm_decision<'py>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
-    landmarks: PyReadonlyArray2<'py, f64>,
-    map_matrix: PyReadonlyArray2<'py, f64>,
-    coef: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    gamma: f64,
-    degree: i32,
-    coef0: f64,
+    model: (
+        PyReadonlyArray2<'py, f64>,
+        PyReadonlyArray2<'py, f64>,
+        PyReadonlyArray2<'py, f64>,
+    ),
+    kernel: KernelArgs,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let kern = self::kernel(kernel, gamma, degree, coef0)?;
     let px = PyX::new(x)?;
     let ex = px.examples()?;
-    let (lm, ld) = rows(&landmarks, "landmarks")?;
-    let (mm, _) = rows(&map_matrix, "map_matrix")?;
-    let (w, rank) = rows(&coef, "coef")?;
-    let k = w.len().checked_div(rank).unwrap_or(0);
-    let b = ld_b(lm.len(), ld);
-    if b == 0 || mm.len() != rank * b {
-        return Err(PyValueError::new_err(
-            "`map_matrix` must have shape (coef.shape[1], n_landmarks)",
-        ));
-    }
-    // score = coef . (M g(x)) = (coef M) g(x): fold the map into the coefficients once.
-    let mut folded = vec![0.0; k * b];
-    for (j, row) in folded.chunks_exact_mut(b).enumerate() {
-        for (r, &c) in w[j * rank..(j + 1) * rank].iter().enumerate() {
-            row.iter_mut()
-                .zip(&mm[r * b..(r + 1) * b])
-                .for_each(|(o, m)| *o += c * m);
-        }
-    }
-    let out = enter(py, n_jobs, |_| {
-        Nystrom::from_parts(kern, lm, ld, &folded)?.transform(&ex)
+    let (coef, rank) = rows(&model.2, "coef")?;
+    let m = LlsvmModel {
+        kernel: kernel.build()?,
+        landmarks: rows(&model.0, "landmarks")?.0,
+        map_matrix: rows(&model.1, "map_matrix")?.0,
+        coef,
+        rank,
+    };
+    let out = enter(py, n_jobs, |cancel| {
+        vastml_svm::llsvm_decision(&ex, &m, vastml_core::Control::new(cancel))
     })?;
-    matrix(py, out, k)
+    matrix(py, out, model.2.shape()[0])
 }
 
 /// llsvm_kmeans(x, k, max_iter=10, seed=0, n_jobs=None)
@@ -622,12 +726,11 @@ pub fn llsvm_kmeans<'py>(
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>)> {
     let px = PyX::new(x)?;
     let ex = px.examples()?;
-    let d = ex.dim();
     let (c, l) = enter(py, n_jobs, |cancel| {
-        vastml_svm::kmeans_landmarks(&ex, k, max_iter, seed, cancel)
+        let control = vastml_core::Control::new(cancel);
+        vastml_svm::kmeans_landmarks(&ex, k, max_iter, seed, control)
     })?;
-    let l: Vec<i64> = l.into_iter().map(|v| v as i64).collect();
-    Ok((matrix(py, c, d)?, l.into_pyarray(py)))
+    Ok((matrix(py, c, ex.dim())?, codes(py, &l)))
 }
 
 /// kmeans(x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None)
@@ -653,50 +756,13 @@ pub fn kmeans<'py>(
     usize,
 )> {
     let px = PyX::new(x)?;
-    let (km, d) = match &px {
-        PyX::Dense(a) => {
-            let (p, d) = rows(a, "x")?;
-            (
-                enter(py, n_jobs, |_| {
-                    vastml_spatial::kmeans(p, d, k, max_iter, tol, seed)
-                })?,
-                d,
-            )
-        }
-        PyX::Csr(p, i, v, d) => {
-            let to_usize = |s: &[i64], name: &str| -> PyResult<Vec<usize>> {
-                s.iter()
-                    .map(|&t| {
-                        usize::try_from(t)
-                            .map_err(|_| PyValueError::new_err(format!("`{name}` must be >= 0")))
-                    })
-                    .collect()
-            };
-            let ip = to_usize(slice1(p, "indptr")?, "indptr")?;
-            let ix = to_usize(slice1(i, "indices")?, "indices")?;
-            let vals = slice1(v, "data")?;
-            let d = *d;
-            let km = enter(py, n_jobs, |_| {
-                vastml_spatial::kmeans_csr(
-                    vastml_spatial::CsrPoints {
-                        indptr: &ip,
-                        indices: &ix,
-                        data: vals,
-                        dim: d,
-                    },
-                    k,
-                    max_iter,
-                    tol,
-                    seed,
-                )
-            })?;
-            (km, d)
-        }
-    };
-    let labels: Vec<i64> = km.labels.iter().map(|&l| l as i64).collect();
+    let ex = px.examples()?;
+    let km = enter(py, n_jobs, |_| {
+        vastml_svm::kmeans(&ex, k, max_iter, tol, seed)
+    })?;
     Ok((
-        matrix(py, km.centers, d)?,
-        labels.into_pyarray(py),
+        matrix(py, km.centers, ex.dim())?,
+        codes(py, &km.labels),
         km.inertia,
         km.n_iter,
     ))

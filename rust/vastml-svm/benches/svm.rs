@@ -2,6 +2,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
+use vastml_core::Control;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use vastml_svm::{Amm, AmmParams, Examples};
@@ -43,7 +44,8 @@ fn bench(c: &mut Criterion) {
                 ..AmmParams::default()
             };
             let mut m = Amm::new(params, 123, 2).expect("valid params");
-            m.epoch(&data, &y, true, 0, false, &cancel).expect("runs");
+            m.epoch(&data, &y, true, 0, false, Control::new(&cancel))
+                .expect("runs");
             black_box(m.n_weights())
         })
     });

@@ -36,17 +36,19 @@
 //! Weights are stored as `scale * v` with one scale shared by all weights, so the shrink
 //! `w <- (1 - 1/t) w` costs O(1) and an update O(nnz(x)) (thesis sec. 4.3.6).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::data::{Examples, Gathered, Row, check_labels, check_positive, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
+use vastml_core::{Control, Halt};
 
 /// How often (in examples) long loops look at the cancel flag.
 pub(crate) const CANCEL_EVERY: usize = 1024;
+
+/// Rows per parallel task of prediction; the cancel flag is polled once per block.
+pub(crate) const ROW_BLOCK: usize = 256;
 /// How many examples ahead an SGD pass prefetches a row of a shuffled order.
 const PREFETCH_AHEAD: usize = 4;
 
@@ -729,9 +731,9 @@ impl Amm {
         shuffle: bool,
         seed: u64,
         batch: bool,
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
-        self.epoch_with(data, labels, shuffle, seed, batch, false, cancel)
+        self.epoch_with(data, labels, shuffle, seed, batch, false, control)
     }
 
     /// [`Amm::epoch`] with BudgetedSVM's batch initialisation: with
@@ -753,7 +755,7 @@ impl Amm {
         seed: u64,
         batch: bool,
         initial: bool,
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
         self.check_data(data)?;
         check_labels(labels, data.len(), self.n_classes)?;
@@ -769,7 +771,7 @@ impl Amm {
             self.root_of.clear();
         }
         if !batch && self.plain_pegasos() {
-            return self.pegasos_epoch(data, labels, &order, cancel);
+            return self.pegasos_epoch(data, labels, &order, control);
         }
         let k_prune = self.params.prune_every;
         let gathered = if shuffle {
@@ -780,8 +782,8 @@ impl Amm {
         let mut stats = EpochStats::default();
         let mut loss_sum = 0.0;
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-                return Err(SvmError::Cancelled);
+            if k % CANCEL_EVERY == 0 {
+                control.check()?;
             }
             let assigned = if use_z { Some(self.z[i]) } else { None };
             let x = match &gathered {
@@ -806,6 +808,45 @@ impl Amm {
         Ok(stats)
     }
 
+    /// Trains one pass per seed of `schedule`, reporting to `control` after every pass.
+    ///
+    /// The passes follow the estimator's rules: with `schedule.online` every pass is an online
+    /// pass ([`Amm::epoch`] with `batch = false`); otherwise the first pass is the initial online
+    /// pass and every later pass is a batch pass, preceded by [`Amm::reassign`] (except, with
+    /// [`AmmParams::budgetedsvm`], the second pass, which keeps the initial pass's assignments:
+    /// BudgetedSVM 1.2's `trainAMMbatch`). Pass `e` (from 1) is reported as
+    /// `control.report(e, NaN, &n_weights)`: the objective would cost one more pass over the
+    /// data, so none is given; the state is the current number of weights (the model size).
+    ///
+    /// # Errors
+    /// As [`Amm::epoch_with`]; [`SvmError::Cancelled`] when the cancel flag is raised (the
+    /// model is then mid-pass). A hook that asks to stop is not an error: the returned
+    /// [`FitOutcome`] says so and the model holds the passes made.
+    pub fn fit(
+        &mut self,
+        data: &Examples<'_>,
+        labels: &[usize],
+        schedule: &Schedule<'_>,
+        control: Control<'_, usize>,
+    ) -> Result<FitOutcome, SvmError> {
+        let inner = Control::new(control.cancel_flag());
+        let bsvm = self.params.budgetedsvm;
+        for (e, &seed) in schedule.seeds.iter().enumerate() {
+            let batch = !schedule.online && e > 0;
+            if batch && !(bsvm && e == 1) {
+                self.reassign_with(data, labels, inner)?;
+            }
+            let initial = bsvm && e == 0;
+            self.epoch_with(data, labels, schedule.shuffle, seed, batch, initial, inner)?;
+            if let Some(out) =
+                FitOutcome::after(e + 1, control.report(e + 1, || f64::NAN, &self.n_weights()))?
+            {
+                return Ok(out);
+            }
+        }
+        Ok(FitOutcome::ran(schedule.seeds.len()))
+    }
+
     /// Pegasos mode with nothing else to do per step (no pruning, no cloning, not
     /// BudgetedSVM's batch rules): exactly [`Amm::step`]'s arithmetic, in the same order, without
     /// its bookkeeping (no per-step allocation, one weight per class found once).
@@ -824,7 +865,7 @@ impl Amm {
         data: &Examples<'_>,
         labels: &[usize],
         order: &[usize],
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
         let c = self.n_classes;
         let w = self.width();
@@ -839,8 +880,8 @@ impl Amm {
         let mut stats = EpochStats::default();
         let mut loss_sum = 0.0;
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-                return Err(SvmError::Cancelled);
+            if k % CANCEL_EVERY == 0 {
+                control.check()?;
             }
             if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
                 data.prefetch_row(ahead);
@@ -890,6 +931,19 @@ impl Amm {
     /// # Errors
     /// Shape errors for labels/dimensions.
     pub fn reassign(&mut self, data: &Examples<'_>, labels: &[usize]) -> Result<usize, SvmError> {
+        self.reassign_with(data, labels, Control::none())
+    }
+
+    /// [`Amm::reassign`] polling `control`'s cancel flag.
+    ///
+    /// # Errors
+    /// As [`Amm::reassign`], and [`SvmError::Cancelled`].
+    pub fn reassign_with(
+        &mut self,
+        data: &Examples<'_>,
+        labels: &[usize],
+        control: Control<'_>,
+    ) -> Result<usize, SvmError> {
         self.check_data(data)?;
         check_labels(labels, data.len(), self.n_classes)?;
         let n = data.len();
@@ -898,6 +952,9 @@ impl Amm {
         self.root_of.clear();
         let mut z = Vec::with_capacity(n);
         for (i, &y) in labels.iter().enumerate() {
+            if i % CANCEL_EVERY == 0 {
+                control.check()?;
+            }
             self.dots(data.row(i));
             let b = self.best_per_class()[y];
             z.push(b.slot.map(|j| self.ids[j]));
@@ -933,6 +990,18 @@ impl Amm {
     /// # Errors
     /// A shape error if the dimension differs from the model's.
     pub fn decision(&self, data: &Examples<'_>) -> Result<Vec<f64>, SvmError> {
+        self.decision_with(data, Control::none())
+    }
+
+    /// [`Amm::decision`] polling `control`'s cancel flag every block of rows.
+    ///
+    /// # Errors
+    /// As [`Amm::decision`], and [`SvmError::Cancelled`].
+    pub fn decision_with(
+        &self,
+        data: &Examples<'_>,
+        control: Control<'_>,
+    ) -> Result<Vec<f64>, SvmError> {
         self.check_data(data)?;
         let c = self.n_classes;
         let mut out = vec![0.0; data.len() * c];
@@ -950,22 +1019,76 @@ impl Amm {
             }
             bias_w[j] = self.scale * self.params.bias * vj[d];
         }
-        out.par_chunks_mut(c).enumerate().for_each_init(
-            || vec![0.0; nw],
-            |sc, (i, o)| {
-                sc.copy_from_slice(&bias_w);
-                if nw > 0 {
-                    data.row(i).dots_transposed(&wt, sc);
-                }
-                o.copy_from_slice(&floors);
-                for (&s, &cls) in sc.iter().zip(&self.class_of) {
-                    if s > o[cls] {
-                        o[cls] = s;
+        if c == 0 {
+            return Ok(out);
+        }
+        out.par_chunks_mut(c * ROW_BLOCK)
+            .enumerate()
+            .try_for_each_init(
+                || vec![0.0; nw],
+                |sc, (blk, ob)| {
+                    control.check()?;
+                    for (k, o) in ob.chunks_exact_mut(c).enumerate() {
+                        sc.copy_from_slice(&bias_w);
+                        if nw > 0 {
+                            data.row(blk * ROW_BLOCK + k).dots_transposed(&wt, sc);
+                        }
+                        o.copy_from_slice(&floors);
+                        for (&s, &cls) in sc.iter().zip(&self.class_of) {
+                            if s > o[cls] {
+                                o[cls] = s;
+                            }
+                        }
                     }
-                }
-            },
-        );
+                    Ok::<(), Halt>(())
+                },
+            )?;
         Ok(out)
+    }
+}
+
+/// The passes of a multi-pass fit ([`Amm::fit`], [`crate::Bsgd::fit`],
+/// [`crate::arow_one_vs_rest`]): one pass per seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule<'a> {
+    /// Seed of every pass's shuffle (and of its random draws); its length is the number of
+    /// passes.
+    pub seeds: &'a [u64],
+    /// Shuffle the examples in every pass (else their order).
+    pub shuffle: bool,
+    /// AMM only: online passes only (else batch AMM: the initial pass, then batch passes).
+    pub online: bool,
+}
+
+/// How a reporting fit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FitOutcome {
+    /// Iterations (passes, or chunks for the single-pass learners) completed.
+    pub n_iter: usize,
+    /// Whether the progress hook asked to stop before the last iteration.
+    pub stopped: bool,
+}
+
+impl FitOutcome {
+    /// All `n_iter` iterations ran.
+    pub fn ran(n_iter: usize) -> Self {
+        Self {
+            n_iter,
+            stopped: false,
+        }
+    }
+
+    /// After iteration `it`'s report: `Some(stopped)` when the hook asked to stop, `None` to go
+    /// on, [`SvmError::Cancelled`] on cancel.
+    pub(crate) fn after(it: usize, report: Result<(), Halt>) -> Result<Option<Self>, SvmError> {
+        match report {
+            Ok(()) => Ok(None),
+            Err(Halt::Stopped) => Ok(Some(Self {
+                n_iter: it,
+                stopped: true,
+            })),
+            Err(Halt::Cancelled) => Err(SvmError::Cancelled),
+        }
     }
 }
 
@@ -1000,6 +1123,7 @@ pub fn argmax_rows(scores: &[f64], n_classes: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     /// A shuffled epoch (which reads a gathered copy) equals an unshuffled epoch over the rows
     /// permuted by hand in the same order, for dense and CSR input.
@@ -1057,7 +1181,7 @@ mod tests {
             false,
             0,
             false,
-            &cancel,
+            Control::new(&cancel),
         )
         .unwrap();
         let mut got = Amm::new(params.clone(), d, 3).unwrap();
@@ -1067,7 +1191,7 @@ mod tests {
             true,
             seed,
             false,
-            &cancel,
+            Control::new(&cancel),
         )
         .unwrap();
         assert_eq!(got.weights(), want.weights());
@@ -1090,7 +1214,7 @@ mod tests {
                 true,
                 seed,
                 false,
-                &cancel,
+                Control::new(&cancel),
             )
             .unwrap();
         let (a, b) = (sparse.weights(), want.weights());

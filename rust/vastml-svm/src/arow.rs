@@ -10,15 +10,14 @@
 //! The diagonal variant keeps the diagonal of the exact update: `s_j -= beta s_j^2 x_j^2`
 //! (with `v = sum_j s_j x_j^2`). A bias is an extra constant feature `bias` (0 disables it).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::{CANCEL_EVERY, permutation};
+use crate::amm::{CANCEL_EVERY, FitOutcome, Schedule, permutation};
 use crate::data::{Examples, Gathered, Row, check_positive};
 use crate::error::{SvmError, invalid, shape};
+use vastml_core::Control;
 
 /// How many examples ahead a full-covariance epoch prefetches (an update takes about a
 /// microsecond, a miss to memory a tenth of that; a few skipped examples in a row must not
@@ -50,6 +49,20 @@ pub struct Arow {
     sx: Vec<f64>,
     /// Scratch: the next example's `Sigma x` while the current update runs (see `epoch`).
     sx_next: Vec<f64>,
+}
+
+/// The parameters of [`Arow::stack_from_parts`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArowParams {
+    /// `r = 1 / (2 lambda_1) > 0`, added to the example's variance in every step's
+    /// `beta = 1 / (x' Sigma x + r)`: it damps the updates.
+    pub update_damping: f64,
+    /// Value of the constant bias feature (0: none).
+    pub bias: f64,
+    /// When to update.
+    pub update_on: UpdateOn,
+    /// Diagonal covariance (else full).
+    pub diagonal: bool,
 }
 
 impl Arow {
@@ -126,6 +139,57 @@ impl Arow {
             sx: vec![0.0; w],
             sx_next: vec![0.0; w],
         })
+    }
+
+    /// `k` models from their stacked means (row-major `(k, dim + 1)`) and covariances
+    /// (`(k, dim + 1, dim + 1)`, or `(k, dim + 1)` when `params.diagonal`).
+    ///
+    /// # Errors
+    /// Shape errors when the stacks do not hold `k` models; as [`Arow::from_parts`].
+    pub fn stack_from_parts(
+        dim: usize,
+        params: ArowParams,
+        k: usize,
+        means: &[f64],
+        covariances: &[f64],
+    ) -> Result<Vec<Self>, SvmError> {
+        let w = dim + 1;
+        let per = if params.diagonal { w } else { w * w };
+        if means.len() != k * w {
+            return Err(shape("means", format!("must have shape ({k}, {w})")));
+        }
+        if covariances.len() != k * per {
+            return Err(shape("covariances", "has the wrong shape"));
+        }
+        means
+            .chunks_exact(w)
+            .zip(covariances.chunks_exact(per))
+            .map(|(m, c)| {
+                let ArowParams {
+                    update_damping,
+                    bias,
+                    update_on,
+                    diagonal,
+                } = params;
+                Self::from_parts(
+                    dim,
+                    update_damping,
+                    bias,
+                    update_on,
+                    m.to_vec(),
+                    c.to_vec(),
+                    diagonal,
+                )
+            })
+            .collect()
+    }
+
+    /// The stacked means and covariances of `models` (the inverse of
+    /// [`Arow::stack_from_parts`]).
+    pub fn unstack(models: &[Self]) -> (Vec<f64>, Vec<f64>) {
+        let means = models.iter().flat_map(|a| a.mean.iter().copied()).collect();
+        let covs = models.iter().flat_map(|a| a.cov.iter().copied()).collect();
+        (means, covs)
     }
 
     /// The mean `mu` (`dim + 1` values, bias last).
@@ -229,17 +293,19 @@ impl Arow {
         data: &Examples<'_>,
         targets: &[f64],
         order: &[usize],
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<usize, SvmError> {
         let d = self.dim;
         let w = d + 1;
+        // A full-covariance update costs O(w^2): poll about every 4 million multiply-adds.
+        let poll = ((1usize << 22) / (w * w)).clamp(1, CANCEL_EVERY);
         let mut n_updates = 0;
         // Margin of order[k] under the current mean, and whether self.sx = Sigma x of it.
         let mut next_margin: Option<f64> = None;
         let mut have_sx = false;
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-                return Err(SvmError::Cancelled);
+            if k % poll == 0 {
+                control.check()?;
             }
             if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
                 data.prefetch(ahead);
@@ -291,7 +357,7 @@ impl Arow {
         data: &Examples<'_>,
         targets: &[f64],
         order: &[usize],
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<usize, SvmError> {
         if data.dim() != self.dim {
             return Err(shape(
@@ -303,12 +369,12 @@ impl Arow {
             return Err(shape("y", "one target per example"));
         }
         if !self.diagonal {
-            return self.epoch_full(data, targets, order, cancel);
+            return self.epoch_full(data, targets, order, control);
         }
         let mut n = 0;
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-                return Err(SvmError::Cancelled);
+            if k % CANCEL_EVERY == 0 {
+                control.check()?;
             }
             n += usize::from(self.update(data.row(i), targets[i]));
         }
@@ -316,60 +382,99 @@ impl Arow {
     }
 }
 
-/// Trains several binary AROW models (one-vs-rest columns) over the same examples in parallel.
+/// How often a single-pass learner reports: this many chunks of examples per pass.
+pub const CHUNKS_PER_PASS: usize = 100;
+
+/// What [`arow_one_vs_rest`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArowOutcome {
+    /// Updates made by every model.
+    pub n_updates: Vec<usize>,
+    /// Chunks run (`n_iter`) and whether the hook stopped the fit.
+    pub outcome: FitOutcome,
+}
+
+/// Trains several binary AROW models (one-vs-rest columns) over the same examples in parallel,
+/// one pass per seed of `schedule` (`schedule.online` is ignored).
 ///
 /// `labels[i]` is the class of example i; model k treats class `classes[k]` as +1 and the rest
-/// as -1. All models see the same (seeded) order. Returns the updates per model.
+/// as -1. All models see the same (seeded) order. AROW is a single-pass learner, so every pass
+/// is cut into [`CHUNKS_PER_PASS`] chunks of consecutive examples (in the pass's order) and
+/// chunk `c` (counted from 1 over all passes) is reported as `control.report(c, NaN,
+/// &n_updates)`: no objective (AROW minimises none over the data), the state is the number of
+/// updates made so far by all models. The chunks do not change the arithmetic: the models are
+/// the same, bit for bit, as after whole passes.
 ///
 /// # Errors
-/// Shape errors; [`SvmError::Cancelled`].
+/// Shape errors; [`SvmError::Cancelled`]. A hook that asks to stop is not an error: the models
+/// hold the examples seen (see [`FitOutcome`]).
 pub fn arow_one_vs_rest(
     models: &mut [Arow],
     classes: &[usize],
     data: &Examples<'_>,
     labels: &[usize],
-    shuffle: bool,
-    seed: u64,
-    cancel: &AtomicBool,
-) -> Result<Vec<usize>, SvmError> {
+    schedule: &Schedule<'_>,
+    control: Control<'_, usize>,
+) -> Result<ArowOutcome, SvmError> {
     if models.len() != classes.len() {
         return Err(shape("classes", "one positive class per model"));
     }
     if labels.len() != data.len() {
         return Err(shape("y", "one label per example"));
     }
-    let mut rng = Pcg64::seed_from_u64(seed);
-    let order = permutation(data.len(), shuffle, &mut rng);
-    // One gathered copy in the shuffled order, shared by all models (streams, no cache miss
-    // per row); then every model walks it in sequence. Only for diagonal models: a
-    // full-covariance step costs O(d^2), so prefetching a few rows ahead hides the random
-    // reads, and copying the data would cost more (time, memory, and memory bandwidth that
-    // parallel workers on one machine share) than it saves.
-    let gathered = if shuffle && models.iter().any(|m| m.diagonal) {
-        Gathered::new(data, &order)
-    } else {
-        None
-    };
-    let (data, labels, order): (Examples<'_>, Vec<usize>, Vec<usize>) = match &gathered {
-        Some(g) => (
-            g.view(),
-            order.iter().map(|&i| labels[i]).collect(),
-            (0..order.len()).collect(),
-        ),
-        None => (*data, labels.to_vec(), order),
-    };
-    let (data, labels) = (&data, &labels);
-    models
-        .par_iter_mut()
-        .zip(classes.par_iter())
-        .map(|(m, &c)| {
-            let targets: Vec<f64> = labels
-                .iter()
-                .map(|&l| if l == c { 1.0 } else { -1.0 })
-                .collect();
-            m.epoch(data, &targets, &order, cancel)
-        })
-        .collect()
+    let mut n_updates = vec![0; models.len()];
+    let mut chunk_no = 0;
+    let inner = Control::new(control.cancel_flag());
+    for &seed in schedule.seeds {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let order = permutation(data.len(), schedule.shuffle, &mut rng);
+        // One gathered copy in the shuffled order, shared by all models (streams, no cache
+        // miss per row); then every model walks it in sequence. Only for diagonal models: a
+        // full-covariance step costs O(d^2), so prefetching a few rows ahead hides the random
+        // reads, and copying the data would cost more (time, memory, and memory bandwidth
+        // that parallel workers on one machine share) than it saves.
+        let gathered = if schedule.shuffle && models.iter().any(|m| m.diagonal) {
+            Gathered::new(data, &order)
+        } else {
+            None
+        };
+        let (view, pass_labels, order): (Examples<'_>, Vec<usize>, Vec<usize>) = match &gathered {
+            Some(g) => (
+                g.view(),
+                order.iter().map(|&i| labels[i]).collect(),
+                (0..order.len()).collect(),
+            ),
+            None => (*data, labels.to_vec(), order),
+        };
+        let targets: Vec<Vec<f64>> = classes
+            .iter()
+            .map(|&c| {
+                pass_labels
+                    .iter()
+                    .map(|&l| if l == c { 1.0 } else { -1.0 })
+                    .collect()
+            })
+            .collect();
+        let size = order.len().div_ceil(CHUNKS_PER_PASS).max(1);
+        for part in order.chunks(size) {
+            let done: Vec<usize> = models
+                .par_iter_mut()
+                .zip(targets.par_iter())
+                .map(|(m, t)| m.epoch(&view, t, part, inner))
+                .collect::<Result<_, _>>()?;
+            n_updates.iter_mut().zip(&done).for_each(|(a, b)| *a += b);
+            chunk_no += 1;
+            let total: usize = n_updates.iter().sum();
+            let report = control.report(chunk_no, || f64::NAN, &total);
+            if let Some(outcome) = FitOutcome::after(chunk_no, report)? {
+                return Ok(ArowOutcome { n_updates, outcome });
+            }
+        }
+    }
+    Ok(ArowOutcome {
+        n_updates,
+        outcome: FitOutcome::ran(chunk_no),
+    })
 }
 
 /// Margins `mu_k . x` of several models, row-major `(n, models.len())`, parallel over examples.
@@ -621,6 +726,7 @@ mod kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     /// The plain per-example AROW step (full covariance) as first written: one dot product
     /// per row of `Sigma`, then the rank-one update row by row. The oracle for the fused,
@@ -738,7 +844,7 @@ mod tests {
                     let mut count = 0;
                     // two passes: the second starts from a non-identity Sigma
                     for _ in 0..2 {
-                        let got = fast.epoch(&ex, &y, &order, &cancel).unwrap();
+                        let got = fast.epoch(&ex, &y, &order, Control::new(&cancel)).unwrap();
                         let want = order
                             .iter()
                             .filter(|&&i| {
@@ -763,7 +869,7 @@ mod tests {
                         one.update(ex.row(i), y[i]);
                     }
                     let mut ep = Arow::new(d, r, bias, false, on).unwrap();
-                    ep.epoch(&ex, &y, &order, &cancel).unwrap();
+                    ep.epoch(&ex, &y, &order, Control::new(&cancel)).unwrap();
                     assert_eq!(bits(one.covariance()), bits(ep.covariance()));
                     assert_eq!(bits(one.mean()), bits(ep.mean()));
                 }
@@ -781,7 +887,21 @@ mod tests {
         let ex = Examples::dense(&x, d).unwrap();
         let cancel = AtomicBool::new(false);
         let mut models = vec![Arow::new(d, 1.0, 1.0, false, UpdateOn::Margin).unwrap()];
-        arow_one_vs_rest(&mut models, &[1], &ex, &labels, true, 42, &cancel).unwrap();
+        let schedule = Schedule {
+            seeds: &[42],
+            shuffle: true,
+            online: false,
+        };
+        let out = arow_one_vs_rest(
+            &mut models,
+            &[1],
+            &ex,
+            &labels,
+            &schedule,
+            Control::new(&cancel),
+        )
+        .unwrap();
+        assert_eq!(out.outcome, FitOutcome::ran(CHUNKS_PER_PASS));
         let mut rng = Pcg64::seed_from_u64(42);
         let order = permutation(n, true, &mut rng);
         let (mut mean, mut cov) = (vec![0.0; d + 1], vec![0.0; (d + 1) * (d + 1)]);

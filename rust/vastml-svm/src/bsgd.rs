@@ -14,13 +14,16 @@
 //! An example equal to an existing SV adds its alphas to that SV instead of a new one.
 //! Support vectors are stored dense (a merged point is dense anyway).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::{CANCEL_EVERY, EpochStats, permutation};
+use crate::amm::{EpochStats, FitOutcome, ROW_BLOCK, Schedule, permutation};
+use vastml_core::{Control, Halt};
+
+/// Steps between two polls of the cancel flag: a step with merging costs O(B d) for a budget
+/// B, so a few dozen steps are a few milliseconds.
+const CANCEL_EVERY_STEP: usize = 32;
 use crate::data::{Examples, Row, check_labels, check_positive, dot, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
 use crate::kernel::{Kernel, exp_in_place};
@@ -674,7 +677,7 @@ impl Bsgd {
         labels: &[usize],
         shuffle: bool,
         seed: u64,
-        cancel: &AtomicBool,
+        control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
         if data.dim() != self.dim {
             return Err(shape("X", "feature count differs from the model's"));
@@ -687,8 +690,8 @@ impl Bsgd {
         let merged0 = self.n_merged;
         let mut sum = 0.0;
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
-                return Err(SvmError::Cancelled);
+            if k % CANCEL_EVERY_STEP == 0 {
+                control.check()?;
             }
             let l = self.step(data.row(i), labels[i], &mut rng);
             stats.n_updates += usize::from(l > 0.0);
@@ -699,16 +702,51 @@ impl Bsgd {
         Ok(stats)
     }
 
+    /// One pass per seed of `schedule` ([`Bsgd::epoch`]; `schedule.online` is ignored),
+    /// reporting pass `e` (from 1) as `control.report(e, NaN, &n_support)`: no objective (it
+    /// would cost a pass of kernel evaluations), the state is the number of support vectors.
+    ///
+    /// # Errors
+    /// As [`Bsgd::epoch`]. A hook that asks to stop is not an error (see [`FitOutcome`]).
+    pub fn fit(
+        &mut self,
+        data: &Examples<'_>,
+        labels: &[usize],
+        schedule: &Schedule<'_>,
+        control: Control<'_, usize>,
+    ) -> Result<FitOutcome, SvmError> {
+        let inner = Control::new(control.cancel_flag());
+        for (e, &seed) in schedule.seeds.iter().enumerate() {
+            self.epoch(data, labels, schedule.shuffle, seed, inner)?;
+            let report = control.report(e + 1, || f64::NAN, &self.n_support());
+            if let Some(out) = FitOutcome::after(e + 1, report)? {
+                return Ok(out);
+            }
+        }
+        Ok(FitOutcome::ran(schedule.seeds.len()))
+    }
+
     /// Class scores `(n, n_classes)`, parallel over examples.
     ///
     /// # Errors
     /// A shape error on a dimension mismatch.
     pub fn decision(&self, data: &Examples<'_>) -> Result<Vec<f64>, SvmError> {
+        self.decision_with(data, Control::none())
+    }
+
+    /// [`Bsgd::decision`] polling `control`'s cancel flag every block of rows.
+    ///
+    /// # Errors
+    /// As [`Bsgd::decision`], and [`SvmError::Cancelled`].
+    pub fn decision_with(
+        &self,
+        data: &Examples<'_>,
+        control: Control<'_>,
+    ) -> Result<Vec<f64>, SvmError> {
         if data.dim() != self.dim {
             return Err(shape("X", "feature count differs from the model's"));
         }
         let (d, c) = (self.dim, self.n_classes);
-        let k = self.params.kernel;
         let nsv = self.n_support();
         // SVs transposed, so x . z_j for all j is one pass over the non-zeros of x.
         let mut st = vec![0.0; d * nsv];
@@ -725,39 +763,63 @@ impl Bsgd {
             }
         }
         let mut out = vec![0.0; data.len() * c];
-        out.par_chunks_mut(c).enumerate().for_each_init(
-            || vec![0.0; nsv],
-            |dots, (i, o)| {
-                let x = data.row(i);
-                let xx = x.sq_norm();
-                dots.iter_mut().for_each(|v| *v = 0.0);
-                if nsv > 0 {
-                    x.dots_transposed(&st, dots);
-                }
-                if let Kernel::Gaussian { gamma } = k {
-                    for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
-                        *dj = -gamma * (xx + zz - 2.0 * *dj).max(0.0);
+        if c == 0 {
+            return Ok(out);
+        }
+        out.par_chunks_mut(c * ROW_BLOCK)
+            .enumerate()
+            .try_for_each_init(
+                || vec![0.0; nsv],
+                |dots, (blk, ob)| {
+                    control.check()?;
+                    for (k, o) in ob.chunks_exact_mut(c).enumerate() {
+                        self.scores_into(data.row(blk * ROW_BLOCK + k), &st, &alpha_t, dots, o);
                     }
-                    exp_in_place(dots);
-                } else {
-                    for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
-                        *dj = k.eval(*dj, xx, zz);
-                    }
-                }
-                // g(i, x) = k(x) . alpha[.., i]: one dot product per class (independent
-                // accumulators instead of a read-modify-write of `o` per SV).
-                for (oi, ai) in o.iter_mut().zip(alpha_t.chunks_exact(nsv.max(1))) {
-                    *oi = dot(dots, ai);
-                }
-            },
-        );
+                    Ok::<(), Halt>(())
+                },
+            )?;
         Ok(out)
+    }
+
+    /// The class scores of one row into `o`, from the transposed SVs `st` and coefficients
+    /// `alpha_t` (`dots` is scratch of length n_support).
+    fn scores_into(
+        &self,
+        x: Row<'_>,
+        st: &[f64],
+        alpha_t: &[f64],
+        dots: &mut [f64],
+        o: &mut [f64],
+    ) {
+        let k = self.params.kernel;
+        let nsv = self.n_support();
+        let xx = x.sq_norm();
+        dots.iter_mut().for_each(|v| *v = 0.0);
+        if nsv > 0 {
+            x.dots_transposed(st, dots);
+        }
+        if let Kernel::Gaussian { gamma } = k {
+            for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
+                *dj = -gamma * (xx + zz - 2.0 * *dj).max(0.0);
+            }
+            exp_in_place(dots);
+        } else {
+            for (dj, &zz) in dots.iter_mut().zip(&self.sv_sq) {
+                *dj = k.eval(*dj, xx, zz);
+            }
+        }
+        // g(i, x) = k(x) . alpha[.., i]: one dot product per class (independent
+        // accumulators instead of a read-modify-write of `o` per SV).
+        for (oi, ai) in o.iter_mut().zip(alpha_t.chunks_exact(nsv.max(1))) {
+            *oi = dot(dots, ai);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     /// The O(B^2) incremental inverse gives the same projection coefficients as a direct
     /// dense solve, after many insertions, projections and periodic refreshes.
@@ -795,7 +857,8 @@ mod tests {
             for chunk in 0..20 {
                 let lo = chunk * 20;
                 let part = Examples::dense(&x[lo * d..(lo + 20) * d], d).unwrap();
-                m.epoch(&part, &y[lo..lo + 20], false, 0, &cancel).unwrap();
+                m.epoch(&part, &y[lo..lo + 20], false, 0, Control::new(&cancel))
+                    .unwrap();
                 assert!(m.n_support() <= budget);
                 for p in 0..m.n_support() {
                     let fast = m.projection_coefficients(p);

@@ -476,3 +476,14 @@ pub(crate) fn check_positive(v: f64, name: &'static str) -> Result<(), SvmError>
         ))
     }
 }
+
+/// Class codes from their int64 form (as NumPy holds them).
+///
+/// # Errors
+/// [`SvmError::InvalidParameter`] (`y`) for a negative code.
+pub fn class_codes(codes: &[i64]) -> Result<Vec<usize>, SvmError> {
+    codes
+        .iter()
+        .map(|&v| usize::try_from(v).map_err(|_| invalid("y", "class codes must be >= 0")))
+        .collect()
+}

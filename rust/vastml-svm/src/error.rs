@@ -1,6 +1,7 @@
 //! The crate's error type.
 
 use thiserror::Error;
+use vastml_core::Halt;
 
 /// Everything that can go wrong when training or applying a classifier of this crate.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -50,5 +51,31 @@ pub(crate) fn shape(name: &'static str, reason: impl Into<String>) -> SvmError {
     SvmError::ShapeMismatch {
         name,
         reason: reason.into(),
+    }
+}
+
+impl From<Halt> for SvmError {
+    /// A cancelled loop is [`SvmError::Cancelled`]. A loop stopped by its progress hook is not
+    /// an error for the drivers that report ([`crate::Amm::fit`] and the others say so in
+    /// their result); a loop that cannot stop cleanly maps it to `Cancelled` too.
+    fn from(_: Halt) -> Self {
+        SvmError::Cancelled
+    }
+}
+
+impl From<vastml_spatial::SpatialError> for SvmError {
+    fn from(e: vastml_spatial::SpatialError) -> Self {
+        use vastml_spatial::SpatialError as S;
+        match e {
+            S::InvalidParameter { name, reason } => SvmError::InvalidParameter { name, reason },
+            S::NonFinite { name } => SvmError::NonFinite { name },
+            S::Empty { name } => SvmError::Empty { name },
+            S::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => shape(name, format!("expected length {expected}, got {actual}")),
+            other => invalid("X", other.to_string()),
+        }
     }
 }

@@ -6,17 +6,19 @@
 //! `phi` is trained by dual coordinate descent (Hsieh et al. 2008): L2-regularised hinge loss,
 //! `0 <= a_i <= C = 1/lambda`, random order each outer iteration, at most `max_iter` outer
 //! iterations, stop when the projected-gradient spread is at most `tol`. Binary per model;
-//! the Python layer runs one-vs-rest for more classes.
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! [`llsvm_fit`] runs one-vs-rest for more classes (the models in parallel, one pass of each
+//! at a time, so progress is reported per pass) and [`llsvm_decision`] scores with the map
+//! folded into the coefficients.
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
+use crate::amm::{CANCEL_EVERY, FitOutcome};
 use crate::data::{Examples, Row, check_positive, dot};
 use crate::error::{SvmError, shape};
 use crate::kernel::{Kernel, exp_in_place};
+use vastml_core::{Control, Halt};
 
 /// Eigen-decomposition of a symmetric `n x n` matrix by cyclic Jacobi rotations.
 ///
@@ -231,6 +233,18 @@ impl Nystrom {
     /// # Errors
     /// A shape error on a dimension mismatch.
     pub fn transform(&self, data: &Examples<'_>) -> Result<Vec<f64>, SvmError> {
+        self.transform_with(data, Control::none())
+    }
+
+    /// [`Nystrom::transform`] polling `control`'s cancel flag every block of rows.
+    ///
+    /// # Errors
+    /// As [`Nystrom::transform`], and [`SvmError::Cancelled`].
+    pub fn transform_with(
+        &self,
+        data: &Examples<'_>,
+        control: Control<'_>,
+    ) -> Result<Vec<f64>, SvmError> {
         if data.dim() != self.dim {
             return Err(shape("X", "feature count differs from the landmarks'"));
         }
@@ -239,25 +253,29 @@ impl Nystrom {
         if r == 0 {
             return Ok(out);
         }
-        out.par_chunks_mut(r * BLOCK).enumerate().for_each_init(
-            || vec![0.0; b],
-            |g, (blk, o)| {
-                for (k, orow) in o.chunks_exact_mut(r).enumerate() {
-                    self.kernel_row(data.row(blk * BLOCK + k), g);
-                    if r <= 4 {
-                        // Few outputs (folded prediction coefficients): dot products.
-                        for (q, oq) in orow.iter_mut().enumerate() {
-                            *oq = dot(&self.map[q * b..(q + 1) * b], g);
-                        }
-                    } else {
-                        // phi = sum_j g_j M'[j, ..]: contiguous axpys over `rank`.
-                        for (&gj, mrow) in g.iter().zip(self.map_t.chunks_exact(r)) {
-                            orow.iter_mut().zip(mrow).for_each(|(a, m)| *a += gj * m);
+        out.par_chunks_mut(r * BLOCK)
+            .enumerate()
+            .try_for_each_init(
+                || vec![0.0; b],
+                |g, (blk, o)| {
+                    control.check()?;
+                    for (k, orow) in o.chunks_exact_mut(r).enumerate() {
+                        self.kernel_row(data.row(blk * BLOCK + k), g);
+                        if r <= 4 {
+                            // Few outputs (folded prediction coefficients): dot products.
+                            for (q, oq) in orow.iter_mut().enumerate() {
+                                *oq = dot(&self.map[q * b..(q + 1) * b], g);
+                            }
+                        } else {
+                            // phi = sum_j g_j M'[j, ..]: contiguous axpys over `rank`.
+                            for (&gj, mrow) in g.iter().zip(self.map_t.chunks_exact(r)) {
+                                orow.iter_mut().zip(mrow).for_each(|(a, m)| *a += gj * m);
+                            }
                         }
                     }
-                }
-            },
-        );
+                    Ok::<(), Halt>(())
+                },
+            )?;
         Ok(out)
     }
 }
@@ -274,7 +292,7 @@ pub fn kmeans_landmarks(
     k: usize,
     iters: usize,
     seed: u64,
-    cancel: &AtomicBool,
+    control: Control<'_>,
 ) -> Result<(Vec<f64>, Vec<usize>), SvmError> {
     let (n, d) = (data.len(), data.dim());
     if k == 0 || k > n {
@@ -295,14 +313,13 @@ pub fn kmeans_landmarks(
     let sq: Vec<f64> = (0..n).map(|i| data.row(i).sq_norm()).collect();
     let mut labels = vec![0usize; n];
     for _ in 0..iters.max(1) {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(SvmError::Cancelled);
-        }
+        control.check()?;
         let ct = transpose(&centres, k, d);
         let csq: Vec<f64> = centres.chunks_exact(d).map(|c| dot(c, c)).collect();
-        labels.par_chunks_mut(BLOCK).enumerate().for_each_init(
+        labels.par_chunks_mut(BLOCK).enumerate().try_for_each_init(
             || vec![0.0; k],
             |g, (blk, lab)| {
+                control.check()?;
                 for (q, l) in lab.iter_mut().enumerate() {
                     let i = blk * BLOCK + q;
                     g.iter_mut().for_each(|v| *v = 0.0);
@@ -316,11 +333,15 @@ pub fn kmeans_landmarks(
                     }
                     *l = best.1;
                 }
+                Ok::<(), Halt>(())
             },
-        );
+        )?;
         let mut counts = vec![0usize; k];
         centres.iter_mut().for_each(|v| *v = 0.0);
         for (i, &l) in labels.iter().enumerate() {
+            if i % CANCEL_EVERY == 0 {
+                control.check()?;
+            }
             counts[l] += 1;
             data.row(i).axpy(1.0, &mut centres[l * d..(l + 1) * d]);
         }
@@ -363,9 +384,9 @@ pub fn dual_cd(
     dim: usize,
     targets: &[f64],
     options: DcdOptions,
-    cancel: &AtomicBool,
+    control: Control<'_>,
 ) -> Result<(Vec<f64>, usize), SvmError> {
-    dual_cd_full(features, dim, targets, options, cancel).map(|(w, _, it)| (w, it))
+    dual_cd_full(features, dim, targets, options, control).map(|(w, _, it)| (w, it))
 }
 
 /// [`dual_cd`] returning `(w, alpha, n_iter)`, with `w = sum_i alpha_i y_i x_i`.
@@ -377,85 +398,129 @@ pub fn dual_cd_full(
     dim: usize,
     targets: &[f64],
     options: DcdOptions,
-    cancel: &AtomicBool,
+    control: Control<'_>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::data::has_avx2() {
-        // SAFETY: the CPU supports AVX2 (checked at run time just above).
-        return unsafe { dual_cd_avx2(features, dim, targets, options, cancel) };
+    let mut dcd = Dcd::new(features, dim, targets, options)?;
+    while !dcd.done && dcd.iters < options.max_iter {
+        dcd.pass(control)?;
     }
-    dual_cd_generic(features, dim, targets, options, cancel)
+    Ok((dcd.w, dcd.alpha, dcd.iters))
 }
 
-/// [`dual_cd_full`] compiled for 256-bit vectors (same operations, same results).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dual_cd_avx2(
-    features: &[f64],
+/// One binary dual coordinate descent, one outer iteration (pass) at a time.
+struct Dcd<'a> {
+    features: &'a [f64],
     dim: usize,
-    targets: &[f64],
-    options: DcdOptions,
-    cancel: &AtomicBool,
-) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
-    dual_cd_generic(features, dim, targets, options, cancel)
+    targets: &'a [f64],
+    c: f64,
+    tol: f64,
+    q: Vec<f64>,
+    alpha: Vec<f64>,
+    w: Vec<f64>,
+    rng: Pcg64,
+    iters: usize,
+    /// Shrinking (Hsieh et al. 2008, as in LIBLINEAR): variables stuck at a bound with a
+    /// gradient pointing outside the box leave the active set until the end check.
+    active: Vec<usize>,
+    n_usable: usize,
+    pg_max_old: f64,
+    pg_min_old: f64,
+    /// Converged on the whole problem.
+    done: bool,
 }
 
-#[inline(always)]
-fn dual_cd_generic(
-    features: &[f64],
-    dim: usize,
-    targets: &[f64],
-    options: DcdOptions,
-    cancel: &AtomicBool,
-) -> Result<(Vec<f64>, Vec<f64>, usize), SvmError> {
-    let DcdOptions {
-        c,
-        max_iter,
-        tol,
-        seed,
-    } = options;
-    check_positive(c, "C")?;
-    let n = targets.len();
-    if dim == 0 || features.len() != n * dim {
-        return Err(shape("features", "must hold n * dim values"));
-    }
-    let q: Vec<f64> = features
-        .chunks_exact(dim)
-        .map(|r| r.iter().map(|a| a * a).sum())
-        .collect();
-    let mut alpha = vec![0.0; n];
-    let mut w = vec![0.0; dim];
-    let mut rng = Pcg64::seed_from_u64(seed);
-    let mut iters = 0;
-    // Shrinking (Hsieh et al. 2008, as in LIBLINEAR): variables stuck at a bound with a
-    // gradient pointing outside the box leave the active set until the end check.
-    let mut active: Vec<usize> = (0..n).filter(|&i| q[i] > 0.0).collect();
-    let n_usable = active.len();
-    let (mut pg_max_old, mut pg_min_old) = (f64::INFINITY, f64::NEG_INFINITY);
-    while iters < max_iter {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(SvmError::Cancelled);
+impl<'a> Dcd<'a> {
+    fn new(
+        features: &'a [f64],
+        dim: usize,
+        targets: &'a [f64],
+        options: DcdOptions,
+    ) -> Result<Self, SvmError> {
+        check_positive(options.c, "C")?;
+        let n = targets.len();
+        if dim == 0 || features.len() != n * dim {
+            return Err(shape("features", "must hold n * dim values"));
         }
-        iters += 1;
+        let q: Vec<f64> = features
+            .chunks_exact(dim)
+            .map(|r| r.iter().map(|a| a * a).sum())
+            .collect();
+        let active: Vec<usize> = (0..n).filter(|&i| q[i] > 0.0).collect();
+        Ok(Self {
+            features,
+            dim,
+            targets,
+            c: options.c,
+            tol: options.tol,
+            alpha: vec![0.0; n],
+            w: vec![0.0; dim],
+            rng: Pcg64::seed_from_u64(options.seed),
+            iters: 0,
+            n_usable: active.len(),
+            active,
+            q,
+            pg_max_old: f64::INFINITY,
+            pg_min_old: f64::NEG_INFINITY,
+            done: false,
+        })
+    }
+
+    /// One outer iteration; sets `done` on convergence.
+    fn pass(&mut self, control: Control<'_>) -> Result<(), SvmError> {
+        control.check()?;
+        #[cfg(target_arch = "x86_64")]
+        if crate::data::has_avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time just above).
+            return unsafe { self.pass_avx2(control) };
+        }
+        self.pass_generic(control)
+    }
+
+    /// [`Dcd::pass`] compiled for 256-bit vectors (same operations, same results).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn pass_avx2(&mut self, control: Control<'_>) -> Result<(), SvmError> {
+        self.pass_generic(control)
+    }
+
+    #[inline(always)]
+    fn pass_generic(&mut self, control: Control<'_>) -> Result<(), SvmError> {
+        let (dim, c) = (self.dim, self.c);
+        let Self {
+            features,
+            targets,
+            q,
+            alpha,
+            w,
+            rng,
+            active,
+            ..
+        } = self;
+        self.iters += 1;
         for k in (1..active.len()).rev() {
-            let j = rand::RngExt::random_range(&mut rng, 0..=k);
+            let j = rand::RngExt::random_range(rng, 0..=k);
             active.swap(k, j);
         }
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
+        let mut steps = 0usize;
         while s < active.len() {
+            steps += 1;
+            if steps % CANCEL_EVERY == 0 {
+                control.check()?;
+            }
             let i = active[s];
             let xi = &features[i * dim..(i + 1) * dim];
             let yi = targets[i];
-            let g = yi * dot(xi, &w) - 1.0;
+            let g = yi * dot(xi, w) - 1.0;
             let pg = if alpha[i] == 0.0 {
-                if g > pg_max_old {
+                if g > self.pg_max_old {
                     active.swap_remove(s);
                     continue;
                 }
                 g.min(0.0)
             } else if alpha[i] == c {
-                if g < pg_min_old {
+                if g < self.pg_min_old {
                     active.swap_remove(s);
                     continue;
                 }
@@ -473,22 +538,266 @@ fn dual_cd_generic(
             }
             s += 1;
         }
-        if pg_max - pg_min <= tol {
-            if active.len() == n_usable {
-                break;
+        if pg_max - pg_min <= self.tol {
+            if active.len() == self.n_usable {
+                self.done = true;
+                return Ok(());
             }
             // Converged on the shrunk problem: check every variable once more.
-            active = (0..n).filter(|&i| q[i] > 0.0).collect();
-            pg_max_old = f64::INFINITY;
-            pg_min_old = f64::NEG_INFINITY;
-            continue;
+            *active = (0..targets.len()).filter(|&i| q[i] > 0.0).collect();
+            self.pg_max_old = f64::INFINITY;
+            self.pg_min_old = f64::NEG_INFINITY;
+            return Ok(());
         }
-        pg_max_old = if pg_max > 0.0 { pg_max } else { f64::INFINITY };
-        pg_min_old = if pg_min < 0.0 {
+        self.pg_max_old = if pg_max > 0.0 { pg_max } else { f64::INFINITY };
+        self.pg_min_old = if pg_min < 0.0 {
             pg_min
         } else {
             f64::NEG_INFINITY
         };
+        Ok(())
     }
-    Ok((w, alpha, iters))
+
+    /// The dual objective `0.5 |w|^2 - sum(alpha)` (minimised), O(n + dim).
+    fn dual_objective(&self) -> f64 {
+        0.5 * dot(&self.w, &self.w) - self.alpha.iter().sum::<f64>()
+    }
+
+    /// Examples with a positive dual variable (the support vectors).
+    fn n_support(&self) -> usize {
+        self.alpha.iter().filter(|&&a| a > 0.0).count()
+    }
+}
+
+/// What [`dual_cd_one_vs_rest`] and [`llsvm_fit`] trained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneVsRest {
+    /// Weights, row-major `(classes.len(), dim)`: row k separates `classes[k]` from the rest.
+    pub coef: Vec<f64>,
+    /// Outer iterations (passes) of every model.
+    pub n_iter: Vec<usize>,
+    /// Passes reported (the largest of `n_iter`) and whether the hook stopped the fit.
+    pub outcome: FitOutcome,
+}
+
+/// One [`dual_cd`] model per class of `classes` (class `classes[k]` is +1, the rest -1), the
+/// models in parallel, one pass of each at a time.
+///
+/// After pass `p` (from 1) of the models still running, reports
+/// `control.report(p, objective, &n_support)`: the sum of the models' dual objectives
+/// `0.5 |w|^2 - sum(alpha)` (what dual coordinate descent minimises; O(n) to compute) and the
+/// number of support vectors (positive dual variables) summed over the models. The models are
+/// the same, bit for bit, as from [`dual_cd`] one at a time.
+///
+/// # Errors
+/// As [`dual_cd`]; a shape error unless there is one label per row of `features`. A hook that
+/// asks to stop is not an error: the weights of the passes made are returned.
+pub fn dual_cd_one_vs_rest(
+    features: &[f64],
+    dim: usize,
+    labels: &[usize],
+    classes: &[usize],
+    options: DcdOptions,
+    control: Control<'_, usize>,
+) -> Result<OneVsRest, SvmError> {
+    if dim == 0 || features.len() != labels.len() * dim {
+        return Err(shape("y", "one label per row of `features`"));
+    }
+    let targets: Vec<Vec<f64>> = classes
+        .iter()
+        .map(|&cl| {
+            labels
+                .iter()
+                .map(|&l| if l == cl { 1.0 } else { -1.0 })
+                .collect()
+        })
+        .collect();
+    let mut models = targets
+        .iter()
+        .map(|t| Dcd::new(features, dim, t, options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inner = Control::new(control.cancel_flag());
+    let mut outcome = FitOutcome::ran(0);
+    for pass in 1..=options.max_iter {
+        if models.iter().all(|m| m.done) {
+            break;
+        }
+        models
+            .par_iter_mut()
+            .filter(|m| !m.done)
+            .try_for_each(|m| m.pass(inner))?;
+        outcome = FitOutcome::ran(pass);
+        let objective = || models.iter().map(Dcd::dual_objective).sum();
+        let n_support: usize = models.iter().map(Dcd::n_support).sum();
+        if let Some(stopped) = FitOutcome::after(pass, control.report(pass, objective, &n_support))?
+        {
+            outcome = stopped;
+            break;
+        }
+    }
+    Ok(OneVsRest {
+        coef: models.iter().flat_map(|m| m.w.iter().copied()).collect(),
+        n_iter: models.iter().map(|m| m.iters).collect(),
+        outcome,
+    })
+}
+
+/// Options of [`llsvm_fit`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LlsvmParams {
+    /// The kernel of the Nystrom map.
+    pub kernel: Kernel,
+    /// The linear SVM on the mapped examples.
+    pub dcd: DcdOptions,
+}
+
+/// A trained LLSVM: the Nystrom map and the one-vs-rest linear models on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlsvmFit {
+    /// The map `M`, row-major `(rank, n_landmarks)` (see [`Nystrom::map_matrix`]).
+    pub map_matrix: Vec<f64>,
+    /// Rank of the map (columns of `coef`).
+    pub rank: usize,
+    /// The linear models on `phi(x) = M g(x)`, their passes and how the fit ended.
+    pub models: OneVsRest,
+}
+
+/// LLSVM training: the Nystrom map over `landmarks` (row-major `(B, data.dim())`), every
+/// example mapped, then [`dual_cd_one_vs_rest`] on the mapped examples (reports as there).
+///
+/// # Errors
+/// Shape errors (landmarks' width, one label per example), a bad kernel or `C`,
+/// [`SvmError::Cancelled`].
+///
+/// # Example
+///
+/// ```
+/// use vastml_core::Control;
+/// use vastml_svm::{DcdOptions, Examples, Kernel, LlsvmModel, LlsvmParams, llsvm_decision, llsvm_fit};
+///
+/// // A disc inside a square: not linear in x, linear in the Nystrom features.
+/// let xs: Vec<f64> = (0..400).flat_map(|i| [(i % 20) as f64 / 10.0 - 1.0, (i / 20) as f64 / 10.0 - 1.0]).collect();
+/// let y: Vec<usize> = xs.chunks(2).map(|p| usize::from(p[0] * p[0] + p[1] * p[1] < 0.5)).collect();
+/// let data = Examples::dense(&xs, 2)?;
+/// let landmarks: Vec<f64> = xs.chunks(2).step_by(13).flatten().copied().collect();
+/// let dcd = DcdOptions { c: 100.0, max_iter: 50, tol: 1e-3, seed: 0 };
+/// let params = LlsvmParams { kernel: Kernel::Gaussian { gamma: 2.0 }, dcd };
+/// let fit = llsvm_fit(&data, &y, &[1], &landmarks, &params, Control::none())?;
+/// let model = LlsvmModel { kernel: params.kernel, landmarks: &landmarks, map_matrix: &fit.map_matrix, coef: &fit.models.coef, rank: fit.rank };
+/// let scores = llsvm_decision(&data, &model, Control::none())?;
+/// let errors = scores.iter().zip(&y).filter(|&(s, &c)| (*s > 0.0) != (c == 1)).count();
+/// assert!(errors < 20, "{errors} errors");
+/// # Ok::<(), vastml_svm::SvmError>(())
+/// ```
+pub fn llsvm_fit(
+    data: &Examples<'_>,
+    labels: &[usize],
+    classes: &[usize],
+    landmarks: &[f64],
+    params: &LlsvmParams,
+    control: Control<'_, usize>,
+) -> Result<LlsvmFit, SvmError> {
+    if labels.len() != data.len() {
+        return Err(shape("y", "one label per example"));
+    }
+    let ny = Nystrom::new(params.kernel, landmarks, data.dim())?;
+    let features = ny.transform_with(data, Control::new(control.cancel_flag()))?;
+    let rank = ny.rank();
+    let models = dual_cd_one_vs_rest(&features, rank, labels, classes, params.dcd, control)?;
+    Ok(LlsvmFit {
+        map_matrix: ny.map_matrix().to_vec(),
+        rank,
+        models,
+    })
+}
+
+/// A trained LLSVM as borrowed arrays, for [`llsvm_decision`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LlsvmModel<'a> {
+    /// The kernel of the Nystrom map.
+    pub kernel: Kernel,
+    /// Landmarks, row-major `(B, dim)`.
+    pub landmarks: &'a [f64],
+    /// The map `M`, row-major `(rank, B)`.
+    pub map_matrix: &'a [f64],
+    /// One-vs-rest weights, row-major `(k, rank)`.
+    pub coef: &'a [f64],
+    /// The rank of the map.
+    pub rank: usize,
+}
+
+/// LLSVM scores `coef . (M g(x))`, row-major `(n, k)`: the map is folded into the coefficients
+/// once (`(coef M) g(x)`), so a row costs B kernel values and k dot products of length B.
+///
+/// # Errors
+/// Shape errors when the arrays disagree, [`SvmError::Cancelled`].
+pub fn llsvm_decision(
+    data: &Examples<'_>,
+    model: &LlsvmModel<'_>,
+    control: Control<'_>,
+) -> Result<Vec<f64>, SvmError> {
+    let dim = data.dim();
+    let b = model.landmarks.len().checked_div(dim).unwrap_or(0);
+    let rank = model.rank;
+    if b == 0 || model.map_matrix.len() != rank * b {
+        return Err(shape(
+            "map_matrix",
+            "must have shape (coef.shape[1], n_landmarks)",
+        ));
+    }
+    if rank == 0 || model.coef.len() % rank != 0 {
+        return Err(shape("coef", "must have `rank` columns"));
+    }
+    let folded = fold_coefficients(model.map_matrix, model.coef, rank, b);
+    Nystrom::from_parts(model.kernel, model.landmarks, dim, &folded)?.transform_with(data, control)
+}
+
+/// `coef M`, row-major `(k, B)`, for `coef` `(k, rank)` and `M` `(rank, B)`.
+fn fold_coefficients(map: &[f64], coef: &[f64], rank: usize, b: usize) -> Vec<f64> {
+    let k = coef.len() / rank;
+    let mut folded = vec![0.0; k * b];
+    for (j, row) in folded.chunks_exact_mut(b).enumerate() {
+        for (r, &c) in coef[j * rank..(j + 1) * rank].iter().enumerate() {
+            row.iter_mut()
+                .zip(&map[r * b..(r + 1) * b])
+                .for_each(|(o, m)| *o += c * m);
+        }
+    }
+    folded
+}
+
+/// k-means with k-means++ seeding ([`vastml_spatial::kmeans`], or
+/// [`vastml_spatial::kmeans_csr`] for CSR examples, never densified).
+///
+/// # Errors
+/// The parameter errors of [`vastml_spatial::kmeans`] (`k` outside `1..=n`, ...).
+pub fn kmeans(
+    data: &Examples<'_>,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+) -> Result<vastml_spatial::KMeans, SvmError> {
+    Ok(match *data {
+        Examples::Dense { values, dim } => {
+            vastml_spatial::kmeans(values, dim, k, max_iter, tol, seed)?
+        }
+        Examples::Csr {
+            indptr,
+            indices,
+            data: vals,
+            dim,
+        } => {
+            // `Examples::csr` checked that the offsets and indices are in range (so >= 0).
+            let ip: Vec<usize> = indptr.iter().map(|&v| v as usize).collect();
+            let ix: Vec<usize> = indices.iter().map(|&v| v as usize).collect();
+            let points = vastml_spatial::CsrPoints {
+                indptr: &ip,
+                indices: &ix,
+                data: vals,
+                dim,
+            };
+            vastml_spatial::kmeans_csr(points, k, max_iter, tol, seed)?
+        }
+    })
 }

@@ -1,6 +1,7 @@
 //! AMM / Pegasos / GAMM against a naive dense implementation and the spec's hand-computed steps.
 
 use std::sync::atomic::AtomicBool;
+use vastml_core::Control;
 
 use proptest::prelude::*;
 use vastml_svm::{Amm, AmmParams, Examples, argmax_rows};
@@ -168,11 +169,13 @@ fn hand_computed_first_steps() {
     p.bias = 0.0;
     let mut amm = Amm::new(p, 2, 2).unwrap();
     let cancel = AtomicBool::new(false);
-    amm.epoch(&data, &[0], false, 0, false, &cancel).unwrap();
+    amm.epoch(&data, &[0], false, 0, false, Control::new(&cancel))
+        .unwrap();
     assert_eq!(amm.weight_classes(), &[1, 0]);
     assert_eq!(amm.weights(), vec![-10.0, 0.0, 0.0, 10.0, 0.0, 0.0]);
     // t = 2: loss = 1 + 0 (class 1 has its zero weight) - 10 < 0: only the shrink by 1/2.
-    amm.epoch(&data, &[0], false, 0, false, &cancel).unwrap();
+    amm.epoch(&data, &[0], false, 0, false, Control::new(&cancel))
+        .unwrap();
     assert_eq!(amm.steps(), 2);
     assert_eq!(amm.weights(), vec![-5.0, 0.0, 0.0, 5.0, 0.0, 0.0]);
 }
@@ -185,7 +188,8 @@ fn one_weight_per_class_is_multiclass_pegasos() {
     let mut amm = Amm::new(params(0.01, 1), 6, 3).unwrap();
     let cancel = AtomicBool::new(false);
     for _ in 0..2 {
-        amm.epoch(&ex, &y, false, 0, false, &cancel).unwrap();
+        amm.epoch(&ex, &y, false, 0, false, Control::new(&cancel))
+            .unwrap();
     }
     let mut nv = Naive {
         lambda: 0.01,
@@ -211,7 +215,7 @@ fn binary_pegasos_equivalence() {
     let ex = Examples::dense(&dense, 4).unwrap();
     let lambda = 0.05;
     let mut amm = Amm::new(params(lambda, 1), 4, 2).unwrap();
-    amm.epoch(&ex, &y, false, 0, false, &AtomicBool::new(false))
+    amm.epoch(&ex, &y, false, 0, false, Control::none())
         .unwrap();
     let w = amm.weights();
     let (c0, c1) = if amm.weight_classes()[0] == 0 {
@@ -251,7 +255,7 @@ fn csr_equals_dense() {
         true,
         5,
         false,
-        &cancel,
+        Control::new(&cancel),
     )
     .unwrap();
     b.epoch(
@@ -260,7 +264,7 @@ fn csr_equals_dense() {
         true,
         5,
         false,
-        &cancel,
+        Control::new(&cancel),
     )
     .unwrap();
     assert_eq!(a.weight_classes(), b.weight_classes());
@@ -274,7 +278,8 @@ fn pruning_removes_within_threshold_and_keeps_a_weight_per_class() {
     let cancel = AtomicBool::new(false);
     let mut p = params(0.01, 8);
     let mut amm = Amm::new(p.clone(), 5, 3).unwrap();
-    amm.epoch(&ex, &y, false, 0, false, &cancel).unwrap();
+    amm.epoch(&ex, &y, false, 0, false, Control::new(&cancel))
+        .unwrap();
     for c in [0.0, 0.5, 5.0, 1e6] {
         p.prune_c = c;
         let mut m = Amm::from_parts(
@@ -333,15 +338,20 @@ fn gamm_with_zero_probability_is_amm_and_clones_are_bounded() {
     let mut p = params(0.001, 30);
     p.clone_probability = 0.0;
     let mut b = Amm::new(p.clone(), 4, 2).unwrap();
-    a.epoch(&ex, &y, true, 9, false, &cancel).unwrap();
-    b.epoch(&ex, &y, true, 9, false, &cancel).unwrap();
+    a.epoch(&ex, &y, true, 9, false, Control::new(&cancel))
+        .unwrap();
+    b.epoch(&ex, &y, true, 9, false, Control::new(&cancel))
+        .unwrap();
     assert_eq!(a.weights(), b.weights());
     p.clone_probability = 0.5;
     p.clone_decay = 0.9;
     let mut g = Amm::new(p, 4, 2).unwrap();
     let mut clones = 0;
     for e in 0..3 {
-        clones += g.epoch(&ex, &y, true, e, false, &cancel).unwrap().n_cloned;
+        clones += g
+            .epoch(&ex, &y, true, e, false, Control::new(&cancel))
+            .unwrap()
+            .n_cloned;
     }
     assert!(clones > 0);
     // p_k = 0.5 * 0.9^k: after k clones p = 0.5 * 0.9^k.
@@ -354,16 +364,19 @@ fn batch_amm_reassignment_counts_changes() {
     let ex = Examples::dense(&dense, 3).unwrap();
     let cancel = AtomicBool::new(false);
     let mut m = Amm::new(params(0.001, 10), 3, 2).unwrap();
-    m.epoch(&ex, &y, true, 0, false, &cancel).unwrap();
+    m.epoch(&ex, &y, true, 0, false, Control::new(&cancel))
+        .unwrap();
     let changed = m.reassign(&ex, &y).unwrap();
     assert_eq!(changed, 400);
-    m.epoch(&ex, &y, true, 1, true, &cancel).unwrap();
+    m.epoch(&ex, &y, true, 1, true, Control::new(&cancel))
+        .unwrap();
     m.reassign(&ex, &y).unwrap();
     // Without training in between, re-assigning changes nothing.
     assert_eq!(m.reassign(&ex, &y).unwrap(), 0);
     // A model trained on other labels assigns differently.
     let flipped: Vec<usize> = y.iter().map(|&c| 1 - c).collect();
-    m.epoch(&ex, &flipped, true, 2, true, &cancel).unwrap();
+    m.epoch(&ex, &flipped, true, 2, true, Control::new(&cancel))
+        .unwrap();
     assert!(m.reassign(&ex, &y).unwrap() > 0);
 }
 
@@ -420,13 +433,22 @@ fn bad_parameters_and_inputs_are_errors() {
     let x = [1.0, 2.0];
     let cancel = AtomicBool::new(false);
     let one = Examples::dense(&x, 2).unwrap();
-    assert!(m.epoch(&one, &[2], false, 0, false, &cancel).is_err());
-    assert!(m.epoch(&one, &[0, 1], false, 0, false, &cancel).is_err());
+    assert!(
+        m.epoch(&one, &[2], false, 0, false, Control::new(&cancel))
+            .is_err()
+    );
+    assert!(
+        m.epoch(&one, &[0, 1], false, 0, false, Control::new(&cancel))
+            .is_err()
+    );
     assert!(Examples::dense(&[f64::NAN, 1.0], 2).is_err());
     assert!(Examples::csr(&[0, 2], &[0, 5], &[1.0, 1.0], 3).is_err());
     assert!(Examples::csr(&[0, 3], &[0, 1], &[1.0, 1.0], 3).is_err());
     let cancel = AtomicBool::new(true);
-    assert!(m.epoch(&one, &[0], false, 0, false, &cancel).is_err());
+    assert!(
+        m.epoch(&one, &[0], false, 0, false, Control::new(&cancel))
+            .is_err()
+    );
 }
 
 proptest! {
@@ -446,7 +468,7 @@ proptest! {
         let mut p = params(lambda, cap);
         p.bias = 0.5;
         let mut m = Amm::new(p, d, n_classes).unwrap();
-        m.epoch(&Examples::dense(&dense, d).unwrap(), &y, false, 0, false, &AtomicBool::new(false)).unwrap();
+        m.epoch(&Examples::dense(&dense, d).unwrap(), &y, false, 0, false, Control::none()).unwrap();
         let mut nv = Naive { lambda, cap, bias: 0.5, w: if cap == 1 { (0..n_classes).map(|c| (c, vec![0.0; d + 1])).collect() } else { vec![] }, t: 0 };
         for i in 0..120 { nv.step(&dense[i * d..(i + 1) * d], y[i], n_classes); }
         let (cls, w) = naive_weights(&nv);
@@ -480,7 +502,7 @@ proptest! {
         let mut m = Amm::new(p, d, 3).unwrap();
         let ex = Examples::dense(&dense, d).unwrap();
         for e in 0..2 {
-            m.epoch(&ex, &y, true, e, false, &AtomicBool::new(false)).unwrap();
+            m.epoch(&ex, &y, true, e, false, Control::none()).unwrap();
             let norm: f64 = m.weights().iter().map(|v| v * v).sum::<f64>().sqrt();
             prop_assert!(norm <= (2.0 + c) / lambda * (1.0 + 1e-9), "{} > {}", norm, (2.0 + c) / lambda);
             for cl in 0..3 { prop_assert!(m.weight_classes().iter().filter(|&&k| k == cl).count() <= 6); }

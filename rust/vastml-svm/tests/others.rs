@@ -1,6 +1,7 @@
 //! AROW, BSGD and LLSVM against hand-computed steps, closed forms and naive versions.
 
 use std::sync::atomic::AtomicBool;
+use vastml_core::Control;
 
 use proptest::prelude::*;
 use vastml_svm::{
@@ -109,7 +110,7 @@ proptest! {
         let (mu, s) = naive_arow(&xb, &y, d + 1, r);
         let mut m = Arow::new(d, r, 1.0, false, UpdateOn::Margin).unwrap();
         let order: Vec<usize> = (0..60).collect();
-        m.epoch(&Examples::dense(&x, d).unwrap(), &y, &order, &AtomicBool::new(false)).unwrap();
+        m.epoch(&Examples::dense(&x, d).unwrap(), &y, &order, Control::none()).unwrap();
         for (a, b) in m.mean().iter().zip(&mu) { prop_assert!((a - b).abs() < 1e-10); }
         for (a, b) in m.covariance().iter().zip(&s) { prop_assert!((a - b).abs() < 1e-10); }
         // symmetric, and SPD via a Cholesky attempt
@@ -148,8 +149,8 @@ proptest! {
         let mut full = Arow::new(d, 0.5, 0.0, false, UpdateOn::Margin).unwrap();
         let mut diag = Arow::new(d, 0.5, 0.0, true, UpdateOn::Margin).unwrap();
         let cancel = AtomicBool::new(false);
-        full.epoch(&ex, &y, &order, &cancel).unwrap();
-        diag.epoch(&ex, &y, &order, &cancel).unwrap();
+        full.epoch(&ex, &y, &order, Control::new(&cancel)).unwrap();
+        diag.epoch(&ex, &y, &order, Control::new(&cancel)).unwrap();
         for (a, b) in full.mean().iter().zip(diag.mean()) { prop_assert!((a - b).abs() < 1e-12); }
         for i in 0..=d { prop_assert!((full.covariance()[i * (d + 1) + i] - diag.covariance()[i]).abs() < 1e-12); }
     }
@@ -217,7 +218,7 @@ fn bsgd_without_maintenance_is_kernel_pegasos() {
         &y,
         false,
         0,
-        &AtomicBool::new(false),
+        Control::none(),
     )
     .unwrap();
     // naive: alpha per training example
@@ -280,7 +281,7 @@ fn bsgd_keeps_budget_and_norms_and_learns_xor() {
         };
         let mut m = Bsgd::new(params, 2, 2).unwrap();
         for e in 0..3 {
-            m.epoch(&ex, &y, true, e, &AtomicBool::new(false)).unwrap();
+            m.epoch(&ex, &y, true, e, Control::none()).unwrap();
             assert!(m.n_support() <= 30);
         }
         for (z, &sq) in m.support_vectors().chunks(2).zip(m.support_sq_norms()) {
@@ -366,7 +367,7 @@ fn dual_cd_satisfies_kkt_and_separates() {
         tol: 1e-9,
         seed: 0,
     };
-    let (w, alpha, _) = dual_cd_full(&x, 3, &y, opts, &AtomicBool::new(false)).unwrap();
+    let (w, alpha, _) = dual_cd_full(&x, 3, &y, opts, Control::none()).unwrap();
     for k in 0..3 {
         let s: f64 = (0..n).map(|i| alpha[i] * y[i] * x[i * 3 + k]).sum();
         assert!((s - w[k]).abs() < 1e-9);
@@ -390,7 +391,7 @@ fn dual_cd_satisfies_kkt_and_separates() {
         at_zero > 0 && at_c > 0 && free > 0,
         "{at_zero} {at_c} {free}"
     );
-    let (w2, _) = dual_cd(&x, 3, &y, opts, &AtomicBool::new(false)).unwrap();
+    let (w2, _) = dual_cd(&x, 3, &y, opts, Control::none()).unwrap();
     assert_eq!(w, w2);
     assert!(
         dual_cd(
@@ -403,7 +404,7 @@ fn dual_cd_satisfies_kkt_and_separates() {
                 tol: 0.1,
                 seed: 0
             },
-            &AtomicBool::new(false)
+            Control::none()
         )
         .is_err()
     );
@@ -445,8 +446,10 @@ fn projection_is_exact_when_the_span_is_kept() {
     .unwrap();
     let cancel = AtomicBool::new(false);
     let ex = Examples::dense(&x, 2).unwrap();
-    proj.epoch(&ex, &[0], false, 0, &cancel).unwrap();
-    free.epoch(&ex, &[0], false, 0, &cancel).unwrap();
+    proj.epoch(&ex, &[0], false, 0, Control::new(&cancel))
+        .unwrap();
+    free.epoch(&ex, &[0], false, 0, Control::new(&cancel))
+        .unwrap();
     assert_eq!(proj.n_support(), 3);
     assert_eq!(free.n_support(), 4);
     let (a, b) = (proj.decision(&qs).unwrap(), free.decision(&qs).unwrap());
@@ -457,7 +460,8 @@ fn projection_is_exact_when_the_span_is_kept() {
     // Removal instead loses the contribution.
     let mut rem =
         Bsgd::from_parts(params(Maintenance::RemoveSmallest), 2, 2, &sv, &alpha, 10).unwrap();
-    rem.epoch(&ex, &[0], false, 0, &cancel).unwrap();
+    rem.epoch(&ex, &[0], false, 0, Control::new(&cancel))
+        .unwrap();
     let r = rem.decision(&qs).unwrap();
     assert!(r.iter().zip(&b).any(|(u, v)| (u - v).abs() > 1e-4));
 }
@@ -474,7 +478,7 @@ fn projection_keeps_budget_on_xor() {
     };
     let mut m = Bsgd::new(params, 2, 2).unwrap();
     for e in 0..2 {
-        m.epoch(&ex, &y, true, e, &AtomicBool::new(false)).unwrap();
+        m.epoch(&ex, &y, true, e, Control::none()).unwrap();
         assert!(m.n_support() <= 25);
     }
     let pred = argmax_rows(&m.decision(&ex).unwrap(), 2);
@@ -557,7 +561,7 @@ fn kmeans_landmarks_centres_are_cluster_means_and_csr_equals_dense() {
     let d = 2;
     let dense = Examples::dense(&x, d).unwrap();
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    let (c, l) = vastml_svm::kmeans_landmarks(&dense, 4, 10, 3, &cancel).unwrap();
+    let (c, l) = vastml_svm::kmeans_landmarks(&dense, 4, 10, 3, Control::new(&cancel)).unwrap();
     for k in 0..4 {
         let members: Vec<usize> = (0..300).filter(|&i| l[i] == k).collect();
         assert!(!members.is_empty());
@@ -575,9 +579,9 @@ fn kmeans_landmarks_centres_are_cluster_means_and_csr_equals_dense() {
         ip.push(ix.len() as i64);
     }
     let csr = Examples::csr(&ip, &ix, &dv, d).unwrap();
-    let (c2, l2) = vastml_svm::kmeans_landmarks(&csr, 4, 10, 3, &cancel).unwrap();
+    let (c2, l2) = vastml_svm::kmeans_landmarks(&csr, 4, 10, 3, Control::new(&cancel)).unwrap();
     assert_eq!(l, l2);
     assert!(c.iter().zip(&c2).all(|(a, b)| (a - b).abs() < 1e-12));
-    assert!(vastml_svm::kmeans_landmarks(&dense, 0, 10, 3, &cancel).is_err());
-    assert!(vastml_svm::kmeans_landmarks(&dense, 301, 10, 3, &cancel).is_err());
+    assert!(vastml_svm::kmeans_landmarks(&dense, 0, 10, 3, Control::new(&cancel)).is_err());
+    assert!(vastml_svm::kmeans_landmarks(&dense, 301, 10, 3, Control::new(&cancel)).is_err());
 }
