@@ -32,6 +32,8 @@ QUICK: dict[str, dict] = {
     "ParametricEmbedding": dict(max_iter=50, normalize=True, random_state=0),
     "ElasticEmbedding": dict(perplexity=3, n_lambdas=3, max_iter=20, random_state=0),
     "LLLEigenmaps": dict(n_neighbors=3, n_landmarks=5, random_state=0),
+    "LLLSpectralClustering": dict(n_clusters=3, n_neighbors=3, n_landmarks=8, n_init=2,
+                                  random_state=0),
     "LLLPCA": dict(n_landmarks=5, random_state=0),
     "LLLKernelPCA": dict(n_landmarks=5, random_state=0),
     "LLLDiscriminantAnalysis": dict(n_landmarks=5, random_state=0),

@@ -6,11 +6,11 @@ import scipy.linalg
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import lll as oracle
 from sklearn.datasets import make_blobs
 from sklearn.decomposition import PCA, KernelPCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.metrics import adjusted_rand_score
-
 from vastml.embed import (
     LLLPCA,
     LLLDiscriminantAnalysis,
@@ -91,7 +91,7 @@ def test_weights_exact_reconstruction_with_d_plus_1_landmarks():
     lm = rng.normal(size=(30, 3)) * 3
     Z = reconstruction_weights(X, lm, 4, reg=0)
     assert np.abs(Z.T @ lm - X).max() < 1e-5  # 1e-12 * trace(G) ridge on a singular G
-    Zn = reconstruction_weights(X, lm, 4, reg=0, backend="numpy")
+    Zn = oracle.reconstruction_weights(X, lm, 4, reg=0)
     assert np.abs(Zn.T @ lm - X).max() < 1e-5
 
 
@@ -135,22 +135,22 @@ def test_rust_weights_match_numpy_oracle(n, d, L, kz, reg):
     X = rng.normal(size=(n, d)) + 5.0  # off-centre: the Rust screening centres the data
     lm = X[rng.choice(n, L, replace=False)] + 0.01 * rng.normal(size=(L, d))
     nr, wr, _ = weight_pieces(X, lm, kz, reg=reg)
-    nn, wn, _ = weight_pieces(X, lm, kz, reg=reg, backend="numpy")
+    nn, wn, _ = oracle.weight_pieces(X, lm, kz, reg=reg)
     assert nr.dtype == np.uint32 and nr.shape == wr.shape == (n, kz)
     np.testing.assert_array_equal(nr, nn)  # same neighbours, nearest first
     tol = 1e-5 if reg == 0 else 1e-9  # reg = 0 leaves a 1e-12 ridge on a near-singular G
     np.testing.assert_allclose(wr, wn, atol=tol * max(1.0, np.abs(wn).max()))
     np.testing.assert_allclose(wr.sum(axis=1), 1.0, atol=1e-12)
     Zr = pieces_to_csr(nr, wr, L)
-    np.testing.assert_allclose(Zr.toarray(), reconstruction_weights(
-        X, lm, kz, reg=reg, backend="numpy").toarray(), atol=tol * max(1.0, np.abs(wn).max()))
+    np.testing.assert_allclose(Zr.toarray(), oracle.reconstruction_weights(
+        X, lm, kz, reg=reg).toarray(), atol=tol * max(1.0, np.abs(wn).max()))
 
 
 def test_rust_weights_coincident_points_and_threads():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(1000, 10))
     idx = np.arange(0, 1000, 7)
-    nr, wr, L = weight_pieces(X, X[idx], 8)
+    nr, wr, _L = weight_pieces(X, X[idx], 8)
     np.testing.assert_array_equal(nr[idx, 0], np.arange(idx.size))
     np.testing.assert_array_equal(wr[idx], np.eye(8)[np.zeros(idx.size, int)])
     n1, w1, _ = weight_pieces(X, X[idx], 8, n_jobs=1)
@@ -181,7 +181,7 @@ def test_reduced_matrix_matches_scipy_products():
     v = rng.uniform(1, 2, n)
     for kw in ({"diag": v}, {"M": M}, {"diag": v, "M": M}):
         got = reduced_matrix(nbr, W, L, **kw)
-        want = reduced_matrix(nbr, W, L, backend="numpy", **kw)
+        want = oracle.reduced_matrix(nbr, W, L, **kw)
         np.testing.assert_allclose(got, want, atol=1e-12 * np.abs(want).max())
     np.testing.assert_array_equal(reduced_matrix(nbr, W, L, diag=v, M=M, n_jobs=1),
                                   reduced_matrix(nbr, W, L, diag=v, M=M))
@@ -231,7 +231,7 @@ def test_symmetric_reduced_matrix_reads_the_upper_triangle_and_equals_the_produc
     U = sp.triu(A, k=1)
     w = (Z @ (U + U.T + sp.diags(A.diagonal())) @ Z.T).toarray()
     np.testing.assert_allclose(got, w, atol=1e-12 * np.abs(w).max())
-    np.testing.assert_allclose(reduced_matrix(nbr, zw, L, M=A, symmetric=True, backend="numpy"),
+    np.testing.assert_allclose(oracle.reduced_matrix(nbr, zw, L, M=A, symmetric=True),
                                w, atol=1e-12 * np.abs(w).max())
     with pytest.raises(ValueError, match="keep_rows"):
         reduced_matrix(nbr, zw, L, M=M, symmetric=True, keep_rows=True)
@@ -427,10 +427,15 @@ def test_spectral_clustering_recovers_planted_clusters():
     # against exact spectral clustering (every point a landmark): <= 1% disagreement
     ex = LLLSpectralClustering(n_clusters=5, landmarks=np.arange(3000), random_state=0).fit(X)
     assert adjusted_rand_score(ex.labels_, sc.labels_) > 0.98
+    # one cluster: the constant eigenvector alone, every point in it
+    one = LLLSpectralClustering(n_clusters=1, n_landmarks=50, random_state=0).fit(X)
+    assert one.embedding_.shape == (3000, 1) and not np.any(one.labels_)
+    with pytest.raises(ValueError, match="n_clusters"):
+        LLLSpectralClustering(n_clusters=0).fit(X)
 
 
 def test_spectral_clustering_all_landmarks_matches_exact():
-    X, y = make_blobs(400, centers=3, cluster_std=1.0, random_state=3)
+    X, _y = make_blobs(400, centers=3, cluster_std=1.0, random_state=3)
     W = knn_gaussian(X, 10, None)
     sc = LLLSpectralClustering(n_clusters=3, landmarks=np.arange(400), affinity="precomputed", random_state=0)
     sc.fit(X, affinity_matrix=W)
@@ -515,7 +520,7 @@ def test_kernel_lda_oracle_with_linear_kernel_is_lda():
     rng = np.random.default_rng(3)
     y = rng.integers(0, 3, 200)
     X = rng.normal(size=(200, 5)) + y[:, None] * np.array([0, 2, 0, 1, 0])
-    lam, alpha, E = kernel_discriminant_analysis(X, y, 2, kernel="linear", ridge=1e-12)
+    lam, _alpha, E = kernel_discriminant_analysis(X, y, 2, kernel="linear", ridge=1e-12)
     ref = LinearDiscriminantAnalysis(n_components=2).fit(X, y).transform(X)
     # same 2-D subspace of projections (columns of E span the LDA scores)
     ang = scipy.linalg.subspace_angles(E - E.mean(0), ref - ref.mean(0))
@@ -557,7 +562,6 @@ def test_block_product_matches_scipy():
     Y = rng.normal(size=(700, 5))
     want = M @ Y
     np.testing.assert_allclose(csr_dense_product(M, Y), want, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(csr_dense_product(M, Y, backend="numpy"), want)
     M64 = M.copy()
     M64.indptr, M64.indices = M64.indptr.astype(np.int64), M64.indices.astype(np.int64)
     assert np.array_equal(csr_dense_product(M64, Y), csr_dense_product(M, Y))
@@ -606,12 +610,12 @@ def test_refinement_to_convergence_is_exact_eigenmaps(gap_graph):
     assert _same_up_to_sign(r.embedding_, E, 1e-5 * np.abs(E).max())
 
 
-def test_refinement_matches_numpy_backend_and_plain_ritz(gap_graph):
+def test_refinement_matches_scipy_products_and_plain_ritz(gap_graph):
     X, W, _, _ = gap_graph
     rng = np.random.default_rng(0)
     X0 = rng.normal(size=(len(X), 2))
     a = refine_eigenmaps(W, X0, steps=2, rounds=2)
-    b = refine_eigenmaps(W, X0, steps=2, rounds=2, backend="numpy")
+    b = refine_eigenmaps(W, X0, steps=2, rounds=2, matmul=oracle.csr_dense_product)
     np.testing.assert_allclose(a[0], b[0], rtol=1e-10)
     assert _same_up_to_sign(a[1], b[1], 1e-8 * np.abs(b[1]).max())
     # steps=0: Rayleigh-Ritz in span([1, X0]) computed the slow way
@@ -644,8 +648,8 @@ def test_kept_rows_are_w_times_zt_and_give_the_same_refinement(gap_graph):
     nbr, zw, L = weight_pieces(X, X[:40], 3)
     Z = pieces_to_csr(nbr, zw, L)
     deg = np.asarray(W.sum(axis=1)).ravel()
-    for backend in ("rust", "numpy"):
-        out, T = reduced_matrix(nbr, zw, L, M=W, diag=deg, keep_rows=True, backend=backend)
+    for product in (reduced_matrix, oracle.reduced_matrix):
+        out, T = product(nbr, zw, L, M=W, diag=deg, keep_rows=True)
         want = (W + sp.diags(deg)) @ Z.T
         np.testing.assert_allclose(T.toarray(), want.toarray(), atol=1e-12)
         np.testing.assert_allclose(out, (Z @ want).toarray(), atol=1e-10)
@@ -660,9 +664,9 @@ def test_kept_rows_are_w_times_zt_and_give_the_same_refinement(gap_graph):
 def test_oversampled_refinement_never_increases_ritz_values(gap_graph):
     """Starting the refinement from d + p reduced eigenvectors enlarges the Krylov span, so
     each of the d smallest Ritz values is at most the one without oversampling."""
-    X, W, ev, E = gap_graph
+    X, W, ev, _E = gap_graph
     for seed in range(3):
-        kw = dict(n_landmarks=40, affinity="precomputed", random_state=seed, refine=1)
+        kw = {"n_landmarks": 40, "affinity": "precomputed", "random_state": seed, "refine": 1}
         a = LLLEigenmaps(n_components=2, **kw).fit(X, affinity_matrix=W)
         b = LLLEigenmaps(n_components=2, refine_oversample=3, **kw).fit(X, affinity_matrix=W)
         assert b.embedding_.shape == (len(X), 2) and b.landmark_embedding_.shape == (40, 2)
@@ -684,7 +688,6 @@ def test_symmetric_quadratic_form_matches_the_product():
         want = V.T @ (M @ V)
         np.testing.assert_allclose(sym_quadratic_form(M, V), want,
                                    atol=1e-12 * np.abs(want).max())
-        np.testing.assert_allclose(sym_quadratic_form(M, V, backend="numpy"), want)
     np.testing.assert_array_equal(sym_quadratic_form(M, V, n_jobs=1),
                                   sym_quadratic_form(M, V, n_jobs=2))
     with pytest.raises(ValueError):
@@ -730,3 +733,167 @@ def test_minmax_landmarks_in_lll():
     X = rng.normal(size=(300, 3))
     m = LLLEigenmaps(n_components=2, n_landmarks=40, landmarks="minmax", random_state=0).fit(X)
     assert m.n_landmarks_ == 40 and np.isfinite(m.embedding_).all()
+
+
+# ------------------------------------------------------------------ progress, stopping, Ctrl-C
+
+
+@pytest.fixture(scope="module")
+def big_roll():
+    """20,000 points: two chunks of the weights, twenty blocks of Z D Z^T."""
+    X = swiss(20_000, seed=5)
+    return X, gaussian_knn_affinity(X, 8, 2.0)
+
+
+def _eigenmaps(**kw):
+    return LLLEigenmaps(n_landmarks=100, affinity="precomputed", random_state=0, **kw)
+
+
+def test_eigenmaps_callbacks_count_every_stage_in_order_and_change_nothing(big_roll):
+    X, W = big_roll
+    seen = []
+
+    def record(it, objective, state):
+        seen.append((it, objective, None if state is None else state.shape))
+
+    m = _eigenmaps(refine=1, refine_rounds=3, callbacks=[record]).fit(X, affinity_matrix=W)
+    its = [s[0] for s in seen]
+    assert its == list(range(1, len(its) + 1))
+    # 2 weight chunks + 20 blocks of Z D Z^T (+ any of Z W Z^T), the solve, 3 rounds
+    assert len(its) >= 2 + 20 + 1 + 3
+    assert all(np.isnan(o) and st is None for _, o, st in seen[:-4])
+    assert all(st == (len(X), 2) for _, _, st in seen[-4:])
+    assert seen[-1][1] == pytest.approx(float(np.sum(m.eigenvalues_)), rel=1e-12)
+    assert m.stopped_early_ is False
+    ref = _eigenmaps(refine=1, refine_rounds=3).fit(X, affinity_matrix=W)
+    np.testing.assert_array_equal(m.embedding_, ref.embedding_)
+    # callback_every: only every 5th iteration reaches the callbacks
+    seen.clear()
+    _eigenmaps(callbacks=record, callback_every=5).fit(X, affinity_matrix=W)
+    assert [s[0] for s in seen] == list(range(5, len(its) - 3 + 1, 5))
+
+
+def test_a_stop_at_the_solve_or_a_round_keeps_a_usable_model(big_roll):
+    X, W = big_roll
+    seen = []
+    _eigenmaps(refine=1, refine_rounds=3, callbacks=lambda *a: seen.append(a[0])).fit(
+        X, affinity_matrix=W)
+    solve = seen[-4]
+    plain = _eigenmaps().fit(X, affinity_matrix=W)
+    m = _eigenmaps(refine=1, refine_rounds=3, callbacks=lambda it, o, s: it == solve)
+    m.fit(X, affinity_matrix=W)
+    assert m.stopped_early_ is True
+    np.testing.assert_array_equal(m.embedding_, plain.embedding_)  # refinement skipped
+    np.testing.assert_allclose(m.transform(X[:50]), plain.transform(X[:50]))
+    # a stop after the first of three rounds: that round's Ritz vectors, better than none
+    r1 = _eigenmaps(refine=1, refine_rounds=3, callbacks=lambda it, o, s: it == solve + 1)
+    r1.fit(X, affinity_matrix=W)
+    one = _eigenmaps(refine=1, refine_rounds=1).fit(X, affinity_matrix=W)
+    assert r1.stopped_early_ is True
+    np.testing.assert_allclose(r1.eigenvalues_, one.eigenvalues_, rtol=1e-8)
+    assert np.all(r1.eigenvalues_ <= plain.eigenvalues_ + 1e-12)
+    assert r1.transform(X[:5]).shape == (5, 2)
+
+
+@pytest.mark.parametrize("stop_at", [1, 3])  # the weights (Rust), Z D Z^T (Rust)
+def test_a_stop_before_the_solve_leaves_no_model_and_warns(big_roll, stop_at):
+    from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+    X, W = big_roll
+    m = _eigenmaps().fit(X, affinity_matrix=W)  # a refit must not keep the old model
+    m.set_params(callbacks=lambda it, o, s: it == stop_at)
+    with pytest.warns(ConvergenceWarning, match="no model"):
+        m.fit(X, affinity_matrix=W)
+    assert m.stopped_early_ is True
+    assert not hasattr(m, "embedding_") and not hasattr(m, "landmark_embedding_")
+    with pytest.raises(NotFittedError):
+        m.transform(X[:5])
+
+
+@pytest.mark.parametrize("make", [
+    lambda cb: LLLPCA(n_landmarks=50, random_state=0, callbacks=cb),
+    lambda cb: LLLKernelPCA(n_landmarks=50, gamma=0.1, block=500, random_state=0, callbacks=cb),
+])
+def test_pca_progress_and_stops(make):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X = swiss(2000, seed=1)
+    seen = []
+    m = make(lambda it, o, s: seen.append((it, o))).fit(X)
+    assert [s[0] for s in seen] == list(range(1, len(seen) + 1))
+    assert seen[-1][1] == pytest.approx(float(np.sum(m.eigenvalues_ if hasattr(
+        m, "eigenvalues_") else m.explained_variance_ * (len(X) - 1))))
+    assert m.stopped_early_ is False
+    # a stop at the last report (the solve) keeps the model; at the first, none
+    m = make(lambda it, o, s: it == len(seen)).fit(X)
+    assert m.stopped_early_ is True and m.transform(X[:3]).shape == (3, 2)
+    with pytest.warns(ConvergenceWarning):
+        m = make(lambda it, o, s: True).fit(X)
+    assert m.stopped_early_ is True and not hasattr(m, "weights_")
+
+
+@pytest.mark.parametrize("stage", ["rust", "python"])
+def test_an_exception_in_a_callback_propagates(big_roll, stage):
+    X, W = big_roll
+
+    def boom(it, objective, state):
+        if stage == "rust" or state is not None:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        _eigenmaps(callbacks=boom).fit(X, affinity_matrix=W)
+
+
+def test_verbose_draws_a_bar_on_stderr(big_roll, capfd):
+    X, W = big_roll
+    _eigenmaps(verbose=True).fit(X, affinity_matrix=W)
+    assert "LLLEigenmaps" in capfd.readouterr().err
+    with pytest.raises(TypeError, match="callbacks"):
+        _eigenmaps(callbacks=3).fit(X, affinity_matrix=W)
+
+
+def test_ctrl_c_stops_the_weights():
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    code = textwrap.dedent(
+        """
+        import sys, time, numpy as np
+        from vastml.embed import reconstruction_weights
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(600_000, 30)); lm = rng.normal(size=(8_000, 30))
+        print("ready", flush=True)
+        t = time.perf_counter()
+        try:
+            reconstruction_weights(x, lm, 10)
+        except KeyboardInterrupt:
+            print(f"interrupted {time.perf_counter() - t:.2f}", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=240)
+    assert out.startswith("interrupted"), out
+    assert time.perf_counter() - t0 < 30
+
+
+def test_vastml_embed_and_vastml_embed_lll_export_the_same_lll_names():
+    import vastml.embed
+    import vastml.embed.lll
+
+    lll_names = set(vastml.embed.lll.__all__)
+    for name in lll_names:
+        assert getattr(vastml.embed, name) is getattr(vastml.embed.lll, name), name
+    defined_in_lll = {
+        n for n in vastml.embed.__all__
+        if getattr(getattr(vastml.embed, n), "__module__", "").startswith("vastml.embed._lll")
+    }
+    assert defined_in_lll == lll_names

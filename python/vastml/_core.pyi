@@ -521,7 +521,8 @@ def lll_weights(
     n_neighbors: int,
     reg: float,
     n_jobs: int | None = None,
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
+    progress: Any = None,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]] | None: ...
 def lll_z_m_zt(
     indices: npt.NDArray[np.uint32],
     weights: npt.NDArray[np.float64],
@@ -532,12 +533,14 @@ def lll_z_m_zt(
     m_data: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
     keep_rows: bool = False,
+    progress: Any = None,
 ) -> (
     npt.NDArray[np.float64]
     | tuple[
         npt.NDArray[np.float64],
-        tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32], npt.NDArray[np.float64]],
+        tuple[npt.NDArray[np.uintp], npt.NDArray[np.uint32], npt.NDArray[np.float64]],
     ]
+    | None
 ): ...
 def lll_z_m_zt_sym(
     indices: npt.NDArray[np.uint32],
@@ -547,7 +550,8 @@ def lll_z_m_zt_sym(
     m_indices: npt.NDArray[np.int64],
     m_data: npt.NDArray[np.float64],
     n_jobs: int | None = None,
-) -> npt.NDArray[np.float64]: ...
+    progress: Any = None,
+) -> npt.NDArray[np.float64] | None: ...
 def lll_sym_quadratic_form(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         LLLKernelPCA,
         LLLPCA,
         LLLSpectralClustering,
+        kernel_discriminant_analysis,
         kmeans_landmark_warm_start,
     )
     from vastml.embed._lll_core import (
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         procrustes_error,
         reconstruction_weights,
         reduced_eigenproblem,
+        refine_eigenmaps,
         select_landmarks,
     )
     from vastml.embed._pe_tools import (
@@ -127,6 +129,8 @@ __all__ += [
     "procrustes_error",
     "reconstruction_weights",
     "reduced_eigenproblem",
+    "refine_eigenmaps",
+    "kernel_discriminant_analysis",
     "select_landmarks",
 ]
 

@@ -3,18 +3,29 @@ LDA and kernel PCA on L landmarks, with the out-of-sample map ``x = X_tilde z``.
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from vastml._progress import Progress
 from vastml._validation import as_points, check_float, check_int, choice
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from vastml._typing import ArrayLike, FloatArray, IntArray, RandomState
+
 from vastml.embed._lll_core import (
     _positive_int,
     gaussian_knn_affinity,
@@ -28,13 +39,79 @@ from vastml.embed._lll_core import (
 )
 
 
+class _Stopped(Exception):
+    """A callback stopped an LLL fit before its reduced problem was solved."""
+
+
+class _Stages:
+    """The one iteration count of an LLL fit across its stages, and its :class:`Progress`.
+
+    Rust loops report through :meth:`rust` (their iterations continue the count); Python
+    stages through :meth:`report`.
+    """
+
+    def __init__(self, est):
+        self.progress = Progress(est.callbacks, callback_every=est.callback_every,
+                                 verbose=est.verbose, desc=type(est).__name__)
+        self.it = 0
+
+    def rust(self):
+        """The ``progress`` argument of one Rust call, or None when nobody listens."""
+        if not self.progress.active:
+            return None
+        base = self.it
+
+        def report(it, objective, state):
+            self.it = base + it
+            return self.progress.report(self.it, objective, state)
+
+        return report
+
+    def report(self, objective=math.nan, state=None):
+        """Reports the next iteration; True when a callback asked to stop."""
+        self.it += 1
+        return self.progress.report(self.it, objective, state)
+
+    def round(self, it, objective, state):
+        """A callback of :func:`refine_eigenmaps` continuing the count."""
+        return self.report(objective, state)
+
+    @staticmethod
+    def check(result):
+        """The result of a Rust call given ``progress``; :class:`_Stopped` when it stopped."""
+        if result is None:
+            raise _Stopped
+        return result
+
+
+_STOPPED = (
+    "{}: a callback stopped the fit before the reduced eigenproblem was solved, so there is no "
+    "model; fit again to use it"
+)
+
+
 class _LLLBase(TransformerMixin, BaseEstimator):
     """Landmarks, weights Z and the out-of-sample map shared by every LLL estimator."""
 
     def _default_kz(self, n_features, L):
         return L
 
-    def _landmarks_and_weights(self, X, rng):
+    def _fit_with_progress(self, work, *args):
+        """Runs ``work(stages, *args)``; a stop before the solve leaves no fitted state."""
+        stages = _Stages(self)
+        try:
+            with stages.progress:
+                work(stages, *args)
+        except _Stopped:
+            for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+                delattr(self, name)
+            self.stopped_early_ = True
+            warnings.warn(_STOPPED.format(type(self).__name__), ConvergenceWarning, stacklevel=3)
+            return self
+        self.stopped_early_ = stages.progress.stopped
+        return self
+
+    def _landmarks_and_weights(self, X, rng, stages):
         L = self.n_landmarks if isinstance(self.landmarks, str) else None
         if L is not None:
             L = min(_positive_int(L, "n_landmarks"), X.shape[0])
@@ -47,17 +124,18 @@ class _LLLBase(TransformerMixin, BaseEstimator):
         self.n_landmarks_ = idx.size
         self.n_landmark_neighbors_ = kz
         self.n_features_in_ = X.shape[1]
-        nbr, W, L = weight_pieces(X, self.landmarks_, kz, reg=self.reg)
+        nbr, W, L = stages.check(
+            weight_pieces(X, self.landmarks_, kz, reg=self.reg, progress=stages.rust()))
         self._z_pieces = (nbr, W)
         return pieces_to_csr(nbr, W, L)
 
-    def weights(self, X):
+    def weights(self, X: ArrayLike) -> Any:
         """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
         check_is_fitted(self, "landmarks_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return reconstruction_weights(X, self.landmarks_, self.n_landmark_neighbors_, reg=self.reg)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         """Out-of-sample embedding ``x = X_tilde z`` of new points (thesis 4.5)."""
         check_is_fitted(self, "landmark_embedding_")
         return np.asarray(self.weights(X).T @ self.landmark_embedding_)
@@ -111,6 +189,12 @@ class LLLEigenmaps(_LLLBase):
         be swapped in. Each sparse product then carries d + p columns instead of d. Never
         raises a Ritz value (the span only grows).
     random_state : int, RandomState instance or None
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)``; True stops the fit (Notes).
+    callback_every : int, default=1
+        Call the callbacks every this many iterations.
+    verbose : bool or int, default=False
+        A progress bar on stderr.
 
     Attributes
     ----------
@@ -120,9 +204,25 @@ class LLLEigenmaps(_LLLBase):
     eigenvalues_ : ndarray (n_components,)
         Reduced generalised eigenvalues (the trivial 0 removed).
     landmark_indices_, landmarks_, n_landmarks_, n_landmark_neighbors_, weights_ (Z, CSR)
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
     fit_times_ : dict
         Wall seconds of the stages of the last ``fit`` (affinity graph, landmarks + weights,
         the two reduced products, the reduced eigensolve, the out-of-sample map).
+
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points and the reduced products Z D Z^T, Z W Z^T once per block (at most
+    256 reports each), then the reduced eigensolve reports once with the map X = X_tilde Z, and
+    ``refine`` rounds once each. ``objective`` is NaN before the solve; at the solve it is the
+    sum of ``eigenvalues_`` (the trace of the reduced problem, minimised), and ``state`` is None
+    before the solve and the N x d embedding from it on. A callback returning True before the
+    solve stops the fit with no model (the fitted attributes are removed, ``stopped_early_`` is
+    True and a ``ConvergenceWarning`` says so); at or after the solve it keeps the result it has
+    (a stop at the solve skips the refinement) and sets ``stopped_early_``. Ctrl-C stops the
+    Rust loops (``KeyboardInterrupt``).
 
     Examples
     --------
@@ -138,19 +238,22 @@ class LLLEigenmaps(_LLLBase):
     def __init__(
         self,
         *,
-        n_components=2,
-        n_landmarks=200,
-        landmarks="random",
-        n_landmark_neighbors=None,
-        n_neighbors=10,
-        bandwidth=None,
-        affinity="knn-gaussian",
-        reg=1e-3,
-        refine=0,
-        refine_rounds=1,
-        refine_oversample=0,
-        random_state=None,
-    ):
+        n_components: int = 2,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        n_neighbors: int = 10,
+        bandwidth: float | None = None,
+        affinity: str = "knn-gaussian",
+        reg: float = 1e-3,
+        refine: int = 0,
+        refine_rounds: int = 1,
+        refine_oversample: int = 0,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
@@ -163,6 +266,9 @@ class LLLEigenmaps(_LLLBase):
         self.refine_rounds = refine_rounds
         self.refine_oversample = refine_oversample
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     _drop_first = True
 
@@ -183,8 +289,13 @@ class LLLEigenmaps(_LLLBase):
             return W
         return knn_gaussian(X, self.n_neighbors, self.bandwidth)
 
-    def fit(self, X, y=None, affinity_matrix=None):
+    def fit(self, X: ArrayLike, y: object = None, affinity_matrix: Any = None) -> Self:
+        """Fit the embedding of X (``affinity_matrix``: the N x N graph when
+        ``affinity="precomputed"``); returns self."""
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        return self._fit_with_progress(self._fit, X, affinity_matrix)
+
+    def _fit(self, stages, X, affinity_matrix):
         d = self._n_out()
         rng = check_random_state(self.random_state)
         clock = [time.perf_counter()]
@@ -196,14 +307,14 @@ class LLLEigenmaps(_LLLBase):
         W = self._affinity(X, affinity_matrix)
         deg = np.asarray(W.sum(axis=1)).ravel()
         times = {"affinity": lap()}
-        Z = self._landmarks_and_weights(X, rng)
+        Z = self._landmarks_and_weights(X, rng, stages)
         times["landmarks + weights"] = lap()
         nbr, zw = self._z_pieces
         L = Z.shape[0]
         # B = Z D Z^T (one cheap pass), A = Z (D - W) Z^T = B - Z W Z^T: the graph goes to
         # Rust as it is (A with M = -W copied all nnz(W) entries first: ~10 % of the time
         # of the product at K_W = 200)
-        B = reduced_matrix(nbr, zw, L, diag=deg)
+        B = stages.check(reduced_matrix(nbr, zw, L, diag=deg, progress=stages.rust()))
         steps = _positive_int(getattr(self, "refine", 0), "refine", minimum=0)
         rounds = _positive_int(getattr(self, "refine_rounds", 1), "refine_rounds", minimum=0)
         over = _positive_int(getattr(self, "refine_oversample", 0), "refine_oversample",
@@ -213,7 +324,8 @@ class LLLEigenmaps(_LLLBase):
         # builds, and any precomputed one that passes a sampled check) is read by its upper
         # triangle only: every edge once
         symmetric = _looks_symmetric(W)
-        A = B - reduced_matrix(nbr, zw, L, M=W, symmetric=symmetric)
+        A = B - stages.check(reduced_matrix(nbr, zw, L, M=W, symmetric=symmetric,
+                                            progress=stages.rust()))
         times["Z A Z^T, Z B Z^T"] = lap()
         k = d + 1 if self._drop_first else d
         if k > Z.shape[0]:
@@ -230,11 +342,15 @@ class LLLEigenmaps(_LLLBase):
         X0 = np.asarray(Z.T @ Xt)
         self.embedding_ = X0[:, :d]
         times["X = X_tilde Z"] = lap()
+        self.fit_times_ = times
+        if stages.report(float(np.sum(self.eigenvalues_)), self.embedding_):
+            return
         if refining:
             if not self._drop_first:
                 raise ValueError("`refine` is for eigenmaps (the trivial eigenvector dropped)")
             w, E = refine_eigenmaps(W, X0, steps=steps, rounds=rounds, deg=deg,
-                                    n_components=d, symmetric=symmetric)
+                                    n_components=d, symmetric=symmetric,
+                                    callbacks=stages.round if stages.progress.active else None)
             self.eigenvalues_ = w
             self.embedding_ = E
             # landmarks' embedding for transform: the D-weighted least-squares fit
@@ -245,10 +361,11 @@ class LLLEigenmaps(_LLLBase):
             except np.linalg.LinAlgError:
                 self.landmark_embedding_ = np.linalg.lstsq(B, rhs, rcond=None)[0]
             times["refine"] = lap()
-        self.fit_times_ = times
-        return self
 
-    def fit_transform(self, X, y=None, affinity_matrix=None):
+    def fit_transform(
+        self, X: ArrayLike, y: object = None, affinity_matrix: Any = None
+    ) -> FloatArray:
+        """Fit and return the embedding of X."""
         return self.fit(X, affinity_matrix=affinity_matrix).embedding_
 
 
@@ -282,10 +399,41 @@ def knn_gaussian(X, n_neighbors, bandwidth):
     return gaussian_knn_affinity(X, n_neighbors, bandwidth)
 
 
-def kmeans_landmark_warm_start(X, landmark_rows, n_clusters, *, n_init=20, random_state=None):
+def kmeans_landmark_warm_start(
+    X: ArrayLike,
+    landmark_rows: ArrayLike,
+    n_clusters: int,
+    *,
+    n_init: int = 20,
+    random_state: RandomState = None,
+) -> KMeans:
     """k-means on all points started from the best of ``n_init`` k-means runs on the landmarks.
 
     Costs ``n_init`` passes over L points plus one over N (thesis 4.7.1).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        All points (e.g. their spectral embedding).
+    landmark_rows : array-like of shape (n_landmarks, n_features)
+        The landmarks' rows.
+    n_clusters : int
+    n_init : int, default=20
+        k-means runs on the landmarks.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    sklearn.cluster.KMeans fitted on X.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_blobs
+    >>> X, y = make_blobs(500, centers=3, random_state=0)
+    >>> km = kmeans_landmark_warm_start(X, X[::10], 3, random_state=0)
+    >>> km.labels_.shape, km.cluster_centers_.shape
+    ((500,), (3, 2))
     """
     rng = check_random_state(random_state)
     small = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=rng).fit(landmark_rows)
@@ -299,6 +447,20 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
     kept, thesis 4.19-4.21), normalises rows to unit length and runs k-means started from the
     best of ``n_init`` k-means runs on the landmarks' rows (:func:`kmeans_landmark_warm_start`).
     K_Z defaults to ``n_clusters + 1``.
+
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points and the reduced products Z D Z^T, Z W Z^T once per block (at most
+    256 reports each), then the reduced eigensolve reports once with the map X = X_tilde Z.
+    ``objective`` is NaN before the solve; at the solve it is the sum of ``eigenvalues_`` (the
+    trace of the reduced problem, minimised), and ``state`` is None before the solve and the N x
+    ``n_clusters`` embedding from it on. A callback returning True before the solve stops the
+    fit with no model (the fitted attributes are removed, ``stopped_early_`` is True and a
+    ``ConvergenceWarning`` says so); at or after the solve it keeps the result it has (the
+    k-means on that embedding still runs) and sets ``stopped_early_``. Ctrl-C stops the Rust
+    loops (``KeyboardInterrupt``).
 
     Examples
     --------
@@ -317,17 +479,20 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
     def __init__(
         self,
         *,
-        n_clusters=8,
-        n_landmarks=200,
-        landmarks="random",
-        n_landmark_neighbors=None,
-        n_neighbors=10,
-        bandwidth=None,
-        affinity="knn-gaussian",
-        reg=1e-3,
-        n_init=20,
-        random_state=None,
-    ):
+        n_clusters: int = 8,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        n_neighbors: int = 10,
+        bandwidth: float | None = None,
+        affinity: str = "knn-gaussian",
+        reg: float = 1e-3,
+        n_init: int = 20,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_clusters = n_clusters
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
@@ -338,15 +503,21 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
         self.reg = reg
         self.n_init = n_init
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     def _n_out(self):
-        return _positive_int(self.n_clusters, "n_clusters", minimum=2)
+        return _positive_int(self.n_clusters, "n_clusters")
 
     def _default_kz(self, n_features, L):
         return min(L, self._n_out() + 1)
 
-    def fit(self, X, y=None, affinity_matrix=None):
+    def fit(self, X: ArrayLike, y: object = None, affinity_matrix: Any = None) -> Self:
+        """Fit the embedding and the clusters of X; returns self."""
         super().fit(X, affinity_matrix=affinity_matrix)
+        if not hasattr(self, "embedding_"):  # stopped before the reduced solve
+            return self
         E = _unit_rows(self.embedding_)
         El = _unit_rows(self.landmark_embedding_)
         km = kmeans_landmark_warm_start(
@@ -356,7 +527,7 @@ class LLLSpectralClustering(ClusterMixin, LLLEigenmaps):
         self.labels_ = km.labels_
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> IntArray:
         """Cluster of new points through the out-of-sample embedding."""
         check_is_fitted(self, "kmeans_")
         return self.kmeans_.predict(_unit_rows(self.transform(X)))
@@ -381,6 +552,18 @@ class LLLPCA(_LLLBase):
     explained_variance_ : ndarray (n_components,)
     mean_, landmark_indices_, landmarks_, weights_
 
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points, then the reduced eigensolve reports once. ``objective`` is NaN
+    before the solve; at the solve it is the sum of ``eigenvalues_`` (the trace of the reduced
+    problem, maximised), and ``state`` is None before the solve and ``components_`` from it on.
+    A callback returning True before the solve stops the fit with no model (the fitted
+    attributes are removed, ``stopped_early_`` is True and a ``ConvergenceWarning`` says so); at
+    or after the solve it keeps the result it has and sets ``stopped_early_``. Ctrl-C stops the
+    Rust loops (``KeyboardInterrupt``).
+
     Examples
     --------
     >>> import numpy as np
@@ -392,25 +575,41 @@ class LLLPCA(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=2, n_landmarks=200, landmarks="random", n_landmark_neighbors=None,
-        reg=1e-3, random_state=None,
-    ):
+        self,
+        *,
+        n_components: int = 2,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        reg: float = 1e-3,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.n_landmark_neighbors = n_landmark_neighbors
         self.reg = reg
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     def _default_kz(self, n_features, L):
         return min(L, n_features + 1)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
+        """Fit the principal axes of X; returns self."""
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        return self._fit_with_progress(self._fit, X)
+
+    def _fit(self, stages, X):
         d = _positive_int(self.n_components, "n_components")
         rng = check_random_state(self.random_state)
         self.mean_ = X.mean(axis=0)
-        Z = self._landmarks_and_weights(X, rng)
+        Z = self._landmarks_and_weights(X, rng, stages)
         F = np.asarray(Z @ (X - self.mean_))  # L x D
         lam, Xt = reduced_eigenproblem(F @ F.T, (Z @ Z.T), d, largest=True)
         lam = np.maximum(lam, 1e-300)
@@ -419,9 +618,9 @@ class LLLPCA(_LLLBase):
         self.weights_ = Z
         self.components_ = M
         self.explained_variance_ = lam / max(X.shape[0] - 1, 1)
-        return self
+        stages.report(float(np.sum(lam)), M)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         check_is_fitted(self, "components_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return (X - self.mean_) @ self.components_.T
@@ -436,6 +635,18 @@ class LLLDiscriminantAnalysis(_LLLBase):
     never singular. The projection is ``M = X_tilde^T F`` (rows scaled to unit length). When F has full column rank (L >= D
     and landmarks in general position) this is exact LDA; LLL matters when D > L.
 
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points, then the reduced eigensolve reports once. ``objective`` is NaN
+    before the solve; at the solve it is the sum of ``eigenvalues_`` (the trace of the reduced
+    problem, maximised), and ``state`` is None before the solve and ``components_`` from it on.
+    A callback returning True before the solve stops the fit with no model (the fitted
+    attributes are removed, ``stopped_early_`` is True and a ``ConvergenceWarning`` says so); at
+    or after the solve it keeps the result it has and sets ``stopped_early_``. Ctrl-C stops the
+    Rust loops (``KeyboardInterrupt``).
+
     Examples
     --------
     >>> import numpy as np
@@ -449,9 +660,19 @@ class LLLDiscriminantAnalysis(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=1, n_landmarks=200, landmarks="random", n_landmark_neighbors=None,
-        reg=1e-3, ridge=1e-10, random_state=None,
-    ):
+        self,
+        *,
+        n_components: int = 1,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        reg: float = 1e-3,
+        ridge: float = 1e-10,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
@@ -459,12 +680,19 @@ class LLLDiscriminantAnalysis(_LLLBase):
         self.reg = reg
         self.ridge = ridge
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     def _default_kz(self, n_features, L):
         return min(L, n_features + 1)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+        """Fit the discriminant directions of X with labels y; returns self."""
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        return self._fit_with_progress(self._fit, X, y)
+
+    def _fit(self, stages, X, y):
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
@@ -481,7 +709,7 @@ class LLLDiscriminantAnalysis(_LLLBase):
         mu /= counts[:, None]
         Sb = (mu * counts[:, None]).T @ mu
         St = Yc.T @ Yc
-        Z = self._landmarks_and_weights(X, rng)
+        Z = self._landmarks_and_weights(X, rng, stages)
         F = np.asarray(Z @ Yc)
         U, s, Vt = np.linalg.svd(F, full_matrices=False)
         r = int(np.sum(s > s[0] * 1e-10)) if s.size and s[0] > 0 else 0
@@ -497,9 +725,9 @@ class LLLDiscriminantAnalysis(_LLLBase):
         self.eigenvalues_ = lam
         M = v.T @ G
         self.components_ = M / np.linalg.norm(M, axis=1, keepdims=True)
-        return self
+        stages.report(float(np.sum(lam)), self.components_)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         check_is_fitted(self, "components_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         return (X - self.mean_) @ self.components_.T
@@ -514,6 +742,18 @@ class LLLKernelPCA(_LLLBase):
     with every point a landmark they equal it up to sign. ``transform`` is the LLL out-of-sample
     map ``sqrt(lambda) X_tilde z``.
 
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points and the kernel once per ``block`` rows, then the reduced
+    eigensolve reports once. ``objective`` is NaN before the solve; at the solve it is the sum
+    of ``eigenvalues_`` (the trace of the reduced problem, maximised), and ``state`` is None
+    before the solve and the embedding from it on. A callback returning True before the solve
+    stops the fit with no model (the fitted attributes are removed, ``stopped_early_`` is True
+    and a ``ConvergenceWarning`` says so); at or after the solve it keeps the result it has and
+    sets ``stopped_early_``. Ctrl-C stops the Rust loops (``KeyboardInterrupt``).
+
     Examples
     --------
     >>> import numpy as np
@@ -524,9 +764,21 @@ class LLLKernelPCA(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=2, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
-        n_landmark_neighbors=None, reg=1e-3, block=2048, random_state=None,
-    ):
+        self,
+        *,
+        n_components: int = 2,
+        kernel: str = "rbf",
+        gamma: float | None = None,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        reg: float = 1e-3,
+        block: int = 2048,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -536,15 +788,22 @@ class LLLKernelPCA(_LLLBase):
         self.reg = reg
         self.block = block
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     def _default_kz(self, n_features, L):
         return min(L, n_features + 1)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
+        """Fit the kernel principal components of X; returns self."""
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        return self._fit_with_progress(self._fit, X)
+
+    def _fit(self, stages, X):
         d = _positive_int(self.n_components, "n_components")
         rng = check_random_state(self.random_state)
-        Z = self._landmarks_and_weights(X, rng)
+        Z = self._landmarks_and_weights(X, rng, stages)
         n = X.shape[0]
         L = Z.shape[0]
         ZK = np.zeros((L, n))  # Z K, accumulated over row blocks of the symmetric K
@@ -556,6 +815,8 @@ class LLLKernelPCA(_LLLBase):
             Kb = pairwise_kernels(X[s : s + b], X, metric=self.kernel, **kw)
             ZK += np.asarray(ZT[s : s + b].T @ Kb)
             total += Kb.sum()
+            if stages.report():
+                raise _Stopped
         zk1 = ZK.sum(axis=1)  # Z K 1
         z1 = np.asarray(Z.sum(axis=1)).ravel()  # Z 1
         ZKZ = np.asarray(Z @ ZK.T)
@@ -566,13 +827,14 @@ class LLLKernelPCA(_LLLBase):
         self.eigenvalues_ = lam
         self.landmark_embedding_ = Xt * np.sqrt(lam)
         self.embedding_ = np.asarray(Z.T @ self.landmark_embedding_)
-        return self
+        stages.report(float(np.sum(lam)), self.embedding_)
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: ArrayLike, y: object = None) -> FloatArray:
+        """Fit and return the embedding of X."""
         return self.fit(X).embedding_
 
 
-def _centred_zk(X, Z, kernel, kw, block):
+def _centred_zk(X, Z, kernel, kw, block, stages):
     """``Z K_bar`` (L x N) with the centred kernel ``K_bar = C K C`` streamed in row blocks.
 
     Returns (Z K_bar, row means of K, mean of K, ||K_bar||_F^2); K is never held whole.
@@ -588,6 +850,8 @@ def _centred_zk(X, Z, kernel, kw, block):
         ZK += np.asarray(ZT[s : s + block].T @ Kb)
         k1[s : s + block] = Kb.sum(axis=1)
         fro += float(np.einsum("ij,ij->", Kb, Kb))
+        if stages.report():
+            raise _Stopped
     total = float(k1.sum())
     z1 = np.asarray(Z.sum(axis=1)).ravel()
     zk1 = ZK @ np.ones(n)
@@ -603,8 +867,15 @@ def _class_indicator(y):
     return classes, yi, np.bincount(yi)
 
 
-def kernel_discriminant_analysis(X, y, n_components=1, *, kernel="rbf", gamma=None,
-                                 ridge=1e-3):
+def kernel_discriminant_analysis(
+    X: ArrayLike,
+    y: ArrayLike,
+    n_components: int = 1,
+    *,
+    kernel: str = "rbf",
+    gamma: float | None = None,
+    ridge: float = 1e-3,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     r"""Exact kernel Fisher discriminant analysis (Baudat & Anouar 2000; Mika et al. 1999).
 
     Dense N x N: with the centred kernel :math:`\bar K`, class-averaging matrix Q
@@ -672,6 +943,12 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
         mu relative to :math:`\|\bar K\|_F^2 / N`.
     block : int, default=2048
         Rows of K per block.
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, state)``; True stops the fit (Notes).
+    callback_every : int, default=1
+        Call the callbacks every this many iterations.
+    verbose : bool or int, default=False
+        A progress bar on stderr.
 
     Attributes
     ----------
@@ -680,6 +957,18 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     eigenvalues_ : ndarray (n_components,)
         Between-class over (regularised) total scatter, in [0, 1).
     landmark_embedding_, landmark_indices_, landmarks_, weights_, classes_
+
+    Notes
+    -----
+    Progress (``callbacks``, ``callback_every``, ``verbose``; see :mod:`vastml._progress`): one
+    iteration count runs through the stages of the fit. The reconstruction weights report once
+    per chunk of 16,384 points and the kernel once per ``block`` rows, then the reduced
+    eigensolve reports once. ``objective`` is NaN before the solve; at the solve it is the sum
+    of ``eigenvalues_`` (the trace of the reduced problem, maximised), and ``state`` is None
+    before the solve and the embedding from it on. A callback returning True before the solve
+    stops the fit with no model (the fitted attributes are removed, ``stopped_early_`` is True
+    and a ``ConvergenceWarning`` says so); at or after the solve it keeps the result it has and
+    sets ``stopped_early_``. Ctrl-C stops the Rust loops (``KeyboardInterrupt``).
 
     Examples
     --------
@@ -695,9 +984,22 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     """
 
     def __init__(
-        self, *, n_components=1, kernel="rbf", gamma=None, n_landmarks=200, landmarks="random",
-        n_landmark_neighbors=None, reg=1e-3, ridge=1e-3, block=2048, random_state=None,
-    ):
+        self,
+        *,
+        n_components: int = 1,
+        kernel: str = "rbf",
+        gamma: float | None = None,
+        n_landmarks: int = 200,
+        landmarks: str | ArrayLike = "random",
+        n_landmark_neighbors: int | None = None,
+        reg: float = 1e-3,
+        ridge: float = 1e-3,
+        block: int = 2048,
+        random_state: RandomState = None,
+        callbacks: Any = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -708,6 +1010,9 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
         self.ridge = ridge
         self.block = block
         self.random_state = random_state
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
     def _default_kz(self, n_features, L):
         return min(L, n_features + 1)
@@ -715,18 +1020,22 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     def _kw(self):
         return {} if self.gamma is None else {"gamma": self.gamma}
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+        """Fit the kernel discriminant directions of X with labels y; returns self."""
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+        return self._fit_with_progress(self._fit, X, y)
+
+    def _fit(self, stages, X, y):
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"`y` must have shape ({X.shape[0]},), got {y.shape}")
         self.classes_, yi, counts = _class_indicator(y)
         d = _positive_int(self.n_components, "n_components")
         rng = check_random_state(self.random_state)
-        Z = self._landmarks_and_weights(X, rng)
+        Z = self._landmarks_and_weights(X, rng, stages)
         n = X.shape[0]
         ZKc, kmean, kall, fro = _centred_zk(X, Z, self.kernel, self._kw(),
-                                            _positive_int(self.block, "block"))
+                                            _positive_int(self.block, "block"), stages)
         S = np.zeros((ZKc.shape[0], counts.size))  # class sums of the columns of Z K_bar
         for k in range(counts.size):
             S[:, k] = ZKc[:, yi == k].sum(axis=1)
@@ -741,19 +1050,20 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
         self.embedding_ = ZKc.T @ Xt
         self.X_fit_ = X
         self._kmean, self._kall = kmean, kall
-        return self
+        stages.report(float(np.sum(lam)), self.embedding_)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         """Kernel projection of new points, ``sum_n alpha_n k_bar(x_n, x)``."""
         check_is_fitted(self, "dual_coef_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        out = np.empty((X.shape[0], self.dual_coef_.shape[1]))
+        Xv = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        out = np.empty((Xv.shape[0], self.dual_coef_.shape[1]))
         b = _positive_int(self.block, "block")
-        for s in range(0, X.shape[0], b):
-            Kx = pairwise_kernels(X[s : s + b], self.X_fit_, metric=self.kernel, **self._kw())
+        for s in range(0, Xv.shape[0], b):
+            Kx = pairwise_kernels(Xv[s : s + b], self.X_fit_, metric=self.kernel, **self._kw())
             Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._kmean[None, :] + self._kall
             out[s : s + b] = Kx @ self.dual_coef_
         return out
 
-    def fit_transform(self, X, y):
+    def fit_transform(self, X: ArrayLike, y: ArrayLike) -> FloatArray:
+        """Fit and return the embedding of X."""
         return self.fit(X, y).embedding_

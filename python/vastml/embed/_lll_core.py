@@ -13,6 +13,8 @@ reduced generalised eigenproblem, the exact Laplacian-eigenmaps solve and the Ga
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg
@@ -22,10 +24,13 @@ from sklearn.cluster import KMeans
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
+from vastml._progress import Progress
 from vastml._validation import as_points, choice
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray, IntArray, RandomState
+
 LANDMARK_METHODS = ("random", "kmeans", "random-pruned", "minmax")
-_CHUNK = 4096  # points per batched Gram solve (bounds memory at chunk * K_Z * D floats)
 
 
 def _positive_int(v, name: str, *, minimum: int = 1) -> int:
@@ -36,7 +41,14 @@ def _positive_int(v, name: str, *, minimum: int = 1) -> int:
     return int(v)
 
 
-def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_state=None):
+def select_landmarks(
+    X: ArrayLike,
+    n_landmarks: int | None,
+    method: str | ArrayLike = "random",
+    *,
+    n_pruned: int | None = None,
+    random_state: RandomState = None,
+) -> IntArray:
     """Indices of ``n_landmarks`` data points to serve as landmarks.
 
     Parameters
@@ -119,7 +131,9 @@ def select_landmarks(X, n_landmarks, method="random", *, n_pruned=None, random_s
     return np.sort(keep)
 
 
-def minmax_landmarks(X, n_landmarks, *, random_state=None, chunk=8192):
+def minmax_landmarks(
+    X: ArrayLike, n_landmarks: int, *, random_state: RandomState = None, chunk: int = 8192
+) -> IntArray:
     """MinMax landmarks (de Silva & Tenenbaum 2004), in the order they are chosen.
 
     The first landmark is a random data point; each next one is the point whose Euclidean
@@ -171,7 +185,14 @@ def minmax_landmarks(X, n_landmarks, *, random_state=None, chunk=8192):
     return chosen
 
 
-def reconstruction_weights(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust", n_jobs=None):
+def reconstruction_weights(
+    X: ArrayLike,
+    landmarks: ArrayLike,
+    n_neighbors: int,
+    *,
+    reg: float = 1e-3,
+    n_jobs: int | None = None,
+) -> Any:
     """LLE-style weights ``Z`` (L x N, CSR) reconstructing every point from its nearest landmarks.
 
     Column n solves ``min ||x_n - sum_i z_in l_i||^2 s.t. sum_i z_in = 1`` over the
@@ -192,12 +213,10 @@ def reconstruction_weights(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust
     n_neighbors : int
         K_Z, at most ``n_landmarks``.
     reg : float, default=1e-3
-    backend : {"rust", "numpy"}, default="rust"
-        ``"rust"``: ``vastml._core.lll_weights``, parallel over blocks of points (brute-force
-        landmark search by a blocked matrix product, then exact distances; LU solves).
-        ``"numpy"``: the vectorised NumPy oracle (scikit-learn neighbours, batched solves).
     n_jobs : int or None
-        Threads of the Rust backend (None: all cores).
+        Threads (None: all cores). The landmark search is a blocked matrix product screened
+        in single precision, then exact distances of the candidates; LU solves; parallel over
+        blocks of points, the same weights for any ``n_jobs``.
 
     Returns
     -------
@@ -212,8 +231,9 @@ def reconstruction_weights(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust
     >>> bool(np.allclose(Z.sum(axis=0), 1) and np.allclose((Z.T @ X[:10]), X))
     True
     """
-    nbr, W, L = weight_pieces(X, landmarks, n_neighbors, reg=reg, backend=backend, n_jobs=n_jobs)
-    return pieces_to_csr(nbr, W, L)
+    pieces = weight_pieces(X, landmarks, n_neighbors, reg=reg, n_jobs=n_jobs)
+    assert pieces is not None  # only a progress report can stop it
+    return pieces_to_csr(*pieces)
 
 
 def pieces_to_csr(nbr, W, n_landmarks):
@@ -226,8 +246,12 @@ def pieces_to_csr(nbr, W, n_landmarks):
     return Z.tocsr()
 
 
-def weight_pieces(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust", n_jobs=None):
-    """(indices N x K_Z, weights N x K_Z, L) of :func:`reconstruction_weights`, nearest first."""
+def weight_pieces(X, landmarks, n_neighbors, *, reg=1e-3, n_jobs=None, progress=None):
+    """(indices N x K_Z, weights N x K_Z, L) of :func:`reconstruction_weights`, nearest first.
+
+    ``progress``: a report callable ``(iteration, objective, state) -> stop`` that the Rust loop
+    calls between chunks of points; None is returned when it asked to stop.
+    """
     X = as_points(X, "X")
     Lm = as_points(landmarks, "landmarks", dim=X.shape[1])
     L = Lm.shape[0]
@@ -236,58 +260,41 @@ def weight_pieces(X, landmarks, n_neighbors, *, reg=1e-3, backend="rust", n_jobs
         raise ValueError(f"`n_neighbors` = {K} exceeds the number of landmarks {L}")
     if not (np.isfinite(reg) and reg >= 0):
         raise ValueError(f"`reg` must be a finite number >= 0, got {reg}")
-    choice(backend, "backend", ("rust", "numpy"))
-    if backend == "rust":
-        from vastml import _core
+    from vastml import _core
 
-        nbr, W = _core.lll_weights(
-            np.ascontiguousarray(X, dtype=np.float64),
-            np.ascontiguousarray(Lm, dtype=np.float64),
-            K,
-            float(reg),
-            n_jobs,
-        )
-        return nbr, W, L
-    return _weight_pieces_numpy(X, Lm, K, float(reg)) + (L,)
+    out = _core.lll_weights(
+        np.ascontiguousarray(X, dtype=np.float64),
+        np.ascontiguousarray(Lm, dtype=np.float64),
+        K,
+        float(reg),
+        n_jobs,
+        progress,
+    )
+    return None if out is None else (out[0], out[1], L)
 
 
-def _weight_pieces_numpy(X, Lm, K, reg):
-    """The NumPy oracle of the Rust weights."""
-    n = X.shape[0]
-    r = max(reg, 1e-12)
-    dist, nbr = NearestNeighbors(n_neighbors=K).fit(Lm).kneighbors(X)
-    W = np.empty((n, K))
-    ones = np.ones(K)
-    for s in range(0, n, _CHUNK):
-        e = min(n, s + _CHUNK)
-        diff = X[s:e, None, :] - Lm[nbr[s:e]]  # (c, K, d)
-        G = diff @ diff.transpose(0, 2, 1)  # (c, K, K)
-        tr = np.trace(G, axis1=1, axis2=2)
-        scale = np.where(tr > 0, tr, 1.0) * r
-        G[:, np.arange(K), np.arange(K)] += scale[:, None]
-        w = np.linalg.solve(G, np.broadcast_to(ones, (e - s, K))[..., None])[..., 0]
-        W[s:e] = w / w.sum(axis=1, keepdims=True)
-    hit = dist[:, 0] == 0.0  # coincident with a landmark: reconstruct by that landmark exactly
-    if hit.any():
-        W[hit] = 0.0
-        W[hit, 0] = 1.0
-    return nbr.astype(np.uint32), W
+def _index_arrays(M):
+    """CSR index arrays as the Rust kernels take them: SciPy's int32 pair uncopied, else int64."""
+    it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
+    return np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it)
 
 
-def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_jobs=None,
-                   keep_rows=False, symmetric=False):
+def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, n_jobs=None, keep_rows=False,
+                   symmetric=False, progress=None):
     """``Z (diag(v) + M) Z^T`` (L x L, dense) for Z given as :func:`weight_pieces`.
 
-    ``backend="rust"``: ``vastml._core.lll_z_m_zt``, one pass over the points (parallel and
-    deterministic); ``"numpy"``: SciPy sparse products (the oracle). ``keep_rows=True`` also
-    returns the N x L CSR matrix ``(diag(v) + M) Z^T`` computed on the way (then
-    ``M (Z^T X_tilde)`` costs a small sparse product instead of a pass over M).
+    ``vastml._core.lll_z_m_zt``: one pass over the points (parallel and deterministic).
+    ``keep_rows=True`` also returns the N x L CSR matrix ``(diag(v) + M) Z^T`` computed on the
+    way (then ``M (Z^T X_tilde)`` costs a small sparse product instead of a pass over M).
 
-    ``symmetric=True`` declares M symmetric (not checked): the Rust backend then reads only its
-    upper triangle (``vastml._core.lll_z_m_zt_sym``: every edge once, ``Z M Z^T = S + S^T``
-    with ``S = Z triu-part``; about 3x faster than the general kernel on a K_W = 200 graph);
-    for a non-symmetric M the result is ``Z (triu(M) + triu(M)^T - diag(M)) Z^T``. Not with
+    ``symmetric=True`` declares M symmetric (not checked): only its upper triangle is read
+    (``vastml._core.lll_z_m_zt_sym``: every edge once, ``Z M Z^T = S + S^T`` with
+    ``S = Z triu-part``; about 3x faster than the general kernel on a K_W = 200 graph); for a
+    non-symmetric M the result is ``Z (triu(M) + triu(M)^T - diag(M)) Z^T``. Not with
     ``keep_rows``.
+
+    ``progress``: a report callable the Rust loops call between chunks of points (see
+    :func:`weight_pieces`); None is returned when it asked to stop.
 
     Examples
     --------
@@ -308,57 +315,39 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, backend="rust", n_
         M = sp.csr_matrix(M, dtype=np.float64)  # no copy for a float64 CSR matrix
         if M.shape != (n, n):
             raise ValueError(f"`M` must be {n} x {n}")
-    choice(backend, "backend", ("rust", "numpy"))
     if symmetric and keep_rows:
         raise ValueError("`keep_rows` needs the general kernel (`symmetric=False`)")
-    if symmetric and M is not None and backend == "numpy":  # what the upper triangle means
-        U = sp.triu(M, k=1, format="csr")
-        M = (U + U.T + sp.diags(M.diagonal())).tocsr()
-    if backend == "numpy":
-        Z = pieces_to_csr(nbr, W, n_landmarks)
-        out = np.zeros((n_landmarks, n_landmarks))
-        T = sp.csr_matrix((n, n_landmarks))
-        if diag is not None:
-            T = T + sp.diags(diag) @ Z.T
-        if M is not None:
-            T = T + M @ Z.T
-        out = np.asarray((Z @ T).todense())
-        return (out, sp.csr_matrix(T)) if keep_rows else out
     from vastml import _core
 
+    z = (np.ascontiguousarray(nbr, dtype=np.uint32), np.ascontiguousarray(W, dtype=np.float64),
+         int(n_landmarks))
     if symmetric and M is not None:
-        it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
-        out = _core.lll_z_m_zt_sym(
-            np.ascontiguousarray(nbr, dtype=np.uint32), np.ascontiguousarray(W, dtype=np.float64),
-            int(n_landmarks), np.ascontiguousarray(M.indptr, dtype=it),
-            np.ascontiguousarray(M.indices, dtype=it), np.ascontiguousarray(M.data, dtype=np.float64),
-            n_jobs)
-        if diag is not None:
+        out = _core.lll_z_m_zt_sym(*z, *_index_arrays(M),
+                                   np.ascontiguousarray(M.data, dtype=np.float64), n_jobs,
+                                   progress)
+        if out is not None and diag is not None:
             out += reduced_matrix(nbr, W, n_landmarks, diag=diag, n_jobs=n_jobs)
         return out
-    args = (None, None, None)
-    if M is not None:
-        # SciPy's int32 index arrays go in as they are (no copy of a large graph)
-        it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
-        args = (np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it),
-                np.ascontiguousarray(M.data, dtype=np.float64))
-    res = _core.lll_z_m_zt(
-        np.ascontiguousarray(nbr, dtype=np.uint32),
-        np.ascontiguousarray(W, dtype=np.float64),
-        int(n_landmarks),
-        diag,
-        *args,
-        n_jobs,
-        bool(keep_rows),
-    )
-    if not keep_rows:
+    # SciPy's int32 index arrays go in as they are (no copy of a large graph)
+    args = (None, None, None) if M is None else (
+        *_index_arrays(M), np.ascontiguousarray(M.data, dtype=np.float64))
+    res = _core.lll_z_m_zt(*z, diag, *args, n_jobs, bool(keep_rows), progress)
+    if res is None or not keep_rows:
         return res
     out, (indptr, idx, val) = res
-    return out, sp.csr_matrix((val, idx.astype(np.int32), indptr), shape=(n, n_landmarks))
+    return out, sp.csr_matrix((val, idx.astype(np.int32), indptr.astype(np.int64)),
+                              shape=(n, n_landmarks))
 
 
-def reduced_eigenproblem(A_tilde, B_tilde, n_components, *, largest=False, jitter=1e-12,
-                         solver="auto"):
+def reduced_eigenproblem(
+    A_tilde: Any,
+    B_tilde: Any,
+    n_components: int,
+    *,
+    largest: bool = False,
+    jitter: float = 1e-12,
+    solver: str = "auto",
+) -> tuple[FloatArray, FloatArray]:
     """Solve ``A_tilde u = lambda B_tilde u``; return (eigenvalues, X_tilde (L x d)).
 
     Columns of ``X_tilde`` satisfy ``X_tilde^T B_tilde X_tilde = I``. ``B_tilde`` is psd (pd iff
@@ -444,12 +433,11 @@ def _shift_invert_smallest(A, B, k):
     return w, V @ R
 
 
-def csr_dense_product(M, Y, *, backend="rust", n_jobs=None):
+def csr_dense_product(M, Y, *, n_jobs=None):
     """``M Y`` for a sparse N x N matrix M and a dense N x k block Y (N x k, float64).
 
-    ``backend="rust"``: ``vastml._core.lll_csr_dense`` (parallel over rows, the k columns
-    updated together, SciPy's int32 index arrays passed uncopied); ``"numpy"``: SciPy's
-    product (the oracle).
+    ``vastml._core.lll_csr_dense``: parallel over rows, the k columns updated together,
+    SciPy's int32 index arrays passed uncopied; the same result for any ``n_jobs``.
 
     Examples
     --------
@@ -463,24 +451,18 @@ def csr_dense_product(M, Y, *, backend="rust", n_jobs=None):
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     if Y.ndim != 2 or M.shape != (Y.shape[0], Y.shape[0]):
         raise ValueError(f"`M` must be N x N and `Y` N x k, got {M.shape} and {Y.shape}")
-    choice(backend, "backend", ("rust", "numpy"))
-    if backend == "numpy":
-        return np.asarray(M @ Y)
     from vastml import _core
 
-    it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
-    return _core.lll_csr_dense(np.ascontiguousarray(M.indptr, dtype=it),
-                               np.ascontiguousarray(M.indices, dtype=it),
-                               np.ascontiguousarray(M.data, dtype=np.float64), Y, n_jobs)
+    return _core.lll_csr_dense(*_index_arrays(M), np.ascontiguousarray(M.data, dtype=np.float64),
+                               Y, n_jobs)
 
 
-def sym_quadratic_form(M, V, *, backend="rust", n_jobs=None):
+def sym_quadratic_form(M, V, *, n_jobs=None):
     """``V^T M V`` (k x k) for a symmetric sparse N x N matrix M and a dense N x k block V.
 
-    ``backend="rust"``: ``vastml._core.lll_sym_quadratic_form``, one pass over the upper
-    triangle of M (every edge once: half the random row fetches of ``M @ V``; symmetry is
-    not checked, the lower triangle is never read); ``"numpy"``: ``V.T @ (M @ V)`` (the
-    oracle).
+    ``vastml._core.lll_sym_quadratic_form``: one pass over the upper triangle of M (every edge
+    once: half the random row fetches of ``M @ V``; symmetry is not checked, the lower
+    triangle is never read).
 
     Examples
     --------
@@ -495,20 +477,29 @@ def sym_quadratic_form(M, V, *, backend="rust", n_jobs=None):
     V = np.ascontiguousarray(V, dtype=np.float64)
     if V.ndim != 2 or M.shape != (V.shape[0], V.shape[0]):
         raise ValueError(f"`M` must be N x N and `V` N x k, got {M.shape} and {V.shape}")
-    choice(backend, "backend", ("rust", "numpy"))
-    if backend == "numpy":
-        return V.T @ np.asarray(M @ V)
     from vastml import _core
 
-    it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
-    return _core.lll_sym_quadratic_form(np.ascontiguousarray(M.indptr, dtype=it),
-                                        np.ascontiguousarray(M.indices, dtype=it),
+    return _core.lll_sym_quadratic_form(*_index_arrays(M),
                                         np.ascontiguousarray(M.data, dtype=np.float64), V,
                                         n_jobs)
 
 
-def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol=1e-10,
-                     WX0=None, n_components=None, symmetric=False):
+def refine_eigenmaps(
+    W: Any,
+    X0: ArrayLike,
+    *,
+    steps: int = 1,
+    rounds: int = 1,
+    deg: ArrayLike | None = None,
+    rtol: float = 1e-10,
+    WX0: ArrayLike | None = None,
+    n_components: int | None = None,
+    symmetric: bool = False,
+    matmul: Callable[[Any, FloatArray], FloatArray] | None = None,
+    callbacks: Any = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
+) -> tuple[FloatArray | None, FloatArray]:
     r"""Block-Krylov Rayleigh-Ritz refinement of an approximate Laplacian-eigenmaps embedding.
 
     Not in the thesis (our extension of LLL). LLL's error to the exact eigenvectors is mostly
@@ -538,8 +529,6 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
     rounds : int, default=1
     deg : ndarray (N,) or None
         Degrees of W (computed when None).
-    backend : {"rust", "numpy"}
-        Sparse block product (:func:`csr_dense_product`).
     rtol : float
         Basis directions whose D-norm falls below ``rtol`` (relative) are dropped.
     WX0 : ndarray (N, k) or None
@@ -547,10 +536,21 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
     n_components : int or None
         Ritz vectors returned (default k). Each round keeps k of them as the next start.
     symmetric : bool, default=False
-        Declares W symmetric (not checked). With the Rust backend the last block of the last
-        round then enters the Ritz matrix through :func:`sym_quadratic_form` (one pass over
-        the upper triangle of W) instead of a full product: one round with ``steps=1`` costs
-        one product and a half.
+        Declares W symmetric (not checked). The last block of the last round then enters the
+        Ritz matrix through a quadratic form read from the upper triangle of W (one pass)
+        instead of a full product: one round with ``steps=1`` costs one product and a half.
+        Not with ``matmul``.
+    matmul : callable or None
+        ``matmul(W, Y)`` computes the sparse block product ``W @ Y``; default the parallel
+        Rust product (SciPy's int32 indices uncopied). A test passes SciPy's product here.
+    callbacks : callable, list of callables or None
+        Called as ``callback(round, objective, state)`` after every round: ``objective`` is
+        the sum of the ``n_components`` smallest Ritz values (the trace the refinement
+        minimises), ``state`` the N x ``n_components`` embedding of that round. Returning
+        True ends the refinement after that round (its Ritz vectors are returned).
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        A progress bar over the rounds.
 
     Returns
     -------
@@ -589,65 +589,78 @@ def refine_eigenmaps(W, X0, *, steps=1, rounds=1, deg=None, backend="rust", rtol
     c = 1.0 / np.sqrt(deg.sum())  # the constant vector c 1, D-normalised (W c 1 = c deg)
     dc = c * deg
     lam = None
-    quad = symmetric and backend == "rust"
-    for r in range(rounds):
-        last = r == rounds - 1
-        # block Lanczos in the D inner product: Q_0 = X minus its constant part, made
-        # D-orthonormal; Q_{j+1} = the part of D^-1 W Q_j D-orthogonal to the constant and
-        # to Q_0..Q_j. W c = c deg, so W (X - c 1 a^T) = W X - c deg a^T needs no product.
-        a = dc @ X
-        X = X - c * a
-        if WX is not None:
-            WX = WX - np.outer(dc, a)
-        Q0, T0 = _d_orthonormal(X, deg, [], rtol, coef=True)
-        if Q0.shape[1] == 0:
-            raise ValueError("the embedding to refine is constant")
-        blocks = [Q0]
-        Wblocks = [] if WX is None else [WX @ T0]
-        for j in range(steps + 1):
-            if len(Wblocks) < len(blocks):
-                if j == steps and last and quad:
-                    break  # the last block's product only enters the Ritz matrix: see below
-                Wblocks.append(csr_dense_product(W, blocks[-1], backend=backend))
-            if j == steps:
+    quad = symmetric and matmul is None
+    product = csr_dense_product if matmul is None else matmul
+    with Progress(callbacks, callback_every=callback_every, verbose=verbose, total=rounds,
+                  desc="refine_eigenmaps") as progress:
+        for r in range(rounds):
+            lam, X, WX = _refine_round(W, X, WX, deg, (c, dc), d, k, steps, rtol,
+                                       r == rounds - 1, quad, product)
+            if progress.report(r + 1, float(np.sum(lam[:d])), X[:, :d]):
                 break
-            V = Wblocks[-1] / deg[:, None]
-            V -= c * (dc @ V)
-            V = _d_orthonormal(V, deg, blocks, rtol)
-            if V.shape[1] == 0:  # the span is invariant: nothing new to add
-                break
-            blocks.append(V)
-        S = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
-        # S is D-orthonormal to rounding (re-orthonormalised per block), so the Ritz problem
-        # is the small symmetric one S^T (D - W) S = I - S^T W S
-        nS = S.shape[1]
-        if len(Wblocks) == len(blocks):
-            WS = np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0]
-            SWS = S.T @ WS
-        else:
-            # last round, symmetric W: the last block Q enters only through Q^T W Q, one pass
-            # over the upper triangle of W (half the row fetches of W Q); its cross terms with
-            # the earlier blocks come from their products, (W Q_j)^T Q
-            WS = None
-            SWS = np.empty((nS, nS))
-            nP = sum(b.shape[1] for b in Wblocks)
-            if nP:
-                C = S.T @ (np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0])
-                SWS[:, :nP] = C
-                SWS[:nP, nP:] = C[nP:, :].T
-            SWS[nP:, nP:] = sym_quadratic_form(W, blocks[-1])
-        A = np.eye(nS) - SWS
-        w, R = np.linalg.eigh(0.5 * (A + A.T))
-        if w.size < d:
-            raise ValueError(f"the refinement basis has rank {w.size} < {d}")
-        kk = min(k, w.size) if not last else d
-        lam, R = w[:kk], R[:, :kk]
-        X = S @ R
-        # W X of the new Ritz vectors: the next round's first product for free
-        WX = WS @ R if (WS is not None and not last) else None
     if lam is None:
         return None, X[:, :d]
     return lam[:d], _fix_signs(X[:, :d])
+
+
+def _refine_round(W, X, WX, deg, const, d, k, steps, rtol, last, quad, product):
+    """One block-Lanczos round of :func:`refine_eigenmaps`: (Ritz values, Ritz vectors, their
+    W product or None). ``const`` is (c, c deg) of the D-normalised constant vector c 1."""
+    c, dc = const
+    # block Lanczos in the D inner product: Q_0 = X minus its constant part, made
+    # D-orthonormal; Q_{j+1} = the part of D^-1 W Q_j D-orthogonal to the constant and
+    # to Q_0..Q_j. W c = c deg, so W (X - c 1 a^T) = W X - c deg a^T needs no product.
+    a = dc @ X
+    X = X - c * a
+    if WX is not None:
+        WX = WX - np.outer(dc, a)
+    Q0, T0 = _d_orthonormal(X, deg, [], rtol, coef=True)
+    if Q0.shape[1] == 0:
+        raise ValueError("the embedding to refine is constant")
+    blocks = [Q0]
+    Wblocks = [] if WX is None else [WX @ T0]
+    for j in range(steps + 1):
+        if len(Wblocks) < len(blocks):
+            if j == steps and last and quad:
+                break  # the last block's product only enters the Ritz matrix: see below
+            Wblocks.append(product(W, blocks[-1]))
+        if j == steps:
+            break
+        V = Wblocks[-1] / deg[:, None]
+        V -= c * (dc @ V)
+        V = _d_orthonormal(V, deg, blocks, rtol)
+        if V.shape[1] == 0:  # the span is invariant: nothing new to add
+            break
+        blocks.append(V)
+    S = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
+    # S is D-orthonormal to rounding (re-orthonormalised per block), so the Ritz problem
+    # is the small symmetric one S^T (D - W) S = I - S^T W S
+    nS = S.shape[1]
+    if len(Wblocks) == len(blocks):
+        WS = np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0]
+        SWS = S.T @ WS
+    else:
+        # last round, symmetric W: the last block Q enters only through Q^T W Q, one pass
+        # over the upper triangle of W (half the row fetches of W Q); its cross terms with
+        # the earlier blocks come from their products, (W Q_j)^T Q
+        WS = None
+        SWS = np.empty((nS, nS))
+        nP = sum(b.shape[1] for b in Wblocks)
+        if nP:
+            C = S.T @ (np.hstack(Wblocks) if len(Wblocks) > 1 else Wblocks[0])
+            SWS[:, :nP] = C
+            SWS[:nP, nP:] = C[nP:, :].T
+        SWS[nP:, nP:] = sym_quadratic_form(W, blocks[-1])
+    A = np.eye(nS) - SWS
+    w, R = np.linalg.eigh(0.5 * (A + A.T))
+    if w.size < d:
+        raise ValueError(f"the refinement basis has rank {w.size} < {d}")
+    kk = min(k, w.size) if not last else d
+    lam, R = w[:kk], R[:, :kk]
+    X = S @ R
+    # W X of the new Ritz vectors: the next round's first product for free
+    WX = WS @ R if (WS is not None and not last) else None
+    return lam, X, WX
 
 
 def _d_orthonormal(V, deg, basis, rtol, coef=False):
@@ -707,11 +720,31 @@ def _fix_signs(V):
     return V * s
 
 
-def gaussian_knn_affinity(X, n_neighbors=10, bandwidth=1.0):
+def gaussian_knn_affinity(X: ArrayLike, n_neighbors: int = 10, bandwidth: float = 1.0) -> Any:
     """Symmetric sparse Gaussian affinities on the kNN graph (K_W neighbours, width sigma).
 
     ``w_nm = exp(-||x_n - x_m||^2 / (2 sigma^2))`` if m is among the ``n_neighbors`` nearest
-    neighbours of n or vice versa; no self-loops. Returns a CSR matrix (N x N).
+    neighbours of n or vice versa; no self-loops.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    n_neighbors : int, default=10
+        K_W (at most ``n_samples - 1``).
+    bandwidth : float, default=1.0
+        sigma.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(100, 2))
+    >>> W = gaussian_knn_affinity(X, n_neighbors=5, bandwidth=0.5)
+    >>> W.shape, bool((W != W.T).nnz == 0), bool(W.diagonal().max() == 0)
+    ((100, 100), True, True)
     """
     X = as_points(X, "X")
     n = X.shape[0]
@@ -725,12 +758,45 @@ def gaussian_knn_affinity(X, n_neighbors=10, bandwidth=1.0):
     return W.maximum(W.T).tocsr()
 
 
-def laplacian_eigenmaps(W, n_components, *, solver="auto", tol=0.0, random_state=None):
+def laplacian_eigenmaps(
+    W: Any,
+    n_components: int,
+    *,
+    solver: str = "auto",
+    tol: float = 0.0,
+    random_state: RandomState = None,
+) -> tuple[FloatArray, FloatArray]:
     """Exact Laplacian eigenmaps: ``min tr(X L X^T) s.t. X D X^T = I, X D 1 = 0``.
 
     Returns (eigenvalues, X (N x d)) of ``L x = lambda D x`` excluding the trivial constant
     solution. ``solver="dense"`` uses ``scipy.linalg.eigh``; ``"arpack"`` uses ``eigsh`` on the
     normalised affinity ``D^-1/2 W D^-1/2`` (largest eigenvalues, lambda = 1 - mu).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (N, N)
+        Symmetric affinities with no isolated point.
+    n_components : int
+        d.
+    solver : {"auto", "dense", "arpack"}, default="auto"
+        ``"auto"``: dense up to N = 2000.
+    tol : float, default=0.0
+        ARPACK's tolerance (0: machine precision).
+    random_state : int, RandomState instance or None
+        ARPACK's start vector.
+
+    Returns
+    -------
+    (eigenvalues (d,), X (N, d)), columns with ``X^T D X = I``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0, 1, 200)
+    >>> W = gaussian_knn_affinity(t[:, None], n_neighbors=5, bandwidth=0.02)
+    >>> lam, X = laplacian_eigenmaps(W, 1)
+    >>> bool(abs(np.corrcoef(X[:, 0], t)[0, 1]) > 0.95)
+    True
     """
     W = sp.csr_matrix(W, dtype=np.float64)
     n = W.shape[0]
@@ -755,10 +821,18 @@ def laplacian_eigenmaps(W, n_components, *, solver="auto", tol=0.0, random_state
     return 1.0 - mu[1:], X
 
 
-def procrustes_error(X_approx, X_exact):
+def procrustes_error(X_approx: ArrayLike, X_exact: ArrayLike) -> float:
     """Relative error ``||procr(X_approx) - X_exact||_F / ||X_exact||_F`` (thesis 4.8).
 
     Procrustes alignment with translation, orthogonal transform and uniform scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> B = np.random.default_rng(0).normal(size=(50, 2))
+    >>> R = np.array([[0.0, -1.0], [1.0, 0.0]])
+    >>> procrustes_error(3 * B @ R + 1, B) < 1e-12
+    True
     """
     A = np.asarray(X_approx, dtype=np.float64)
     B = np.asarray(X_exact, dtype=np.float64)

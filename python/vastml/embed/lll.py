@@ -1,11 +1,15 @@
-"""Locally Linear Landmarks (Vladymyrov & Carreira-Perpinan 2013): ``vastml.embed.lll``."""
+"""Locally Linear Landmarks (Vladymyrov & Carreira-Perpinan 2013): an alias.
+
+``vastml.embed.lll`` holds exactly the Locally Linear Landmarks names of :mod:`vastml.embed`
+(the same objects); import them from either.
+"""
 
 from vastml.embed._lll import (
+    LLLPCA,
     LLLDiscriminantAnalysis,
     LLLEigenmaps,
     LLLKernelDiscriminantAnalysis,
     LLLKernelPCA,
-    LLLPCA,
     LLLSpectralClustering,
     kernel_discriminant_analysis,
     kmeans_landmark_warm_start,
@@ -13,6 +17,7 @@ from vastml.embed._lll import (
 from vastml.embed._lll_core import (
     gaussian_knn_affinity,
     laplacian_eigenmaps,
+    minmax_landmarks,
     procrustes_error,
     reconstruction_weights,
     reduced_eigenproblem,
@@ -21,16 +26,17 @@ from vastml.embed._lll_core import (
 )
 
 __all__ = [
+    "LLLPCA",
     "LLLDiscriminantAnalysis",
     "LLLEigenmaps",
     "LLLKernelDiscriminantAnalysis",
     "LLLKernelPCA",
-    "LLLPCA",
     "LLLSpectralClustering",
     "gaussian_knn_affinity",
     "kernel_discriminant_analysis",
     "kmeans_landmark_warm_start",
     "laplacian_eigenmaps",
+    "minmax_landmarks",
     "procrustes_error",
     "reconstruction_weights",
     "reduced_eigenproblem",

@@ -25,9 +25,21 @@ pub enum EmbedError {
     /// The caller asked the computation to stop (for example Ctrl-C in Python).
     #[error("cancelled")]
     Cancelled,
+    /// A progress hook asked the computation to stop (a callback returned True in Python).
+    #[error("stopped by a progress hook")]
+    Stopped,
     /// An error of the fast Gauss transform underneath.
     #[error(transparent)]
     Fgt(#[from] FgtError),
+}
+
+impl From<vastml_core::Halt> for EmbedError {
+    fn from(h: vastml_core::Halt) -> Self {
+        match h {
+            vastml_core::Halt::Cancelled => EmbedError::Cancelled,
+            vastml_core::Halt::Stopped => EmbedError::Stopped,
+        }
+    }
 }
 
 /// Result alias of the crate.

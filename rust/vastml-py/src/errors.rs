@@ -91,6 +91,7 @@ impl ToPyErr for EmbedError {
             | EmbedError::ShapeMismatch(_)
             | EmbedError::NonFinite { .. } => PyValueError::new_err(self.to_string()),
             EmbedError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
+            EmbedError::Stopped => VastmlError::new_err(self.to_string()),
             EmbedError::Fgt(e) => e.to_pyerr(),
         }
     }

@@ -8,7 +8,6 @@ mod errors;
 mod fgt;
 mod lll;
 mod order;
-#[allow(dead_code)] // adopted binding by binding
 mod progress;
 mod seriate;
 mod sums;
