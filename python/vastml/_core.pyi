@@ -1,6 +1,7 @@
 # Hand-written stub of the compiled module; tests/test_core_stub.py keeps it honest (names, and
 # `python -m mypy.stubtest vastml._core` for signatures). Classes made by #[pyclass] cannot be
 # subclassed (@final); their constructor is __new__.
+from collections.abc import Callable
 from typing import Any, Self, final
 
 import numpy as np
@@ -23,6 +24,7 @@ def gauss_transform(
     n_jobs: int | None = None,
     truncation: int | None = None,
     n_clusters: int | None = None,
+    progress: Callable[[int, float, str], bool] | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def hermite_gauss_sum(
     sources: npt.NDArray[np.float64],
@@ -190,6 +192,7 @@ class GaussTransform:
         truncation: int | None = None,
         n_clusters: int | None = None,
         measure: bool = True,
+        progress: Callable[[int, float, str], bool] | None = None,
     ) -> Self: ...
     def evaluate(
         self,

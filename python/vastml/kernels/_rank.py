@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Self
 
     from vastml._progress import Callback
@@ -222,10 +222,11 @@ class RankNCG(BaseEstimator):
             self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
             total=max_iter, desc="RankNCG",
         )
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        self._setup(X, y)
+        Xv: FloatArray
+        Xv, yv = validate_data(self, X, y, dtype=np.float64)
+        self._setup(Xv, yv)
         rng = check_random_state(self.random_state)
-        w = rng.standard_normal(X.shape[1]) * 1e-3
+        w = rng.standard_normal(Xv.shape[1]) * 1e-3
 
         def grad(v: FloatArray) -> FloatArray:
             return self._gradient(v, eps, method, n_jobs)
