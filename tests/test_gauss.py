@@ -1,6 +1,9 @@
 """vastml.kernels.gauss_transform / GaussTransform against the NumPy direct sum."""
 
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -264,3 +267,75 @@ def test_auto_times_its_close_candidates_and_keeps_epsilon(rng):
     # the kept method was the fastest measured one
     assert info["measured"][gt.method_] == min(info["measured"].values())
     assert scaled_error(gt(y[:300], q), direct_gauss(x, y[:300], q, 0.02), q) <= 1e-8
+
+
+def _planning_problem(rng):
+    centres = np.array([[0.2, 0.3], [0.7, 0.6]])
+    x = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
+    y = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
+    return x, y, rng.uniform(size=30000)
+
+
+def test_planning_stages_reach_the_callbacks_and_a_stop_keeps_epsilon(rng):
+    x, y, q = _planning_problem(rng)
+    kw = {"bandwidth": 0.02, "epsilon": 1e-8, "target_sample": y[:2000], "n_targets": 30000}
+    seen = []
+    gt = GaussTransform(x, **kw, callbacks=lambda k, s, name: seen.append((k, s, name)))
+    assert [k for k, _, _ in seen] == list(range(1, len(seen) + 1))
+    assert seen[0][2] == "estimate" and all(s > 0 for _, s, _ in seen)
+    timed: dict[str, list[float]] = {}
+    for _, s, name in seen:
+        if name.startswith("time "):
+            timed.setdefault(name[5:], []).append(s)
+    # each candidate's measurement is the fastest of its timings, each one reported
+    assert {m: min(t) for m, t in timed.items()} == gt.info_["measured"] and not gt.stopped_early_
+    # a stop at the first stage: no timing, and the plan still meets epsilon
+    early = GaussTransform(x, **kw, callbacks=lambda k, s, name: True)
+    assert early.stopped_early_ and early.info_["measured"] == {}
+    assert scaled_error(early(y[:300], q), direct_gauss(x, y[:300], q, 0.02), q) <= 1e-8
+    # an explicit method has one stage
+    one = []
+    GaussTransform(x, bandwidth=0.3, method="direct", callbacks=lambda *a: one.append(a))
+    assert one == [(1, one[0][1], "plan")]
+
+
+def test_planning_callback_errors_propagate_and_verbose_draws_a_bar(rng, capfd):
+    x, y, q = _planning_problem(rng)
+
+    def boom(k, s, name):
+        raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback"):
+        GaussTransform(x, bandwidth=0.02, callbacks=boom)
+    GaussTransform(x[:5000], bandwidth=0.02, verbose=True)
+    assert "GaussTransform planning" in capfd.readouterr().err
+    g = gauss_transform(x[:5000], y[:50], q[:5000], bandwidth=0.02, verbose=True)
+    assert "gauss_transform planning" in capfd.readouterr().err
+    np.testing.assert_allclose(g, gauss_transform(x[:5000], y[:50], q[:5000], bandwidth=0.02))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_the_planning():
+    # the first planning stage sends SIGINT to the process: the door raises the cancel flag,
+    # the planner sees it at its next stage and KeyboardInterrupt reaches Python
+    code = textwrap.dedent(
+        """
+        import os, signal, time, numpy as np
+        from vastml.kernels import GaussTransform
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        rng = np.random.default_rng(0)
+        x = rng.uniform(size=(30000, 2))
+        def interrupt(k, seconds, name):
+            if k == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)  # the main thread polls for signals meanwhile
+        try:
+            GaussTransform(x, bandwidth=0.02, epsilon=1e-8, callbacks=interrupt)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        else:
+            print("finished", flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False)
+    assert out.stdout.strip() == "interrupted", out.stdout + out.stderr

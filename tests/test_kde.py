@@ -183,3 +183,22 @@ def test_rtol_in_one_call_at_many_targets_equals_chunked_calls():
     np.testing.assert_allclose(whole, parts, rtol=0, atol=2e-6)
     idx = rng.choice(60000, 400, replace=False)
     np.testing.assert_allclose(whole[idx], exact_log_density_stable(X, Y[idx], 0.02), rtol=0, atol=2e-6)
+
+
+def test_verbose_shows_selection_planning_and_chunked_evaluation(capfd, monkeypatch):
+    import vastml.kernels._kde as kde_module
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 2))
+    Y = rng.normal(size=(1000, 2))
+    quiet = KernelDensity(bandwidth="sheather-jones").fit(X)
+    loud = KernelDensity(bandwidth="sheather-jones", verbose=True).fit(X)
+    err = capfd.readouterr().err
+    assert "sheather_jones" in err and "GaussTransform planning" in err
+    np.testing.assert_array_equal(quiet.bandwidth_, loud.bandwidth_)
+    monkeypatch.setattr(kde_module, "EVALUATION_CHUNK", 128)  # 8 chunks of 1,000 targets
+    got = loud.score_samples(Y)
+    assert "KernelDensity evaluation" in capfd.readouterr().err
+    np.testing.assert_allclose(got, quiet.score_samples(Y), rtol=0, atol=1e-12)
+    sheather_jones(X[:, 0], verbose=True)
+    assert "sheather_jones" in capfd.readouterr().err

@@ -1,6 +1,8 @@
 """Convex Kernelized Sorting: Lemma 1, gradient and Hessian against finite differences, planted
 permutations, Hungarian output, bad input."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -252,3 +254,71 @@ def test_lsmi_against_explicit_sums_and_lsom_fixed_point():
     assert many.smi_ == max(many.smis_) and sorted(many.match_.tolist()) == list(range(40))
     with pytest.raises(ValueError, match="init"):
         LeastSquaresObjectMatching(init=[0, 0, 1]).fit(Z[:3], Z[:3])
+
+
+def _recorder(seen):
+    return lambda it, f, state: seen.append((it, f, state))
+
+
+def _noisy_copy(m=30, seed=8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, 3))
+    p = rng.permutation(m)
+    return X, X[p] + 0.05 * rng.normal(size=(m, 3)), p
+
+
+def test_cks_callbacks_see_each_iteration_and_can_stop():
+    from vastml.matching import cks_objective
+
+    X, Y, _ = _noisy_copy()
+    seen = []
+    full = ConvexKernelizedSorting(callbacks=lambda it, f, a: seen.append((it, f, a))).fit(X, Y)
+    assert [s[0] for s in seen] == list(range(1, full.n_iter_ + 1)) and not full.stopped_early_
+    K, L = centred_kernel(X, center=False), centred_kernel(Y, center=False)
+    for _, f, a in seen[:: max(1, len(seen) // 5)]:
+        assert f == pytest.approx(cks_objective(a, K, L))  # the objective of the state reported
+    assert all(b[1] <= a[1] for a, b in itertools.pairwise(seen))  # a descent method
+    early = ConvexKernelizedSorting(callbacks=lambda it, f, a: it >= 5).fit(X, Y)
+    assert early.stopped_early_ and early.n_iter_ == 5
+    np.testing.assert_array_equal(early.pi_, seen[4][2])
+    assert sorted(early.match_.tolist()) == list(range(30))
+    calls = []
+    ConvexKernelizedSorting(max_iter=9, patience=None, callback_every=4,
+                            callbacks=lambda it, f, a: calls.append((it, a is None))).fit(X, Y)
+    assert calls == [(4, False), (8, False)]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_ks_and_lsom_callbacks_number_the_rounds_of_every_start(n_jobs):
+    from vastml.matching import LeastSquaresObjectMatching
+
+    X, Y, _ = _noisy_copy()
+    K, L = centred_kernel(X), centred_kernel(Y)
+    for cls, attr in ((KernelizedSorting, "objectives_"), (LeastSquaresObjectMatching, "smis_")):
+        seen: list = []
+        est = cls(n_init=3, random_state=0, n_jobs=n_jobs, callbacks=_recorder(seen)).fit(X, Y)
+        assert [s[0] for s in seen] == list(range(1, len(seen) + 1)) and len(seen) >= 3
+        assert not est.stopped_early_
+        assert max(f for _, f, _ in seen) <= max(getattr(est, attr)) + 1e-9
+        if cls is KernelizedSorting:  # the KS objective of the match reported
+            _, f, match = seen[-1]
+            assert f == pytest.approx(float((L * K[np.ix_(match, match)]).sum()))
+        plain = cls(n_init=3, random_state=0, n_jobs=n_jobs).fit(X, Y)
+        np.testing.assert_array_equal(plain.match_, est.match_)  # watching changes nothing
+        early = cls(n_init=3, random_state=0, n_jobs=n_jobs, callbacks=lambda it, f, m: True).fit(X, Y)
+        assert early.stopped_early_ and sorted(early.match_.tolist()) == list(range(30))
+
+
+def test_matching_callback_errors_propagate_and_verbose_draws_a_bar(capfd):
+    from vastml.matching import LeastSquaresObjectMatching
+
+    X, Y, _ = _noisy_copy(15)
+
+    def boom(it, f, state):
+        raise RuntimeError("from the callback")
+
+    for cls in (ConvexKernelizedSorting, KernelizedSorting, LeastSquaresObjectMatching):
+        with pytest.raises(RuntimeError, match="from the callback"):
+            cls(callbacks=boom).fit(X, Y)
+        cls(verbose=True).fit(X, Y)
+        assert cls.__name__ in capfd.readouterr().err

@@ -66,3 +66,38 @@ def test_bad_input():
         ProjectionPursuit().fit(np.column_stack([X[:, 0], 2 * X[:, 0]]))
     with pytest.raises(ValueError, match="epsilon"):
         ProjectionPursuit(epsilon=0).fit(X)
+
+
+def _bimodal(n=1500, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    X[:, 1] = np.where(rng.random(n) < 0.5, -2, 2) + 0.3 * rng.normal(size=n)
+    return X
+
+
+def test_callbacks_see_each_iteration_and_can_stop():
+    X = _bimodal()
+    seen = []
+    full = ProjectionPursuit(n_init=2, random_state=0,
+                             callbacks=lambda it, f, a: seen.append((it, f, a.copy()))).fit(X)
+    assert [s[0] for s in seen] == list(range(1, len(seen) + 1))
+    assert len(seen) >= full.n_iter_ and not full.stopped_early_
+    assert all(abs(np.linalg.norm(a) - 1) < 1e-12 for _, _, a in seen)
+    # the index reported is the index of the direction reported (at the search's bandwidth)
+    assert max(f for _, f, _ in seen) == pytest.approx(full.index_[0], rel=1e-6)
+    early = ProjectionPursuit(n_components=2, n_init=2, random_state=0,
+                              callbacks=lambda it, f, a: it >= 3).fit(X)
+    assert early.stopped_early_ and early.components_.shape == (1, 3)
+    assert early.transform(X).shape == (X.shape[0], 1)
+
+
+def test_callback_errors_propagate_and_verbose_draws_a_bar(capfd):
+    X = _bimodal(500)
+
+    def boom(it, f, a):
+        raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback"):
+        ProjectionPursuit(n_init=1, callbacks=boom).fit(X)
+    ProjectionPursuit(n_init=1, max_iter=3, verbose=True).fit(X)
+    assert "ProjectionPursuit" in capfd.readouterr().err

@@ -101,3 +101,58 @@ def test_bad_input():
         RankNCG(l2_penalty=-1).fit(X, np.arange(10) % 2)
     with pytest.raises(ValueError):
         wmw_score([1.0, 2.0], [0])
+
+
+def _ranking_data(n=400, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X, np.digitize(X @ [1.0, -0.5, 0.25] + 0.3 * rng.normal(size=n), [-1.0, 0.0, 1.0])
+
+
+def test_fast_objective_matches_the_quadratic_one():
+    X, y = _ranking_data()
+    r = RankNCG(l2_penalty=0.3)
+    r._setup(X, y)
+    for w in (np.array([0.5, -0.2, 0.1]), np.array([2.0, -1.0, 0.3])):
+        exact = r._objective(w)
+        assert r._fast_objective(w, 1e-10, "fast", None) == pytest.approx(exact, rel=1e-8, abs=1e-6)
+        assert r._fast_objective(w, 1e-10, "direct", None) == pytest.approx(exact, rel=1e-10, abs=1e-8)
+
+
+def test_callbacks_see_each_iteration_and_can_stop():
+    X, y = _ranking_data()
+    seen = []
+
+    def record(it, objective, coef):
+        seen.append((it, objective, coef.copy()))
+
+    full = RankNCG(l2_penalty=0.1, tol=1e-8, random_state=0, callbacks=record).fit(X, y)
+    assert [s[0] for s in seen] == list(range(1, full.n_iter_ + 1))
+    assert full.n_iter_ >= 3 and not full.stopped_early_
+    # the objective is maximised: it rises over the iterations, and is the model's own
+    objectives = [s[1] for s in seen]
+    assert objectives[-1] > objectives[0]
+    full._setup(X, y)
+    assert objectives[-1] == pytest.approx(full._objective(full.coef_), rel=1e-6)
+    np.testing.assert_array_equal(seen[-1][2], full.coef_)
+    # every second iteration reported; True at the second report stops at iteration 4
+    calls = []
+    early = RankNCG(l2_penalty=0.1, tol=1e-8, random_state=0, callback_every=2,
+                    callbacks=[lambda it, f, w: calls.append(it) or it >= 4]).fit(X, y)
+    assert calls == [2, 4] and early.n_iter_ == 4 and early.stopped_early_
+    np.testing.assert_array_equal(early.coef_, seen[3][2])
+    assert early.score(X, y) > 0.8
+
+
+def test_callback_errors_propagate_and_verbose_draws_a_bar(capfd):
+    X, y = _ranking_data(200)
+
+    def boom(it, f, w):
+        raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback"):
+        RankNCG(callbacks=boom).fit(X, y)
+    RankNCG(max_iter=3, verbose=True).fit(X, y)
+    assert "RankNCG" in capfd.readouterr().err
+    with pytest.raises(TypeError, match="callbacks"):
+        RankNCG(callbacks=3).fit(X, y)

@@ -24,6 +24,7 @@ def gauss_transform(
     n_jobs: int | None = None,
     truncation: int | None = None,
     n_clusters: int | None = None,
+    progress: Callable[[int, float, str], bool] | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def hermite_gauss_sum(
     sources: npt.NDArray[np.float64],
@@ -191,6 +192,7 @@ class GaussTransform:
         truncation: int | None = None,
         n_clusters: int | None = None,
         measure: bool = True,
+        progress: Callable[[int, float, str], bool] | None = None,
     ) -> Self: ...
     def evaluate(
         self,

@@ -8,18 +8,27 @@ chapter 6), plus the exact O(N^2) path used to test it.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 from scipy.optimize import brentq
 
+from vastml._progress import Progress
 from vastml._validation import as_points, check_int, choice, n_jobs_arg, open_unit_float, positive_float
 from vastml.kernels._sums import SUM_METHODS, as_line, hermite_gauss_sum
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy.typing as npt
+
+    from vastml._typing import ArrayLike, FloatArray
 
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 SQRT_PI = math.sqrt(math.pi)
 
 
-def _stds(X) -> tuple[np.ndarray, int, int]:
+def _stds(X: ArrayLike) -> tuple[FloatArray, int, int]:
     X = as_points(X, "X")
     n, d = X.shape
     if n < 2:
@@ -30,7 +39,7 @@ def _stds(X) -> tuple[np.ndarray, int, int]:
     return std, n, d
 
 
-def rule_of_thumb(n_samples: int, n_features: int, std):
+def rule_of_thumb(n_samples: int, n_features: int, std: ArrayLike) -> FloatArray:
     r"""The normal-reference rule of thumb of Raykar's thesis, eq. (5.6), = Silverman's rule.
 
     .. math:: h_j = \left(\frac{4}{d+2}\right)^{1/(d+4)} N^{-1/(d+4)} \hat\sigma_j
@@ -44,7 +53,7 @@ def rule_of_thumb(n_samples: int, n_features: int, std):
     return (4.0 / (d + 2)) ** (1.0 / (d + 4)) * float(n_samples) ** (-1.0 / (d + 4)) * np.asarray(std)
 
 
-def silverman_bandwidth(X) -> np.ndarray:
+def silverman_bandwidth(X: ArrayLike) -> FloatArray:
     """Per-feature Silverman bandwidths, ``(4 / (d + 2))^(1/(d+4)) n^(-1/(d+4)) std_j``.
 
     Examples
@@ -59,8 +68,19 @@ def silverman_bandwidth(X) -> np.ndarray:
     return rule_of_thumb(n, d, std)
 
 
-def scott_bandwidth(X) -> np.ndarray:
-    """Per-feature Scott bandwidths, ``n^(-1/(d+4)) std_j`` (SciPy's ``gaussian_kde`` factor)."""
+def scott_bandwidth(X: ArrayLike) -> FloatArray:
+    """Per-feature Scott bandwidths, ``n^(-1/(d+4)) std_j`` (SciPy's ``gaussian_kde`` factor).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import gaussian_kde
+    >>> from vastml.kernels import scott_bandwidth
+    >>> x = np.random.default_rng(0).normal(size=(5000, 1))
+    >>> h = scott_bandwidth(x)
+    >>> bool(np.isclose(h[0], gaussian_kde(x[:, 0]).factor * x[:, 0].std(ddof=1)))
+    True
+    """
     std, n, d = _stds(X)
     return float(n) ** (-1.0 / (d + 4)) * std
 
@@ -83,7 +103,15 @@ def normal_reference_functional(derivative_order: int, std: float) -> float:
     return (-1) ** half * math.factorial(order) / ((2 * std) ** (order + 1) * math.factorial(half) * SQRT_PI)
 
 
-def density_derivative(data, at, derivative_order, bandwidth, epsilon=1e-6, method="auto", n_jobs=None):
+def density_derivative(
+    data: ArrayLike,
+    at: ArrayLike,
+    derivative_order: int,
+    bandwidth: float,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> FloatArray:
     r"""The r-th derivative of the Gaussian kernel density estimate of 1-D ``data`` at ``at``.
 
     .. math:: \hat p^{(r)}(x) = \frac{(-1)^r}{\sqrt{2\pi} N h^{r+1}}
@@ -107,13 +135,29 @@ def density_derivative(data, at, derivative_order, bandwidth, epsilon=1e-6, meth
     return (-1) ** order * g / (SQRT_2PI * x.shape[0] * h ** (order + 1))
 
 
-def density_functional(data, derivative_order, bandwidth, epsilon=1e-3, method="auto", n_jobs=None) -> float:
+def density_functional(
+    data: ArrayLike,
+    derivative_order: int,
+    bandwidth: float,
+    epsilon: float = 1e-3,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> float:
     r"""The estimate :math:`\hat\Phi_r(g)` of :math:`\int p^{(r)} p` for even r (thesis eq. 6.21).
 
     .. math:: \hat\Phi_r(g) = \frac{1}{N(N-1)\sqrt{2\pi}\, g^{r+1}}
               \sum_i \sum_j He_r\!\left(\frac{x_i - x_j}{g}\right) e^{-(x_i - x_j)^2 / 2g^2}
 
     (the double sum includes i = j, normalised by N(N-1) as in the thesis).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import density_functional, normal_reference_functional
+    >>> x = np.random.default_rng(0).normal(size=20000)
+    >>> phi4 = density_functional(x, 4, bandwidth=0.3, epsilon=1e-8)
+    >>> bool(abs(phi4 / normal_reference_functional(4, 1.0) - 1) < 0.2)   # near N(0, 1)'s
+    True
     """
     x = as_line(data, "data")
     g = positive_float(bandwidth, "bandwidth")
@@ -147,7 +191,7 @@ _CONSTANTS = {
 CONVENTIONS = tuple(_CONSTANTS)
 
 
-def robust_scale(x) -> float:
+def robust_scale(x: ArrayLike) -> float:
     """``min(sd, IQR / 1.349)``, the scale of R's ``bw.SJ`` and ``bw.nrd0`` (the sd alone when
     the IQR is zero).
 
@@ -165,7 +209,7 @@ def robust_scale(x) -> float:
     return min(sd, iqr) if iqr > 0 else sd
 
 
-def _standardise(x):
+def _standardise(x: FloatArray) -> tuple[FloatArray, float]:
     """(z, unit) with z = (x - median) / unit of robust scale 1: the selector is equivariant,
     so h(x) = unit * h(z); dividing by the largest deviation first keeps x * 1e-300 and
     x * 1e300 finite."""
@@ -192,30 +236,34 @@ class _BinnedPairs:
     fast Hermite sums.
     """
 
-    def __init__(self, z, spacing, weights=None, lo=None, out=None, max_nodes=MAX_BINS):
-        self.spacing = spacing
-        if weights is not None:  # from coarsen()
-            self.weights, self.lo, self.out = weights, lo, out
-        else:
-            lo, hi = float(z.min()), float(z.max())
-            half = max_nodes // 2 * spacing
-            lo, hi = max(lo, -half), min(hi, half)
-            lo = math.floor(lo / (2 * spacing)) * 2 * spacing  # coarsening keeps even nodes
-            nb = int(math.ceil((hi - lo) / spacing)) + 3
-            inside = (z >= lo) & (z <= hi)
-            zi = z if inside.all() else z[inside]
-            t = (zi - lo) / spacing
-            k = np.floor(t).astype(np.intp)
-            f = t - k
-            self.weights = np.bincount(k, 1.0 - f, nb) + np.bincount(k + 1, f, nb)
-            self.lo = lo
-            self.out = None if inside.all() else np.ascontiguousarray(z[~inside])
+    def __init__(
+        self, spacing: float, weights: npt.NDArray[Any], lo: float, out: FloatArray | None
+    ) -> None:
+        """Bin weights ``weights`` on the nodes ``lo + k spacing``; ``out``: the points beyond."""
+        self.spacing, self.weights, self.lo, self.out = spacing, weights, lo, out
         w = self.weights
         size = 1 << int(2 * len(w) - 1).bit_length()
         spectrum = np.fft.rfft(w, size)
         self.autocorrelation = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, size)[: len(w)]
 
-    def coarsen(self):
+    @classmethod
+    def of(cls, z: FloatArray, spacing: float, max_nodes: int = MAX_BINS) -> _BinnedPairs:
+        """The linear binning of ``z`` on the grid of ``spacing`` (at most ``max_nodes``
+        nodes, centred on 0)."""
+        lo, hi = float(z.min()), float(z.max())
+        half = max_nodes // 2 * spacing
+        lo, hi = max(lo, -half), min(hi, half)
+        lo = math.floor(lo / (2 * spacing)) * 2 * spacing  # coarsening keeps even nodes
+        nb = math.ceil((hi - lo) / spacing) + 3
+        inside = (z >= lo) & (z <= hi)
+        every = bool(inside.all())
+        t = ((z if every else z[inside]) - lo) / spacing
+        k = np.floor(t).astype(np.intp)
+        f = t - k
+        weights = np.bincount(k, 1.0 - f, nb) + np.bincount(k + 1, f, nb)
+        return cls(spacing, weights, lo, None if every else np.ascontiguousarray(z[~inside]))
+
+    def coarsen(self) -> _BinnedPairs:
         """The same data on the grid of twice the spacing (hat of a coarse node = the fine
         one plus half of each neighbour's)."""
         w = self.weights
@@ -224,9 +272,9 @@ class _BinnedPairs:
         even, odd = w[0::2].copy(), w[1::2]
         even += 0.5 * odd
         even[1:] += 0.5 * odd[:-1]
-        return _BinnedPairs(None, 2 * self.spacing, even, self.lo, self.out)
+        return _BinnedPairs(2 * self.spacing, even, self.lo, self.out)
 
-    def pair_sum(self, order, g, epsilon, n_jobs):
+    def pair_sum(self, order: int, g: float, epsilon: float, n_jobs: int | None) -> float:
         """sum_ij He_r(d_ij / g) exp(-d_ij^2 / 2 g^2) over all ordered pairs (i = j too)."""
         reach = int(min(len(self.weights) - 1, math.ceil(13.0 * g / self.spacing)))
         u = np.arange(reach + 1) * (self.spacing / g)
@@ -239,11 +287,15 @@ class _BinnedPairs:
             total += self._outside_pairs(order, g, epsilon, n_jobs, coef)
         return total
 
-    def _outside_pairs(self, order, g, epsilon, n_jobs, coef):
+    def _outside_pairs(
+        self, order: int, g: float, epsilon: float, n_jobs: int | None, coef: FloatArray
+    ) -> float:
         """Pairs with a point beyond the grid: grid-point pairs twice, point-point once. Only
         the grid nodes and points within the kernel's reach (13 g, where it is below 1e-30)
         take part."""
         out, reach = self.out, 13.0 * g
+        if out is None:
+            return 0.0
         h2 = math.sqrt(2.0) * g
         total = 0.0
         first, last = self.lo, self.lo + (len(self.weights) - 1) * self.spacing
@@ -264,7 +316,16 @@ class _BinnedPairs:
         return total
 
 
-def _functional(nodes, weights, n, order, g, epsilon, method, n_jobs) -> float:
+def _functional(
+    nodes: FloatArray,
+    weights: FloatArray | None,
+    n: int,
+    order: int,
+    g: float,
+    epsilon: float,
+    method: str,
+    n_jobs: int | None,
+) -> float:
     """Phi_r(g) of the N points the weighted nodes stand for (thesis eq. 6.21, N(N-1))."""
     q = None if weights is None else weights
     G = hermite_gauss_sum(nodes, nodes, order, g, math.sqrt(2.0) * g, q, epsilon, method, n_jobs)
@@ -272,7 +333,9 @@ def _functional(nodes, weights, n, order, g, epsilon, method, n_jobs) -> float:
     return s / (n * (n - 1) * SQRT_2PI * g ** (order + 1))
 
 
-def _r_zeroin(f, ax, bx, fa, fb, tol, maxit=1000):
+def _r_zeroin(
+    f: Callable[[float], float], ax: float, bx: float, fa: float, fb: float, tol: float, maxit: int = 1000
+) -> float:
     """R's ``R_zeroin2`` (Brent), step for step, as ``uniroot`` calls it."""
     eps = np.finfo(float).eps
     a, b, c, fc = ax, bx, ax, fa
@@ -315,7 +378,9 @@ def _r_zeroin(f, ax, bx, fa, fb, tol, maxit=1000):
     return b
 
 
-def _solve(phi, n, convention, near=None):
+def _solve(
+    phi: Callable[[int, float], float], n: int, convention: str, near: float | None = None
+) -> tuple[float, dict[str, float]]:
     """The SJ equation on standardised data (robust scale 1); phi(order, g) -> Phi_r(g).
     ``near``: a bandwidth the root is known to be close to (thesis convention)."""
     a_factor, b_factor, ratio_factor = _CONSTANTS[convention]
@@ -331,7 +396,7 @@ def _solve(phi, n, convention, near=None):
     ratio = ratio_factor * (phi4_g1 / -phi6_g2) ** (1.0 / 7.0)
     c1 = 1.0 / (2.0 * SQRT_PI * n)
 
-    def equation(h):
+    def equation(h: float) -> float:
         phi4 = phi(4, ratio * h ** (5.0 / 7.0))
         if phi4 <= 0:
             return h  # the estimate failed at this pilot: move on as if h were too small
@@ -373,9 +438,49 @@ def _solve(phi, n, convention, near=None):
     return brentq(lambda h: -equation(h), lo, hi, xtol=1e-14, rtol=1e-9), details
 
 
+@overload
 def sheather_jones(
-    data, epsilon=1e-6, method="auto", n_jobs=None, return_details=False, *, convention="thesis"
-):
+    data: ArrayLike,
+    epsilon: float = ...,
+    method: str = ...,
+    n_jobs: int | None = ...,
+    return_details: Literal[False] = ...,
+    *,
+    convention: str = ...,
+    verbose: bool | int = ...,
+) -> float: ...
+@overload
+def sheather_jones(
+    data: ArrayLike,
+    epsilon: float,
+    method: str,
+    n_jobs: int | None,
+    return_details: Literal[True],
+    *,
+    convention: str = ...,
+    verbose: bool | int = ...,
+) -> tuple[float, dict[str, float]]: ...
+@overload
+def sheather_jones(
+    data: ArrayLike,
+    epsilon: float = ...,
+    method: str = ...,
+    n_jobs: int | None = ...,
+    *,
+    return_details: Literal[True],
+    convention: str = ...,
+    verbose: bool | int = ...,
+) -> tuple[float, dict[str, float]]: ...
+def sheather_jones(
+    data: ArrayLike,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    return_details: bool = False,
+    *,
+    convention: str = "thesis",
+    verbose: bool | int = False,
+) -> float | tuple[float, dict[str, float]]:
     r"""The Sheather-Jones solve-the-equation plug-in bandwidth of 1-D data.
 
     Minimises the AMISE of a Gaussian kernel density estimate by solving
@@ -415,6 +520,9 @@ def sheather_jones(
         which leaves R's answer about 1% from the root. R also bins the pairwise distances
         (1,000 bins by default, which is what makes it far off on heavy tails); with
         ``convention="R"`` the sums are over the points, as R's with very many bins.
+    verbose : bool or int, default=False
+        Show a progress bar of the density-functional evaluations (each one fast sum over the
+        data or the grid; a selection takes a few dozen).
 
     Returns
     -------
@@ -440,16 +548,18 @@ def sheather_jones(
     n_jobs = n_jobs_arg(n_jobs)
     z, unit = _standardise(x)
     binned = method == "binned" or (method == "auto" and n >= BIN_FROM and convention == "thesis")
-    if binned:
-        h, details = _solve_binned(z, n, epsilon, n_jobs, convention)
-    else:
-        sum_method = "auto" if method == "binned" else method
+    with Progress(None, verbose=verbose, desc="sheather_jones") as progress:
+        count = _Counter(progress)
+        if binned:
+            h, details = _solve_binned(z, n, epsilon, n_jobs, convention, count)
+        else:
+            sum_method = "auto" if method == "binned" else method
 
-        def phi(order, g):
-            return _functional(z, None, n, order, g, epsilon, sum_method, n_jobs)
+            def phi(order: int, g: float) -> float:
+                return count(_functional(z, None, n, order, g, epsilon, sum_method, n_jobs))
 
-        h, details = _solve(phi, n, convention)
-        details["grid_spacing"] = 0.0
+            h, details = _solve(phi, n, convention)
+            details["grid_spacing"] = 0.0
     h *= unit
     if return_details:
         details.update(
@@ -461,16 +571,33 @@ def sheather_jones(
     return h
 
 
-def _solve_binned(z, n, epsilon, n_jobs, convention):
+class _Counter:
+    """Reports each density-functional evaluation of a selection to a progress bar (the
+    selection has no objective of its own: the value reported is the functional)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.n = 0
+
+    def __call__(self, value: float) -> float:
+        if self.progress.active:
+            self.n += 1
+            self.progress.report(self.n, value)
+        return value
+
+
+def _solve_binned(
+    z: FloatArray, n: int, epsilon: float, n_jobs: int | None, convention: str, count: _Counter
+) -> tuple[float, dict[str, float]]:
     """SJ on binned data, the grid halved until two grids agree (see sheather_jones)."""
     a_factor, b_factor, _ = _CONSTANTS[convention]
     g_min = min(a_factor * n ** (-1.0 / 7.0), b_factor * n ** (-1.0 / 9.0), 0.5 * (4.0 / (3.0 * n)) ** 0.2)
     spacing = g_min * BIN_RESOLUTION / 2.0
     norm = n * (n - 1) * SQRT_2PI
 
-    def solve_on(pairs, near=None):
-        def phi(order, g):
-            return pairs.pair_sum(order, g, epsilon, n_jobs) / (norm * g ** (order + 1))
+    def solve_on(pairs: _BinnedPairs, near: float | None = None) -> tuple[float, dict[str, float]]:
+        def phi(order: int, g: float) -> float:
+            return count(pairs.pair_sum(order, g, epsilon, n_jobs) / (norm * g ** (order + 1)))
         return _solve(phi, n, convention, near)
 
     coarse_h = None
@@ -478,10 +605,10 @@ def _solve_binned(z, n, epsilon, n_jobs, convention):
     # point beyond it costs a term in every functional
     max_nodes = min(MAX_BINS, max(4 * n, 1 << 16))
     while True:
-        pairs = _BinnedPairs(z, spacing, max_nodes=max_nodes)
+        pairs = _BinnedPairs.of(z, spacing, max_nodes)
         if pairs.out is not None and pairs.out.size > n // 20:  # the grid misses too much: points
-            def phi(order, g):
-                return _functional(z, None, n, order, g, epsilon, "auto", n_jobs)
+            def phi(order: int, g: float) -> float:
+                return count(_functional(z, None, n, order, g, epsilon, "auto", n_jobs))
             h, details = _solve(phi, n, convention, coarse_h)
             details["grid_spacing"] = 0.0
             return h, details
@@ -494,10 +621,30 @@ def _solve_binned(z, n, epsilon, n_jobs, convention):
         coarse_h, spacing = fine_h, spacing / 2.0
 
 
-def sheather_jones_bandwidth(X, epsilon=1e-6, method="auto", n_jobs=None) -> np.ndarray:
-    """Per-feature Sheather-Jones bandwidths of ``X`` (n_samples, n_features)."""
+def sheather_jones_bandwidth(
+    X: ArrayLike,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    *,
+    verbose: bool | int = False,
+) -> FloatArray:
+    """Per-feature Sheather-Jones bandwidths of ``X`` (n_samples, n_features); see
+    :func:`sheather_jones`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import sheather_jones_bandwidth
+    >>> X = np.random.default_rng(0).normal(size=(2000, 2)) * [1.0, 10.0]
+    >>> h = sheather_jones_bandwidth(X)
+    >>> bool(abs(h[1] / h[0] - 10.0) < 1.0)   # scale-equivariant per feature
+    True
+    """
     X = as_points(X, "X")
-    return np.array([sheather_jones(X[:, j], epsilon, method, n_jobs) for j in range(X.shape[1])])
+    return np.array(
+        [sheather_jones(X[:, j], epsilon, method, n_jobs, verbose=verbose) for j in range(X.shape[1])]
+    )
 
 
 #: Names accepted by ``KernelDensity(bandwidth=...)``.

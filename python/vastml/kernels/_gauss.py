@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from vastml import _core
+from vastml._progress import Progress
 from vastml._validation import (
     as_points,
     as_weights,
@@ -15,11 +18,20 @@ from vastml._validation import (
     positive_float,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, FloatArray
+
 #: Evaluation methods. ``auto`` picks the cheapest of the others from cost estimates.
 METHODS = ("auto", "direct", "direct-tree", "ifgt", "ifgt-tree")
 
+#: A bandwidth: one number, one per feature, or a matrix.
+Bandwidth = Any
 
-def _bandwidth_map(bandwidth, dim: int):
+
+def _bandwidth_map(bandwidth: Bandwidth, dim: int) -> tuple[float, FloatArray | None]:
     """The scalar bandwidth to pass to the core and the linear map of the points, or None.
 
     A number h is used as is. A vector (h_1..h_d) divides coordinate k by h_k (eq. 2.50) and
@@ -57,11 +69,13 @@ def _bandwidth_map(bandwidth, dim: int):
     )
 
 
-def _mapped(points, linear_map):
+def _mapped(points: FloatArray, linear_map: FloatArray | None) -> FloatArray:
     return points if linear_map is None else np.ascontiguousarray(points @ linear_map)
 
 
-def _fixed_parameters(method, truncation, n_clusters):
+def _fixed_parameters(
+    method: str, truncation: int | None, n_clusters: int | None
+) -> tuple[int | None, int | None]:
     if truncation is not None:
         truncation = check_int(truncation, "truncation", low=1, high=100)
     if n_clusters is not None:
@@ -75,17 +89,18 @@ def _fixed_parameters(method, truncation, n_clusters):
 
 
 def gauss_transform(
-    sources,
-    targets,
-    weights=None,
-    bandwidth=None,
-    epsilon=1e-6,
-    method="auto",
-    n_jobs=None,
+    sources: ArrayLike,
+    targets: ArrayLike,
+    weights: ArrayLike | None = None,
+    bandwidth: Bandwidth = None,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
     *,
-    truncation=None,
-    n_clusters=None,
-):
+    truncation: int | None = None,
+    n_clusters: int | None = None,
+    verbose: bool | int = False,
+) -> FloatArray:
     r"""Sum of weighted Gaussians at every target, to a guaranteed accuracy.
 
     Computes
@@ -130,6 +145,9 @@ def gauss_transform(
     n_clusters : int, default=None
         Fixed number of clusters K for ``ifgt`` / ``ifgt-tree`` (p still follows from epsilon
         unless ``truncation`` is given).
+    verbose : bool or int, default=False
+        Show the planning stages on a progress bar (see :class:`GaussTransform`; planning
+        takes seconds from about a million points on).
 
     Returns
     -------
@@ -168,7 +186,9 @@ def gauss_transform(
     truncation, n_clusters = _fixed_parameters(method, truncation, n_clusters)
     n_jobs = n_jobs_arg(n_jobs)
     x, y = _mapped(x, linear_map), _mapped(y, linear_map)
-    g = _core.gauss_transform(x, y, q, h, eps, method, n_jobs, truncation, n_clusters)
+    with Progress(None, verbose=verbose, desc="gauss_transform planning") as progress:
+        report = progress.report if progress.active else None
+        g = _core.gauss_transform(x, y, q, h, eps, method, n_jobs, truncation, n_clusters, report)
     return g[:, 0] if one_d else g
 
 
@@ -205,6 +225,19 @@ class GaussTransform:
         Weight columns per call, for planning.
     truncation, n_clusters : int, default=None
         Fixed-p mode and a fixed K for ``ifgt`` / ``ifgt-tree``; see :func:`gauss_transform`.
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(stage, seconds, name)`` after each planning stage (every
+        ``callback_every``), numbered from 1. With ``method="auto"`` the stages are the cost
+        model's estimate (``"estimate"``, seconds: the cheapest estimate on one core), each
+        candidate refined on the data (``"direct-tree"``, ``"ifgt"``: its estimate) and each
+        timing of a close candidate (``"time ifgt"``, ...: the seconds of one evaluation it
+        predicts); an explicit method has one stage, ``"plan"``. Returning True ends the
+        planning with the best method known then (``stopped_early_``); the accuracy is
+        guaranteed whatever the method.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Show the planning stages on a progress bar (planning takes seconds from about a
+        million sources on).
 
     Attributes
     ----------
@@ -216,6 +249,8 @@ class GaussTransform:
         for ``auto``, the ``measured`` seconds of one call per timed candidate.
     n_features_in_ : int
         Dimension of the sources.
+    stopped_early_ : bool
+        Whether a callback ended the planning early.
 
     Examples
     --------
@@ -233,18 +268,21 @@ class GaussTransform:
 
     def __init__(
         self,
-        sources,
-        bandwidth,
-        epsilon=1e-6,
-        method="auto",
-        n_jobs=None,
+        sources: ArrayLike,
+        bandwidth: Bandwidth,
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        n_jobs: int | None = None,
         *,
-        target_sample=None,
-        n_targets=None,
-        n_weights=1,
-        truncation=None,
-        n_clusters=None,
-    ):
+        target_sample: ArrayLike | None = None,
+        n_targets: int | None = None,
+        n_weights: int = 1,
+        truncation: int | None = None,
+        n_clusters: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self._sources = as_points(sources, "sources")
         d = self._sources.shape[1]
         self.bandwidth = bandwidth
@@ -260,11 +298,15 @@ class GaussTransform:
         )
         self.n_targets = None if n_targets is None else check_int(n_targets, "n_targets", low=1)
         self.n_weights = check_int(n_weights, "n_weights", low=1)
-        self._plan()
+        with Progress(
+            callbacks, callback_every=callback_every, verbose=verbose, desc="GaussTransform planning"
+        ) as progress:
+            self._plan(progress=progress)
 
-    def _plan(self, method=None):
+    def _plan(self, method: str | None = None, progress: Progress | None = None) -> None:
         mapped = _mapped(self._sources, self._map)
         sample = None if self._target_sample is None else _mapped(self._target_sample, self._map)
+        report = progress.report if progress is not None and progress.active else None
         self._core = _core.GaussTransform(
             mapped,
             self._h,
@@ -276,9 +318,12 @@ class GaussTransform:
             self.n_weights,
             self.truncation,
             self.n_clusters,
+            True,
+            report,
         )
         self.method_ = self._core.method
         self.info_ = self._core.info()
+        self.stopped_early_ = bool(self.info_.pop("stopped", False))
         self.n_features_in_ = self._sources.shape[1]
 
     @property
@@ -288,7 +333,9 @@ class GaussTransform:
         v.flags.writeable = False
         return v
 
-    def __call__(self, targets, weights=None, n_jobs=None):
+    def __call__(
+        self, targets: ArrayLike, weights: ArrayLike | None = None, n_jobs: int | None = None
+    ) -> FloatArray:
         """G at ``targets`` for ``weights``; see :func:`gauss_transform` for shapes."""
         y = as_points(targets, "targets", dim=self.n_features_in_)
         q, one_d = as_weights(weights, self._sources.shape[0])
@@ -298,7 +345,7 @@ class GaussTransform:
 
     evaluate = __call__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"GaussTransform(n_sources={self._sources.shape[0]}, n_features={self.n_features_in_}, "
             f"bandwidth={self.bandwidth!r}, epsilon={self.epsilon!r}, method={self.method!r}) "
@@ -308,14 +355,14 @@ class GaussTransform:
     # The compiled plan is rebuilt on unpickling, from the sources and parameters.
     _STATE = ("bandwidth", "epsilon", "method", "n_jobs", "truncation", "n_clusters", "n_targets", "n_weights")
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self._STATE}
         state["sources"] = self._sources
         state["target_sample"] = self._target_sample
         state["method_"] = self.method_
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self._sources = state["sources"]
         for k in self._STATE:
             setattr(self, k, state.get(k, 1 if k == "n_weights" else None))

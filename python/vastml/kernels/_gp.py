@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -27,13 +28,20 @@ from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
 from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
 from vastml.kernels._gp_system import GPSystem
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Self
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, FloatArray, RandomState
+
 __all__ = ["CGResult", "GaussianProcessRegressor", "ImplicitSurface", "conjugate_gradient", "fit_implicit_surface"]
 
 #: Marginal-likelihood evaluations allowed per L-BFGS start.
 MAX_OPTIMIZER_EVALS = 60
 
 
-def _length_scales(length_scale, d):
+def _length_scales(length_scale: float | ArrayLike, d: int) -> FloatArray:
     if isinstance(length_scale, numbers.Real) and not isinstance(length_scale, bool):
         ls = np.full(d, positive_float(length_scale, "length_scale"))
     else:
@@ -147,26 +155,26 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        length_scale=1.0,
-        signal_variance=1.0,
-        noise_variance=0.1,
-        optimizer=None,
-        n_restarts_optimizer=0,
-        n_probes=8,
-        tol=1e-3,
-        delta=1e-3,
-        epsilon=1e-6,
-        normalize_y=True,
-        max_iter=1000,
-        preconditioner_rank="auto",
-        target_iterations=50,
-        method="auto",
-        n_jobs=None,
-        random_state=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-    ):
+        length_scale: float | ArrayLike = 1.0,
+        signal_variance: float = 1.0,
+        noise_variance: float = 0.1,
+        optimizer: str | None = None,
+        n_restarts_optimizer: int = 0,
+        n_probes: int = 8,
+        tol: float = 1e-3,
+        delta: float = 1e-3,
+        epsilon: float = 1e-6,
+        normalize_y: bool = True,
+        max_iter: int = 1000,
+        preconditioner_rank: int | str = "auto",
+        target_iterations: int | None = 50,
+        method: str = "auto",
+        n_jobs: int | None = None,
+        random_state: RandomState = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.length_scale = length_scale
         self.signal_variance = signal_variance
         self.noise_variance = noise_variance
@@ -187,7 +195,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.callback_every = callback_every
         self.verbose = verbose
 
-    def _check_params(self, n):
+    def _check_params(self, n: int) -> int:
         positive_float(self.signal_variance, "signal_variance")
         positive_float(self.noise_variance, "noise_variance")
         open_unit_float(self.tol, "tol")
@@ -207,15 +215,17 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             return min(NystromPreconditioner.max_rank(n), 256)
         return check_int(self.preconditioner_rank, "preconditioner_rank", low=0)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the hyper-parameters (with ``optimizer``), then solve for the dual coefficients."""
         # The dense algebra here is small (rank x rank factors, n x rank products); BLAS threads
         # only contend with the transform's own threads.
         with threadpool_limits(1, user_api="blas"):
             return self._fit(X, y)
 
-    def _fit(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+    def _fit(self, X_in: ArrayLike, y_in: ArrayLike) -> Self:
+        X: FloatArray
+        y: FloatArray
+        X, y = validate_data(self, X_in, y_in, dtype=np.float64, order="C", y_numeric=True)
         rank = self._check_params(X.shape[0])
         d = X.shape[1]
         ls = _length_scales(self.length_scale, d)
@@ -280,10 +290,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self._variance_cache = None
         return self
 
-    def _scale(self, X):
+    def _scale(self, X: FloatArray) -> FloatArray:
         return np.ascontiguousarray((X - self._x_offset) / self.length_scale_)
 
-    def predict(self, X, return_std=False):
+    def predict(self, X: ArrayLike, return_std: bool = False) -> FloatArray | tuple[FloatArray, FloatArray]:
         r"""Posterior mean (and standard deviation of the latent f) at ``X``.
 
         The mean costs one Gauss transform. The standard deviation excludes the noise
@@ -292,15 +302,14 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         one transform column per landmark and a small dense product.
         """
         check_is_fitted(self, "dual_coef_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        Xs = self._scale(X)
+        Xs = self._scale(validate_data(self, X, dtype=np.float64, order="C", reset=False))
         mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
         if not return_std:
             return mean
         with threadpool_limits(1, user_api="blas"):
             return mean, self._predict_std(Xs)
 
-    def _build_variance_cache(self):
+    def _build_variance_cache(self) -> tuple[FloatArray, FloatArray, NystromPreconditioner] | None:
         """:math:`Z = \\hat K^{-1}L` and :math:`G = L^TZ` for a Nystrom factor L whose residual
         variance is at most a tenth of the noise variance (None when the rank cap stops first)."""
         sf2, noise = self.signal_variance_, self.noise_variance_
@@ -320,11 +329,13 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         G = L.T @ Z
         return np.ascontiguousarray(Z), 0.5 * (G + G.T), precond
 
-    def _predict_std(self, Xs):
+    _variance_cache: tuple[FloatArray, FloatArray, NystromPreconditioner] | bool | None
+
+    def _predict_std(self, Xs: FloatArray) -> FloatArray:
         if self._variance_cache is None:
             self._variance_cache = self._build_variance_cache() or False
         sf2 = self.signal_variance_
-        if self._variance_cache is False:  # no accurate low-rank cache: one CG column per point
+        if not isinstance(self._variance_cache, tuple):  # no accurate low-rank cache: one CG column per point
             Ks = rbf_block(self._scaled, Xs, sf2)
             res, _ = self._system.solve(Ks, tol=1e-6, delta=1e-6, max_iter=int(self.max_iter), grow=False)
             quad = np.sum(Ks * res.x.reshape(Ks.shape), axis=0)
@@ -344,10 +355,10 @@ class _Offset:
 
     __slots__ = ("offset", "progress")
 
-    def __init__(self, progress, offset):
+    def __init__(self, progress: Progress, offset: int) -> None:
         self.progress, self.offset = progress, offset
 
-    def report(self, iteration, objective, state):
+    def report(self, iteration: int, objective: float, state: Any) -> bool:
         return self.progress.report(self.offset + iteration, objective, state)
 
 
@@ -368,6 +379,16 @@ class ImplicitSurface:
         Grid steps, as ``skimage.measure.marching_cubes(values, 0, spacing=spacing)`` wants
         (add ``origin`` to the vertices it returns).
     origin : ndarray of shape (3,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import fit_implicit_surface
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.normal(size=(300, 3)); p /= np.linalg.norm(p, axis=1, keepdims=True)
+    >>> s = fit_implicit_surface(p, p, grid_size=8)
+    >>> s.values.shape, len(s.grid_axes), bool(s.values[4, 4, 4] < 0 < s.values[0, 0, 0])
+    ((8, 8, 8), 3, True)
     """
 
     model: GaussianProcessRegressor
@@ -378,16 +399,16 @@ class ImplicitSurface:
 
 
 def fit_implicit_surface(
-    points,
-    normals,
-    offset=0.01,
-    length_scale=None,
-    noise_variance=1e-3,
-    grid_size=48,
-    padding=0.1,
-    tol=1e-3,
-    n_jobs=None,
-):
+    points: ArrayLike,
+    normals: ArrayLike,
+    offset: float = 0.01,
+    length_scale: float | None = None,
+    noise_variance: float = 1e-3,
+    grid_size: int = 48,
+    padding: float = 0.1,
+    tol: float = 1e-3,
+    n_jobs: int | None = None,
+) -> ImplicitSurface:
     """Fit a surface through a point cloud with oriented normals (Raykar's thesis, §7.8).
 
     Each surface point gets value 0 and two off-surface points ``x +/- d n`` get the signed

@@ -13,8 +13,20 @@ quadrature.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from vastml._typing import ArrayLike, FloatArray
+
+
+class Reporter(Protocol):
+    """What CG reports to: a :class:`vastml._progress.Progress` or a view of one."""
+
+    def report(self, iteration: int, objective: float, state: Any) -> bool: ...
 
 #: Smallest and largest accuracy handed to the Gauss transform inside CG.
 EPS_MIN, EPS_MAX = 1e-13, 0.25
@@ -23,6 +35,15 @@ EPS_MIN, EPS_MAX = 1e-13, 0.25
 @dataclass
 class CGResult:
     """Outcome of :func:`conjugate_gradient`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import conjugate_gradient
+    >>> A = np.array([[4.0, 1.0], [1.0, 3.0]])
+    >>> res = conjugate_gradient(lambda V, eps: A @ V, np.array([1.0, 2.0]), tol=1e-10)
+    >>> res.converged, res.n_iter_ <= 2, bool(np.allclose(A @ res.x, [1.0, 2.0]))
+    (True, True, True)
 
     Attributes
     ----------
@@ -58,19 +79,19 @@ class CGResult:
 
 
 def conjugate_gradient(
-    matvec,
-    b,
+    matvec: Callable[[FloatArray, float], FloatArray],
+    b: ArrayLike,
     *,
-    tol=1e-3,
-    delta=1e-3,
-    max_iter=1000,
-    preconditioner=None,
-    x0=None,
-    r0=None,
-    b_norm=None,
-    progress=None,
-    start_iteration=0,
-):
+    tol: float = 1e-3,
+    delta: float = 1e-3,
+    max_iter: int = 1000,
+    preconditioner: Callable[[FloatArray], FloatArray] | None = None,
+    x0: FloatArray | None = None,
+    r0: FloatArray | None = None,
+    b_norm: FloatArray | None = None,
+    progress: Reporter | None = None,
+    start_iteration: int = 0,
+) -> CGResult:
     r"""Solve :math:`A X = B` by preconditioned CG with a loosening product accuracy.
 
     Parameters
@@ -180,7 +201,7 @@ def conjugate_gradient(
     )
 
 
-def lanczos_tridiagonal(alphas, betas, n_steps):
+def lanczos_tridiagonal(alphas: FloatArray, betas: FloatArray, n_steps: int) -> tuple[FloatArray, FloatArray]:
     """The Lanczos matrix T (n_steps x n_steps) of one column from its CG coefficients.
 
     :math:`T_{jj} = 1/\\alpha_j + \\beta_{j-1}/\\alpha_{j-1}`,
@@ -194,7 +215,7 @@ def lanczos_tridiagonal(alphas, betas, n_steps):
     return diag, off
 
 
-def lanczos_quadrature_logdet(result):
+def lanczos_quadrature_logdet(result: CGResult) -> float:
     r"""Stochastic Lanczos quadrature of :math:`\log\det(P^{-1/2} A P^{-1/2})` from probe solves.
 
     With probes :math:`z_i \sim N(0, P)` solved by :func:`conjugate_gradient` (preconditioner
@@ -204,18 +225,21 @@ def lanczos_quadrature_logdet(result):
     """
     from scipy.linalg import eigh_tridiagonal
 
-    m = result.alphas.shape[1]
+    alphas, betas, iters, rz0 = result.alphas, result.betas, result.column_iters, result.rz0
+    if alphas is None or betas is None or iters is None or rz0 is None:
+        raise ValueError("the CG result keeps no Lanczos coefficients")
+    m = alphas.shape[1]
     est = np.empty(m)
     for j in range(m):
-        steps = int(result.column_iters[j])
+        steps = int(iters[j])
         if steps == 0:
             est[j] = 0.0
             continue
-        d, e = lanczos_tridiagonal(result.alphas[:, j], result.betas[:, j], steps)
+        d, e = lanczos_tridiagonal(alphas[:, j], betas[:, j], steps)
         if steps == 1:
             lam, W = d, np.ones((1, 1))
         else:
             lam, W = eigh_tridiagonal(d, e)
         lam = np.maximum(lam, 1e-300)
-        est[j] = result.rz0[j] * float(np.sum(W[0] ** 2 * np.log(lam)))
+        est[j] = rz0[j] * float(np.sum(W[0] ** 2 * np.log(lam)))
     return float(est.mean())

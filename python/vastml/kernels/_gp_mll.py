@@ -19,6 +19,7 @@ the objective is a deterministic function of the hyper-parameters for L-BFGS.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -26,6 +27,11 @@ from scipy.optimize import minimize
 from vastml.kernels._gp_cg import lanczos_quadrature_logdet
 from vastml.kernels._gp_precond import NystromPreconditioner
 from vastml.kernels._gp_system import GPSystem
+
+if TYPE_CHECKING:
+    from vastml._progress import Progress
+    from vastml._typing import FloatArray
+    from vastml.kernels._gp_cg import CGResult
 
 #: Bounds of every hyper-parameter (scikit-learn's defaults for RBF, ConstantKernel, WhiteKernel).
 BOUNDS = (1e-5, 1e5)
@@ -49,7 +55,15 @@ class MarginalLikelihood:
         Reported once per evaluation with the NLL.
     """
 
-    def __init__(self, X, y, n_probes, rng, options, progress=None):
+    def __init__(
+        self,
+        X: FloatArray,
+        y: FloatArray,
+        n_probes: int,
+        rng: np.random.Generator | np.random.RandomState,
+        options: dict[str, Any],
+        progress: Progress | None = None,
+    ) -> None:
         self.X, self.y = X, y
         self.n, self.d = X.shape
         self.opt = dict(options)
@@ -57,10 +71,10 @@ class MarginalLikelihood:
         self.g_low = rng.standard_normal((NystromPreconditioner.max_rank(self.n), n_probes))
         self.progress = progress
         self.n_evals = 0
-        self.best = (math.inf, None)
+        self.best: tuple[float, FloatArray | None] = (math.inf, None)
         self.rank = options["rank"]
 
-    def system(self, theta):
+    def system(self, theta: FloatArray) -> GPSystem:
         ls = np.exp(theta[: self.d])
         sf2, noise = math.exp(theta[self.d]), math.exp(theta[self.d + 1])
         scaled = np.ascontiguousarray(self.X / ls)
@@ -68,7 +82,7 @@ class MarginalLikelihood:
             scaled, sf2, noise, self.opt["method"], self.opt["n_jobs"], self.rank, self.opt["target_iterations"]
         )
 
-    def __call__(self, theta):
+    def __call__(self, theta: FloatArray) -> tuple[float, FloatArray]:
         """(NLL, gradient) at ``theta``."""
         theta = np.asarray(theta, dtype=np.float64)
         n, d = self.n, self.d
@@ -121,10 +135,12 @@ class _Stop(Exception):
     pass
 
 
-def _drop_first(res):
+def _drop_first(res: CGResult) -> CGResult:
     """The CGResult restricted to the probe columns (all but the first)."""
     from dataclasses import replace
 
+    if res.alphas is None or res.betas is None or res.column_iters is None or res.rz0 is None:
+        raise ValueError("the CG result keeps no Lanczos coefficients")
     return replace(
         res,
         alphas=res.alphas[:, 1:],
@@ -134,7 +150,13 @@ def _drop_first(res):
     )
 
 
-def optimize_hyperparameters(mll, theta0, n_restarts, rng, max_evals):
+def optimize_hyperparameters(
+    mll: MarginalLikelihood,
+    theta0: FloatArray,
+    n_restarts: int,
+    rng: np.random.Generator | np.random.RandomState,
+    max_evals: int,
+) -> tuple[FloatArray, float, list[tuple[float, FloatArray, int]], bool]:
     """L-BFGS-B on ``mll`` from ``theta0`` and ``n_restarts`` log-uniform draws within a factor
     10 of it (clipped to :data:`BOUNDS`). Returns (theta, nll, per-start results, stopped)."""
     lo, hi = math.log(BOUNDS[0]), math.log(BOUNDS[1])
@@ -157,7 +179,7 @@ def optimize_hyperparameters(mll, theta0, n_restarts, rng, max_evals):
         except _Stop:
             stopped = True
             break
-    if mll.best[1] is None:
-        raise RuntimeError("the marginal likelihood was never evaluated")
     nll, theta = mll.best
+    if theta is None:
+        raise RuntimeError("the marginal likelihood was never evaluated")
     return theta, nll, runs, stopped

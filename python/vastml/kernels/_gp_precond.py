@@ -16,9 +16,16 @@ the factor is formed with dense blocks (BLAS 3) instead of one column at a time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.lapack import dpstrf
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vastml._typing import FloatArray, IntArray
 
 #: Elements of the N x rank factor we allow (8 bytes each); caps the rank at large N.
 MAX_FACTOR_ELEMENTS = 60_000_000
@@ -26,14 +33,20 @@ MAX_FACTOR_ELEMENTS = 60_000_000
 MAX_RANK = 2048
 
 
-def rbf_block(A, B, signal_variance):
+def rbf_block(A: FloatArray, B: FloatArray, signal_variance: float) -> FloatArray:
     """sigma_f^2 exp(-||a - b||^2 / 2) between rows of (already length-scaled) A and B."""
     sq = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :] - 2.0 * (A @ B.T)
     np.maximum(sq, 0.0, out=sq)
     return signal_variance * np.exp(-0.5 * sq)
 
 
-def farthest_points(X, k, start=0, order=None, min_dist=None):
+def farthest_points(
+    X: FloatArray,
+    k: int,
+    start: int = 0,
+    order: Sequence[int] | IntArray | None = None,
+    min_dist: FloatArray | None = None,
+) -> tuple[IntArray, FloatArray]:
     """Indices of ``k`` points by farthest-point traversal (Gonzalez), continuing ``order``.
 
     Returns ``(order, min_dist)``: the landmark indices and each point's squared distance to
@@ -41,17 +54,18 @@ def farthest_points(X, k, start=0, order=None, min_dist=None):
     """
     n = X.shape[0]
     k = min(k, n)
-    if order is None:
+    if order is None or min_dist is None:
         order = [int(start)]
         min_dist = np.sum((X - X[start]) ** 2, axis=1)
-    order = list(order)
-    while len(order) < k:
-        nxt = int(np.argmax(min_dist))
-        if min_dist[nxt] <= 0.0:  # all remaining points duplicate a landmark
+    taken = list(order)
+    dist = min_dist
+    while len(taken) < k:
+        nxt = int(np.argmax(dist))
+        if dist[nxt] <= 0.0:  # all remaining points duplicate a landmark
             break
-        order.append(nxt)
-        np.minimum(min_dist, np.sum((X - X[nxt]) ** 2, axis=1), out=min_dist)
-    return np.asarray(order, dtype=np.intp), min_dist
+        taken.append(nxt)
+        np.minimum(dist, np.sum((X - X[nxt]) ** 2, axis=1), out=dist)
+    return np.asarray(taken, dtype=np.intp), dist
 
 
 class NystromPreconditioner:
@@ -78,7 +92,10 @@ class NystromPreconditioner:
     True
     """
 
-    def __init__(self, scaled, signal_variance, noise_variance, rank):
+    _order: IntArray | None
+    _min_dist: FloatArray | None
+
+    def __init__(self, scaled: FloatArray, signal_variance: float, noise_variance: float, rank: int) -> None:
         self.scaled = scaled
         self.signal_variance = float(signal_variance)
         self.noise_variance = float(noise_variance)
@@ -87,22 +104,23 @@ class NystromPreconditioner:
         self.build(rank)
 
     @staticmethod
-    def max_rank(n, fraction=0.25):
+    def max_rank(n: int, fraction: float = 0.25) -> int:
         """The rank cap: ``fraction`` of the points, at most 2,048 and 6e7 / n."""
         return int(max(1, min(max(int(n * fraction), 1), MAX_RANK, MAX_FACTOR_ELEMENTS // max(n, 1))))
 
-    def build(self, rank, fraction=0.25):
+    def build(self, rank: int, fraction: float = 0.25) -> NystromPreconditioner:
         """(Re)build with ``rank`` landmarks, continuing the farthest-point traversal."""
         n = self.scaled.shape[0]
         rank = int(min(max(rank, 1), self.max_rank(n, fraction)))
-        self._order, self._min_dist = farthest_points(self.scaled, rank, 0, self._order, self._min_dist)
-        S = self.scaled[self._order]
+        order, self._min_dist = farthest_points(self.scaled, rank, 0, self._order, self._min_dist)
+        self._order = order
+        S = self.scaled[order]
         kss = rbf_block(S, S, self.signal_variance)
         # pivoted Cholesky of K_SS drops landmarks that add nothing numerically
         c, piv, r, _ = dpstrf(kss, lower=1, tol=1e-10 * self.signal_variance)
         piv = piv[:r] - 1
         C = np.tril(c[:r, :r])
-        self.landmarks = self._order[piv]
+        self.landmarks = order[piv]
         S = S[piv]
         L = np.empty((n, r))
         step = max(1, 4_000_000 // max(r, 1))
@@ -120,28 +138,28 @@ class NystromPreconditioner:
         return self
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         return self.factor.shape[1]
 
     @property
-    def n_visited(self):
+    def n_visited(self) -> int:
         """Points the farthest-point traversal has taken (landmarks before pivoting)."""
-        return len(self._order)
+        return 0 if self._order is None else len(self._order)
 
-    def extension(self, kernel_to_landmarks):
+    def extension(self, kernel_to_landmarks: FloatArray) -> FloatArray:
         """c* with k(X, x*) ~ L c* (the Nystrom extension), from k(S, x*) as rows (m x rank)."""
         return solve_triangular(self._chol_landmarks, kernel_to_landmarks.T, lower=True).T
 
-    def solve(self, V):
+    def solve(self, V: FloatArray) -> FloatArray:
         """P^{-1} V by Woodbury (V of shape (n,) or (n, m))."""
         W = self._woodbury
         return (V - W @ (W.T @ V)) / self.noise_variance
 
-    def logdet(self):
+    def logdet(self) -> float:
         """log det P = log det(sigma^2 I + L^T L) + (n - rank) log sigma^2."""
         n = self.scaled.shape[0]
         return self._inner_logdet + (n - self.rank) * float(np.log(self.noise_variance))
 
-    def sample(self, g_low, g_full):
+    def sample(self, g_low: FloatArray, g_full: FloatArray) -> FloatArray:
         """z = L g_low + sigma g_full ~ N(0, P) for standard normal g_low (rank x m), g_full (n x m)."""
         return self.factor @ g_low[: self.rank] + np.sqrt(self.noise_variance) * g_full

@@ -8,12 +8,17 @@ target iteration count, and products with the derivatives of the kernel in the l
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vastml.kernels._gauss import GaussTransform
 from vastml.kernels._gp_cg import EPS_MAX, EPS_MIN, conjugate_gradient
 from vastml.kernels._gp_precond import NystromPreconditioner
+
+if TYPE_CHECKING:
+    from vastml._typing import FloatArray
+    from vastml.kernels._gp_cg import CGResult, Reporter
 
 
 class GaussKernel:
@@ -24,28 +29,28 @@ class GaussKernel:
     costs a handful of plans, not one per iteration.
     """
 
-    def __init__(self, scaled, signal_variance, method, n_jobs):
+    def __init__(self, scaled: FloatArray, signal_variance: float, method: str, n_jobs: int | None) -> None:
         self.scaled = scaled
         self.signal_variance = float(signal_variance)
         self.method = method
         self.n_jobs = n_jobs
-        self._plans = {}
+        self._plans: dict[int, GaussTransform] = {}
 
-    def plan(self, epsilon):
+    def plan(self, epsilon: float) -> GaussTransform:
         raw = min(max(epsilon / self.signal_variance, EPS_MIN), EPS_MAX)
         key = math.floor(math.log10(raw))
         if key not in self._plans:
             self._plans[key] = GaussTransform(self.scaled, math.sqrt(2.0), 10.0**key, self.method, self.n_jobs)
         return self._plans[key]
 
-    def apply(self, targets, weights, epsilon):
+    def apply(self, targets: FloatArray, weights: FloatArray, epsilon: float) -> FloatArray:
         """:math:`\\sigma_f^2 K(\\mathrm{targets}, X) W` with absolute error <= epsilon * sum|w| per column."""
         return self.signal_variance * self.plan(epsilon)(targets, weights)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("scaled", "signal_variance", "method", "n_jobs")}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._plans = {}
 
@@ -67,7 +72,16 @@ class GPSystem:
         :meth:`NystromPreconditioner.max_rank`) and CG continues from where it was.
     """
 
-    def __init__(self, scaled, signal_variance, noise_variance, method, n_jobs, rank, target_iterations):
+    def __init__(
+        self,
+        scaled: FloatArray,
+        signal_variance: float,
+        noise_variance: float,
+        method: str,
+        n_jobs: int | None,
+        rank: int,
+        target_iterations: int | None,
+    ) -> None:
         self.scaled = scaled
         self.n = scaled.shape[0]
         self.noise_variance = float(noise_variance)
@@ -76,17 +90,17 @@ class GPSystem:
         self.precond = NystromPreconditioner(scaled, signal_variance, noise_variance, rank) if rank > 0 else None
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         return 0 if self.precond is None else self.precond.rank
 
     @property
-    def n_landmarks(self):
+    def n_landmarks(self) -> int:
         return 0 if self.precond is None else self.precond.n_visited
 
-    def matvec(self, V, epsilon):
+    def matvec(self, V: FloatArray, epsilon: float) -> FloatArray:
         return self.kernel.apply(self.scaled, V, epsilon) + self.noise_variance * V
 
-    def _can_grow(self):
+    def _can_grow(self) -> bool:
         p = self.precond
         return (
             p is not None
@@ -95,7 +109,16 @@ class GPSystem:
             and p.residual_variance > 1e-2 * self.noise_variance
         )
 
-    def solve(self, B, *, tol, delta, max_iter, progress=None, grow=True):
+    def solve(
+        self,
+        B: FloatArray,
+        *,
+        tol: float,
+        delta: float,
+        max_iter: int,
+        progress: Reporter | None = None,
+        grow: bool = True,
+    ) -> tuple[CGResult, int]:
         """Solve :math:`\\hat K X = B`; returns (CGResult of the last run, total iterations)."""
         B = np.asarray(B, dtype=np.float64)
         b_norm = np.linalg.norm(B.reshape(self.n, -1), axis=0)
@@ -104,7 +127,7 @@ class GPSystem:
         while True:
             budget = max_iter - total
             grow = grow and self.target_iterations is not None and self._can_grow()
-            if grow:
+            if grow and self.target_iterations is not None:
                 budget = min(budget, self.target_iterations)
             res = conjugate_gradient(
                 self.matvec,
@@ -120,12 +143,13 @@ class GPSystem:
                 start_iteration=total,
             )
             total += res.n_iter_
-            if res.converged or res.stopped or not grow or total >= max_iter:
+            precond = self.precond
+            if res.converged or res.stopped or not grow or total >= max_iter or precond is None:
                 return res, total
-            self.precond.build(2 * self.precond.n_visited)
+            precond.build(2 * precond.n_visited)
             x0, r0 = res.x, res.residual
 
-    def derivative_products(self, U, V, epsilon):
+    def derivative_products(self, U: FloatArray, V: FloatArray, epsilon: float) -> FloatArray:
         """For each input dimension k and column c, :math:`u_c^T (K \\odot D_k) v_c` with
         :math:`D_{k,ij} = (\\tilde x_{ik} - \\tilde x_{jk})^2` (the derivative of K in
         :math:`\\log \\ell_k`), and :math:`u_c^T K v_c` as a last row: shape (d + 1, m).

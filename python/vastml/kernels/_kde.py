@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -11,9 +12,19 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml import _core
+from vastml._progress import Progress
 from vastml._validation import choice, n_jobs_arg, open_unit_float
-from vastml.kernels._bandwidth import SELECTORS
-from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
+from vastml.kernels._bandwidth import SELECTORS, sheather_jones_bandwidth
+from vastml.kernels._gauss import METHODS, Bandwidth, GaussTransform, gauss_transform
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    import numpy.typing as npt
+
+    from vastml._typing import ArrayLike, FloatArray, RandomState
+
+    BoolArray = npt.NDArray[np.bool_]
 
 
 SQRT2 = math.sqrt(2.0)
@@ -22,6 +33,10 @@ SQRT2 = math.sqrt(2.0)
 LOG_RTOL = 1e-6
 #: Below this many (uncertified target, source) pairs, ``rtol`` goes straight to the log-space sums.
 LOG_ONLY_PAIRS = 2e7
+#: With ``verbose``, the evaluation runs in chunks of at least this many targets...
+EVALUATION_CHUNK = 65_536
+#: ... and at most this many chunks (each one recomputes the IFGT's coefficients).
+MAX_CHUNKS = 50
 
 
 class KernelDensity(BaseEstimator):
@@ -59,6 +74,10 @@ class KernelDensity(BaseEstimator):
         guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
+    verbose : bool or int, default=False
+        Show progress bars: of the Sheather-Jones selection and of the planning of the
+        transform in ``fit``, and of the evaluation in ``score_samples`` (then run in
+        chunks of at least 65,536 targets, at most 50 of them).
 
     Attributes
     ----------
@@ -76,20 +95,36 @@ class KernelDensity(BaseEstimator):
     True
     """
 
-    def __init__(self, *, bandwidth=1.0, epsilon=1e-6, method="auto", rtol=None, n_jobs=None):
+    _factor: npt.NDArray[np.floating[Any]] | None
+    _whiten: npt.NDArray[np.floating[Any]] | None
+    _log_plan: _core.LogGaussSum | None
+
+    def __init__(
+        self,
+        *,
+        bandwidth: Bandwidth | str = 1.0,
+        epsilon: float = 1e-6,
+        method: str = "auto",
+        rtol: float | None = None,
+        n_jobs: int | None = None,
+        verbose: bool | int = False,
+    ) -> None:
         self.bandwidth = bandwidth
         self.epsilon = epsilon
         self.method = method
         self.rtol = rtol
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
-    def _resolve_bandwidth(self, X):
+    def _resolve_bandwidth(self, X: FloatArray) -> FloatArray:
         bw = self.bandwidth
         d = X.shape[1]
         if isinstance(bw, str):
             choice(bw, "bandwidth", SELECTORS)
             if X.shape[0] < 3:
                 raise ValueError(f"bandwidth={bw!r} needs at least 3 samples, got {X.shape[0]}")
+            if bw == "sheather-jones":
+                return sheather_jones_bandwidth(X, verbose=self.verbose)
             return np.asarray(SELECTORS[bw](X), dtype=np.float64)
         if isinstance(bw, bool):
             raise TypeError(f"`bandwidth` must be a number, an array or a selector name, got {bw!r}")
@@ -114,7 +149,7 @@ class KernelDensity(BaseEstimator):
             raise ValueError(f"`bandwidth` must be positive and finite, got {self.bandwidth!r}")
         return bw
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None) -> Self:
         """Store the data (scaled by the bandwidths) and plan the Gauss transform.
 
         Parameters
@@ -133,9 +168,9 @@ class KernelDensity(BaseEstimator):
         if self.rtol is not None:
             open_unit_float(self.rtol, "rtol")
         n_jobs_arg(self.n_jobs)
-        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=1)
-        self.bandwidth_ = self._resolve_bandwidth(X)
-        n = X.shape[0]
+        Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=1)
+        self.bandwidth_ = self._resolve_bandwidth(Xv)
+        n = Xv.shape[0]
         if sample_weight is None:
             w = np.full(n, 1.0 / n)
         else:
@@ -149,23 +184,24 @@ class KernelDensity(BaseEstimator):
         # Whitening map: per-feature scaling, or L^-1 for a covariance H = L L^T (spec §7), so
         # the kernel becomes exp(-|z - z_i|^2 / 2) on the mapped points.
         if self.bandwidth_.ndim == 2:
-            self._factor = np.linalg.cholesky(self.bandwidth_)
-            self._whiten = np.linalg.inv(self._factor).T
-            log_det = float(np.sum(np.log(np.diag(self._factor))))
+            factor = np.linalg.cholesky(self.bandwidth_)
+            self._factor = factor
+            self._whiten = np.linalg.inv(factor).T
+            log_det = float(np.sum(np.log(np.diag(factor))))
         else:
             self._factor = None
             self._whiten = None
             log_det = float(np.sum(np.log(self.bandwidth_)))
-        self._scaled = self._map(X)
-        self._norm = log_det + 0.5 * X.shape[1] * math.log(2.0 * math.pi)
+        self._scaled = self._map(Xv)
+        self._norm = log_det + 0.5 * Xv.shape[1] * math.log(2.0 * math.pi)
         self._transform = GaussTransform(
-            self._scaled, math.sqrt(2.0), self.epsilon, self.method, self.n_jobs
+            self._scaled, math.sqrt(2.0), self.epsilon, self.method, self.n_jobs, verbose=self.verbose
         )
-        self._X = X
+        self._X = Xv
         self._log_plan = None  # the log-space sums' tree, built on first use
         return self
 
-    def score_samples(self, X):
+    def score_samples(self, X: ArrayLike) -> FloatArray:
         """Log density at each row of ``X`` (``-inf`` only where every weight is zero).
 
         Returns
@@ -173,9 +209,9 @@ class KernelDensity(BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "bandwidth_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        Xs = self._map(X)
-        g = self._transform(Xs, self._weights)
+        Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        Xs = self._map(Xv)
+        g = self._evaluate(Xs)
         eps = float(self.epsilon)  # the weights sum to 1, so |g - exact| <= eps
         if self.rtol is not None:
             rtol = float(self.rtol)
@@ -194,7 +230,24 @@ class KernelDensity(BaseEstimator):
             out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)
         return out - self._norm
 
-    def _tighten(self, Xs, g, rtol, out, resolved):
+    def _evaluate(self, Xs: FloatArray) -> FloatArray:
+        """The transform at ``Xs``: in one call, or in chunks on a progress bar with ``verbose``."""
+        m = Xs.shape[0]
+        verbose = self.verbose
+        if not verbose:
+            return self._transform(Xs, self._weights)
+        chunk = max(EVALUATION_CHUNK, -(-m // MAX_CHUNKS))
+        starts = range(0, m, chunk)
+        out = np.empty(m)
+        with Progress(None, verbose=verbose, total=len(starts), desc="KernelDensity evaluation") as progress:
+            for k, start in enumerate(starts, 1):
+                out[start:start + chunk] = self._transform(Xs[start:start + chunk], self._weights)
+                progress.report(k)
+        return out
+
+    def _tighten(
+        self, Xs: FloatArray, g: FloatArray, rtol: float, out: FloatArray, resolved: BoolArray
+    ) -> BoolArray:
         """Targets known to within a factor of two but not to ``rtol``: recomputed by the fast
         transform at the accuracy each needs, in groups by power of ten; returns the mask of
         those now certified (their log densities written into ``out``)."""
@@ -216,12 +269,12 @@ class KernelDensity(BaseEstimator):
             done[sel[ok]] = True
         return done
 
-    def _map(self, X):
+    def _map(self, X: FloatArray) -> FloatArray:
         if self._whiten is not None:
             return np.ascontiguousarray(X @ self._whiten)
         return np.ascontiguousarray(X / self.bandwidth_)
 
-    def _log_sums(self):
+    def _log_sums(self) -> _core.LogGaussSum:
         """The kd-tree of the log-space sums, built on first use."""
         plan = getattr(self, "_log_plan", None)
         if plan is None:
@@ -229,16 +282,16 @@ class KernelDensity(BaseEstimator):
             self._log_plan = plan
         return plan
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.pop("_log_plan", None)  # rebuilt on use
         return state
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike, y: object = None) -> float:
         """Total log-likelihood of ``X`` under the estimate."""
         return float(np.sum(self.score_samples(X)))
 
-    def sample(self, n_samples=1, random_state=None):
+    def sample(self, n_samples: int = 1, random_state: RandomState = None) -> FloatArray:
         """Draw ``n_samples`` points from the estimate (a data point plus kernel noise).
 
         Returns

@@ -7,16 +7,19 @@ import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Self
 
+    from vastml._progress import Callback
     from vastml._typing import ArrayLike, FloatArray, RandomState
 
+from vastml._progress import Progress
 from vastml._validation import choice, n_jobs_arg, open_unit_float
 from vastml.kernels._bandwidth import sheather_jones
 from vastml.kernels._sums import SUM_METHODS, hermite_gauss_sum
@@ -36,6 +39,19 @@ def entropy_index(
     :math:`\hat p` is the Gaussian kernel density estimate of ``z`` with the given bandwidth.
     Among unit-variance densities the normal minimises :math:`\int p \log p`, so for
     sphered data a larger index means farther from normal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels import entropy_index, sheather_jones
+    >>> rng = np.random.default_rng(0)
+    >>> normal = rng.normal(size=4000)
+    >>> bimodal = np.where(rng.random(4000) < 0.5, -1.0, 1.0) + 0.3 * rng.normal(size=4000)
+    >>> bimodal /= bimodal.std()
+    >>> i_normal = entropy_index(normal, sheather_jones(normal))
+    >>> i_bimodal = entropy_index(bimodal, sheather_jones(bimodal))
+    >>> bool(i_bimodal > i_normal)
+    True
     """
     z = np.ascontiguousarray(z, dtype=np.float64)
     h = float(bandwidth)
@@ -44,7 +60,9 @@ def entropy_index(
     return float(np.mean(np.log(p)))
 
 
-def _index_and_gradient(X, a, h, epsilon, method, n_jobs):
+def _index_and_gradient(
+    X: FloatArray, a: FloatArray, h: float, epsilon: float, method: str, n_jobs: int | None
+) -> tuple[float, FloatArray]:
     """Entropy index of the projection X @ a and its exact gradient in a (h held fixed)."""
     z = np.ascontiguousarray(X @ a)
     n = z.size
@@ -82,6 +100,17 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         L-BFGS iterations per start.
     random_state : int, RandomState or None, default=None
     n_jobs : int, default=None
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(iteration, objective, direction)`` after each L-BFGS iteration
+        of every search (every ``callback_every``), numbered across the searches:
+        ``objective`` is the entropy index being maximised, ``direction`` the current unit
+        direction in sphered coordinates. Returning True ends the fit with the best
+        direction found so far for the current component and no further components
+        (``components_`` may then have fewer rows than ``n_components``), and sets
+        ``stopped_early_``.
+    callback_every : int, default=1
+    verbose : bool or int, default=False
+        Draw a progress bar of the L-BFGS iterations.
 
     Attributes
     ----------
@@ -97,6 +126,8 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
     mean_ : ndarray of shape (n_features,)
     n_iter_ : int
         The most L-BFGS iterations any one search ran (at most ``max_iter``).
+    stopped_early_ : bool
+        Whether a callback stopped the fit.
 
     Examples
     --------
@@ -110,6 +141,10 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
     True
     """
 
+    _iterations: int
+    _max_nit: int
+    _stopped: bool
+
     def __init__(
         self,
         *,
@@ -120,6 +155,9 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         max_iter: int = 100,
         random_state: RandomState = None,
         n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
     ) -> None:
         self.n_components = n_components
         self.n_init = n_init
@@ -128,22 +166,41 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callbacks = callbacks
+        self.callback_every = callback_every
+        self.verbose = verbose
 
-    def _search(self, Z, start, basis, eps, method, n_jobs):
-        """Maximise the index over unit vectors orthogonal to ``basis``, from ``start``."""
+    def _search(
+        self,
+        Z: FloatArray,
+        start: FloatArray,
+        basis: FloatArray,
+        eps: float,
+        method: str,
+        n_jobs: int | None,
+        progress: Progress,
+    ) -> tuple[FloatArray, float, float]:
+        """Maximise the index over unit vectors orthogonal to ``basis``, from ``start``; a stop
+        asked through ``progress`` (``self._stopped``) ends it at the current point."""
         d = Z.shape[1]
         proj = np.eye(d) - basis.T @ basis if basis.size else np.eye(d)
 
-        def unit(v):
+        def unit(v: FloatArray) -> FloatArray:
             u = proj @ v
             return u / np.linalg.norm(u)
 
+        def report(intermediate_result: OptimizeResult) -> None:
+            self._iterations += 1
+            if progress.report(self._iterations, -float(intermediate_result.fun), unit(intermediate_result.x)):
+                self._stopped = True
+                raise StopIteration  # L-BFGS-B ends with its current point
+
         a = unit(start)
         h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
-        best = None
+        best = (a, -math.inf, h)
         for _ in range(2):
 
-            def fun(v, h=h):
+            def fun(v: FloatArray, h: float = h) -> tuple[float, FloatArray]:
                 u = proj @ v
                 norm = np.linalg.norm(u)
                 a = u / norm
@@ -152,10 +209,13 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
                 gv = proj @ (g - a * (a @ g)) / norm
                 return -idx, -gv
 
-            res = minimize(fun, a, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
+            res = minimize(fun, a, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)},
+                           callback=report if progress.active else None)
             self._max_nit = max(self._max_nit, int(res.nit))
             a = unit(res.x)
             best = (a, -float(res.fun), h)
+            if self._stopped:
+                break
             h = sheather_jones(Z @ a, 1e-3, method, n_jobs)
         return best
 
@@ -182,25 +242,37 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
         Z = np.ascontiguousarray((X - self.mean_) @ self._whiten)
         rng = check_random_state(self.random_state)
         self._max_nit = 0
+        self._iterations = 0
+        self._stopped = False
+        progress = Progress(
+            self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
+            total=None, desc="ProjectionPursuit",
+        )
         found: list[np.ndarray] = []
         indices: list[float] = []
         bandwidths: list[float] = []
-        for _ in range(int(self.n_components)):
-            basis = np.array(found).reshape(-1, d)
-            best: tuple[np.ndarray, float, float] | None = None
-            for _ in range(int(self.n_init)):
-                a, idx, h = self._search(Z, rng.standard_normal(d), basis, eps, method, n_jobs)
-                if best is None or idx > best[1]:
-                    best = (a, idx, h)
-            assert best is not None  # n_init >= 1
-            found.append(best[0])
-            indices.append(best[1])
-            bandwidths.append(best[2])
+        with progress:
+            for _ in range(int(self.n_components)):
+                basis = np.array(found).reshape(-1, d)
+                best: tuple[np.ndarray, float, float] | None = None
+                for _ in range(int(self.n_init)):
+                    a, idx, h = self._search(Z, rng.standard_normal(d), basis, eps, method, n_jobs, progress)
+                    if best is None or idx > best[1]:
+                        best = (a, idx, h)
+                    if self._stopped:
+                        break
+                assert best is not None  # n_init >= 1
+                found.append(best[0])
+                indices.append(best[1])
+                bandwidths.append(best[2])
+                if self._stopped:
+                    break
         self.directions_ = np.array(found)
         self.components_ = (self._whiten @ self.directions_.T).T
         self.index_ = np.array(indices)
         self.bandwidth_ = np.array(bandwidths)
         self.n_iter_ = max(self._max_nit, 1)
+        self.stopped_early_ = self._stopped
         return self
 
     def transform(self, X: ArrayLike) -> FloatArray:

@@ -13,7 +13,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Self
+    from typing import Any, Self
+
+    import numpy.typing as npt
 
     from vastml._progress import Callback
     from vastml._typing import ArrayLike, FloatArray, RandomState
@@ -149,7 +151,7 @@ class RankNCG(BaseEstimator):
         self.verbose = verbose
 
     # -- the gradient ------------------------------------------------------------------
-    def _setup(self, X, y):
+    def _setup(self, X: FloatArray, y: npt.NDArray[Any]) -> None:
         self.classes_ = np.unique(y)
         if self.classes_.size < 2:
             raise ValueError(
@@ -166,7 +168,7 @@ class RankNCG(BaseEstimator):
         self._better = [[j for (a, j) in self._edges if a == i] for i in range(len(self._groups))]
         self._worse = [[a for (a, j) in self._edges if j == i] for i in range(len(self._groups))]
 
-    def _gradient(self, w, eps, method, n_jobs):
+    def _gradient(self, w: FloatArray, eps: float, method: str, n_jobs: int | None) -> FloatArray:
         """Gradient of the probit-matched penalised log-likelihood (thesis eqs. 8.13-8.17)."""
         z = [PROBIT * (g @ w) for g in self._groups]
         g = -float(self.l2_penalty) * w - self._a1
@@ -222,10 +224,11 @@ class RankNCG(BaseEstimator):
             self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
             total=max_iter, desc="RankNCG",
         )
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
-        self._setup(X, y)
+        Xv: FloatArray
+        Xv, yv = validate_data(self, X, y, dtype=np.float64, order="C")
+        self._setup(Xv, yv)
         rng = check_random_state(self.random_state)
-        w = rng.standard_normal(X.shape[1]) * 1e-3
+        w = rng.standard_normal(Xv.shape[1]) * 1e-3
 
         def grad(v: FloatArray) -> FloatArray:
             return self._gradient(v, eps, method, n_jobs)
@@ -269,7 +272,14 @@ class RankNCG(BaseEstimator):
         return wmw_score(self.decision_function(X), y, self.graph)
 
 
-def _secant_search(grad, w, d, g, step, max_steps=12):
+def _secant_search(
+    grad: Callable[[FloatArray], FloatArray],
+    w: FloatArray,
+    d: FloatArray,
+    g: FloatArray,
+    step: float,
+    max_steps: int = 12,
+) -> tuple[FloatArray, FloatArray, float]:
     """Line search along the ascent direction d: regula falsi on phi'(a) = grad(w + a d) . d.
 
     Brackets the zero of the directional derivative by doubling the trial step, then takes

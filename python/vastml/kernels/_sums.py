@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml import _core
 from vastml._validation import check_int, choice, n_jobs_arg, open_unit_float, positive_float
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
+
 #: Methods of the 1-D sums. ``auto`` runs the fast series when its cost estimate is lower.
 SUM_METHODS = ("auto", "direct", "fast")
 
 
-def as_line(x, name: str) -> np.ndarray:
+def as_line(x: ArrayLike, name: str) -> FloatArray:
     """``x`` as a contiguous 1-D float64 array of finite values (a column vector is accepted)."""
     try:
         a = np.asarray(x, dtype=np.float64)
@@ -28,7 +33,7 @@ def as_line(x, name: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def _line_weights(weights, n: int) -> np.ndarray:
+def _line_weights(weights: ArrayLike | None, n: int) -> FloatArray:
     if weights is None:
         return np.ones(n)
     w = as_line(weights, "weights")
@@ -38,16 +43,16 @@ def _line_weights(weights, n: int) -> np.ndarray:
 
 
 def hermite_gauss_sum(
-    sources,
-    targets,
-    derivative_order,
-    h1,
-    h2=None,
-    weights=None,
-    epsilon=1e-6,
-    method="auto",
-    n_jobs=None,
-):
+    sources: ArrayLike,
+    targets: ArrayLike,
+    derivative_order: int,
+    h1: float,
+    h2: float | None = None,
+    weights: ArrayLike | None = None,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> FloatArray:
     r"""Weighted sum of Hermite polynomials times Gaussians on a line, to a guaranteed accuracy.
 
     .. math:: G_r(y_j) = \sum_i q_i\, He_r\!\left(\frac{y_j - x_i}{h_1}\right)
@@ -111,7 +116,14 @@ def hermite_gauss_sum(
     )
 
 
-def erfc_sum(sources, targets, weights=None, epsilon=1e-6, method="auto", n_jobs=None):
+def erfc_sum(
+    sources: ArrayLike,
+    targets: ArrayLike,
+    weights: ArrayLike | None = None,
+    epsilon: float = 1e-6,
+    method: str = "auto",
+    n_jobs: int | None = None,
+) -> FloatArray:
     r"""Weighted sum of complementary error functions, to a guaranteed accuracy.
 
     .. math:: E(y_j) = \sum_i q_i \operatorname{erfc}(y_j - x_i)

@@ -78,12 +78,16 @@ class _Rounds:
                 return True
             self.count += 1
             state = match.copy() if self.progress.wants(self.count) else None
-            self.stopped = self.progress.report(self.count, objective, state)
+            try:
+                self.stopped = self.progress.report(self.count, objective, state)
+            except BaseException:
+                self.stopped = True  # the other starts end too; the error is raised by this one
+                raise
             return self.stopped
 
 
 def _run_starts(
-    run: Callable[[IntArray], tuple[float, IntArray]], starts: list[IntArray], n_jobs: int | None
+    run: Callable[[IntArray], tuple[float, IntArray]], starts: Sequence[IntArray], n_jobs: int | None
 ) -> list[tuple[float, IntArray]]:
     """``run`` on every start, on ``n_jobs`` threads (checked by ``n_jobs_arg``), in order."""
     if n_jobs is not None and n_jobs < 0:
@@ -189,9 +193,9 @@ class KernelizedSorting(BaseEstimator):
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> Self:
         """Match ``Y``'s objects to ``X``'s; returns self."""
-        X, Y = _check_pair(X, Y, self.kernel)
+        Xv, Yv = _check_pair(X, Y, self.kernel)
         if not (self.kernel == "precomputed" or callable(self.kernel)):
-            self.n_features_in_ = X.shape[1]
+            self.n_features_in_ = Xv.shape[1]
         max_iter = check_int(self.max_iter, "max_iter", low=1)
         n_init = check_int(self.n_init, "n_init", low=1)
         choice(self.init, "init", ("random", "pca"))
@@ -204,11 +208,11 @@ class KernelizedSorting(BaseEstimator):
         progress = Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
                             total=n_init * max_iter, desc="KernelizedSorting")
         if p is None:
-            K = centred_kernel(X, self.kernel, self.gamma)
-            L = centred_kernel(Y, self.kernel, self.gamma)
+            K = centred_kernel(Xv, self.kernel, self.gamma)
+            L = centred_kernel(Yv, self.kernel, self.gamma)
         else:
-            K = centred_kernel(smooth_kernel(centred_kernel(X, self.kernel, self.gamma, False), p), "precomputed")
-            L = centred_kernel(smooth_kernel(centred_kernel(Y, self.kernel, self.gamma, False), p), "precomputed")
+            K = centred_kernel(smooth_kernel(centred_kernel(Xv, self.kernel, self.gamma, False), p), "precomputed")
+            L = centred_kernel(smooth_kernel(centred_kernel(Yv, self.kernel, self.gamma, False), p), "precomputed")
         if self.zero_diagonal:
             np.fill_diagonal(K, 0.0)
             np.fill_diagonal(L, 0.0)
@@ -216,7 +220,7 @@ class KernelizedSorting(BaseEstimator):
         rng = np.random.default_rng(_seed(self.random_state))
         starts = [rng.permutation(m) for _ in range(n_init)]
         if self.init == "pca":
-            rx, ry = _first_pc_rank(np.asarray(X, float)), _first_pc_rank(np.asarray(Y, float))
+            rx, ry = _first_pc_rank(np.asarray(Xv, float)), _first_pc_rank(np.asarray(Yv, float))
             starts[0] = np.argsort(rx)[ry]  # y_i <- the x of the same rank
         rounds = _Rounds(progress)
 
@@ -359,17 +363,17 @@ class LeastSquaresObjectMatching(BaseEstimator):
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> Self:
         """Match ``Y``'s objects to ``X``'s; returns self."""
-        X, Y = _check_pair(X, Y, self.kernel)
+        Xv, Yv = _check_pair(X, Y, self.kernel)
         if not (self.kernel == "precomputed" or callable(self.kernel)):
-            self.n_features_in_ = X.shape[1]
+            self.n_features_in_ = Xv.shape[1]
         max_iter = check_int(self.max_iter, "max_iter", low=1)
         n_init = check_int(self.n_init, "n_init", low=1)
         ridge = check_float(self.ridge, "ridge", low=0.0, low_open=True)
         n_jobs = n_jobs_arg(self.n_jobs)
         progress = Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
                             total=n_init * max_iter, desc="LeastSquaresObjectMatching")
-        K = centred_kernel(X, self.kernel, self.gamma, False)
-        L = centred_kernel(Y, self.kernel, self.gamma, False)
+        K = centred_kernel(Xv, self.kernel, self.gamma, False)
+        L = centred_kernel(Yv, self.kernel, self.gamma, False)
         m = K.shape[0]
         rng = np.random.default_rng(_seed(self.random_state))
         starts = [rng.permutation(m) for _ in range(n_init)]
@@ -379,7 +383,7 @@ class LeastSquaresObjectMatching(BaseEstimator):
             if init == "pca":
                 if self.kernel == "precomputed" or callable(self.kernel):
                     raise ValueError("`init='pca'` needs the data, not a precomputed or callable `kernel`")
-                rx, ry = _first_pc_rank(np.asarray(X, float)), _first_pc_rank(np.asarray(Y, float))
+                rx, ry = _first_pc_rank(np.asarray(Xv, float)), _first_pc_rank(np.asarray(Yv, float))
                 starts[0] = np.argsort(rx)[ry]
         else:
             given = np.asarray(init)

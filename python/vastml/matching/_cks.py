@@ -404,9 +404,9 @@ class ConvexKernelizedSorting(BaseEstimator):
 
     Notes
     -----
-    ``fit(X, Y)`` takes the second set as scikit-learn's ``y`` argument, a 2-D array of the
-    same number of rows; scikit-learn's estimator checks run on the estimator with ``Y``
-    derived from ``X``.
+    ``fit(X, Y)`` takes the second set as scikit-learn's ``y`` argument: an array with as
+    many rows as ``X`` (a 1-D one is read as points on a line), so scikit-learn's estimator
+    checks, which pass a target vector there, match the rows of ``X`` to its values.
 
     Examples
     --------
@@ -448,9 +448,9 @@ class ConvexKernelizedSorting(BaseEstimator):
 
     def fit(self, X: ArrayLike, Y: ArrayLike) -> Self:
         """Match ``Y``'s objects to ``X``'s; returns self."""
-        X, Y = _check_pair(X, Y, self.kernel)
+        Xv, Yv = _check_pair(X, Y, self.kernel)
         if not (self.kernel == "precomputed" or callable(self.kernel)):
-            self.n_features_in_ = X.shape[1]
+            self.n_features_in_ = Xv.shape[1]
         C = check_float(self.l2_penalty_marginals, "l2_penalty_marginals", low=0.0, low_open=True)
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"`max_iter` must be an integer >= 1, got {self.max_iter!r}")
@@ -464,8 +464,8 @@ class ConvexKernelizedSorting(BaseEstimator):
             raise ValueError(f"`projection` must be None or 'sinkhorn', got {self.projection!r}")
         progress = Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
                             total=int(self.max_iter), desc="ConvexKernelizedSorting")
-        K = centred_kernel(X, self.kernel, self.gamma, self.center)
-        L = centred_kernel(Y, self.kernel, self.gamma, self.center)
+        K = centred_kernel(Xv, self.kernel, self.gamma, self.center)
+        L = centred_kernel(Yv, self.kernel, self.gamma, self.center)
         m = K.shape[0]
         if L.shape != (m, m):
             raise ValueError(f"kernel matrices of different sizes: {K.shape} and {L.shape}")

@@ -13,8 +13,10 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+use vastml_core::{Control, Halt};
+
 use crate::direct::{DirectPlan, TreePlan};
-use crate::error::Result;
+use crate::error::{FgtError, Result};
 use crate::ifgt::{self, IfgtPlan, IfgtProblem, choose_parameters_uniform};
 use crate::{Engine, Method, monomials, plan};
 
@@ -56,6 +58,8 @@ pub(crate) struct Chosen {
     pub estimates: Vec<(Method, f64)>,
     /// Extrapolated seconds of one evaluation, for the candidates that were timed.
     pub measured: Vec<(Method, f64)>,
+    /// Whether the progress hook ended the planning early.
+    pub stopped: bool,
 }
 
 struct Candidate {
@@ -98,8 +102,20 @@ impl Context<'_> {
     }
 
     /// Estimates every method, refines and builds the promising ones, times the close
-    /// ones, and returns the fastest.
-    pub fn choose(&self, cancel: &AtomicBool) -> Result<Chosen> {
+    /// ones, and returns the fastest. Each stage is reported to `control` (see
+    /// [`crate::GaussTransform::plan_with_control`]); a stop skips the stages left.
+    pub fn choose(&self, control: &Control<'_, str>) -> Result<Chosen> {
+        let cancel = control.cancel_flag();
+        let mut stage = 0usize;
+        // Ok(true) when the hook asks to stop; the cancel flag is an error
+        let mut report = |name: &str, seconds: f64| -> Result<bool> {
+            stage += 1;
+            match control.report(stage, || seconds, name) {
+                Ok(()) => Ok(false),
+                Err(Halt::Stopped) => Ok(true),
+                Err(Halt::Cancelled) => Err(FgtError::Cancelled),
+            }
+        };
         let (n, m, dim, w) = (self.sources.len() / self.dim, self.m, self.dim, self.w);
         let sample = plan::sample_rows(self.sample_src, dim, 128);
         let mut cands: Vec<Candidate> = Vec::new();
@@ -122,9 +138,10 @@ impl Context<'_> {
             .flatten()
             .fold(f64::INFINITY, f64::min);
         let mut best = direct;
+        let mut stopped = report("estimate", rough_best * 1e-9)?;
         if let Some(rough) = tree_rough {
             // the uniform model overestimates the tree by up to ~5x (clumpy data)
-            if rough < 5.0 * rough_best {
+            if !stopped && rough < 5.0 * rough_best {
                 let tree =
                     TreePlan::new(self.sources, dim, self.h, self.epsilon, self.tree_radius)?;
                 let (pts, runs) = tree.mean_sources_in_reach(&sample);
@@ -135,6 +152,7 @@ impl Context<'_> {
                     estimate: cost,
                     engine: Some(Engine::Tree(tree)),
                 });
+                stopped = report("direct-tree", cost * 1e-9)?;
             } else {
                 cands.push(Candidate {
                     method: Method::DirectTree,
@@ -147,7 +165,7 @@ impl Context<'_> {
             // Clustering is only worth it when the IFGT may come within the timing window
             // of the best refined alternative, and never grows past the number of clusters
             // whose clustering alone would cost more than that.
-            if rough < WINDOW * best {
+            if !stopped && rough < WINDOW * best {
                 let k_budget = (WINDOW * best
                     / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
                     .max(1.0) as usize;
@@ -167,6 +185,7 @@ impl Context<'_> {
                         estimate: flat,
                         engine: Some(Engine::Ifgt(Box::new(p))),
                     });
+                    stopped = report("ifgt", flat.min(treed) * 1e-9)?;
                 }
             } else {
                 cands.push(Candidate {
@@ -197,25 +216,36 @@ impl Context<'_> {
             .filter(|c| buildable(c) && c.estimate <= WINDOW * low)
             .map(|c| c.method)
             .collect();
-        let timed = self.measure && close.len() > 1 && low > MEASURE_ABOVE_NS;
-        let mut measured = Vec::new();
+        let timed = !stopped && self.measure && close.len() > 1 && low > MEASURE_ABOVE_NS;
+        let mut measured: Vec<(Method, f64)> = Vec::new();
         let winner = if timed {
             // Round-robin repeats, keeping each one's fastest: a burst of load from other
             // processes then hits one repeat, not one candidate.
             // A candidate clearly behind after a round (1.5x the leader) is not timed again.
             let mut secs = vec![f64::INFINITY; close.len()];
-            for round in 0..REPEATS {
+            'rounds: for round in 0..REPEATS {
                 let lead = secs.iter().copied().fold(f64::INFINITY, f64::min);
                 for (slot, &method) in secs.iter_mut().zip(&close) {
                     if round > 0 && *slot > 1.5 * lead {
                         continue;
                     }
                     let engine = self.take_engine(&mut cands, method)?;
-                    *slot = slot.min(self.time_engine(&engine, cancel)?);
+                    let t = self.time_engine(&engine, cancel)?;
+                    *slot = slot.min(t);
                     self.put_engine(&mut cands, method, engine);
+                    if report(&format!("time {}", method.name()), t)? {
+                        stopped = true;
+                        break 'rounds;
+                    }
                 }
             }
-            measured = close.iter().copied().zip(secs.iter().copied()).collect();
+            // after a stop, only the candidates timed so far
+            measured = close
+                .iter()
+                .copied()
+                .zip(secs.iter().copied())
+                .filter(|(_, s)| s.is_finite())
+                .collect();
             measured
                 .iter()
                 .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -232,6 +262,7 @@ impl Context<'_> {
             engine,
             estimates,
             measured,
+            stopped,
         })
     }
 
@@ -406,6 +437,65 @@ mod tests {
         for (a, b) in g.iter().zip(&exact) {
             assert!((a - b).abs() <= eps * qsum);
         }
+    }
+
+    /// The planner reports its stages 1, 2, ... in order, named; a hook's stop ends the
+    /// planning with a usable plan that still meets epsilon; a raised cancel flag is an error.
+    #[test]
+    fn planning_stages_are_reported_and_a_stop_keeps_a_usable_plan() {
+        use std::sync::Mutex;
+        use vastml_core::Control;
+        let (n, dim, h, eps) = (20_000, 2, 0.05, 1e-6);
+        let x = points(n, dim, 3);
+        let y = points(3000, dim, 4);
+        let q: Vec<f64> = points(n, 1, 5);
+        let options = PlanOptions {
+            target_sample: Some(&y),
+            n_targets: Some(20_000),
+            ..PlanOptions::default()
+        };
+        let cancel = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let hook = |it: usize, seconds: f64, stage: &str| {
+            seen.lock().unwrap().push((it, seconds, stage.to_string()));
+            false
+        };
+        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
+        let gt =
+            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
+                .unwrap();
+        let seen = seen.into_inner().unwrap();
+        assert!(!gt.info().stopped);
+        assert!(seen.len() >= 3, "{seen:?}");
+        assert_eq!(seen[0].2, "estimate");
+        assert!(
+            seen.iter()
+                .enumerate()
+                .all(|(k, (it, s, _))| *it == k + 1 && *s > 0.0)
+        );
+        assert!(seen.iter().any(|(_, _, name)| name.starts_with("time ")));
+
+        let stop = |_: usize, _: f64, _: &str| true;
+        let control = Control::<str>::new(&cancel).with_hook(&stop, 1);
+        let gt =
+            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
+                .unwrap();
+        assert!(gt.info().stopped && gt.info().measured.is_empty());
+        let g = gt.evaluate(&y[..200], &q, 1, &cancel).unwrap();
+        let exact = direct_reference(&x, &y[..200], dim, &q, 1, h);
+        let qsum: f64 = q.iter().sum();
+        assert!(
+            g.iter()
+                .zip(&exact)
+                .all(|(a, b)| (a - b).abs() <= eps * qsum)
+        );
+
+        let raised = AtomicBool::new(true);
+        let control = Control::<str>::new(&raised);
+        assert!(matches!(
+            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control),
+            Err(crate::FgtError::Cancelled)
+        ));
     }
 
     /// Fixed-p mode uses exactly the given p: a large p is as accurate as the bound asks,

@@ -77,6 +77,7 @@ pub use split::{SplitIfgt, cluster_radii, split_centers};
 use direct::{DirectPlan, TreePlan};
 use error::invalid;
 use ifgt::IfgtPlan;
+pub use vastml_core::{Control, Halt};
 
 /// How the sum is evaluated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,6 +157,10 @@ pub struct PlanInfo {
     /// For `auto`, the candidates that were timed on a sample of the targets: the
     /// extrapolated seconds of one evaluation (on the planning threads).
     pub measured: Vec<(Method, f64)>,
+    /// Whether a progress hook stopped the planning early (see
+    /// [`GaussTransform::plan_with_control`]): the method was then chosen from what was
+    /// estimated and timed until then.
+    pub stopped: bool,
 }
 
 #[derive(Debug)]
@@ -341,6 +346,32 @@ impl GaussTransform {
         options: &PlanOptions<'_>,
         cancel: &AtomicBool,
     ) -> Result<GaussTransform> {
+        let control = Control::new(cancel);
+        Self::plan_with_control(sources, dim, bandwidth, epsilon, method, options, &control)
+    }
+
+    /// [`GaussTransform::plan_with`] reporting its stages to a progress hook.
+    ///
+    /// `method = auto` reports each stage as it ends, numbered from 1: the model's estimates
+    /// (`"estimate"`, objective: the cheapest estimate in seconds on one core), each candidate
+    /// refined on the data (`"direct-tree"`, `"ifgt"`: its estimate) and each timing of a
+    /// close candidate (`"time direct"`, ...: the extrapolated seconds of one evaluation); the
+    /// state is the stage's name. A hook returning `true` ends the planning at that stage with
+    /// the best method known then ([`PlanInfo::stopped`]). An explicit method reports its one
+    /// stage (`"plan"`). The cancel flag is polled at every stage and inside the clustering.
+    ///
+    /// # Errors
+    /// As [`GaussTransform::plan_with`].
+    pub fn plan_with_control(
+        sources: &[f64],
+        dim: usize,
+        bandwidth: f64,
+        epsilon: f64,
+        method: Method,
+        options: &PlanOptions<'_>,
+        control: &Control<'_, str>,
+    ) -> Result<GaussTransform> {
+        let cancel = control.cancel_flag();
         let n = check_points(sources, dim, "sources")?;
         check_scalars(bandwidth, epsilon)?;
         let targets = options.targets;
@@ -410,6 +441,7 @@ impl GaussTransform {
 
         let mut estimates = Vec::new();
         let mut measured = Vec::new();
+        let mut stopped = false;
         let engine = match method {
             Method::Direct => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
             Method::DirectTree => {
@@ -481,12 +513,21 @@ impl GaussTransform {
                 Engine::Ifgt(Box::new(plan))
             }
             Method::Auto => {
-                let chosen = ctx.choose(cancel)?;
+                let chosen = ctx.choose(control)?;
                 estimates = chosen.estimates;
                 measured = chosen.measured;
+                stopped = chosen.stopped;
                 chosen.engine
             }
         };
+        if method != Method::Auto {
+            // one stage; a stop asked here has nothing left to skip
+            match control.report(1, || f64::NAN, "plan") {
+                Err(Halt::Cancelled) => return Err(FgtError::Cancelled),
+                Err(Halt::Stopped) => stopped = true,
+                Ok(()) => {}
+            }
+        }
         let info = match &engine {
             Engine::Direct(_) => PlanInfo {
                 method: Method::Direct,
@@ -497,6 +538,7 @@ impl GaussTransform {
                 cutoff: f64::INFINITY,
                 estimates: Vec::new(),
                 measured: Vec::new(),
+                stopped: false,
             },
             Engine::Tree(t) => PlanInfo {
                 method: Method::DirectTree,
@@ -507,6 +549,7 @@ impl GaussTransform {
                 cutoff: t.radius(),
                 estimates: Vec::new(),
                 measured: Vec::new(),
+                stopped: false,
             },
             Engine::Ifgt(p) => PlanInfo {
                 method: if p.has_tree() {
@@ -521,11 +564,13 @@ impl GaussTransform {
                 cutoff: ifgt_cutoff,
                 estimates: Vec::new(),
                 measured: Vec::new(),
+                stopped: false,
             },
         };
         let info = PlanInfo {
             estimates: estimates.into_iter().map(|(k, c)| (k, c * 1e-9)).collect(),
             measured,
+            stopped,
             ..info
         };
         Ok(GaussTransform {

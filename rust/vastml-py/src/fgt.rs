@@ -3,12 +3,18 @@
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions};
 
 use crate::arrays::rows;
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
+
+/// A planning stage's name, as the progress callable's `state`.
+fn stage_to_py(py: Python<'_>, stage: &str) -> PyResult<Py<PyAny>> {
+    Ok(PyString::new(py, stage).into_any().unbind())
+}
 
 fn parse_method(method: &str) -> PyResult<Method> {
     method.parse::<Method>().map_err(ToPyErr::to_pyerr)
@@ -23,13 +29,14 @@ fn check_dims(sources: usize, other: usize, name: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// gauss_transform(sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None)
+/// gauss_transform(sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, truncation=None, n_clusters=None, progress=None)
 /// --
 ///
 /// G[j, w] = sum_i weights[i, w] * exp(-||targets[j] - sources[i]||^2 / bandwidth^2), with
 /// max |G_hat - G| / sum |weights[:, w]| <= epsilon. All arrays C-contiguous float64, 2-D.
+/// `progress(stage_number, seconds, stage_name)` is called after each planning stage.
 #[pyfunction]
-#[pyo3(signature = (sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, truncation=None, n_clusters=None))]
+#[pyo3(signature = (sources, targets, weights, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, truncation=None, n_clusters=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn gauss_transform<'py>(
     py: Python<'py>,
@@ -42,6 +49,7 @@ pub fn gauss_transform<'py>(
     n_jobs: Option<isize>,
     truncation: Option<usize>,
     n_clusters: Option<usize>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let method = parse_method(method)?;
     let (src, dim) = rows(&sources, "sources")?;
@@ -49,6 +57,7 @@ pub fn gauss_transform<'py>(
     let (w, n_weights) = rows(&weights, "weights")?;
     check_dims(dim, tdim, "targets")?;
     let m = tgt.len().checked_div(tdim).unwrap_or(0);
+    let hook = progress::hook(progress, stage_to_py);
     let out = enter(py, n_jobs, |cancel| {
         let options = PlanOptions {
             targets: Some(tgt),
@@ -57,18 +66,25 @@ pub fn gauss_transform<'py>(
             n_clusters,
             ..PlanOptions::default()
         };
-        GaussTransform::plan_with(src, dim, bandwidth, epsilon, method, &options, cancel)?
+        let control = progress::control(cancel, hook.as_ref());
+        GaussTransform::plan_with_control(src, dim, bandwidth, epsilon, method, &options, &control)?
             .evaluate(tgt, w, n_weights, cancel)
-    })?;
+    });
+    if let Some(h) = &hook {
+        h.finish()?;
+    }
+    let out = out?;
     numpy::ndarray::Array2::from_shape_vec((m, n_weights), out)
         .map_err(|e| PyValueError::new_err(e.to_string()))
         .map(|a| a.into_pyarray(py))
 }
 
-/// GaussTransform(sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None)
+/// GaussTransform(sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, target_sample=None, n_targets=None, n_weights=1, truncation=None, n_clusters=None, measure=True, progress=None)
 /// --
 ///
 /// A Gauss transform over fixed sources whose clustering / tree is built once.
+/// `progress(stage_number, seconds, stage_name)` is called after each planning stage; True
+/// ends the planning with the best method known then (`info()["stopped"]`).
 #[pyclass(name = "GaussTransform", module = "vastml._core", frozen)]
 pub struct PyGaussTransform {
     inner: GaussTransform,
@@ -77,7 +93,7 @@ pub struct PyGaussTransform {
 #[pymethods]
 impl PyGaussTransform {
     #[new]
-    #[pyo3(signature = (sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, target_sample=None, n_targets=None, n_weights=1, truncation=None, n_clusters=None, measure=true))]
+    #[pyo3(signature = (sources, bandwidth, epsilon=1e-6, method="auto", n_jobs=None, target_sample=None, n_targets=None, n_weights=1, truncation=None, n_clusters=None, measure=true, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -92,6 +108,7 @@ impl PyGaussTransform {
         truncation: Option<usize>,
         n_clusters: Option<usize>,
         measure: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let method = parse_method(method)?;
         let (src, dim) = rows(&sources, "sources")?;
@@ -103,6 +120,7 @@ impl PyGaussTransform {
             }
             None => None,
         };
+        let hook = progress::hook(progress, stage_to_py);
         let inner = enter(py, n_jobs, |cancel| {
             let options = PlanOptions {
                 target_sample: sample,
@@ -113,8 +131,15 @@ impl PyGaussTransform {
                 measure,
                 ..PlanOptions::default()
             };
-            GaussTransform::plan_with(src, dim, bandwidth, epsilon, method, &options, cancel)
-        })?;
+            let control = progress::control(cancel, hook.as_ref());
+            GaussTransform::plan_with_control(
+                src, dim, bandwidth, epsilon, method, &options, &control,
+            )
+        });
+        if let Some(h) = &hook {
+            h.finish()?;
+        }
+        let inner = inner?;
         Ok(PyGaussTransform { inner })
     }
 
@@ -180,6 +205,7 @@ impl PyGaussTransform {
             measured.set_item(m.name(), *s)?;
         }
         d.set_item("measured", measured)?;
+        d.set_item("stopped", i.stopped)?;
         Ok(d)
     }
 }
