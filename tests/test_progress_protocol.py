@@ -3,7 +3,8 @@
 Every public estimator with a ``callbacks`` parameter must: call each callback as
 ``callback(iteration, objective, state)`` with iterations counted from 1, increasing, on the
 ``callback_every`` grid; stop cleanly when a callback returns True (``stopped_early_`` True, fewer
-reports, a fitted estimator whose outputs work); let a callback's exception propagate; and draw
+reports, a fitted estimator whose outputs work; or, for a pipeline stopped before it has any
+usable state, no model and a ``ConvergenceWarning``); let a callback's exception propagate; and draw
 a progress bar on stderr with ``verbose=True``. ``callback_every`` and ``verbose`` always come
 with ``callbacks``.
 """
@@ -11,11 +12,13 @@ with ``callbacks``.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
 from _estimators import OUTPUTS, PAIRS, fit, fit_data, quick
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from test_common import CLASSES
 
 REPORTING = [c for c in CLASSES if "callbacks" in inspect.signature(c.__init__).parameters]
@@ -35,21 +38,23 @@ def test_the_protocol_parameters_come_together():
 
 
 @pytest.mark.parametrize("cls", REPORTING, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("every", [1, 2])
-def test_callbacks_see_the_iterations(cls, every):
-    seen = []
+def test_callbacks_see_the_iterations(cls):
+    def run(every):
+        seen = []
+        est = quick(cls).set_params(
+            callbacks=[lambda i, o, s: seen.append((i, o))], callback_every=every
+        )
+        return fit(est, cls.__name__), seen
 
-    def record(iteration, objective, state):
-        seen.append((iteration, objective))
-
-    est = fit(quick(cls).set_params(callbacks=[record], callback_every=every), cls.__name__)
+    est, seen = run(1)
     assert seen, f"{cls.__name__} never called its callback"
     its = [it for it, _ in seen]
     assert all(isinstance(it, int) for it in its)
-    assert its[0] >= 1 and all(b > a for a, b in zip(its, its[1:])), its
-    assert all(it % every == 0 for it in its), its
+    assert its == list(range(1, len(its) + 1)), its
     assert all(isinstance(obj, float) for _, obj in seen)
     assert est.stopped_early_ is False
+    _, every_2 = run(2)
+    assert [it for it, _ in every_2] == [it for it in its if it % 2 == 0]
 
 
 @pytest.mark.parametrize("cls", REPORTING, ids=lambda c: c.__name__)
@@ -63,7 +68,9 @@ def test_a_true_callback_stops_the_fit_cleanly(cls):
         stops.append(iteration)
         return True
 
-    est = fit(quick(cls).set_params(callbacks=stop), name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = fit(quick(cls).set_params(callbacks=stop), name)
     assert est.stopped_early_ is True
     assert stops == full[:1], (stops, full[:3])
     X, _ = fit_data(name, est)
@@ -72,7 +79,13 @@ def test_a_true_callback_stops_the_fit_cleanly(cls):
         if f is None or (meth == "transform" and name in PAIRS):
             continue
         if "X" in inspect.signature(f).parameters:
-            out = np.asarray(f(X))
+            try:
+                out = np.asarray(f(X))
+            except NotFittedError:
+                # A pipeline stopped before it has any usable state (LLL before its solve)
+                # keeps no model and says so with a ConvergenceWarning.
+                assert any(issubclass(w.category, ConvergenceWarning) for w in caught), name
+                continue
             assert out.shape[0] == X.shape[0]
 
 
