@@ -678,12 +678,8 @@ pub fn kmeans<'py>(
             let d = *d;
             let km = enter(py, n_jobs, |_| {
                 vastml_spatial::kmeans_csr(
-                    vastml_spatial::CsrPoints {
-                        indptr: &ip,
-                        indices: &ix,
-                        data: vals,
-                        dim: d,
-                    },
+                    vastml_core::Csr::new("X", &ip, &ix, vals, d)
+                        .map_err(vastml_spatial::SpatialError::from)?,
                     k,
                     max_iter,
                     tol,
