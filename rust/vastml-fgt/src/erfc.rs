@@ -16,6 +16,8 @@ use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
 
+#[cfg(doc)]
+use crate::error::FgtError;
 use crate::error::{Result, invalid};
 use crate::hermite::{SumMethod, check_sums_1d, per_target};
 use crate::intervals::Intervals;
