@@ -42,6 +42,25 @@ impl From<vastml_core::Halt> for EmbedError {
     }
 }
 
+impl From<vastml_core::Error> for EmbedError {
+    /// The shared input checks' errors, as this crate reports them.
+    fn from(e: vastml_core::Error) -> Self {
+        use vastml_core::Error as E;
+        match e {
+            E::InvalidParameter { name, reason } => EmbedError::InvalidParameter { name, reason },
+            E::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => EmbedError::ShapeMismatch(format!(
+                "`{name}`: expected length {expected}, got {actual}"
+            )),
+            E::NonFinite { name, .. } => EmbedError::NonFinite { name },
+            E::Empty { name } => EmbedError::ShapeMismatch(format!("`{name}` is empty")),
+        }
+    }
+}
+
 /// Result alias of the crate.
 pub type Result<T> = std::result::Result<T, EmbedError>;
 

@@ -21,7 +21,7 @@ use rustfft::num_complex::Complex64;
 use rustfft::{Fft, FftPlanner};
 
 use crate::error::{EmbedError, Result, invalid};
-use crate::nbody::{Kernel, KernelSums, check_points};
+use crate::kernel::{Kernel, KernelSums, check_points};
 
 /// Parameters of the interpolation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -165,7 +165,6 @@ impl Convolver {
     }
 }
 
-#[allow(clippy::needless_range_loop)] // index loops mirror the tensor-product grid formulas
 /// The sums of [`crate::nbody`] (s0 = Σ v K, s1 = Σ v K^q, sx = Σ v K^q x_m, self
 /// excluded) by polynomial interpolation on a grid and FFT convolution, for `dim` 1 or 2.
 ///
@@ -185,7 +184,6 @@ pub fn interpolation_sums(
 
 /// [`interpolation_sums`] with the convolution by real-to-complex FFTs (`real_fft`, the
 /// production path) or by packed complex FFTs (the reference the tests compare it with).
-#[allow(clippy::needless_range_loop)]
 fn interpolation_sums_with(
     x: &[f64],
     dim: usize,
@@ -296,10 +294,10 @@ fn interpolation_sums_with(
             let w = &lw[i * dim * p..(i + 1) * dim * p];
             if dim == 1 {
                 let b0 = base[i] as usize;
-                for a in 0..p {
+                for (a, &wa) in w[..p].iter().enumerate() {
                     let node = (b0 + a) * n_ch;
                     for q in 0..n_ch {
-                        g[node + q] += w[a] * ch[q];
+                        g[node + q] += wa * ch[q];
                     }
                 }
             } else {
@@ -362,8 +360,8 @@ fn interpolation_sums_with(
             };
             if dim == 1 {
                 let b0 = base[i] as usize;
-                for a in 0..p {
-                    add(b0 + a, w[a]);
+                for (a, &wa) in w[..p].iter().enumerate() {
+                    add(b0 + a, wa);
                 }
             } else {
                 let (b0, b1) = (base[2 * i] as usize, base[2 * i + 1] as usize);
@@ -391,7 +389,6 @@ struct Potentials {
 }
 
 /// The reference convolution: packed complex FFTs on the full L^dim grid.
-#[allow(clippy::too_many_arguments)]
 fn complex_potentials(
     grid: &[f64],
     dim: usize,
@@ -706,7 +703,6 @@ impl RealConv {
 /// v x_2), the real, even kernels' spectra (real: one multiply per frequency) cached
 /// across calls, and one inverse per potential; only the `m` live rows of the padded grid
 /// are transformed along the rows, and only `L/2 + 1` columns along the columns.
-#[allow(clippy::too_many_arguments)]
 fn real_potentials(
     grid: &[f64],
     dim: usize,

@@ -33,6 +33,7 @@ pub mod affinity;
 pub mod dualtree;
 mod error;
 pub mod interp;
+mod kernel;
 pub mod lll;
 pub mod nbody;
 pub mod objective;

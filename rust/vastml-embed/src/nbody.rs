@@ -14,41 +14,15 @@
 //! holding the target is never summarised, thesis erratum 30) and [`fgt_sums`] (the fast
 //! Gauss transform of `vastml-fgt`, Gaussian kernel only; self terms subtracted exactly).
 
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use vastml_core::exp::exp_nonpositive;
+
+pub use crate::kernel::{Kernel, KernelSums};
 
 use crate::error::{EmbedError, Result, check_finite, invalid};
-
-/// The similarity kernel of the embedding, a function of the squared distance t.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
-    /// K(t) = exp(−t) (EE, SNE, symmetric SNE).
-    Gaussian,
-    /// K(t) = 1 / (1 + t) (t-SNE).
-    StudentT,
-}
-
-impl Kernel {
-    /// K(t).
-    #[inline]
-    pub fn value(self, t: f64) -> f64 {
-        match self {
-            Kernel::Gaussian => vastml_fgt::exp_nonpositive(-t),
-            Kernel::StudentT => 1.0 / (1.0 + t),
-        }
-    }
-
-    /// K(t)^q with q the power of the gradient sums (1 Gaussian, 2 Student-t).
-    #[inline]
-    fn powered(self, k: f64) -> f64 {
-        match self {
-            Kernel::Gaussian => k,
-            Kernel::StudentT => k * k,
-        }
-    }
-}
+pub(crate) use crate::kernel::check_points;
 
 /// How the repulsive kernel sums are computed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,45 +47,6 @@ pub enum Repulsion {
         /// Target box width in embedding units (FIt-SNE: 1).
         box_width: f64,
     },
-}
-
-impl FromStr for Kernel {
-    type Err = EmbedError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "gaussian" => Ok(Kernel::Gaussian),
-            "student" | "student-t" => Ok(Kernel::StudentT),
-            _ => Err(invalid(
-                "kernel",
-                format!("unknown kernel {s:?}; use gaussian or student"),
-            )),
-        }
-    }
-}
-
-/// The three sums of the module docs, per target.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelSums {
-    /// Σ v K per target.
-    pub s0: Vec<f64>,
-    /// Σ v K^q per target.
-    pub s1: Vec<f64>,
-    /// Σ v K^q x_m per target, n x d row-major.
-    pub sx: Vec<f64>,
-}
-
-pub(crate) fn check_points(x: &[f64], dim: usize) -> Result<usize> {
-    if dim == 0 {
-        return Err(invalid("dim", "must be at least 1"));
-    }
-    if x.len() % dim != 0 {
-        return Err(EmbedError::ShapeMismatch(format!(
-            "{} coordinates are not a multiple of dim = {dim}",
-            x.len()
-        )));
-    }
-    check_finite(x, "X")?;
-    Ok(x.len() / dim)
 }
 
 fn check_weights(weights: Option<&[f64]>, n: usize) -> Result<()> {
@@ -154,15 +89,9 @@ pub fn exact_sums(
         }
     };
     match (dim, kernel) {
-        (1, Kernel::Gaussian) => {
-            exact_soa::<1>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
-        }
-        (2, Kernel::Gaussian) => {
-            exact_soa::<2>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
-        }
-        (3, Kernel::Gaussian) => {
-            exact_soa::<3>(x, v, |t| vastml_fgt::exp_nonpositive(-t), |k| k, cancel)
-        }
+        (1, Kernel::Gaussian) => exact_soa::<1>(x, v, |t| exp_nonpositive(-t), |k| k, cancel),
+        (2, Kernel::Gaussian) => exact_soa::<2>(x, v, |t| exp_nonpositive(-t), |k| k, cancel),
+        (3, Kernel::Gaussian) => exact_soa::<3>(x, v, |t| exp_nonpositive(-t), |k| k, cancel),
         (1, Kernel::StudentT) => exact_soa::<1>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
         (2, Kernel::StudentT) => exact_soa::<2>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
         (3, Kernel::StudentT) => exact_soa::<3>(x, v, |t| 1.0 / (1.0 + t), |k| k * k, cancel),
@@ -357,7 +286,7 @@ impl BarnesHut {
             centre: [0.0; MAX_TREE_DIM],
         });
         let mut scratch = vec![0u32; n];
-        tree.split(0, lo, x, weights, &mut perm, &mut scratch, 0);
+        tree.split(0, lo, x, weights, (&mut perm, &mut scratch), 0);
         tree.points = perm
             .iter()
             .flat_map(|&i| x[i as usize * dim..(i as usize + 1) * dim].iter().copied())
@@ -373,15 +302,16 @@ impl BarnesHut {
         Ok(tree)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Fills in cell `node` (lower corner `lo`, at `depth`) and splits it into its
+    /// non-empty orthants, recursively; `perm` holds the point indices in tree order and
+    /// `scratch` is a buffer of the same length.
     fn split(
         &mut self,
         node: usize,
         lo: [f64; MAX_TREE_DIM],
         x: &[f64],
         weights: Option<&[f64]>,
-        perm: &mut [u32],
-        scratch: &mut [u32],
+        (perm, scratch): (&mut [u32], &mut [u32]),
         depth: usize,
     ) {
         let dim = self.dim;
@@ -460,7 +390,14 @@ impl BarnesHut {
         self.nodes[node].first_child = first as u32;
         self.nodes[node].n_children = children.len() as u8;
         for (child, clo) in children {
-            self.split(child, clo, x, weights, perm, scratch, depth + 1);
+            self.split(
+                child,
+                clo,
+                x,
+                weights,
+                (&mut *perm, &mut *scratch),
+                depth + 1,
+            );
         }
     }
 
@@ -631,7 +568,7 @@ impl BarnesHut {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(EmbedError::Cancelled);
                     }
-                    self.group_sums(g, kernel, theta2, stack, o0, o1, ox);
+                    self.group_sums(g, kernel, theta2, stack, (o0, o1, ox));
                     Ok(())
                 },
             )?;
@@ -650,17 +587,15 @@ impl BarnesHut {
         Ok(out)
     }
 
-    /// The sums of the targets of group cell `g` (tree positions `start..end`), in tree order.
-    #[allow(clippy::too_many_arguments)]
+    /// The sums of the targets of group cell `g` (tree positions `start..end`), in tree order,
+    /// into its parts `(s0, s1, sx)` of the outputs.
     fn group_sums(
         &self,
         g: u32,
         kernel: Kernel,
         theta2: f64,
         stack: &mut Vec<u32>,
-        o0: &mut [f64],
-        o1: &mut [f64],
-        ox: &mut [f64],
+        (o0, o1, ox): (&mut [f64], &mut [f64], &mut [f64]),
     ) {
         let dim = self.dim;
         let (gs, ge) = {

@@ -16,8 +16,10 @@ use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
 
-use crate::error::{FgtError, Result, invalid};
-use crate::hermite::{SumMethod, per_target};
+#[cfg(doc)]
+use crate::error::FgtError;
+use crate::error::{Result, invalid};
+use crate::hermite::{SumMethod, check_sums_1d, per_target};
 use crate::intervals::Intervals;
 
 /// erfc(z), accurate to a few ulps (musl's algorithm through the `libm` crate).
@@ -90,25 +92,7 @@ pub fn erfc_parameters(epsilon: f64) -> ErfcParameters {
 }
 
 fn check(sources: &[f64], weights: &[f64], targets: &[f64], epsilon: f64) -> Result<()> {
-    if sources.is_empty() {
-        return Err(FgtError::Empty { name: "sources" });
-    }
-    if weights.len() != sources.len() {
-        return Err(FgtError::ShapeMismatch(format!(
-            "`weights` has {} values for {} sources",
-            weights.len(),
-            sources.len()
-        )));
-    }
-    for (name, v) in [
-        ("sources", sources),
-        ("weights", weights),
-        ("targets", targets),
-    ] {
-        if v.iter().any(|x| !x.is_finite()) {
-            return Err(FgtError::NonFinite { name });
-        }
-    }
+    check_sums_1d(sources, weights, targets)?;
     if !(epsilon > 0.0 && epsilon < 1.0) {
         return Err(invalid(
             "epsilon",

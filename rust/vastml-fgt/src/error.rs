@@ -36,6 +36,25 @@ pub enum FgtError {
     Spatial(#[from] SpatialError),
 }
 
+impl From<vastml_core::Error> for FgtError {
+    /// The shared input checks' errors, as this crate reports them.
+    fn from(e: vastml_core::Error) -> Self {
+        use vastml_core::Error as E;
+        match e {
+            E::InvalidParameter { name, reason } => FgtError::InvalidParameter { name, reason },
+            E::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => FgtError::ShapeMismatch(format!(
+                "`{name}`: expected length {expected}, got {actual}"
+            )),
+            E::NonFinite { name, .. } => FgtError::NonFinite { name },
+            E::Empty { name } => FgtError::Empty { name },
+        }
+    }
+}
+
 /// Result alias of the crate.
 pub type Result<T> = std::result::Result<T, FgtError>;
 

@@ -23,9 +23,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use vastml_core::exp::exp_nonpositive;
+use vastml_core::{Points, check_finite};
 
 use crate::error::{FgtError, Result, invalid};
-use crate::exp::exp_nonpositive;
 use crate::intervals::Intervals;
 
 /// How a 1-D sum (Hermite x Gaussian or erfc) is evaluated.
@@ -185,6 +186,26 @@ pub fn hermite_parameters(
     }
 }
 
+/// The checks every 1-D sum (Hermite x Gaussian, erfc) makes of its inputs: non-empty finite
+/// sources, one finite weight per source, finite (possibly no) targets.
+///
+/// # Errors
+/// [`FgtError::Empty`], [`FgtError::ShapeMismatch`] or [`FgtError::NonFinite`] naming the
+/// argument.
+pub(crate) fn check_sums_1d(sources: &[f64], weights: &[f64], targets: &[f64]) -> Result<()> {
+    Points::new("sources", sources, 1)?;
+    if weights.len() != sources.len() {
+        return Err(FgtError::ShapeMismatch(format!(
+            "`weights` has {} values for {} sources",
+            weights.len(),
+            sources.len()
+        )));
+    }
+    check_finite("weights", weights, 1)?;
+    check_finite("targets", targets, 1)?;
+    Ok(())
+}
+
 fn check_inputs(
     sources: &[f64],
     weights: &[f64],
@@ -194,25 +215,7 @@ fn check_inputs(
     h2: f64,
     epsilon: f64,
 ) -> Result<()> {
-    if sources.is_empty() {
-        return Err(FgtError::Empty { name: "sources" });
-    }
-    if weights.len() != sources.len() {
-        return Err(FgtError::ShapeMismatch(format!(
-            "`weights` has {} values for {} sources",
-            weights.len(),
-            sources.len()
-        )));
-    }
-    for (name, v) in [
-        ("sources", sources),
-        ("weights", weights),
-        ("targets", targets),
-    ] {
-        if v.iter().any(|x| !x.is_finite()) {
-            return Err(FgtError::NonFinite { name });
-        }
-    }
+    check_sums_1d(sources, weights, targets)?;
     if order > MAX_ORDER {
         return Err(invalid(
             "order",
@@ -401,6 +404,8 @@ fn costs(n: usize, m: usize, order: usize, params: &HermiteParameters) -> (f64, 
 /// }).sum();
 /// assert!((g[1] - exact).abs() <= 1e-8 * 2000.0);
 /// ```
+// Public signature of the sum (its arguments are the thesis's inputs, one each); the bindings
+// call it as is, so a parameter struct would change the API, not just this file.
 #[allow(clippy::too_many_arguments)]
 pub fn hermite_gauss_sum(
     sources: &[f64],

@@ -43,7 +43,6 @@ mod bounds;
 mod direct;
 mod erfc;
 mod error;
-mod exp;
 mod hermite;
 mod ifgt;
 mod intervals;
@@ -56,6 +55,8 @@ mod split;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
+
+use vastml_core::{Points, exp};
 
 pub use bounds::{
     MAX_TRUNCATION, cutoff_radius, log_truncation_error, truncation_number, worst_target_distance,
@@ -183,24 +184,10 @@ pub struct GaussTransform {
     info: PlanInfo,
 }
 
-/// Checks a row-major point set; returns the number of points.
+/// Checks a row-major point set (through [`vastml_core::Points`], the one point-set check of
+/// the crates); returns the number of points.
 pub(crate) fn check_points(points: &[f64], dim: usize, name: &'static str) -> Result<usize> {
-    if dim == 0 {
-        return Err(invalid("dim", "must be at least 1"));
-    }
-    if points.is_empty() {
-        return Err(FgtError::Empty { name });
-    }
-    if points.len() % dim != 0 {
-        return Err(FgtError::ShapeMismatch(format!(
-            "`{name}` has {} values, not a multiple of dim = {dim}",
-            points.len()
-        )));
-    }
-    if points.iter().any(|v| !v.is_finite()) {
-        return Err(FgtError::NonFinite { name });
-    }
-    Ok(points.len() / dim)
+    Ok(Points::new(name, points, dim)?.len())
 }
 
 fn check_scalars(bandwidth: f64, epsilon: f64) -> Result<()> {

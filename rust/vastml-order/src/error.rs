@@ -29,6 +29,29 @@ pub enum OrderError {
     Cancelled,
 }
 
+impl From<vastml_core::Error> for OrderError {
+    /// The shared input checks' errors, as this crate reports them (a non-finite value is an
+    /// invalid parameter whose reason says where it is).
+    fn from(e: vastml_core::Error) -> Self {
+        use vastml_core::Error as E;
+        match e {
+            E::InvalidParameter { name, reason } => invalid(name, reason),
+            E::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => OrderError::ShapeMismatch(format!(
+                "`{name}`: expected length {expected}, got {actual}"
+            )),
+            E::NonFinite { name, row, column } => invalid(
+                name,
+                format!("non-finite value (NaN or infinity) at row {row}, column {column}"),
+            ),
+            E::Empty { name } => invalid(name, "must not be empty"),
+        }
+    }
+}
+
 /// Shorthand for an [`OrderError::InvalidParameter`].
 pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> OrderError {
     OrderError::InvalidParameter {

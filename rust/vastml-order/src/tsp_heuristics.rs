@@ -104,22 +104,7 @@ pub(crate) fn check_points(
     start: Option<usize>,
     end: Option<usize>,
 ) -> Result<usize, OrderError> {
-    if dim == 0 {
-        return Err(invalid("dim", "must be at least 1"));
-    }
-    if x.len() % dim != 0 {
-        return Err(OrderError::ShapeMismatch(format!(
-            "{} values are not rows of {dim} columns",
-            x.len()
-        )));
-    }
-    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
-        return Err(invalid(
-            "X",
-            format!("non-finite value at row {}, column {}", i / dim, i % dim),
-        ));
-    }
-    let m = x.len() / dim;
+    let m = vastml_core::Points::new_or_empty("X", x, dim)?.len();
     for (name, e) in [("start", start), ("end", end)] {
         if let Some(e) = e
             && e >= m

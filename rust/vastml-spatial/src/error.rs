@@ -41,3 +41,24 @@ pub enum SpatialError {
         name: &'static str,
     },
 }
+
+impl From<vastml_core::Error> for SpatialError {
+    /// The shared input checks' errors, as this crate reports them (the same four kinds).
+    fn from(e: vastml_core::Error) -> Self {
+        use vastml_core::Error as E;
+        match e {
+            E::InvalidParameter { name, reason } => SpatialError::InvalidParameter { name, reason },
+            E::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => SpatialError::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            },
+            E::NonFinite { name, .. } => SpatialError::NonFinite { name },
+            E::Empty { name } => SpatialError::Empty { name },
+        }
+    }
+}

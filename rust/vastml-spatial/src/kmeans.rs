@@ -5,6 +5,7 @@
 //! farthest from its centre.
 
 use rayon::prelude::*;
+use vastml_core::{Csr, CsrIndex};
 
 use crate::distance::squared_distance;
 use crate::validate::validate_points;
@@ -84,46 +85,32 @@ impl Rows for DenseRows<'_> {
     }
 }
 
-struct CsrRows<'a> {
-    indptr: &'a [usize],
-    indices: &'a [usize],
-    data: &'a [f64],
-    dim: usize,
-}
-
-impl Rows for CsrRows<'_> {
+impl<I: CsrIndex> Rows for Csr<'_, I, f64> {
     fn n(&self) -> usize {
-        self.indptr.len() - 1
+        self.n_rows()
     }
     fn dim(&self) -> usize {
-        self.dim
+        self.n_cols()
     }
     fn dot(&self, i: usize, c: &[f64]) -> f64 {
-        let r = self.indptr[i]..self.indptr[i + 1];
-        self.indices[r.clone()]
-            .iter()
-            .zip(&self.data[r])
-            .map(|(&j, v)| v * c[j])
-            .sum()
+        let (cols, vals) = self.row(i);
+        cols.iter().zip(vals).map(|(&j, v)| v * c[j.ix()]).sum()
     }
     fn sq_norm(&self, i: usize) -> f64 {
-        self.data[self.indptr[i]..self.indptr[i + 1]]
-            .iter()
-            .map(|v| v * v)
-            .sum()
+        self.row(i).1.iter().map(|v| v * v).sum()
     }
     fn add_to(&self, i: usize, out: &mut [f64]) {
-        let r = self.indptr[i]..self.indptr[i + 1];
-        for (&j, v) in self.indices[r.clone()].iter().zip(&self.data[r]) {
-            out[j] += v;
+        let (cols, vals) = self.row(i);
+        for (&j, v) in cols.iter().zip(vals) {
+            out[j.ix()] += v;
         }
     }
     fn dots_all(&self, i: usize, centers_t: &[f64], out: &mut [f64]) {
         let k = out.len();
         out.iter_mut().for_each(|o| *o = 0.0);
-        let r = self.indptr[i]..self.indptr[i + 1];
-        for (&j, &v) in self.indices[r.clone()].iter().zip(&self.data[r]) {
-            let col = &centers_t[j * k..(j + 1) * k];
+        let (cols, vals) = self.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            let col = &centers_t[j.ix() * k..(j.ix() + 1) * k];
             out.iter_mut().zip(col).for_each(|(o, c)| *o += v * c);
         }
     }
@@ -345,76 +332,42 @@ pub fn kmeans(
     Ok(lloyd(&DenseRows { points, dim }, k, max_iter, tol, seed))
 }
 
-/// Points as compressed sparse rows.
-#[derive(Debug, Clone, Copy)]
-pub struct CsrPoints<'a> {
-    /// Row pointers, `n + 1` of them, from 0, non-decreasing.
-    pub indptr: &'a [usize],
-    /// Column of every stored value.
-    pub indices: &'a [usize],
-    /// The stored values.
-    pub data: &'a [f64],
-    /// Number of columns.
-    pub dim: usize,
-}
-
-/// [`kmeans`] on CSR rows, never
-/// densified: distances use `||x||^2 + ||c||^2 - 2 x.c` at O(nnz) per point and centre.
-/// Centres are dense, row-major `(k, dim)`.
+/// [`kmeans`] on CSR rows (any [`CsrIndex`] width; the matrix was checked when the [`Csr`]
+/// view was built), never densified: distances use `||x||^2 + ||c||^2 - 2 x.c` at O(nnz) per
+/// point and centre. Centres are dense, row-major `(k, n_cols)`.
 ///
 /// # Errors
-/// As [`kmeans`], plus [`SpatialError::ShapeMismatch`] for an inconsistent CSR structure.
-pub fn kmeans_csr(
-    points: CsrPoints<'_>,
+/// As [`kmeans`] (`dim` is the number of columns).
+///
+/// # Example
+/// ```
+/// use vastml_core::Csr;
+///
+/// // Rows [1, 0, 0], [0.9, 0, 0], [0, 0, 5]: two clusters.
+/// let (indptr, indices, data) = ([0i64, 1, 2, 3], [0i64, 0, 2], [1.0, 0.9, 5.0]);
+/// let x = Csr::new("X", &indptr, &indices, &data, 3)?;
+/// let km = vastml_spatial::kmeans_csr(x, 2, 10, 0.0, 1)?;
+/// assert_eq!(km.labels[0], km.labels[1]);
+/// assert_ne!(km.labels[0], km.labels[2]);
+/// # Ok::<(), vastml_spatial::SpatialError>(())
+/// ```
+pub fn kmeans_csr<I: CsrIndex>(
+    points: Csr<'_, I, f64>,
     k: usize,
     max_iter: usize,
     tol: f64,
     seed: u64,
 ) -> Result<KMeans> {
-    let CsrPoints {
-        indptr,
-        indices,
-        data,
-        dim,
-    } = points;
     check_iter(max_iter, tol)?;
-    if dim == 0 {
+    if points.n_cols() == 0 {
         return Err(SpatialError::InvalidParameter {
             name: "dim",
             reason: "must be at least 1".to_string(),
         });
     }
-    if indptr.len() < 2 {
+    if points.n_rows() == 0 {
         return Err(SpatialError::Empty { name: "points" });
     }
-    let nnz = indptr[indptr.len() - 1];
-    if indptr[0] != 0
-        || indptr.windows(2).any(|w| w[1] < w[0])
-        || nnz != indices.len()
-        || nnz != data.len()
-    {
-        return Err(SpatialError::ShapeMismatch {
-            name: "indptr",
-            expected: format!("0 .. non-decreasing .. {}", indices.len()),
-            actual: nnz,
-        });
-    }
-    if let Some(&j) = indices.iter().find(|&&j| j >= dim) {
-        return Err(SpatialError::ShapeMismatch {
-            name: "indices",
-            expected: format!("column indices below {dim}"),
-            actual: j,
-        });
-    }
-    if !data.iter().all(|v| v.is_finite()) {
-        return Err(SpatialError::NonFinite { name: "data" });
-    }
-    let rows = CsrRows {
-        indptr,
-        indices,
-        data,
-        dim,
-    };
-    check_k(k, rows.n())?;
-    Ok(lloyd(&rows, k, max_iter, tol, seed))
+    check_k(k, points.n_rows())?;
+    Ok(lloyd(&points, k, max_iter, tol, seed))
 }

@@ -306,6 +306,15 @@ fn append_shifted(nodes: &mut Vec<Node>, sub: Vec<Node>) {
     }));
 }
 
+/// What stays fixed during one neighbour search: the query point, its own tree position
+/// (never reported) and the pruning factor.
+#[derive(Clone, Copy)]
+struct Query<'q> {
+    q: &'q [f64],
+    skip: u32,
+    shrink: f64,
+}
+
 impl KnnTree {
     /// Builds the tree over `points` (row-major `n x dim`, finite, `n < 2^32`) with leaves
     /// of at most `leaf` points (more only where all points coincide).
@@ -371,20 +380,26 @@ impl KnnTree {
             off_dyn = vec![0.0; dim];
             &mut off_dyn
         };
-        self.visit::<D>(0, 0.0, q, pos as u32, shrink, off, best);
+        let query = Query {
+            q,
+            skip: pos as u32,
+            shrink,
+        };
+        self.visit::<D>(0, 0.0, &query, off, best);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Visits node `ni`, whose cell is at squared distance `rd` from the query (`off` the
+    /// per-dimension offsets making up `rd`), nearer child first, pruning cells farther than
+    /// the current k-th neighbour.
     fn visit<const D: usize>(
         &self,
         ni: usize,
         rd: f64,
-        q: &[f64],
-        skip: u32,
-        shrink: f64,
+        query: &Query,
         off: &mut [f64],
         best: &mut Best,
     ) {
+        let Query { q, skip, shrink } = *query;
         let dim = if D == 0 { self.dim } else { D };
         let node = self.nodes[ni];
         if node.right == 0 {
@@ -427,14 +442,14 @@ impl KnnTree {
         let near_rd = rd + near_off * near_off - old * old;
         if near_rd * shrink <= best.worst() {
             off[sd] = near_off;
-            self.visit::<D>(near, near_rd, q, skip, shrink, off, best);
+            self.visit::<D>(near, near_rd, query, off, best);
             off[sd] = old;
         }
         let far_off = old.max(cut);
         let far_rd = rd + far_off * far_off - old * old;
         if far_rd * shrink <= best.worst() {
             off[sd] = far_off;
-            self.visit::<D>(far, far_rd, q, skip, shrink, off, best);
+            self.visit::<D>(far, far_rd, query, off, best);
             off[sd] = old;
         }
     }

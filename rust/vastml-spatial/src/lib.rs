@@ -8,10 +8,12 @@
 //!   time, with a triangle-inequality prune and rayon-parallel updates, and
 //!   [`farthest_point_clustering`] for the one-shot version. The final [`Clustering`] moves each
 //!   centre to its cluster mean and recomputes the radii about the means.
-//! - [`kmeans`]: seeded k-means (k-means++ seeding, Lloyd iterations), e.g. for LLSVM landmarks.
+//! - [`kmeans`]: seeded k-means (k-means++ seeding, Lloyd iterations), e.g. for LLSVM landmarks,
+//!   and [`kmeans_csr`] on sparse rows given as a [`vastml_core::Csr`] view.
 //!
-//! Points are always row-major `&[f64]` slices of length `n * dim` together with `dim`. Bad input
-//! is reported as a [`SpatialError`], never by panicking.
+//! Points are always row-major `&[f64]` slices of length `n * dim` together with `dim`, checked
+//! once by [`vastml_core::Points`]. Bad input is reported as a [`SpatialError`], never by
+//! panicking.
 //!
 //! # Example
 //!
@@ -58,7 +60,7 @@ pub use distance::squared_distance;
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
-pub use kmeans::{CsrPoints, KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
+pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
 pub use knn::{KNN_LEAF_SIZE, KnnGraph, knn_graph};
 
 /// Result alias used throughout the crate.

@@ -1,34 +1,18 @@
 //! Shared input validation for row-major point sets.
 
+use vastml_core::{Points, check_finite};
+
 use crate::{Result, SpatialError};
 
-/// Checks a row-major `n x dim` point set and returns `n`.
+/// Checks a row-major `n x dim` point set named `points` through the one point-set check of
+/// the crates ([`vastml_core::Points`]) and returns `n`.
 ///
 /// # Errors
 /// [`SpatialError::InvalidParameter`] if `dim == 0`, [`SpatialError::ShapeMismatch`] if
 /// `points.len()` is not a multiple of `dim`, [`SpatialError::Empty`] if there are no points and
 /// [`SpatialError::NonFinite`] if any coordinate is NaN or infinite.
 pub(crate) fn validate_points(points: &[f64], dim: usize) -> Result<usize> {
-    if dim == 0 {
-        return Err(SpatialError::InvalidParameter {
-            name: "dim",
-            reason: "must be at least 1".to_string(),
-        });
-    }
-    if points.len() % dim != 0 {
-        return Err(SpatialError::ShapeMismatch {
-            name: "points",
-            expected: format!("a multiple of dim = {dim}"),
-            actual: points.len(),
-        });
-    }
-    if points.is_empty() {
-        return Err(SpatialError::Empty { name: "points" });
-    }
-    if !points.iter().all(|v| v.is_finite()) {
-        return Err(SpatialError::NonFinite { name: "points" });
-    }
-    Ok(points.len() / dim)
+    Ok(Points::new("points", points, dim)?.len())
 }
 
 /// Checks that a query point has length `dim` and finite coordinates.
@@ -44,9 +28,7 @@ pub(crate) fn validate_query(query: &[f64], dim: usize) -> Result<()> {
             actual: query.len(),
         });
     }
-    if !query.iter().all(|v| v.is_finite()) {
-        return Err(SpatialError::NonFinite { name: "query" });
-    }
+    check_finite("query", query, dim)?;
     Ok(())
 }
 

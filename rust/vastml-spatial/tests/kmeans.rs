@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
-use vastml_spatial::{CsrPoints, kmeans, kmeans_csr, kmeans_plus_plus, squared_distance};
+use vastml_core::Csr;
+use vastml_spatial::{SpatialError, kmeans, kmeans_csr, kmeans_plus_plus, squared_distance};
 
 fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
     let mut rng = Pcg64::seed_from_u64(seed);
@@ -105,12 +106,7 @@ fn csr_equals_dense() {
     }
     let a = kmeans(&pts, 5, 6, 50, 0.0, 4).unwrap();
     let b = kmeans_csr(
-        CsrPoints {
-            indptr: &indptr,
-            indices: &idx,
-            data: &val,
-            dim: 5,
-        },
+        Csr::new("X", &indptr, &idx, &val, 5).unwrap(),
         6,
         50,
         0.0,
@@ -121,34 +117,53 @@ fn csr_equals_dense() {
     for (x, y) in a.centers.iter().zip(&b.centers) {
         assert!((x - y).abs() < 1e-12);
     }
-    assert!(
-        kmeans_csr(
-            CsrPoints {
-                indptr: &[0, 1],
-                indices: &[7],
-                data: &[1.0],
-                dim: 5
-            },
-            1,
-            10,
-            0.0,
-            0
-        )
-        .is_err()
+    // The same rows with int64 and int32 indices give the same clustering.
+    let (ip64, ix64): (Vec<i64>, Vec<i64>) = (
+        indptr.iter().map(|&p| p as i64).collect(),
+        idx.iter().map(|&j| j as i64).collect(),
     );
-    assert!(
-        kmeans_csr(
-            CsrPoints {
-                indptr: &[0, 2],
-                indices: &[0],
-                data: &[1.0],
-                dim: 5
-            },
-            1,
-            10,
-            0.0,
-            0
-        )
-        .is_err()
+    let c = kmeans_csr(Csr::new("X", &ip64, &ix64, &val, 5).unwrap(), 6, 50, 0.0, 4).unwrap();
+    assert_eq!(c, b);
+    let (ip32, ix32): (Vec<i32>, Vec<i32>) = (
+        indptr.iter().map(|&p| p as i32).collect(),
+        idx.iter().map(|&j| j as i32).collect(),
     );
+    let d = kmeans_csr(Csr::new("X", &ip32, &ix32, &val, 5).unwrap(), 6, 50, 0.0, 4).unwrap();
+    assert_eq!(d, b);
+    // A column out of range and a short `indices` are rejected by the view, and the error
+    // converts into this crate's error.
+    let e: SpatialError = Csr::new("X", &[0usize, 1], &[7], &[1.0], 5)
+        .unwrap_err()
+        .into();
+    assert!(
+        matches!(e, SpatialError::InvalidParameter { name: "X", .. }),
+        "{e}"
+    );
+    let e: SpatialError = Csr::new("X", &[0usize, 2], &[0], &[1.0], 5)
+        .unwrap_err()
+        .into();
+    assert!(
+        matches!(
+            e,
+            SpatialError::ShapeMismatch {
+                name: "X",
+                actual: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // No rows, no columns, or k > n.
+    let empty = Csr::new_or_empty("X", &[0usize], &[], &[], 5).unwrap();
+    assert_eq!(
+        kmeans_csr(empty, 1, 10, 0.0, 0).unwrap_err(),
+        SpatialError::Empty { name: "points" }
+    );
+    let no_cols = Csr::new("X", &[0usize, 0], &[], &[], 0).unwrap();
+    assert!(matches!(
+        kmeans_csr(no_cols, 1, 10, 0.0, 0),
+        Err(SpatialError::InvalidParameter { name: "dim", .. })
+    ));
+    let one = Csr::new("X", &[0usize, 1], &[0], &[1.0], 5).unwrap();
+    assert!(kmeans_csr(one, 2, 10, 0.0, 0).is_err());
 }

@@ -76,10 +76,10 @@ impl Kernel {
     }
 }
 
-/// `exp(x)` for every element, in place: a branch-free range reduction
-/// `x = k ln 2 + r` (|r| <= ln 2 / 2) and a degree-13 Taylor polynomial, which the compiler
-/// vectorises (libm's `exp` is a call per element). Relative error below 1e-15 for
-/// `x >= -708` (results underflow to 0 below -708; inputs above 709 saturate at `exp(709)`).
+/// `exp(x)` for every element, in place, with [`vastml_core::exp::exp`] (branch-free, so the
+/// compiler vectorises it; libm's `exp` is a call per element). Relative error below
+/// [`vastml_core::exp::MAX_RELATIVE_ERROR`] for `x` in `[-708, 709]`; results underflow to 0
+/// below -708, and inputs above 709 saturate at `exp(709)`.
 pub fn exp_in_place(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if crate::data::has_avx2() {
@@ -99,35 +99,8 @@ unsafe fn exp_avx2(xs: &mut [f64]) {
 
 #[inline(always)]
 fn exp_generic(xs: &mut [f64]) {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    // Adding 1.5 * 2^52 rounds to an integer in the low mantissa bits: the nearest integer
-    // k without a libm `round` call or a float-to-int conversion (both block vectorising).
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
     for v in xs.iter_mut() {
-        let x = v.clamp(-708.0, 709.0);
-        let shifted = x * LOG2E + MAGIC;
-        let k = shifted - MAGIC;
-        let ki = shifted.to_bits().wrapping_sub(MAGIC.to_bits());
-        let r = (x - k * LN2_HI) - k * LN2_LO;
-        // Horner on 1 + r + r^2/2! + ... + r^13/13!.
-        let mut p = 1.0 / 6_227_020_800.0;
-        p = p * r + 1.0 / 479_001_600.0;
-        p = p * r + 1.0 / 39_916_800.0;
-        p = p * r + 1.0 / 3_628_800.0;
-        p = p * r + 1.0 / 362_880.0;
-        p = p * r + 1.0 / 40_320.0;
-        p = p * r + 1.0 / 5_040.0;
-        p = p * r + 1.0 / 720.0;
-        p = p * r + 1.0 / 120.0;
-        p = p * r + 1.0 / 24.0;
-        p = p * r + 1.0 / 6.0;
-        p = p * r + 0.5;
-        p = p * r + 1.0;
-        p = p * r + 1.0;
-        let two_k = f64::from_bits(ki.wrapping_add(1023) << 52);
-        *v = if *v < -708.0 { 0.0 } else { p * two_k };
+        *v = vastml_core::exp::exp(*v);
     }
 }
 

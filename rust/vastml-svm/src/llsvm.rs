@@ -788,15 +788,8 @@ pub fn kmeans(
             data: vals,
             dim,
         } => {
-            // `Examples::csr` checked that the offsets and indices are in range (so >= 0).
-            let ip: Vec<usize> = indptr.iter().map(|&v| v as usize).collect();
-            let ix: Vec<usize> = indices.iter().map(|&v| v as usize).collect();
-            let points = vastml_spatial::CsrPoints {
-                indptr: &ip,
-                indices: &ix,
-                data: vals,
-                dim,
-            };
+            let points = vastml_core::Csr::new("X", indptr, indices, vals, dim)
+                .map_err(vastml_spatial::SpatialError::from)?;
             vastml_spatial::kmeans_csr(points, k, max_iter, tol, seed)?
         }
     })
