@@ -98,7 +98,7 @@ def row_arow(bench, client, n):
     log(f"arow-mr: {n} x 100")
     X, y, _ = cluster_data(client, n, 79, 2, 100)
     Xt, yt = make_binary_waveform(20_000, n_noise_features=79, random_state=1)
-    mr = AROWMapReduce(update_damping=5.0, random_state=0, client=client)
+    mr = AROWMapReduce(update_damping=5.0, random_state=0, client=client, n_jobs=1)
     t_mr = bench.time(lambda: mr.fit(X, y, classes=[-1, 1]), warmup=0)
     auc_mr = roc_auc_score(yt, mr.decision_function(Xt))
     del X, y
@@ -132,7 +132,7 @@ def row_fig61(bench, client, n_train, n_test, seeds):
             if m == 1:
                 est = AROWClassifier(update_damping=5.0, random_state=seed).fit(X, y)
             else:
-                est = AROWMapReduce(update_damping=5.0, n_partitions=m, random_state=seed, client=client).fit(X, y, classes=[-1, 1])
+                est = AROWMapReduce(update_damping=5.0, n_partitions=m, random_state=seed, client=client, n_jobs=1).fit(X, y, classes=[-1, 1])
             secs[m].append(time.perf_counter() - t0)
             auc[m].append(roc_auc_score(yt, est.decision_function(Xt)))
     base = float(np.mean(auc[1]))
@@ -155,7 +155,7 @@ def row_kde(bench, client, n):
     sigma = 0.1 / np.sqrt(2)
 
     def run(parts, plan="auto"):
-        kde = ShardedKernelDensity(bandwidth=sigma, epsilon=1e-6, n_partitions=parts, client=client, plan=plan).fit(x)
+        kde = ShardedKernelDensity(bandwidth=sigma, epsilon=1e-6, n_partitions=parts, client=client, plan=plan, n_jobs=1).fit(x)
         return kde.density(y)
 
     t2 = bench.time(lambda: run(2), warmup=0)

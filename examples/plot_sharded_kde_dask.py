@@ -39,7 +39,7 @@ targets = da.from_array(np.column_stack([gx.ravel(), gy.ravel()]), chunks=(side 
 cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
 client = Client(cluster)
 t0 = time.perf_counter()
-kde = ShardedKernelDensity(bandwidth=0.08, epsilon=1e-6, client=client).fit(points)
+kde = ShardedKernelDensity(bandwidth=0.08, epsilon=1e-6, client=client, n_jobs=1).fit(points)
 density = kde.density(targets)  # lazy: nothing has run yet
 values = density.compute()
 seconds = time.perf_counter() - t0

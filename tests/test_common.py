@@ -42,6 +42,11 @@ QUICK: dict[str, dict] = {
     "BSGDClassifier": dict(l2_penalty=1e-3, budget=20),
     "LLSVMClassifier": dict(l2_penalty=0.01, n_landmarks=20),
     "PegasosClassifier": dict(l2_penalty=1e-3),
+    "AROWClassifier": {},
+    # Dask's local (threaded) scheduler: no cluster needed, cheap
+    "AROWMapReduce": dict(n_partitions=2, random_state=0),
+    "DistributedLogisticRegression": dict(n_partitions=2),
+    "ShardedKernelDensity": dict(n_partitions=2),
 }
 
 _TRANSDUCTIVE = "transform reorders the fitted matrix itself (transductive), not new samples"

@@ -299,8 +299,10 @@ def test_arow_mr_validation():
         AROWMapReduce(n_partitions=0).fit(np.zeros((4, 2)), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="covariance"):
         AROWMapReduce(covariance="band").fit(np.zeros((4, 2)), [0, 1, 0, 1])
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         AROWMapReduce().fit(np.zeros((4, 2)), [0, 1, 0])
+    with pytest.raises(ValueError, match="rows"):  # a Dask partition with too few labels
+        AROWMapReduce().fit(db.from_sequence([(np.zeros((4, 2)), np.array([0, 1, 0]))], npartitions=1))
 
 
 def test_sharded_gauss_transform_equals_local(client, rng):

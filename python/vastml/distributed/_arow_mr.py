@@ -19,7 +19,9 @@ from vastml.distributed._partitions import (
     compute,
     compute_reporting,
     is_dask_array,
+    is_local,
     row_partitions,
+    validate_local,
 )
 from vastml.distributed._reduce import arow_mr_reduce
 from vastml.svm import AROWClassifier
@@ -130,6 +132,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         The combined model as a single-machine classifier.
     partition_sizes_ : ndarray of shape (n_partitions,)
         Rows per partition (0 for an empty one, which is ignored by the reducer).
+    n_iter_ : int
+        Passes of AROW over every partition (``max_iter``).
     stopped_early_ : bool
         Whether a callback stopped the fit.
     map_time_, reduce_time_ : float
@@ -195,6 +199,11 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         self.callbacks = callbacks
         self.callback_every = callback_every
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR blocks and local scipy.sparse, never densified
+        return tags
+
     def _seeds(self, m):
         rs = self.random_state
         if rs is None:
@@ -221,6 +230,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         check_n_partitions(self.n_partitions)
         check_callbacks(self.callbacks)
         check_callback_every(self.callback_every)
+        if is_local(X):
+            X, y = validate_local(self, X, y)
         parts = row_partitions(X, y, self.n_partitions, self.client)
         if classes is None:
             found = compute([dask.delayed(_unique)(a, b) for a, b in parts], self.client)
@@ -228,7 +239,10 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         else:
             classes = np.unique(np.asarray(classes))
         if classes.shape[0] < 2:
-            raise ValueError(f"AROWMapReduce needs at least 2 classes, got {classes.tolist()}")
+            raise ValueError(
+                f"AROWMapReduce needs samples of at least 2 classes; got {classes.shape[0]} class"
+                f" ({classes.tolist()})"
+            )
         seeds = self._seeds(len(parts))
         t0 = time.perf_counter()
         tasks = [
@@ -258,6 +272,7 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         self.covariance_ = np.stack([o[1] for o in out])
         self.classes_ = classes
         self.n_features_in_ = self.mean_.shape[1] - 1
+        self.n_iter_ = int(self.max_iter)
         self.classifier_ = AROWClassifier.from_model(
             self.mean_, self.covariance_, classes, **_without_cov(params)
         )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml import _core
 from vastml._validation import as_points, as_weights, choice, n_jobs_arg, open_unit_float, positive_float
@@ -386,15 +386,18 @@ class ShardedKernelDensity(BaseEstimator):
         """
         if is_dask_array(X):
             X = X.compute()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
         X = as_points(X, "X")
         sigma = positive_float(self.bandwidth, "bandwidth")
         if sample_weight is None:
             w = np.full(X.shape[0], 1.0 / X.shape[0])
         else:
-            w, one_d = as_weights(sample_weight, X.shape[0], "sample_weight")
-            if not one_d or np.any(w < 0) or w.sum() <= 0:
-                raise ValueError("`sample_weight` must be 1-D, non-negative, with a positive sum")
-            w = w[:, 0] / w[:, 0].sum()
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.shape != (X.shape[0],):
+                raise ValueError(f"`sample_weight` must have shape ({X.shape[0]},), got {w.shape}")
+            if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+                raise ValueError("`sample_weight` must be finite, non-negative and not all zero")
+            w = w / w.sum()
         h, eps = math.sqrt(2.0) * sigma, open_unit_float(self.epsilon, "epsilon")
         method, n_jobs = choice(self.method, "method", METHODS), n_jobs_arg(self.n_jobs)
         how = choice(self.plan, "plan", PLANS)
@@ -415,7 +418,7 @@ class ShardedKernelDensity(BaseEstimator):
         """The density at every row of ``X`` (lazy for a Dask array)."""
         check_is_fitted(self, "n_features_in_")
         if not is_dask_array(X):
-            as_points(X, "X", dim=self.n_features_in_)
+            X = validate_data(self, X, dtype=np.float64, reset=False)
         g = _map_targets(self._shipped, X, None, self._client, self.n_partitions)
         return g * math.exp(-self._log_norm)
 

@@ -11,11 +11,19 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._progress import Progress, check_callback_every, check_callbacks
 from vastml._validation import choice
-from vastml.distributed._partitions import _dask, as_block, check_n_partitions, compute, row_partitions
+from vastml.distributed._partitions import (
+    _dask,
+    as_block,
+    check_n_partitions,
+    compute,
+    is_local,
+    row_partitions,
+    validate_local,
+)
 from vastml.svm._base import check_float, check_int
 
 
@@ -138,6 +146,10 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     partition_sizes_ : ndarray
     fit_time_ : float
 
+    Notes
+    -----
+    Binary only (two classes): scikit-learn's estimator checks run with its binary tag.
+
     Examples
     --------
     >>> import numpy as np
@@ -180,6 +192,12 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         self.callbacks = callbacks
         self.callback_every = callback_every
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR blocks and local scipy.sparse, never densified
+        tags.classifier_tags.multi_class = False  # binary (see Notes)
+        return tags
+
     def _check_params(self):
         choice(self.method, "method", ("averaging", "allreduce"))
         check_float(self.l2_penalty, "l2_penalty", low=0)
@@ -207,6 +225,8 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         dask, _ = _dask()
         self._check_params()
         t0 = time.perf_counter()
+        if is_local(X):
+            X, y = validate_local(self, X, y)
         parts = row_partitions(X, y, self.n_partitions, self.client)
         if classes is None:
             found = compute([dask.delayed(_unique)(a, b) for a, b in parts], self.client)
@@ -214,7 +234,10 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             classes = np.unique(np.asarray(classes))
         if classes.shape[0] != 2:
-            raise ValueError(f"DistributedLogisticRegression is binary; got classes {classes.tolist()}")
+            raise ValueError(
+                "Only binary classification is supported: DistributedLogisticRegression needs "
+                f"samples of exactly 2 classes; got {classes.shape[0]} class(es) ({classes.tolist()})"
+            )
         blocks = self._persist([dask.delayed(_prepare, pure=True)(a, b, classes) for a, b in parts])
         shapes = compute([dask.delayed(_n_rows_features)(blk) for blk in blocks], self.client)
         sizes = np.array([s[0] for s in shapes], dtype=np.int64)
@@ -294,8 +317,10 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
     def decision_function(self, X: Any) -> Any:
         """Scores :math:`w^\\top x + b` (positive favours ``classes_[1]``)."""
         check_is_fitted(self, "coef_")
-        if not sp.issparse(X):
-            X = np.asarray(X, dtype=np.float64)
+        if is_local(X):
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        else:
+            X = np.asarray(X, dtype=np.float64)  # a Dask collection: computed here
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"`X` must have {self.n_features_in_} features, got shape {X.shape}")
         return np.asarray(X @ self.coef_[0]).ravel() + self.intercept_[0]
@@ -307,4 +332,5 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> Any:
         """The most probable class."""
+        check_is_fitted(self, "coef_")
         return self.classes_[(self.decision_function(X) > 0).astype(int)]

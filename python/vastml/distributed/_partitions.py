@@ -44,6 +44,26 @@ def _is_dask_dataframe(x: object) -> bool:
     )
 
 
+def is_local(X: object) -> bool:
+    """Whether ``X`` is local data (array-like or scipy.sparse), not a Dask collection."""
+    return not (is_dask_array(X) or _is_dask_bag(X) or _is_dask_dataframe(X))
+
+
+def validate_local(est: Any, X: Any, y: Any) -> tuple[Any, Any]:
+    """scikit-learn's checks of local training data for a classifier (sets ``n_features_in_``):
+    2-D finite float64 ``X`` (CSR kept sparse), 1-D class labels ``y``."""
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import validate_data
+
+    if y is None:
+        raise ValueError(
+            f"{type(est).__name__} requires y to be passed, but the target y is None"
+        )
+    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=np.float64)
+    check_classification_targets(y)
+    return X, y
+
+
 def check_n_partitions(n: object) -> int | None:
     if n is None:
         return None

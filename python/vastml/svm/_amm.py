@@ -243,17 +243,17 @@ class AMMClassifier(BudgetedClassifier):
         first = not hasattr(self, "classes_")
         if first and classes is None:
             raise ValueError("`classes` must be passed on the first call to partial_fit")
-        X, y = self._fit_data(X, y, reset=first)
+        Xv, y = self._fit_data(X, y, reset=first)
         if first:
             self._set_classes(y, classes)
-            self._check_memory(X.shape[1], len(self.classes_))
-            model = self._new_model(X.shape[1], len(self.classes_))
+            self._check_memory(Xv.shape[1], len(self.classes_))
+            model = self._new_model(Xv.shape[1], len(self.classes_))
             self.n_iter_ = 0
         else:
             model = self._model()
         codes = self._encode(y)
         seed = self._seeds(1)[0] if first else int(np.random.default_rng(self.t_).integers(2**62))
-        model.epoch(core_examples(X), codes, shuffle=bool(self.shuffle), seed=seed)
+        model.epoch(core_examples(Xv), codes, shuffle=bool(self.shuffle), seed=seed)
         self.n_iter_ += 1
         self._store(model)
         return self
@@ -291,10 +291,10 @@ class PegasosClassifier(AMMClassifier):
     >>> import numpy as np
     >>> from vastml.svm import PegasosClassifier
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(600, 3))
-    >>> y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
-    >>> clf = PegasosClassifier(l2_penalty=1e-3, random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.9), clf.coef_.shape
+    >>> Xv = rng.normal(size=(600, 3))
+    >>> y = np.argmax(Xv @ rng.normal(size=(3, 3)), axis=1)
+    >>> clf = PegasosClassifier(l2_penalty=1e-3, random_state=0).fit(Xv, y)
+    >>> bool(clf.score(Xv, y) > 0.9), clf.coef_.shape
     (True, (3, 3))
     """
 

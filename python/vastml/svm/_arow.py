@@ -92,6 +92,9 @@ class AROWClassifier(BudgetedClassifier):
     (True, (1, 6), (1, 6, 6))
     """
 
+    mean_: FloatArray
+    covariance_: FloatArray
+
     def __init__(
         self,
         *,
@@ -192,7 +195,7 @@ class AROWClassifier(BudgetedClassifier):
             cov = np.repeat(np.eye(d + 1)[None], k, axis=0)
         return mean, cov
 
-    def _passes(self, X, codes, seeds, progress: Progress | None) -> tuple[int, bool]:
+    def _passes(self, X: Any, codes: Any, seeds: list[int], progress: Progress | None) -> tuple[int, bool]:
         """AROW passes (one per seed) in Rust; returns (chunks made, stopped by a callback)."""
         params = {
             "classes": [int(c) for c in self._models()],
@@ -205,9 +208,10 @@ class AROWClassifier(BudgetedClassifier):
         }
         model = (np.ascontiguousarray(self.mean_), np.ascontiguousarray(self.covariance_))
         report = progress.report if progress is not None and progress.active else None
-        self.mean_, self.covariance_, upd, chunks, stopped = _core.arow_fit(
+        mean, cov, upd, chunks, stopped = _core.arow_fit(
             core_examples(X), codes, model, params, report, n_jobs=self._n_jobs()
         )
+        self.mean_, self.covariance_ = mean, cov
         self.n_updates_ = np.asarray(upd, dtype=np.int64)
         return int(chunks), bool(stopped)
 
@@ -219,14 +223,14 @@ class AROWClassifier(BudgetedClassifier):
         self
         """
         self._check_params()
-        X, y = self._fit_data(X, y, reset=True)
+        Xv, y = self._fit_data(X, y, reset=True)
         self._set_classes(y)
         codes = self._encode(y)
-        self.mean_, self.covariance_ = self._fresh(X.shape[1])
+        self.mean_, self.covariance_ = self._fresh(Xv.shape[1])
         passes = int(self.max_iter)
-        per_pass = _chunks_per_pass(X.shape[0])
+        per_pass = _chunks_per_pass(Xv.shape[0])
         with self._progress(passes * per_pass) as progress:
-            chunks, stopped = self._passes(X, codes, self._seeds(passes), progress)
+            chunks, stopped = self._passes(Xv, codes, self._seeds(passes), progress)
         self.n_iter_ = math.ceil(chunks / per_pass)
         self.stopped_early_ = stopped
         return self
@@ -242,14 +246,14 @@ class AROWClassifier(BudgetedClassifier):
         first = not hasattr(self, "classes_")
         if first and classes is None:
             raise ValueError("`classes` must be passed on the first call to partial_fit")
-        X, y = self._fit_data(X, y, reset=first)
+        Xv, y = self._fit_data(X, y, reset=first)
         if first:
             self._set_classes(y, classes)
-            self.mean_, self.covariance_ = self._fresh(X.shape[1])
+            self.mean_, self.covariance_ = self._fresh(Xv.shape[1])
             self.n_iter_ = 0
         codes = self._encode(y)
         seed = int(np.random.default_rng(int(self.n_iter_) + int(codes.sum())).integers(2**62))
-        self._passes(X, codes, [seed], None)
+        self._passes(Xv, codes, [seed], None)
         self.n_iter_ += 1
         return self
 
@@ -284,9 +288,9 @@ class AROWClassifier(BudgetedClassifier):
         p : ndarray of shape (n_samples, n_models)
             One column per model: a single column (for ``classes_[1]``) with two classes.
         """
-        X = self._predict_data(X)
-        m = self._margins(X)
-        Xb = sp.hstack([sp.csr_matrix(X), np.full((X.shape[0], 1), float(self.bias))]).tocsr()
+        Xv = self._predict_data(X)
+        m = self._margins(Xv)
+        Xb = sp.hstack([sp.csr_matrix(Xv), np.full((Xv.shape[0], 1), float(self.bias))]).tocsr()
         var = np.empty_like(m)
         for k in range(m.shape[1]):
             if self.covariance_.ndim == 2:

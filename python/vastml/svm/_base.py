@@ -185,12 +185,12 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         n_passes = self._n_passes()
         with self._progress(n_passes) as progress:
-            X, y = self._fit_data(X, y, reset=True)
+            Xv, y = self._fit_data(X, y, reset=True)
             self._set_classes(y)
             codes = self._encode(y)
-            self._check_memory(X.shape[1], len(self.classes_))
-            Xc = core_examples(X)
-            model = self._new_model(X.shape[1], len(self.classes_))
+            self._check_memory(Xv.shape[1], len(self.classes_))
+            Xc = core_examples(Xv)
+            model = self._new_model(Xv.shape[1], len(self.classes_))
             schedule = self._schedule(self._seeds(n_passes))
             report = progress.report if progress.active else None
             n_iter, stopped = model.fit(Xc, codes, schedule, report)

@@ -182,13 +182,13 @@ class LLSVMClassifier(BudgetedClassifier):
         """
         self._check_params()
         with self._progress(int(self.max_iter)) as progress:
-            X, y = self._fit_data(X, y, reset=True)
+            Xv, y = self._fit_data(X, y, reset=True)
             self._set_classes(y)
             codes = self._encode(y)
             # landmarks, k-means centres and the mapped batch are dense in n_features
-            check_model_memory(X.shape[1], 2 * int(self.n_landmarks), "n_landmarks")
+            check_model_memory(Xv.shape[1], 2 * int(self.n_landmarks), "n_landmarks")
             seed = self._seeds(1)[0]
-            self.landmarks_ = self._choose_landmarks(X, seed)
+            self.landmarks_ = self._choose_landmarks(Xv, seed)
             models = [1] if len(self.classes_) == 2 else list(range(len(self.classes_)))
             params = {
                 "classes": models,
@@ -200,7 +200,7 @@ class LLSVMClassifier(BudgetedClassifier):
             }
             report = progress.report if progress.active else None
             self.map_matrix_, self.coef_, iters, stopped = _core.llsvm_fit(
-                core_examples(X), codes, self.landmarks_, params, report, n_jobs=self._n_jobs()
+                core_examples(Xv), codes, self.landmarks_, params, report, n_jobs=self._n_jobs()
             )
         self.n_iter_ = int(max(iters))
         self.stopped_early_ = bool(stopped)

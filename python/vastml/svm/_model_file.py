@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vastml._typing import PathLike
 
 ALGORITHMS = {"pegasos": 0, "amm_batch": 1, "amm_online": 2, "llsvm": 3, "bsgd": 4}
 KERNEL_CODES = {"rbf": 0, "exponential": 1, "poly": 2, "linear": 3, "sigmoid": 4}
@@ -49,9 +53,37 @@ class ModelFileError(ValueError):
 
     The message starts with ``<path>:<line>:`` (the line is 1-based; 0 when the problem is the
     file as a whole).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+    line : int
+        The 1-based line of the problem, 0 for the file as a whole.
+    reason : str
+        What is wrong there.
+
+    Attributes
+    ----------
+    path : str
+    line : int
+    reason : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from vastml.svm import ModelFileError, load_budgetedsvm
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("not a model\\n")
+    >>> try:
+    ...     load_budgetedsvm(path)
+    ... except ModelFileError as e:
+    ...     print(e.line, isinstance(e, ValueError))
+    1 True
     """
 
-    def __init__(self, path, line, reason):
+    def __init__(self, path: PathLike, line: int, reason: str) -> None:
         self.path, self.line, self.reason = os.fspath(path), int(line), reason
         super().__init__(f"{self.path}:{self.line}: {reason}")
 
@@ -97,7 +129,7 @@ def _kernel_header(estimator, d):
     return KERNEL_CODES[kern], 0.0, degree, coef
 
 
-def save_budgetedsvm(estimator, path):
+def save_budgetedsvm(estimator: Any, path: PathLike) -> None:
     """Write a fitted Pegasos / AMM / GAMM / BSGD / binary LLSVM classifier to ``path``.
 
     The file is the one ``budgetedsvm-train`` writes, readable by ``budgetedsvm-predict``
@@ -309,7 +341,7 @@ def _check_cells(r, line, n_rows, dim):
                       "vectors, more than this reader holds or the memory available")
 
 
-def load_budgetedsvm(path):
+def load_budgetedsvm(path: PathLike) -> Any:
     """Read a model written by BudgetedSVM 1.2 or :func:`save_budgetedsvm` into a fitted
     vastml classifier (Pegasos / AMM / BSGD / LLSVM, by its ALGORITHM row).
 

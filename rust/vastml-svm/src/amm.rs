@@ -47,6 +47,14 @@ use vastml_core::{Control, Halt};
 /// How often (in examples) long loops look at the cancel flag.
 pub(crate) const CANCEL_EVERY: usize = 1024;
 
+/// For steps of `cost` multiply-adds each, a mask `m` such that polling the cancel flag when
+/// `step & m == 0` polls about every 4 million multiply-adds (a few milliseconds) and at least
+/// every [`CANCEL_EVERY`] steps: one less than a power of two, so the test costs no division.
+pub(crate) fn poll_mask(cost: usize) -> usize {
+    let steps = ((1usize << 22) / cost.max(1)).clamp(1, CANCEL_EVERY);
+    (1usize << steps.ilog2()) - 1
+}
+
 /// Rows per parallel task of prediction; the cancel flag is polled once per block.
 pub(crate) const ROW_BLOCK: usize = 256;
 /// How many examples ahead an SGD pass prefetches a row of a shuffled order.
@@ -323,6 +331,12 @@ impl Amm {
 
     fn width(&self) -> usize {
         self.dim + 1
+    }
+
+    /// The [`poll_mask`] of a step: it scores every weight, O(width) each for dense rows.
+    fn step_poll_mask(&self) -> usize {
+        let weights = self.n_classes * (self.params.max_weights_per_class + 1);
+        poll_mask(self.width() * weights)
     }
 
     fn push(&mut self, class: usize, row: Option<(Row<'_>, f64)>, _unused: f64) -> usize {
@@ -781,8 +795,9 @@ impl Amm {
         };
         let mut stats = EpochStats::default();
         let mut loss_sum = 0.0;
+        let poll = self.step_poll_mask();
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 {
+            if k & poll == 0 {
                 control.check()?;
             }
             let assigned = if use_z { Some(self.z[i]) } else { None };
@@ -879,8 +894,9 @@ impl Amm {
         let mut scores = vec![0.0; c];
         let mut stats = EpochStats::default();
         let mut loss_sum = 0.0;
+        let poll = self.step_poll_mask();
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 {
+            if k & poll == 0 {
                 control.check()?;
             }
             if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
@@ -951,8 +967,9 @@ impl Amm {
         self.family.clear();
         self.root_of.clear();
         let mut z = Vec::with_capacity(n);
+        let poll = self.step_poll_mask();
         for (i, &y) in labels.iter().enumerate() {
-            if i % CANCEL_EVERY == 0 {
+            if i & poll == 0 {
                 control.check()?;
             }
             self.dots(data.row(i));

@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::{CANCEL_EVERY, FitOutcome, Schedule, permutation};
+use crate::amm::{FitOutcome, Schedule, permutation, poll_mask};
 use crate::data::{Examples, Gathered, Row, check_positive};
 use crate::error::{SvmError, invalid, shape};
 use vastml_core::Control;
@@ -298,13 +298,13 @@ impl Arow {
         let d = self.dim;
         let w = d + 1;
         // A full-covariance update costs O(w^2): poll about every 4 million multiply-adds.
-        let poll = ((1usize << 22) / (w * w)).clamp(1, CANCEL_EVERY);
+        let poll = poll_mask(w * w);
         let mut n_updates = 0;
         // Margin of order[k] under the current mean, and whether self.sx = Sigma x of it.
         let mut next_margin: Option<f64> = None;
         let mut have_sx = false;
         for (k, &i) in order.iter().enumerate() {
-            if k % poll == 0 {
+            if k & poll == 0 {
                 control.check()?;
             }
             if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
@@ -372,8 +372,9 @@ impl Arow {
             return self.epoch_full(data, targets, order, control);
         }
         let mut n = 0;
+        let poll = poll_mask(self.dim + 1);
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY == 0 {
+            if k & poll == 0 {
                 control.check()?;
             }
             n += usize::from(self.update(data.row(i), targets[i]));

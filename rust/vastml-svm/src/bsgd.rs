@@ -18,11 +18,11 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::{EpochStats, FitOutcome, ROW_BLOCK, Schedule, permutation};
+use crate::amm::{EpochStats, FitOutcome, ROW_BLOCK, Schedule, permutation, poll_mask};
 use vastml_core::{Control, Halt};
 
-/// Steps between two polls of the cancel flag: a step with merging costs O(B d) for a budget
-/// B, so a few dozen steps are a few milliseconds.
+/// Most steps between two polls of the cancel flag: a step with merging costs O(B d) kernel
+/// work plus a golden-section search per candidate, so a few dozen steps are milliseconds.
 const CANCEL_EVERY_STEP: usize = 32;
 use crate::data::{Examples, Row, check_labels, check_positive, dot, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
@@ -689,8 +689,10 @@ impl Bsgd {
         let mut stats = EpochStats::default();
         let merged0 = self.n_merged;
         let mut sum = 0.0;
+        let cost = (self.params.budget + 1) * (self.dim + 1);
+        let poll = poll_mask(cost).min(CANCEL_EVERY_STEP - 1);
         for (k, &i) in order.iter().enumerate() {
-            if k % CANCEL_EVERY_STEP == 0 {
+            if k & poll == 0 {
                 control.check()?;
             }
             let l = self.step(data.row(i), labels[i], &mut rng);

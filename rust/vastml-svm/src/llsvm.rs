@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::amm::{CANCEL_EVERY, FitOutcome};
+use crate::amm::{FitOutcome, poll_mask};
 use crate::data::{Examples, Row, check_positive, dot};
 use crate::error::{SvmError, shape};
 use crate::kernel::{Kernel, exp_in_place};
@@ -338,8 +338,9 @@ pub fn kmeans_landmarks(
         )?;
         let mut counts = vec![0usize; k];
         centres.iter_mut().for_each(|v| *v = 0.0);
+        let poll = poll_mask(d);
         for (i, &l) in labels.iter().enumerate() {
-            if i % CANCEL_EVERY == 0 {
+            if i & poll == 0 {
                 control.check()?;
             }
             counts[l] += 1;
@@ -504,9 +505,10 @@ impl<'a> Dcd<'a> {
         let (mut pg_max, mut pg_min) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
         let mut steps = 0usize;
+        let poll = poll_mask(dim);
         while s < active.len() {
             steps += 1;
-            if steps % CANCEL_EVERY == 0 {
+            if steps & poll == 0 {
                 control.check()?;
             }
             let i = active[s];
