@@ -9,7 +9,9 @@ use vastml_embed::{Csr, Kernel, Model, Repulsion};
 use crate::arrays::{rows, vector};
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
 use std::sync::atomic::AtomicBool;
+use vastml_embed::objective::{GdOptions, GdRun, GdState, tsne_gradient_descent_prepared};
 use vastml_embed::parametric::RStep;
 
 fn index_vector<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
@@ -397,11 +399,14 @@ pub fn tsne_repulsion<'py>(
     Ok((r.z, matrix(py, r.force, n, dim)?))
 }
 
+/// (x, update, gains, objective, iterations run, stopped by the progress hook).
 type GdOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     f64,
+    usize,
+    bool,
 );
 
 /// P's unordered pairs prepared once for several `tsne_gd` calls (from 50,000 points:
@@ -479,106 +484,116 @@ pub fn tsne_pairs<'py>(
     Ok(PyTsnePairs { inner })
 }
 
-/// tsne_gd(x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=False, n_jobs=None, box_width=1.0, pairs=None)
-/// --
-///
-/// `n_iter` iterations of t-SNE's momentum gradient descent with gains in one call
-/// (attraction CSR P scaled by `exaggeration`, repulsion by `gradient`). Returns the new
-/// (x, update, gains, E) with E the objective at the last iterate (NaN unless
-/// `objective_at_last`). `pairs`: P prepared by `tsne_pairs` (then the CSR arrays are not
-/// read; pass None for them).
-#[pyfunction]
-#[pyo3(signature = (x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=false, n_jobs=None, box_width=1.0, pairs=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn tsne_gd<'py>(
-    py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    indptr: &Bound<'py, PyAny>,
-    indices: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-    update: PyReadonlyArray2<'py, f64>,
-    gains: PyReadonlyArray2<'py, f64>,
+/// The options of `tsne_gd`: a dict from Python with these keys.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct GdArgs {
     n_iter: usize,
     learning_rate: f64,
     momentum: f64,
     exaggeration: f64,
     min_gain: f64,
-    gradient: &str,
+    gradient: String,
     theta: f64,
     n_interp: usize,
-    objective_at_last: bool,
-    n_jobs: Option<isize>,
     box_width: f64,
-    pairs: Option<Bound<'py, PyTsnePairs>>,
-) -> PyResult<GdOut<'py>> {
-    let rep = repulsion_with(gradient, theta, 0.0, n_interp, box_width)?;
-    let (xs, dim) = rows(&x, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
-    let (us, _) = rows(&update, "update")?;
-    let (gs, _) = rows(&gains, "gains")?;
-    let (mut xv, mut uv, mut gv) = (xs.to_vec(), us.to_vec(), gs.to_vec());
-    let opts = vastml_embed::objective::GdOptions {
-        learning_rate,
-        momentum,
-        exaggeration,
-        min_gain,
-    };
-    if let Some(p) = pairs {
-        let inner: &TsnePairsAny = &p.get().inner;
-        let e = enter(py, n_jobs, |cancel| match inner {
-            TsnePairsAny::Wide(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
-                &mut xv,
-                dim,
-                pp,
-                rep,
-                opts,
-                &mut uv,
-                &mut gv,
-                n_iter,
-                objective_at_last,
-                cancel,
-            ),
-            TsnePairsAny::Compact(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
-                &mut xv,
-                dim,
-                pp,
-                rep,
-                opts,
-                &mut uv,
-                &mut gv,
-                n_iter,
-                objective_at_last,
-                cancel,
-            ),
-        })?;
-        return Ok((
-            matrix(py, xv, n, dim)?,
-            matrix(py, uv, n, dim)?,
-            matrix(py, gv, n, dim)?,
-            e,
-        ));
+    objective_at_last: bool,
+    iterations_before: usize,
+    objective_before: f64,
+}
+
+impl GdArgs {
+    fn parts(&self) -> PyResult<(Repulsion, GdOptions, GdRun)> {
+        let rep = repulsion_with(
+            &self.gradient,
+            self.theta,
+            0.0,
+            self.n_interp,
+            self.box_width,
+        )?;
+        let opts = GdOptions {
+            learning_rate: self.learning_rate,
+            momentum: self.momentum,
+            exaggeration: self.exaggeration,
+            min_gain: self.min_gain,
+        };
+        let run = GdRun {
+            n_iter: self.n_iter,
+            iterations_before: self.iterations_before,
+            objective_at_last: self.objective_at_last,
+            objective_before: self.objective_before,
+        };
+        Ok((rep, opts, run))
     }
-    let arrays = csr_arrays(indptr, indices, data)?;
-    let e = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
-        vastml_embed::objective::tsne_gradient_descent(
-            &mut xv,
+}
+
+/// The embedding handed to the progress callable: flat (Python reshapes it).
+fn flat_to_py(py: Python<'_>, x: &[f64]) -> PyResult<Py<PyAny>> {
+    Ok(x.to_vec().into_pyarray(py).into_any().unbind())
+}
+
+type GdArrays<'py> = (
+    PyReadonlyArray2<'py, f64>,
+    PyReadonlyArray2<'py, f64>,
+    PyReadonlyArray2<'py, f64>,
+);
+
+/// tsne_gd(state, pairs, options, progress=None, n_jobs=None)
+/// --
+///
+/// `options["n_iter"]` iterations of t-SNE's momentum gradient descent with gains in one call
+/// from `state` = (x, update, gains) over P's prepared `pairs` (attraction scaled by
+/// `exaggeration`, repulsion by `gradient`). `progress(iteration, objective, x_flat)` is
+/// called after every iteration (numbered from `iterations_before + 1`; the objective is the
+/// latest computed, `objective_before` until then); True stops the run there. Returns
+/// (x, update, gains, objective, iterations run, stopped), the objective at the last iterate
+/// when `objective_at_last`.
+#[pyfunction]
+#[pyo3(signature = (state, pairs, options, progress=None, n_jobs=None))]
+pub fn tsne_gd<'py>(
+    py: Python<'py>,
+    state: GdArrays<'py>,
+    pairs: Bound<'py, PyTsnePairs>,
+    options: GdArgs,
+    progress: Option<Py<PyAny>>,
+    n_jobs: Option<isize>,
+) -> PyResult<GdOut<'py>> {
+    let (rep, opts, run) = options.parts()?;
+    let (xs, dim) = rows(&state.0, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let (mut xv, mut uv, mut gv) = (
+        xs.to_vec(),
+        rows(&state.1, "update")?.0.to_vec(),
+        rows(&state.2, "gains")?.0.to_vec(),
+    );
+    let hook = progress::hook(progress, flat_to_py);
+    let inner: &TsnePairsAny = &pairs.get().inner;
+    let out = enter(py, n_jobs, |cancel| {
+        let control = progress::control(cancel, hook.as_ref());
+        let st = GdState {
+            x: &mut xv,
             dim,
-            &w,
-            rep,
-            opts,
-            &mut uv,
-            &mut gv,
-            n_iter,
-            objective_at_last,
-            cancel,
-        )
-    })?);
-    Ok((
+            update: &mut uv,
+            gains: &mut gv,
+        };
+        match inner {
+            TsnePairsAny::Wide(pp) => {
+                tsne_gradient_descent_prepared(st, pp, rep, opts, run, control)
+            }
+            TsnePairsAny::Compact(pp) => {
+                tsne_gradient_descent_prepared(st, pp, rep, opts, run, control)
+            }
+        }
+    })?;
+    if let Some(h) = &hook {
+        h.finish()?;
+    }
+    let (x, u, g) = (
         matrix(py, xv, n, dim)?,
         matrix(py, uv, n, dim)?,
         matrix(py, gv, n, dim)?,
-        e,
-    ))
+    );
+    Ok((x, u, g, out.objective, out.n_done, out.stopped))
 }
 
 // ---------------------------------------------------------------- Parametric Embedding
