@@ -233,49 +233,35 @@ pub fn entropic_affinities_csr<'py>(
 ) -> PyResult<AffinityCsrOut<'py>> {
     let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
     let (d2, k) = rows(&sqdist, "sqdist")?;
-    let n = d2.len().checked_div(k).unwrap_or(0);
-    let order = to_usize(index_vector(&order, "order")?, "order")?;
     let parents = parents
         .as_ref()
         .map(|p| index_vector(p, "parents"))
         .transpose()?;
-    let warm = warm_start(warm, parents)?;
-    let opts = RootOptions { method, tol, maxit };
-    let bad_indices = |dtype: &str| {
-        PyTypeError::new_err(format!("`indices` must be a C-contiguous {dtype} array"))
+    let job = AffinityJob {
+        d2,
+        n: d2.len().checked_div(k).unwrap_or(0),
+        k,
+        perplexity,
+        opts: RootOptions { method, tol, maxit },
+        order: to_usize(index_vector(&order, "order")?, "order")?,
+        warm: warm_start(warm, parents)?,
+        chunk_size,
     };
-    let (ip, ix, dt, a) = if compact {
-        let idx: PyReadonlyArray2<'py, i32> =
-            indices.extract().map_err(|_| bad_indices("int32"))?;
-        let idx = idx.as_slice().map_err(|_| bad_indices("int32"))?;
-        let (p, a) = enter(py, n_jobs, |cancel| {
-            vastml_embed::affinity::entropic_affinities_csr::<i32, f32>(
-                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
-            )
-        })?;
-        (
-            p.indptr.into_pyarray(py).into_any(),
-            p.indices.into_pyarray(py).into_any(),
-            p.data.into_pyarray(py).into_any(),
-            a,
-        )
+    let (csr, a) = if compact {
+        affinities_csr_typed::<i32, f32>(py, indices, &job, n_jobs, "int32")?
     } else {
-        let idx: PyReadonlyArray2<'py, i64> =
-            indices.extract().map_err(|_| bad_indices("int64"))?;
-        let idx = idx.as_slice().map_err(|_| bad_indices("int64"))?;
-        let (p, a) = enter(py, n_jobs, |cancel| {
-            vastml_embed::affinity::entropic_affinities_csr::<i64, f64>(
-                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
-            )
-        })?;
-        (
-            p.indptr.into_pyarray(py).into_any(),
-            p.indices.into_pyarray(py).into_any(),
-            p.data.into_pyarray(py).into_any(),
-            a,
-        )
+        affinities_csr_typed::<i64, f64>(py, indices, &job, n_jobs, "int64")?
     };
-    Ok((
+    Ok(affinity_csr_out(py, csr, a))
+}
+
+/// The CSR arrays followed by the per-point results, as Python receives them.
+fn affinity_csr_out<'py>(
+    py: Python<'py>,
+    (ip, ix, dt): CsrOut<'py>,
+    a: vastml_embed::affinity::AffinityInfo,
+) -> AffinityCsrOut<'py> {
+    (
         ip,
         ix,
         dt,
@@ -285,7 +271,57 @@ pub fn entropic_affinities_csr<'py>(
         a.log_beta_lower.into_pyarray(py),
         a.log_beta_upper.into_pyarray(py),
         a.converged.into_pyarray(py),
-    ))
+    )
+}
+
+/// The inputs of `entropic_affinities_csr` common to both index layouts.
+struct AffinityJob<'a> {
+    d2: &'a [f64],
+    n: usize,
+    k: usize,
+    perplexity: f64,
+    opts: RootOptions,
+    order: Vec<usize>,
+    warm: WarmStart<'a>,
+    chunk_size: usize,
+}
+
+/// `entropic_affinities_csr` for neighbour indices of type `I` and values of type `V`.
+fn affinities_csr_typed<'py, I, V>(
+    py: Python<'py>,
+    indices: &Bound<'py, PyAny>,
+    job: &AffinityJob<'_>,
+    n_jobs: Option<isize>,
+    dtype: &str,
+) -> PyResult<(CsrOut<'py>, vastml_embed::affinity::AffinityInfo)>
+where
+    I: vastml_embed::CsrIndex + numpy::Element,
+    V: vastml_embed::CsrValue + numpy::Element,
+{
+    let bad = || PyTypeError::new_err(format!("`indices` must be a C-contiguous {dtype} array"));
+    let idx: PyReadonlyArray2<'py, I> = indices.extract().map_err(|_| bad())?;
+    let idx = idx.as_slice().map_err(|_| bad())?;
+    let j = job;
+    let (p, a) = enter(py, n_jobs, |cancel| {
+        vastml_embed::affinity::entropic_affinities_csr::<I, V>(
+            j.d2,
+            idx,
+            j.n,
+            j.k,
+            j.perplexity,
+            &j.opts,
+            &j.order,
+            j.warm,
+            j.chunk_size,
+            cancel,
+        )
+    })?;
+    let out = (
+        p.indptr.into_pyarray(py).into_any(),
+        p.indices.into_pyarray(py).into_any(),
+        p.data.into_pyarray(py).into_any(),
+    );
+    Ok((out, a))
 }
 
 /// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
@@ -561,39 +597,51 @@ pub fn tsne_gd<'py>(
     let (rep, opts, run) = options.parts()?;
     let (xs, dim) = rows(&state.0, "x")?;
     let n = xs.len().checked_div(dim).unwrap_or(0);
-    let (mut xv, mut uv, mut gv) = (
-        xs.to_vec(),
-        rows(&state.1, "update")?.0.to_vec(),
-        rows(&state.2, "gains")?.0.to_vec(),
-    );
+    let mut x = xs.to_vec();
+    let mut update = rows(&state.1, "update")?.0.to_vec();
+    let mut gains = rows(&state.2, "gains")?.0.to_vec();
     let hook = progress::hook(progress, flat_to_py);
     let inner: &TsnePairsAny = &pairs.get().inner;
     let out = enter(py, n_jobs, |cancel| {
         let control = progress::control(cancel, hook.as_ref());
         let st = GdState {
-            x: &mut xv,
+            x: &mut x,
             dim,
-            update: &mut uv,
-            gains: &mut gv,
+            update: &mut update,
+            gains: &mut gains,
         };
-        match inner {
-            TsnePairsAny::Wide(pp) => {
-                tsne_gradient_descent_prepared(st, pp, rep, opts, run, control)
-            }
-            TsnePairsAny::Compact(pp) => {
-                tsne_gradient_descent_prepared(st, pp, rep, opts, run, control)
-            }
-        }
+        inner.descend(st, rep, opts, run, control)
     })?;
     if let Some(h) = &hook {
         h.finish()?;
     }
     let (x, u, g) = (
-        matrix(py, xv, n, dim)?,
-        matrix(py, uv, n, dim)?,
-        matrix(py, gv, n, dim)?,
+        matrix(py, x, n, dim)?,
+        matrix(py, update, n, dim)?,
+        matrix(py, gains, n, dim)?,
     );
     Ok((x, u, g, out.objective, out.n_done, out.stopped))
+}
+
+impl TsnePairsAny {
+    /// The gradient descent over these pairs, whatever their value type.
+    fn descend(
+        &self,
+        state: GdState<'_>,
+        rep: Repulsion,
+        opts: GdOptions,
+        run: GdRun,
+        control: vastml_core::Control<'_, [f64]>,
+    ) -> vastml_embed::Result<vastml_embed::objective::GdOutcome> {
+        match self {
+            TsnePairsAny::Wide(p) => {
+                tsne_gradient_descent_prepared(state, p, rep, opts, run, control)
+            }
+            TsnePairsAny::Compact(p) => {
+                tsne_gradient_descent_prepared(state, p, rep, opts, run, control)
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- Parametric Embedding
@@ -606,6 +654,23 @@ type PeOut<'py> = (
     Option<Bound<'py, PyArray2<f64>>>,
 );
 type PeStepOut<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<u32>>);
+/// (J, E, entropy, dJ/dPhi, R, Newton steps) of `pe_reduced`.
+type PeReducedOut<'py> = (
+    f64,
+    f64,
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+);
+/// (J, dJ/dPhi, d2J/dPhi2, R, Newton steps) of `pe_reduced_hessian`.
+type PeHessianOut<'py> = (
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+);
 
 fn pe_problem<'a>(
     p: &'a [f64],
@@ -747,7 +812,7 @@ fn pe_reduced_common(
 /// `r` fused with J and dJ/dPhi. Returns (J, E, entropy, dJ/dPhi, R, Newton steps per object).
 #[pyfunction]
 #[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub fn pe_reduced<'py>(
     py: Python<'py>,
     p: PyReadonlyArray2<'py, f64>,
@@ -760,14 +825,7 @@ pub fn pe_reduced<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
-) -> PyResult<(
-    f64,
-    f64,
-    f64,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<u32>>,
-)> {
+) -> PyResult<PeReducedOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
         (&p, &phi, &r, &log_prior),
@@ -799,7 +857,7 @@ pub fn pe_reduced<'py>(
 /// Newton steps per object).
 #[pyfunction]
 #[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub fn pe_reduced_hessian<'py>(
     py: Python<'py>,
     p: PyReadonlyArray2<'py, f64>,
@@ -812,13 +870,7 @@ pub fn pe_reduced_hessian<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
-) -> PyResult<(
-    f64,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<u32>>,
-)> {
+) -> PyResult<PeHessianOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
         (&p, &phi, &r, &log_prior),
