@@ -413,9 +413,18 @@ def _random_p(n, seed=2):
     return P
 
 
+def _gd_options(n_iter, lr=200.0, momentum=0.5, exaggeration=4.0, **kw):
+    """The options dict of ``vastml._core.tsne_gd`` (Barnes-Hut at theta 0.5)."""
+    return {"n_iter": n_iter, "learning_rate": lr, "momentum": momentum,
+            "exaggeration": exaggeration, "min_gain": 0.01, "gradient": "barnes_hut",
+            "theta": 0.5, "n_interp": 3, "box_width": 1.0, "objective_at_last": True,
+            "iterations_before": 0, "objective_before": float("nan"), **kw}
+
+
 def test_prepared_pairs_shared_across_calls_match_fresh_ones():
-    """tsne_gd with P's pairs prepared once (relabelled in the Morton order of an older
-    embedding from 50,000 points) = tsne_gd preparing them itself, up to rounding."""
+    """tsne_gd with P's pairs prepared for an older embedding (relabelled in its Morton order
+    from 50,000 points) = tsne_gd with pairs prepared for the current one, up to rounding: the
+    labelling only changes memory locality."""
     from vastml._core import tsne_gd, tsne_pairs
 
     for n in (3000, 50_000):
@@ -426,20 +435,45 @@ def test_prepared_pairs_shared_across_calls_match_fresh_ones():
         pairs = tsne_pairs(old, *csr)
         assert pairs.n_points == n and pairs.relabelled == (n >= 50_000)
         U, G = np.full_like(X, 0.1), np.ones_like(X)
-        args = (U, G, 3, 200.0, 0.5, 4.0, 0.01, "barnes_hut", 0.5)
-        a = tsne_gd(X, *csr, *args, objective_at_last=True)
-        b = tsne_gd(X, None, None, None, *args, objective_at_last=True, pairs=pairs)
+        a = tsne_gd((X, U, G), tsne_pairs(X, *csr), _gd_options(3))
+        b = tsne_gd((X, U, G), pairs, _gd_options(3))
         for u, v in zip(a[:3], b[:3]):
             np.testing.assert_allclose(v, u, rtol=1e-9, atol=1e-9 * np.abs(u).max())
-        assert abs(a[3] - b[3]) <= 1e-9 * abs(a[3])
+        assert abs(a[3] - b[3]) <= 1e-9 * abs(a[3]) and a[4:] == b[4:] == (3, False)
         with pytest.raises(ValueError):
-            tsne_gd(X[:-1], None, None, None, U[:-1], G[:-1], *args[2:], pairs=pairs)
+            tsne_gd((X[:-1], U[:-1], G[:-1]), pairs, _gd_options(3))
+
+
+def test_rust_descent_reports_in_input_order_and_stops():
+    """The progress callable of tsne_gd sees iterations it0+1.. and the embedding in the
+    input order even when the pairs are relabelled (50,000 points); True stops the call."""
+    from vastml._core import tsne_gd, tsne_pairs
+
+    n = 50_000
+    X = _clusters(n, 4)
+    P = _random_p(n, 5)
+    pairs = tsne_pairs(X, P.indptr.astype(np.int64), P.indices.astype(np.int64), P.data)
+    assert pairs.relabelled
+    U, G = np.zeros_like(X), np.ones_like(X)
+    seen = []
+    opts = _gd_options(3, iterations_before=7, objective_before=1.5)
+
+    def report(it, e, x):
+        seen.append((it, e, x.reshape(-1, 2).copy()))
+        return it == 9
+
+    Y, U2, G2, e, ran, stopped = tsne_gd((X, U, G), pairs, opts, progress=report)
+    assert [s[0] for s in seen] == [8, 9] and ran == 2 and stopped
+    assert seen[0][1] == 1.5 and e == 1.5  # no objective computed before the stop
+    np.testing.assert_array_equal(seen[-1][2], Y)
+    Y2, *_ = tsne_gd((X, U, G), pairs, _gd_options(2))
+    np.testing.assert_array_equal(Y, Y2)
 
 
 def test_fused_descent_uses_the_dual_tree_from_50k_points():
     """One fused Barnes-Hut step at N = 50,000 equals the step from the dual-tree
     repulsion and a NumPy attraction (so the large-N path is the tested kernel)."""
-    from vastml._core import tsne_gd, tsne_repulsion
+    from vastml._core import tsne_gd, tsne_pairs, tsne_repulsion
 
     n = 50_000
     X = _clusters(n, 1)
@@ -453,9 +487,10 @@ def test_fused_descent_uses_the_dual_tree_from_50k_points():
     P.sort_indices()
     P.data /= P.data.sum()
     lr, exag = 200.0, 4.0
-    Y, U, G, _ = tsne_gd(
-        X, P.indptr.astype(np.int64), P.indices.astype(np.int64), P.data, np.zeros_like(X),
-        np.ones_like(X), 1, lr, 0.5, exag, 0.01, "barnes_hut", 0.5,
+    pairs = tsne_pairs(X, P.indptr.astype(np.int64), P.indices.astype(np.int64), P.data)
+    Y, U, G, *_ = tsne_gd(
+        (X, np.zeros_like(X), np.ones_like(X)), pairs,
+        _gd_options(1, lr=lr, exaggeration=exag, objective_at_last=False),
     )
     z, F = tsne_repulsion(X, 1.08 * 0.5)  # the dual tree runs at 1.08 theta (equal accuracy)
     C = P.tocoo()

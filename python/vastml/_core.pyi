@@ -93,26 +93,18 @@ def kernel_sums(
     box_width: float = 1.0,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def tsne_gd(
-    x: npt.NDArray[np.float64],
-    indptr: npt.NDArray[np.int64] | None,
-    indices: npt.NDArray[np.int64] | None,
-    data: npt.NDArray[np.float64] | None,
-    update: npt.NDArray[np.float64],
-    gains: npt.NDArray[np.float64],
-    n_iter: int,
-    learning_rate: float,
-    momentum: float,
-    exaggeration: float = 1.0,
-    min_gain: float = 0.01,
-    gradient: str = "fft",
-    theta: float = 0.5,
-    n_interp: int = 3,
-    objective_at_last: bool = False,
+    state: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    pairs: TsnePairs,
+    options: dict[str, Any],
+    progress: Callable[[int, float, npt.NDArray[np.float64]], Any] | None = None,
     n_jobs: int | None = None,
-    box_width: float = 1.0,
-    pairs: TsnePairs | None = None,
 ) -> tuple[
-    npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64], float
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    float,
+    int,
+    bool,
 ]: ...
 def tsne_pairs(  # also int32 / int32 / float32 arrays
     x: npt.NDArray[np.float64],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,6 +15,9 @@ from sklearn.utils import check_random_state
 from vastml import _core
 from vastml._core import effective_n_jobs
 from vastml._validation import as_points, choice, n_jobs_arg, positive_float
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray, IntArray, RandomState
 
 ROOT_METHODS = ("newton", "halley", "euler", "bisection", "brent", "ridders")
 ORDERS = ("density", "mst", "msp", "raster", "random", "bounds")
@@ -28,7 +32,7 @@ def default_n_neighbors(perplexity: float, n_samples: int) -> int:
 KNN_BLOCK = 65_536
 
 
-def knn_graph(nn, k: int, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def knn_graph(nn: Any, k: int, compact: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Squared distances and indices of the ``k`` nearest other points of every training
     point of the fitted ``NearestNeighbors`` ``nn`` (self excluded, nearest first).
 
@@ -64,7 +68,13 @@ AUTO_APPROX_MIN = 200_000
 NEIGHBOR_METHODS = ("auto", "exact", "approx")
 
 
-def rust_knn(X, n_neighbors: int, eps: float = 0.0, n_jobs=None, compact: bool = True):
+def rust_knn(
+    X: ArrayLike,
+    n_neighbors: int,
+    eps: float = 0.0,
+    n_jobs: int | None = None,
+    compact: bool = True,
+) -> tuple[FloatArray, IntArray]:
     """Squared distances and indices of each point's ``n_neighbors`` nearest other points
     (self excluded, duplicates included), nearest first, by vastml's parallel kd-tree
     (``vastml_spatial::knn_graph``): exact for ``eps = 0``, else the ``(1 + eps)``-
@@ -87,13 +97,25 @@ def rust_knn(X, n_neighbors: int, eps: float = 0.0, n_jobs=None, compact: bool =
 
 
 def knn_sqdist(
-    X, n_neighbors: int, n_jobs=None, compact: bool = False, neighbors_method="exact"
-):
+    X: ArrayLike,
+    n_neighbors: int,
+    n_jobs: int | None = None,
+    compact: bool = False,
+    neighbors_method: str = "exact",
+) -> tuple[FloatArray, IntArray]:
     """Squared Euclidean distances and indices of each point's ``n_neighbors`` nearest
     other points (self excluded), nearest first, by scikit-learn's ``NearestNeighbors``
     (``compact``: int32 indices, see :func:`knn_graph`), or with ``neighbors_method="approx"``
     (``"auto"`` from ``AUTO_APPROX_MIN`` points on) by :func:`rust_knn` with
-    ``KNN_APPROX_EPS``."""
+    ``KNN_APPROX_EPS``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d, i = knn_sqdist(np.arange(6.0)[:, None], 2)
+    >>> i[0].tolist(), d[0].tolist()
+    ([1, 2], [1.0, 4.0])
+    """
     X = as_points(X, "X")
     n = X.shape[0]
     if not (isinstance(n_neighbors, numbers.Integral) and 1 <= n_neighbors < n):
@@ -169,12 +191,27 @@ def _raster_order(image_shape, n):
 
 
 def warm_start_order(
-    order, sqdist, idx, perplexity, *, kappa=None, image_shape=None, random_state=None
-):
+    order: str | ArrayLike,
+    sqdist: FloatArray,
+    idx: IntArray,
+    perplexity: float,
+    *,
+    kappa: int | None = None,
+    image_shape: tuple[int, int] | None = None,
+    random_state: RandomState = None,
+) -> tuple[IntArray, IntArray | None, str]:
     """The visiting order of the points and where each starts its root finder.
 
     Returns ``(order, parents, warm)`` for the Rust solver: ``warm`` is "previous" (from the
     previous point of the order), "parents" (from ``parents[n]``) or "bounds".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d, i = knn_sqdist(np.arange(6.0)[:, None], 3)
+    >>> order, parents, warm = warm_start_order("mst", d, i, 2.0)
+    >>> sorted(order.tolist()), warm
+    ([0, 1, 2, 3, 4, 5], 'parents')
     """
     n = sqdist.shape[0]
     rng = check_random_state(random_state)
@@ -214,23 +251,23 @@ def warm_start_order(
 
 
 def entropic_affinities(
-    X=None,
+    X: ArrayLike | None = None,
     *,
-    perplexity=30.0,
-    n_neighbors=None,
-    knn=None,
-    metric="euclidean",
-    method="euler",
-    order="density",
-    order_kappa=None,
-    tol=1e-10,
-    maxit=20,
-    image_shape=None,
-    random_state=None,
-    n_jobs=None,
-    compact=False,
-    neighbors_method="exact",
-):
+    perplexity: float = 30.0,
+    n_neighbors: int | None = None,
+    knn: tuple[ArrayLike, ArrayLike] | None = None,
+    metric: str = "euclidean",
+    method: str = "euler",
+    order: str | ArrayLike = "density",
+    order_kappa: int | None = None,
+    tol: float = 1e-10,
+    maxit: int = 20,
+    image_shape: tuple[int, int] | None = None,
+    random_state: RandomState = None,
+    n_jobs: int | None = None,
+    compact: bool = False,
+    neighbors_method: str = "exact",
+) -> tuple[sp.csr_array, FloatArray, dict[str, Any]]:
     r"""Entropic affinities: per-point Gaussian widths with a given perplexity.
 
     For each point :math:`y_n` find the precision :math:`\beta_n = 1/(2\sigma_n^2)` such that
@@ -399,7 +436,7 @@ def _csr(data, indices, indptr, n):
     return P
 
 
-def is_compact(P) -> bool:
+def is_compact(P: Any) -> bool:
     """True for a CSR matrix in the 32-bit layout (int32 indices, float32 values)."""
     return (
         sp.issparse(P)
@@ -410,13 +447,15 @@ def is_compact(P) -> bool:
     )
 
 
-def symmetrize(P, mode="joint", *, n_jobs=None):
+def symmetrize(P: Any, mode: str = "joint", *, n_jobs: int | None = None) -> sp.csr_array:
     """Symmetric affinities from conditional ones.
 
     ``mode="joint"``: :math:`(P + P^T) / (2N)` (sums to 1; for symmetric SNE and t-SNE);
     ``mode="mean"``: :math:`(P + P^T) / 2` (for elastic embedding and SNE's attraction).
     The diagonal is zeroed.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> P = sp.csr_array(np.array([[0, 1.0], [1.0, 0]]))
     >>> float(symmetrize(P).sum())

@@ -22,7 +22,12 @@ Everything here is dense, O(N^2 d) per call like the exact gradient, for up to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
 #: Largest N for the dense Hessian pieces (a few N x N float64 arrays).
 DENSE_MAX = 6000
@@ -99,7 +104,7 @@ def _laplacian(W):
     return np.diag(W.sum(axis=1)) - W
 
 
-def embedding_hessian(objective, X):
+def embedding_hessian(objective: Any, X: ArrayLike) -> FloatArray:
     r"""The full Hessian :math:`\nabla^2 E` at ``X`` (dense, shape ``(N d, N d)``, index
     ``n * d + i``) of an exact :class:`EmbeddingObjective` (EE, SNE, symmetric SNE or
     t-SNE), with its ``repulsion_weight`` and ``attraction_scale``.
@@ -117,28 +122,40 @@ def embedding_hessian(objective, X):
     [[4.0, -4.0], [-4.0, 4.0]]
     """
     pc = _Pieces(objective, X)
-    X = pc.X
+    X = np.asarray(pc.X, dtype=np.float64)
     n, d = X.shape
-    H = np.zeros((n, d, n, d))
+    H4 = np.zeros((n, d, n, d))
     L = _laplacian(pc.w)
     for i in range(d):
-        H[:, i, :, i] += 4.0 * L
+        H4[:, i, :, i] += 4.0 * L
     Delta = X[:, None, :] - X[None, :, :]
     for i in range(d):
         for j in range(d):
             Wij = pc.c * Delta[:, :, i] * Delta[:, :, j]
-            H[:, i, :, j] += 8.0 * _laplacian(Wij)
-    H = H.reshape(n * d, n * d)
+            H4[:, i, :, j] += 8.0 * _laplacian(Wij)
+    H = H4.reshape(n * d, n * d)
     if pc.rank is not None:
         V, coef = pc.rank
         H -= coef * V.T @ V
     return H
 
 
-def diag_hessian(objective, X, ridge=0.0):
+def diag_hessian(objective: Any, X: ArrayLike, ridge: float = 0.0) -> FloatArray:
     r"""The diagonal of the positive semidefinite part of the Hessian (the DiagH matrix of
     thesis §3.3), shape ``(N, d)``: :math:`4 \sum_m w^+_{nm} + 8 \sum_m c^+_{nm}
-    (x_{in} - x_{im})^2 + \mu`, :math:`\mu` = ``ridge``."""
+    (x_{in} - x_{im})^2 + \mu`, :math:`\mu` = ``ridge``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.1)
+    >>> X = np.array([[0.0, 1], [1, 0], [2, 2]])
+    >>> D = diag_hessian(f, X)
+    >>> D.shape, bool((D > 0).all())
+    ((3, 2), True)
+    """
     pc = _Pieces(objective, X)
     Delta2 = (pc.X[:, None, :] - pc.X[None, :, :]) ** 2
     return 4.0 * pc.a_pos.sum(axis=1)[:, None] + 8.0 * np.einsum("nm,nmd->nd", pc.c_pos, Delta2) + ridge
@@ -148,17 +165,31 @@ class DiagHessianDirection:
     r"""DiagH: :math:`P = -G / \mathrm{diag}(B)`, B the psd part of the Hessian (thesis
     §3.3; "about the fixed point in practice"). O(N^2 d) per direction (dense). The ridge
     :math:`\mu` added to the diagonal is ``relative_ridge`` times 4 times the smallest positive
-    degree of the attraction (relative, so that it scales with the weights)."""
+    degree of the attraction (relative, so that it scales with the weights).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.1)
+    >>> X = np.array([[0.0, 1], [1, 0], [2, 2]])
+    >>> E, G = f(X)
+    >>> P = DiagHessianDirection(f)(G, X)
+    >>> bool(np.vdot(G, P) < 0)
+    True
+    """
 
     needs_x = True
 
-    def __init__(self, objective, relative_ridge=1e-10):
+    def __init__(self, objective: Any, relative_ridge: float = 1e-10) -> None:
         self.objective = objective
         deg = _dense_attraction(objective).sum(axis=1)
         pos = deg[deg > 0]
         self.mu = relative_ridge * 4.0 * (pos.min() if pos.size else 1.0)
 
-    def __call__(self, G, X):
+    def __call__(self, G: ArrayLike, X: ArrayLike) -> FloatArray:
+        """The direction for the gradient G at the embedding X."""
         return -np.asarray(G) / diag_hessian(self.objective, X, self.mu)
 
 
@@ -167,18 +198,40 @@ class PartialHessianCG:
     :math:`B_i = 4 L^+ + 8 L^{xx}_{+,ii} + \mu I` for each output dimension i, solved for
     :math:`B_i p_i = -g_i` by conjugate gradients preconditioned with the cached spectral
     factor :math:`(4 L^+_\kappa + \mu I)^{-1}` (thesis §3.3: relative residual ``rtol`` =
-    0.1 or ``max_cg`` = 50 iterations). ``n_cg`` counts the CG iterations of all calls."""
+    0.1 or ``max_cg`` = 50 iterations). ``n_cg`` counts the CG iterations of all calls.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.1)
+    >>> X = np.array([[0.0, 1], [1, 0], [2, 2]])
+    >>> from vastml.embed import SpectralDirection
+    >>> E, G = f(X)
+    >>> sd_minus = PartialHessianCG(f, SpectralDirection(W))
+    >>> bool(np.vdot(G, sd_minus(G, X)) < 0), sd_minus.n_cg > 0
+    (True, True)
+    """
 
     needs_x = True
 
-    def __init__(self, objective, preconditioner, *, rtol=0.1, max_cg=50):
+    def __init__(
+        self,
+        objective: Any,
+        preconditioner: Any,
+        *,
+        rtol: float = 0.1,
+        max_cg: int = 50,
+    ) -> None:
         self.objective = objective
         self.pre = preconditioner
         self.mu = getattr(preconditioner, "mu", 0.0)
         self.rtol, self.max_cg = float(rtol), int(max_cg)
         self.n_cg = 0
 
-    def __call__(self, G, X):
+    def __call__(self, G: ArrayLike, X: ArrayLike) -> FloatArray:
+        """The direction for the gradient G at the embedding X."""
         pc = _Pieces(self.objective, X)
         G = np.asarray(G, dtype=np.float64)
         n, d = G.shape

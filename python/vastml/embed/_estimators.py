@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,6 +12,13 @@ from sklearn.decomposition import PCA
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Self
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, FloatArray, RandomState
 
 from vastml._core import effective_n_jobs
 from vastml._progress import Progress
@@ -132,17 +140,17 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             return "barnes_hut" if self.n_components <= 3 else "exact"
         return "fgt" if self.n_components <= 3 else "exact"
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
         """Embed ``X``; returns self."""
         self._fit(X)
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: ArrayLike, y: object = None) -> FloatArray:
         """Embed ``X`` and return the embedding."""
         self._fit(X)
         return self.embedding_
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> FloatArray:
         """Embed new points with the training embedding fixed (their affinities to the
         training points, then each point's own objective; thesis §5.4). The repulsion from
         the training points uses the N-body sums of the fit's ``gradient`` (exact,
@@ -309,27 +317,27 @@ class TSNE(_NeighborEmbedding):
     def __init__(
         self,
         *,
-        n_components=2,
-        perplexity=30.0,
-        early_exaggeration=12.0,
-        early_exaggeration_iter=250,
-        learning_rate="auto",
-        max_iter="auto",
-        tol=None,
-        method="gd",
-        gradient="auto",
-        theta=0.5,
-        n_neighbors=None,
-        affinity_method="euler",
-        kappa=None,
-        init="pca",
-        neighbors_method="auto",
-        random_state=None,
-        n_jobs=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-    ):
+        n_components: int = 2,
+        perplexity: float = 30.0,
+        early_exaggeration: float = 12.0,
+        early_exaggeration_iter: int = 250,
+        learning_rate: float | str = "auto",
+        max_iter: int | str = "auto",
+        tol: float | None = None,
+        method: str = "gd",
+        gradient: str | tuple[str, Any] = "auto",
+        theta: float = 0.5,
+        n_neighbors: int | None = None,
+        affinity_method: str = "euler",
+        kappa: int | None = None,
+        init: str | ArrayLike = "pca",
+        neighbors_method: str = "auto",
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
         self.early_exaggeration = early_exaggeration
@@ -485,24 +493,24 @@ class SymmetricSNE(_NeighborEmbedding):
     def __init__(
         self,
         *,
-        n_components=2,
-        perplexity=30.0,
-        max_iter=1000,
-        method="spectral",
-        gradient="auto",
-        theta=0.5,
-        epsilon=1e-4,
-        tol=1e-7,
-        n_neighbors=None,
-        affinity_method="euler",
-        kappa=None,
-        init="pca",
-        random_state=None,
-        n_jobs=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-    ):
+        n_components: int = 2,
+        perplexity: float = 30.0,
+        max_iter: int = 1000,
+        method: str = "spectral",
+        gradient: str | tuple[str, Any] = "auto",
+        theta: float = 0.5,
+        epsilon: float = 1e-4,
+        tol: float = 1e-7,
+        n_neighbors: int | None = None,
+        affinity_method: str = "euler",
+        kappa: int | None = None,
+        init: str | ArrayLike = "pca",
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
         self.max_iter = max_iter
@@ -608,27 +616,27 @@ class ElasticEmbedding(_NeighborEmbedding):
     def __init__(
         self,
         *,
-        n_components=2,
-        perplexity=30.0,
-        repulsion_weight=1.0,
-        homotopy=True,
-        n_lambdas=50,
-        tol=1e-6,
-        max_iter=1000,
-        method="spectral",
-        gradient="auto",
-        theta=0.5,
-        epsilon=1e-4,
-        n_neighbors=None,
-        affinity_method="euler",
-        kappa=None,
-        init="random",
-        random_state=None,
-        n_jobs=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-    ):
+        n_components: int = 2,
+        perplexity: float = 30.0,
+        repulsion_weight: float = 1.0,
+        homotopy: bool = True,
+        n_lambdas: int = 50,
+        tol: float = 1e-6,
+        max_iter: int = 1000,
+        method: str = "spectral",
+        gradient: str | tuple[str, Any] = "auto",
+        theta: float = 0.5,
+        epsilon: float = 1e-4,
+        n_neighbors: int | None = None,
+        affinity_method: str = "euler",
+        kappa: int | None = None,
+        init: str | ArrayLike = "random",
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
         self.repulsion_weight = repulsion_weight
@@ -765,24 +773,24 @@ class SNE(_NeighborEmbedding):
     def __init__(
         self,
         *,
-        n_components=2,
-        perplexity=30.0,
-        max_iter=1000,
-        method="spectral",
-        gradient="auto",
-        theta=0.5,
-        epsilon=1e-4,
-        tol=1e-7,
-        n_neighbors=None,
-        affinity_method="euler",
-        kappa=None,
-        init="pca",
-        random_state=None,
-        n_jobs=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-    ):
+        n_components: int = 2,
+        perplexity: float = 30.0,
+        max_iter: int = 1000,
+        method: str = "spectral",
+        gradient: str | tuple[str, Any] = "auto",
+        theta: float = 0.5,
+        epsilon: float = 1e-4,
+        tol: float = 1e-7,
+        n_neighbors: int | None = None,
+        affinity_method: str = "euler",
+        kappa: int | None = None,
+        init: str | ArrayLike = "pca",
+        random_state: RandomState = None,
+        n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
         self.max_iter = max_iter

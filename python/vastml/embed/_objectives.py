@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
 from vastml import _core
 from vastml._validation import as_points, check_float, check_int, choice, n_jobs_arg
@@ -14,7 +19,7 @@ MODELS = ("ee", "sne", "ssne", "tsne")
 GRADIENTS = ("exact", "barnes_hut", "fgt", "fft")
 
 
-def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
+def as_attraction(W: Any, n: int, name: str = "W") -> sp.csr_array:
     """A square, symmetric-pattern, non-negative CSR matrix with sorted indices (a compact
     int32 / float32 matrix, see ``entropic_affinities(compact=True)``, is kept as it is)."""
     if is_compact(W):
@@ -45,7 +50,7 @@ def as_attraction(W, n: int, name: str = "W") -> sp.csr_array:
     return W
 
 
-def neg_entropy(p) -> float:
+def neg_entropy(p: np.ndarray) -> float:
     """sum p log p over the positive entries, in float64 blocks (no full-size temporaries
     of a large P; float32 values of a compact P are summed in float64)."""
     total = 0.0
@@ -79,6 +84,8 @@ class EmbeddingObjective:
 
     Calling the objective returns ``(E, G)`` and counts the evaluation in ``n_evaluations``.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> W = sp.csr_array(np.array([[0, .5, 0], [.5, 0, .5], [0, .5, 0]]) / 2)
     >>> f = EmbeddingObjective("tsne", W)
@@ -89,17 +96,17 @@ class EmbeddingObjective:
 
     def __init__(
         self,
-        model,
-        W,
+        model: str,
+        W: ArrayLike,
         *,
-        repulsion_weight=1.0,
-        gradient="exact",
-        theta=0.5,
-        epsilon=1e-6,
-        n_interp=3,
-        box_width=1.0,
-        n_jobs=None,
-    ):
+        repulsion_weight: float = 1.0,
+        gradient: str | tuple[str, Any] = "exact",
+        theta: float = 0.5,
+        epsilon: float = 1e-6,
+        n_interp: int = 3,
+        box_width: float = 1.0,
+        n_jobs: int | None = None,
+    ) -> None:
         self.model = choice(model, "model", MODELS)
         gradient, self.schedule = parse_gradient(gradient, GRADIENTS)
         self.gradient = gradient
@@ -109,7 +116,7 @@ class EmbeddingObjective:
             raise ValueError(
                 "gradient='fgt' needs a Gaussian kernel (ee, sne, ssne); use 'barnes_hut' for t-SNE"
             )
-        self.W = as_attraction(W, W.shape[0] if hasattr(W, "shape") else len(W))
+        self.W = as_attraction(W, np.shape(W)[0])
         if is_compact(self.W):  # 32-bit arrays go to Rust as they are (no 64-bit copy)
             self._indptr = np.ascontiguousarray(self.W.indptr)
             self._indices = np.ascontiguousarray(self.W.indices)
@@ -135,7 +142,9 @@ class EmbeddingObjective:
     def n_samples(self) -> int:
         return self.W.shape[0]
 
-    def parts(self, X, need_objective=True):
+    def parts(
+        self, X: ArrayLike, need_objective: bool = True
+    ) -> tuple[float, float, float, FloatArray]:
         """(E, E+, E-, G) at X (E+ includes ``attraction_scale``). With ``need_objective``
         False, t-SNE skips the logarithms of E+ and returns E = E+ = NaN."""
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -167,15 +176,15 @@ class EmbeddingObjective:
         else:
             self.epsilon = fgt_order_epsilon(max(1, round(v)), dim)
 
-    def grad(self, X):
+    def grad(self, X: ArrayLike) -> FloatArray:
         """The gradient alone (E is not computed where that saves work)."""
         return self.parts(X, need_objective=False)[3]
 
-    def __call__(self, X):
+    def __call__(self, X: ArrayLike) -> tuple[float, FloatArray]:
         E, _, _, G = self.parts(X)
         return E, G
 
-    def kl_divergence(self, X) -> float:
+    def kl_divergence(self, X: ArrayLike) -> float:
         """KL(P||Q) for symmetric SNE / t-SNE at lambda = 1 (E + sum p log p)."""
         if self.model not in ("ssne", "tsne"):
             raise ValueError("kl_divergence is defined for the normalised models ssne and tsne")
@@ -198,10 +207,21 @@ class EmbeddingObjective:
 
 
 def embedding_objective(
-    model, X, W, *, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, n_interp=3, n_jobs=None
-):
+    model: str,
+    X: ArrayLike,
+    W: ArrayLike,
+    *,
+    repulsion_weight: float = 1.0,
+    gradient: str = "exact",
+    theta: float = 0.5,
+    epsilon: float = 1e-6,
+    n_interp: int = 3,
+    n_jobs: int | None = None,
+) -> tuple[float, FloatArray]:
     """E and its gradient at ``X`` (see :class:`EmbeddingObjective`); returns ``(E, G)``.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> W = np.array([[0, 1.0], [1.0, 0]])
     >>> E, G = embedding_objective("ee", np.array([[0.0], [1.0]]), W, repulsion_weight=0.0)
@@ -227,19 +247,21 @@ MAX_N_INTERP = 20
 
 
 def kernel_sums(
-    X,
+    X: ArrayLike,
     *,
-    kernel="gaussian",
-    method="exact",
-    theta=0.5,
-    epsilon=1e-6,
-    n_interp=3,
-    weights=None,
-    n_jobs=None,
-):
+    kernel: str = "gaussian",
+    method: str = "exact",
+    theta: float = 0.5,
+    epsilon: float = 1e-6,
+    n_interp: int = 3,
+    weights: ArrayLike | None = None,
+    n_jobs: int | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     r"""N-body sums over all other points: :math:`S(x_n) = \sum_{m \ne n} v_m K`,
     :math:`\sum v_m K^q` and :math:`\sum v_m K^q x_m` (q = 1 Gaussian, 2 Student-t).
 
+    Examples
+    --------
     >>> import numpy as np
     >>> s0, s1, sx = kernel_sums(np.array([[0.0], [1.0]]))
     >>> bool(np.allclose(s0, np.exp(-1)))

@@ -9,6 +9,7 @@ import numbers
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,6 +19,15 @@ from scipy.optimize import minimize as scipy_minimize
 
 from vastml import _core
 from vastml._progress import Progress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, FloatArray
+
+    #: What :func:`minimize` minimises: X -> (E, G), e.g. an EmbeddingObjective.
+    Objective = Callable[[FloatArray], tuple[float, FloatArray]]
 from vastml._validation import check_float, check_int, choice
 from vastml.embed._directions import DiagHessianDirection, PartialHessianCG
 
@@ -56,7 +66,7 @@ def _sparsify(W, kappa):
     return sp.csr_array(W.multiply(pattern))
 
 
-_BLAS = []
+_BLAS: list[Any] = []
 
 
 def _blas_controller():
@@ -77,9 +87,20 @@ class SpectralDirection:
     the smallest positive degree, default :math:`10^{-10}`) makes the shift-invariant
     (singular) Laplacian positive definite. Factorised once by SuperLU (symmetric
     minimum-degree ordering) and reused at every iteration.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> sd = SpectralDirection(W)
+    >>> G = np.array([[1.0], [0.0], [-1.0]])
+    >>> bool(np.vdot(G, sd(G)) < 0), sd.factorization
+    (True, 'cholesky')
     """
 
-    def __init__(self, W, *, kappa=None, relative_ridge=1e-10):
+    def __init__(
+        self, W: ArrayLike, *, kappa: int | None = None, relative_ridge: float = 1e-10
+    ) -> None:
         Wo, degree = _laplacian_parts(W)
         self.kappa = kappa
         positive = degree[degree > 0]
@@ -113,7 +134,8 @@ class SpectralDirection:
             self._chol = None
             self._lu = spla.splu(self.matrix, permc_spec="MMD_AT_PLUS_A")
 
-    def __call__(self, G):
+    def __call__(self, G: ArrayLike) -> FloatArray:
+        """The direction for the gradient G (n x d)."""
         G = np.asarray(G, dtype=np.float64)
         if self._chol is not None:
             if G.ndim == 2 and G.shape[1] > 8:
@@ -130,7 +152,20 @@ class SpectralDirection:
 
 @dataclass
 class OptimizeResult:
-    """What :func:`minimize` returns."""
+    """What :func:`minimize` returns: the solution ``X`` and its ``objective``, the
+    iterations run (``n_iter``) and objective evaluations, E per iteration (``history``), the
+    accepted steps, why the run ended (``stopped``) and ``||G||_F`` at ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from vastml.embed import EmbeddingObjective, minimize
+    >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
+    >>> r = minimize(EmbeddingObjective("ee", W, repulsion_weight=0.1),
+    ...              np.array([[0.0, 1], [1, 0], [2, 2]]), max_iter=5, tol=0.0)
+    >>> r.n_iter, len(r.history), r.stopped
+    (5, 6, 'max_iter')
+    """
 
     X: np.ndarray
     objective: float
@@ -167,30 +202,30 @@ def _centered_norm(A):
 
 
 def minimize(
-    objective,
-    X0,
+    objective: Objective,
+    X0: ArrayLike,
     *,
-    method="spectral",
-    max_iter=1000,
-    tol=1e-7,
-    min_iter=5,
-    kappa=None,
-    direction=None,
-    step=None,
-    rho=0.8,
-    c=0.1,
-    alpha0=1.0,
-    max_seconds=None,
-    callbacks=None,
-    callback_every=1,
-    verbose=False,
-    xtol=None,
-    center=False,
-    gtol=None,
-    gscale=1.0,
-    target=None,
-    adaptive_step=True,
-):
+    method: str = "spectral",
+    max_iter: int = 1000,
+    tol: float | None = 1e-7,
+    min_iter: int = 5,
+    kappa: int | None = None,
+    direction: Callable[..., FloatArray] | None = None,
+    step: float | None = None,
+    rho: float = 0.8,
+    c: float = 0.1,
+    alpha0: float = 1.0,
+    max_seconds: float | None = None,
+    callbacks: Callback | Sequence[Callback] | None = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
+    xtol: float | None = None,
+    center: bool = False,
+    gtol: float | None = None,
+    gscale: float = 1.0,
+    target: float | None = None,
+    adaptive_step: bool = True,
+) -> OptimizeResult:
     r"""Minimises ``objective`` (a callable X -> (E, G), e.g. an :class:`EmbeddingObjective`)
     from ``X0``.
 
@@ -229,6 +264,8 @@ def minimize(
     ``adaptive_step=False`` starts every backtracking search at ``alpha0`` instead of the
     previously accepted step (the thesis's adaptive rule is the default).
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
@@ -565,32 +602,32 @@ def _lbfgs(objective, X, *, max_iter, tol, callback, max_seconds=None):
 
 
 def homotopy(
-    objective,
-    X0,
+    objective: Any,
+    X0: ArrayLike,
     *,
-    lambdas=None,
-    method="spectral",
-    kappa=None,
-    tol=1e-6,
-    max_iter=10_000,
-    min_iter=1,
-    callbacks=None,
-    callback_every=1,
-    verbose=False,
-    keep_path=False,
-    xtol=None,
-    center=True,
-    gtol=None,
-    gscale=1.0,
-    targets=None,
-    adaptive_step=True,
-):
+    lambdas: ArrayLike | None = None,
+    method: str = "spectral",
+    kappa: int | None = None,
+    tol: float = 1e-6,
+    max_iter: int = 10_000,
+    min_iter: int = 1,
+    callbacks: Callback | Sequence[Callback] | None = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
+    keep_path: bool = False,
+    xtol: float | None = None,
+    center: bool = True,
+    gtol: float | None = None,
+    gscale: float = 1.0,
+    targets: ArrayLike | None = None,
+    adaptive_step: bool = True,
+) -> tuple[FloatArray, dict[str, Any]]:
     r"""Follows the minimiser path X(lambda) of E = E+ + lambda E- for increasing lambda
     (thesis §3.6): the factorisation of the spectral direction is computed once; the line
     search restarts at step 1 for each lambda; each lambda runs until the relative decrease
     of E falls below ``tol`` or ``max_iter`` iterations. ``lambdas`` defaults to
-    ``numpy.logspace(-4, 2, 50)``. ``objective.lam`` is set along the path (and left at the
-    last value). Returns ``(X, info)`` with ``info["n_evaluations"]``, ``info["n_iter"]``,
+    ``numpy.logspace(-4, 2, 50)``. ``objective.repulsion_weight`` is set along the path (and
+    left at the last value). Returns ``(X, info)`` with ``info["n_evaluations"]``, ``info["n_iter"]``,
     ``info["objective"]``, ``info["n_iter_per_lambda"]`` and ``info["last_step"]`` (the
     last accepted step) per lambda and, with ``keep_path``, ``info["path"]``.
 
@@ -608,10 +645,12 @@ def homotopy(
 
     ``callbacks`` are called as ``callback(iteration, E, X)`` every ``callback_every``
     iterations, ``iteration`` counting the inner iterations along the whole path (from 1) and
-    ``E`` the objective at the current lambda (``objective.lam``); returning True ends the path
-    there with the current X. ``verbose=True`` draws a progress bar over the lambdas'
+    ``E`` the objective at the current lambda (``objective.repulsion_weight``); returning True
+    ends the path there with the current X. ``verbose=True`` draws a progress bar over the lambdas'
     iterations.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
@@ -641,7 +680,7 @@ def homotopy(
         # factorised once for the whole path
         direction = _direction_fn(method, objective, objective.W, kappa, None)
     X = np.array(X0, dtype=np.float64, order="C", copy=True)
-    info = {
+    info: dict[str, Any] = {
         "lambdas": lambdas,
         "n_evaluations": 0,
         "n_iter": 0,
@@ -676,16 +715,21 @@ def homotopy(
                 gscale=gscale,
                 target=None if targets is None else float(targets[k]),
                 adaptive_step=adaptive_step,
-                callbacks=(
-                    (lambda it, E, X_, done=done: progress.report(done + it, E, X_))
-                    if progress.active
-                    else None
-                ),
+                callbacks=_offset(progress, done) if progress.active else None,
             )
             X = r.X
             if _record_lambda(info, r, keep_path):
                 break
     return X, info
+
+
+def _offset(progress: Progress, done: int) -> Callback:
+    """``progress.report`` with the iterations of an inner run shifted by ``done``."""
+
+    def report(it: int, E: float, X: FloatArray) -> bool:
+        return progress.report(done + it, E, X)
+
+    return report
 
 
 def _record_lambda(info, r, keep_path):
@@ -705,25 +749,25 @@ def _record_lambda(info, r, keep_path):
 
 
 def tsne_gradient_descent(
-    objective,
-    X,
+    objective: Any,
+    X: ArrayLike,
     *,
-    max_iter,
-    learning_rate,
-    momentum,
-    exaggeration=1.0,
-    min_gain=0.01,
-    state=None,
-    callbacks=None,
-    callback_every=1,
-    verbose=False,
-    it0=0,
-    objective_every=50,
-    fused=True,
-    tol=None,
-    tol_offset=0.0,
-    relabel_every=250,
-):
+    max_iter: int,
+    learning_rate: float,
+    momentum: float,
+    exaggeration: float = 1.0,
+    min_gain: float = 0.01,
+    state: tuple[ArrayLike, ArrayLike] | None = None,
+    callbacks: Callback | Sequence[Callback] | None = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
+    it0: int = 0,
+    objective_every: int = 50,
+    fused: bool = True,
+    tol: float | None = None,
+    tol_offset: float = 0.0,
+    relabel_every: int = 250,
+) -> tuple[FloatArray, tuple[FloatArray, FloatArray], float, int]:
     """Gradient descent with momentum and per-coordinate gains (van der Maaten's t-SNE
     optimiser, as scikit-learn and openTSNE use it): ``max_iter`` iterations, numbered
     ``it0 + 1, ..., it0 + max_iter``. The objective is evaluated every ``objective_every``
@@ -734,8 +778,8 @@ def tsne_gradient_descent(
     bar.
 
     With ``fused`` (default) and a t-SNE :class:`EmbeddingObjective`, the iterations run
-    in Rust (one call per ``objective_every`` iterations, or per iteration when callbacks are
-    given; a progress bar alone is updated at the objective checks);
+    in Rust (one call per ``objective_every`` iterations; Rust reports every iteration to
+    the callbacks and stops on Ctrl-C);
     ``fused=False`` is the reference NumPy loop (same arithmetic). The fused calls share
     P's pairs, prepared at the start and every ``relabel_every`` iterations (from 50,000
     points relabelled in the Morton order of the embedding then: memory locality only).
@@ -744,6 +788,8 @@ def tsne_gradient_descent(
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
     Returns ``(X, state, E, n_done)``.
 
+    Examples
+    --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from vastml.embed import EmbeddingObjective
     >>> W = sp.csr_array(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]) / 6.0)
@@ -831,12 +877,23 @@ def _fused_descent(
     objective, X, update, gains, max_iter, learning_rate, momentum, exaggeration, min_gain,
     progress, it0, objective_every, tol, tol_offset, relabel_every,
 ):
-    """The Rust iterations of :func:`tsne_gradient_descent`."""
+    """The Rust iterations of :func:`tsne_gradient_descent`: one call per objective check;
+    Rust reports every iteration to ``progress`` and polls Ctrl-C."""
     E, E_prev = math.nan, math.nan
-    callback = progress.report if progress.active else None
-    # callbacks need every iteration (Progress applies callback_every); a bar alone is
-    # updated at the objective checks
-    per_iteration = bool(progress.callbacks)
+    d = X.shape[1]
+    report = (
+        (lambda it, e, x: progress.report(it, e, x.reshape(-1, d))) if progress.active else None
+    )
+    options = {
+        "learning_rate": float(learning_rate),
+        "momentum": float(momentum),
+        "exaggeration": float(exaggeration),
+        "min_gain": float(min_gain),
+        "gradient": objective.gradient,
+        "theta": float(objective.theta),
+        "n_interp": int(objective.n_interp),
+        "box_width": float(getattr(objective, "box_width", 1.0)),
+    }
     done = 0
     pairs, prepared_at = None, 0
     while done < max_iter:
@@ -849,37 +906,27 @@ def _fused_descent(
                 X, objective._indptr, objective._indices, objective._data, objective.n_jobs
             )
             prepared_at = done
-        boundary = objective_every - (it0 + done) % objective_every
-        step = 1 if per_iteration else min(boundary, max_iter - done)
-        last = done + step == max_iter
-        need = step == boundary or last
-        X, update, gains, e = _core.tsne_gd(
-            X,
-            None,
-            None,
-            None,
-            update,
-            gains,
-            int(step),
-            float(learning_rate),
-            float(momentum),
-            float(exaggeration),
-            float(min_gain),
-            objective.gradient,
-            objective.theta,
-            objective.n_interp,
-            need,
-            objective.n_jobs,
-            box_width=getattr(objective, "box_width", 1.0),
-            pairs=pairs,
+        step = min(objective_every - (it0 + done) % objective_every, max_iter - done)
+        X, update, gains, e, ran, stopped = _core.tsne_gd(
+            (X, update, gains),
+            pairs,
+            {
+                **options,
+                "n_iter": int(step),
+                "objective_at_last": True,
+                "iterations_before": it0 + done,
+                "objective_before": E,
+            },
+            progress=report,
+            n_jobs=objective.n_jobs,
         )
-        objective.n_evaluations += step
-        done += step
-        if need:
-            E_prev, E = E, float(e)
-        if (per_iteration or need) and callback is not None and callback(it0 + done, E, X):
+        objective.n_evaluations += ran
+        done += ran
+        if stopped:
+            E = float(e)
             break
-        if need and tol is not None and E_prev - E <= tol * abs(E + tol_offset):
+        E_prev, E = E, float(e)
+        if tol is not None and E_prev - E <= tol * abs(E + tol_offset):
             break
     return X, (update, gains), E, done
 

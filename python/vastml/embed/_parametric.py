@@ -21,6 +21,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.optimize
@@ -28,6 +29,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Self
+
+    from vastml._progress import Callback
+    from vastml._typing import ArrayLike, FloatArray, IntArray, RandomState
 
 from vastml import _core
 from vastml._progress import Progress
@@ -208,7 +216,7 @@ def _mds_init(P, D, init_scale, rng):
 # --------------------------------------------------------------------------- estimator
 
 
-def _check_P(est, P, *, reset):
+def _check_P(est: Any, P: ArrayLike, *, reset: bool) -> FloatArray:
     """Validates posteriors P (n_objects x n_classes) for ``est``: a finite, non-negative,
     dense 2-D array with at least 2 classes (``n_features_in_`` set when ``reset``, checked
     otherwise) whose rows sum to 1 (rescaled with a warning under ``est.normalize``)."""
@@ -219,8 +227,8 @@ def _check_P(est, P, *, reset):
             f"X has {shape[1]} features, but {type(est).__name__} is expecting {K} features as "
             f"input (`P` has {shape[1]} classes, the fit had {K})"
         )
-    P = validate_data(
-        est, P, reset=reset, dtype=np.float64, order="C", ensure_min_features=2
+    P = np.asarray(
+        validate_data(est, P, reset=reset, dtype=np.float64, order="C", ensure_min_features=2)
     )
     check_non_negative(P, type(est).__name__)
     s = P.sum(1)
@@ -373,31 +381,31 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        n_components=2,
-        l2_penalty_objects=0.1,
-        l2_penalty_centers=50.0,
-        class_prior=None,
-        init="random",
-        init_scale=1.0,
-        n_init=1,
-        tol_r=1e-12,
-        tol_phi=1e-6,
-        ftol=1e-12,
-        max_iter=1000,
-        max_newton_iter=50,
-        damped_newton=True,
-        normalize=False,
-        phi_step="newton",
-        lbfgs_memory=10,
-        coarse_to_fine=True,
-        n_jobs=None,
-        callbacks=None,
-        callback_every=1,
-        verbose=False,
-        random_state=None,
-        warm_start=False,
-        l2_penalty_centers_path=None,
-    ):
+        n_components: int = 2,
+        l2_penalty_objects: float = 0.1,
+        l2_penalty_centers: float | str = 50.0,
+        class_prior: ArrayLike | None = None,
+        init: str | ArrayLike = "random",
+        init_scale: float = 1.0,
+        n_init: int = 1,
+        tol_r: float = 1e-12,
+        tol_phi: float = 1e-6,
+        ftol: float = 1e-12,
+        max_iter: int = 1000,
+        max_newton_iter: int = 50,
+        damped_newton: bool = True,
+        normalize: bool = False,
+        phi_step: str = "newton",
+        lbfgs_memory: int = 10,
+        coarse_to_fine: bool = True,
+        n_jobs: int | None = None,
+        callbacks: Callback | Sequence[Callback] | None = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+        random_state: RandomState = None,
+        warm_start: bool = False,
+        l2_penalty_centers_path: int | ArrayLike | None = None,
+    ) -> None:
         self.n_components = n_components
         self.l2_penalty_objects = l2_penalty_objects
         self.l2_penalty_centers = l2_penalty_centers
@@ -423,6 +431,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self.warm_start = warm_start
         self.l2_penalty_centers_path = l2_penalty_centers_path
 
+    class_embedding_: FloatArray
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
@@ -441,7 +451,14 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             eta_phi = positive_float(self.l2_penalty_centers, "l2_penalty_centers")
         return int(D), eta_r, eta_phi
 
-    def fit(self, P, y=None, class_prior=None, init_phi=None, init_r=None):
+    def fit(
+        self,
+        P: ArrayLike,
+        y: object = None,
+        class_prior: ArrayLike | None = None,
+        init_phi: ArrayLike | None = None,
+        init_r: ArrayLike | None = None,
+    ) -> Self:
         """Fit to posteriors P (N x K). ``init_r`` only changes speed, never the result."""
         P = _check_P(self, P, reset=True)
         N, K = P.shape
@@ -469,7 +486,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             desc=type(self).__name__,
         )
         self._fit_reports = 0
-        best = None
+        best: dict[str, Any] | None = None
         try:
             for _ in range(1 if warm else n_init):
                 Phi0 = (
@@ -494,6 +511,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             self._fit_progress.close()
             self.stopped_early_ = self._fit_progress.stopped
             del self._fit_progress, self._fit_reports
+        assert best is not None  # n_init >= 1
         self.class_prior_ = prior
         self.embedding_ = best["R"]
         self.class_embedding_ = best["Phi"]
@@ -523,7 +541,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             )
         return [float(v) for v in vals]
 
-    def fit_transform(self, P, y=None, **kw):
+    def fit_transform(self, P: ArrayLike, y: object = None, **kw: Any) -> FloatArray:
+        """Fit to P and return the object coordinates ``embedding_``."""
         return self.fit(P, **kw).embedding_
 
     def _init_phi(self, P, D, K, rng, init_phi):
@@ -750,7 +769,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         if self._fit_progress.report(self._fit_reports, history[-1]["J"], np.array(Phi)):
             raise StopIteration
 
-    def transform(self, P):
+    def transform(self, P: ArrayLike) -> FloatArray:
         """Embed new objects with the centres fixed (the global optimum per object)."""
         check_is_fitted(self, "class_embedding_")
         P = _check_P(self, P, reset=False)
@@ -762,7 +781,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                            max_newton_iter=max(int(self.max_newton_iter), 100))
         return R
 
-    def posteriors_at(self, R):
+    def posteriors_at(self, R: ArrayLike) -> FloatArray:
         """Embedding posteriors q(c_k | r) of eq. (1) at coordinates R (n, n_components): the
         class regions of the embedding, e.g. to shade a plot.
 
@@ -789,7 +808,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             raise ValueError("`R` contains NaN or infinite values")
         return np.exp(_log_posteriors(R, self.class_embedding_, np.log(self.class_prior_)))
 
-    def classes_at(self, R):
+    def classes_at(self, R: ArrayLike) -> IntArray:
         """Most probable class (index) at coordinates R (n, n_components).
 
         Examples
@@ -803,7 +822,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         """
         return np.argmax(self.posteriors_at(R), axis=1)
 
-    def score(self, P, y=None):
+    def score(self, P: ArrayLike, y: object = None) -> float:
         """Minus the mean KL(P_n || q(. | r_n)) after embedding P."""
         check_is_fitted(self, "class_embedding_")
         P = _check_P(self, P, reset=False)
@@ -812,11 +831,20 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         return -float(kl.mean())
 
 
-def posteriors_from_classifier(clf, X):
+def posteriors_from_classifier(clf: Any, X: ArrayLike) -> tuple[FloatArray, FloatArray | None]:
     """(P, prior) from a fitted scikit-learn classifier with ``predict_proba``.
 
     The prior is the classifier's own when it has one (``class_prior_``/``class_count_`` for
     naive Bayes, ``priors_`` for discriminant analysis, ``weights_`` for mixtures), else None.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> X, y = load_iris(return_X_y=True)
+    >>> P, prior = posteriors_from_classifier(GaussianNB().fit(X, y), X)
+    >>> P.shape, prior.round(3).tolist()
+    ((150, 3), [0.333, 0.333, 0.333])
     """
     if not hasattr(clf, "predict_proba"):
         raise TypeError("`clf` must have a predict_proba method")
@@ -837,7 +865,7 @@ def posteriors_from_classifier(clf, X):
     return P, prior
 
 
-def embed_classifier(clf, X, **params):
+def embed_classifier(clf: Any, X: ArrayLike, **params: Any) -> ParametricEmbedding:
     """Parametric Embedding of a classifier's posteriors on X (as in the paper's experiments).
 
     Returns the fitted :class:`ParametricEmbedding`; ``params`` go to its constructor.

@@ -11,19 +11,24 @@ posteriors it came from.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
 from vastml._validation import check_int
 
 
-def _rows(P, name="P"):
+def _rows(P: ArrayLike, name: str = "P") -> FloatArray:
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2 or P.size == 0 or not np.isfinite(P).all() or (P < 0).any():
         raise ValueError(f"`{name}` must be a non-empty 2-D array of non-negative numbers")
     return P
 
 
-def posteriors_from_mixture(mixture, X):
+def posteriors_from_mixture(mixture: Any, X: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """(P, prior) from a fitted mixture model: P the responsibilities p(component | x)
     (``predict_proba``), the prior its mixing weights ``weights_`` (spec 001 §7.1 item 3:
     PE as unsupervised dimensionality reduction).
@@ -46,7 +51,9 @@ def posteriors_from_mixture(mixture, X):
     return P, w / w.sum()
 
 
-def posteriors_from_topics(topic_model, X):
+def posteriors_from_topics(
+    topic_model: Any, X: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
     """(P, prior) from a fitted topic model (e.g. scikit-learn's
     ``LatentDirichletAllocation``): P the documents' topic proportions (``transform``,
     rows renormalised), the prior the mean proportion over the documents.
@@ -68,7 +75,9 @@ def posteriors_from_topics(topic_model, X):
     return P, P.mean(axis=0)
 
 
-def topic_word_to_word_topic(topic_word, topic_prior=None, subset=None):
+def topic_word_to_word_topic(
+    topic_word: ArrayLike, topic_prior: ArrayLike | None = None, subset: ArrayLike | None = None
+) -> tuple[FloatArray, FloatArray]:
     r"""Word-topic posteriors :math:`p(z \mid w) \propto p(w \mid z) p(z)` from a topic-word
     table (spec 001 App. E / §5.4): each word becomes an object to embed.
 
@@ -112,7 +121,9 @@ def topic_word_to_word_topic(topic_word, topic_prior=None, subset=None):
     return joint / pw[:, None], pw / pw.sum()
 
 
-def prec_at_h(P, R, h, Phi=None):
+def prec_at_h(
+    P: ArrayLike, R: ArrayLike, h: int, Phi: ArrayLike | None = None
+) -> tuple[float, FloatArray]:
     r"""Conditional-probability approximation (spec 001 eq. 12):
     :math:`\mathrm{prec}(h) = \frac1K \sum_k \frac1h |X^{high}_k(h) \cap X^{close}_k(h)|`,
     :math:`X^{high}_k(h)` the h objects with the highest :math:`p(c_k \mid x_n)`,
@@ -149,7 +160,7 @@ def prec_at_h(P, R, h, Phi=None):
     return float(per.mean()), per
 
 
-def class_f_measure(y_true, P):
+def class_f_measure(y_true: ArrayLike, P: ArrayLike) -> FloatArray:
     """Per-class F-measure (harmonic mean of precision and recall) of the classes
     :math:`\\arg\\max_k P_{nk}` against ``y_true`` (labels 0..K-1), spec 001 Table 1.
 
@@ -173,9 +184,11 @@ def class_f_measure(y_true, P):
     return out
 
 
-def kl_per_object(P, Q):
+def kl_per_object(P: ArrayLike, Q: ArrayLike) -> FloatArray:
     r""":math:`KL(P_n \| Q_n) = \sum_k P_{nk} \log(P_{nk} / Q_{nk})` per object (0 log 0 = 0).
 
+    Examples
+    --------
     >>> kl_per_object([[0.5, 0.5], [1.0, 0.0]], [[0.5, 0.5], [0.5, 0.5]]).round(6).tolist()
     [0.0, 0.693147]
     """
@@ -188,18 +201,22 @@ def kl_per_object(P, Q):
     return terms.sum(axis=1)
 
 
-def mean_kl(P, Q):
+def mean_kl(P: ArrayLike, Q: ArrayLike) -> float:
     """The mean of :func:`kl_per_object`.
 
+    Examples
+    --------
     >>> round(mean_kl([[0.5, 0.5], [1.0, 0.0]], [[0.5, 0.5], [0.5, 0.5]]), 6)
     0.346574
     """
     return float(kl_per_object(P, Q).mean())
 
 
-def agreement(P, Q):
+def agreement(P: ArrayLike, Q: ArrayLike) -> float:
     """The fraction of objects whose most probable class is the same under P and Q.
 
+    Examples
+    --------
     >>> agreement([[0.9, 0.1], [0.2, 0.8]], [[0.6, 0.4], [0.7, 0.3]])
     0.5
     """
@@ -209,10 +226,12 @@ def agreement(P, Q):
     return float(np.mean(np.argmax(P, axis=1) == np.argmax(Q, axis=1)))
 
 
-def procrustes_distance(A, B):
+def procrustes_distance(A: ArrayLike, B: ArrayLike) -> float:
     r""":math:`\min_{Q, t} \|A - (B Q + t)\|_F` over orthogonal Q (rotations and reflections)
     and translations t, no scaling: how far two embeddings of the same objects are.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> A = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
     >>> round(procrustes_distance(A, A @ [[0, -1], [1, 0]] + 5.0), 12)

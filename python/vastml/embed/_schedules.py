@@ -16,15 +16,21 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, FloatArray
 
 #: The thesis's schedules: (start, stop, iterations).
 THESIS_THETA = (2.0, 0.1, 100)
 THESIS_ORDER = (1, 10, 100)
 
 
-def accuracy_schedule(kind, *, start=None, stop=None, ramp_iter=100):
+def accuracy_schedule(
+    kind: str, *, start: float | None = None, stop: float | None = None, ramp_iter: int = 100
+) -> FloatArray:
     r"""The log-uniform accuracy schedule of thesis §5.5, one value per iteration for the
     first ``ramp_iter`` iterations (then the last value holds).
 
@@ -61,7 +67,7 @@ def accuracy_schedule(kind, *, start=None, stop=None, ramp_iter=100):
     return np.round(s) if kind == "order" else s
 
 
-def fgt_order_epsilon(p, d=2, box_ratio=0.5):
+def fgt_order_epsilon(p: int, d: int = 2, box_ratio: float = 0.5) -> float:
     r"""The fast-Gauss-transform error bound (thesis eq. 5.5) of order ``p`` in ``d``
     dimensions per unit total source weight, with :math:`r` = ``box_ratio`` < 1 the side of the
     FGT's boxes relative to the Gaussian's width (the thesis uses r = 1/2),
@@ -69,6 +75,8 @@ def fgt_order_epsilon(p, d=2, box_ratio=0.5):
     (r^p / \sqrt{p!})^{d-k}`, capped at 0.5: the ``epsilon`` vastml's transform is run with
     for a thesis order p.
 
+    Examples
+    --------
     >>> from vastml.embed import fgt_order_epsilon
     >>> f"{fgt_order_epsilon(10):.1e}"
     '4.1e-06'
@@ -84,7 +92,9 @@ def fgt_order_epsilon(p, d=2, box_ratio=0.5):
     return min(0.5, tot / (1 - r) ** d)
 
 
-def parse_gradient(gradient, choices):
+def parse_gradient(
+    gradient: str | tuple[str, Any], choices: tuple[str, ...]
+) -> tuple[str, Any]:
     """Splits ``gradient`` (a name, or ``(name, schedule)``) into (name, schedule or None).
     ``"bh"`` is short for ``"barnes_hut"``; a schedule is ``"thesis"``, a sequence of values
     (theta for Barnes-Hut, orders p for the FGT) or a callable ``iteration -> value``."""
@@ -120,7 +130,14 @@ def schedule_value(sched, iteration):
     return float(sched[min(int(iteration), sched.size - 1)])
 
 
-def inexact_step_error(hessian, gradient, xi, *, hessian_jacobian=None, objective=None):
+def inexact_step_error(
+    hessian: ArrayLike,
+    gradient: ArrayLike,
+    xi: float,
+    *,
+    hessian_jacobian: ArrayLike | None = None,
+    objective: float | None = None,
+) -> tuple[float, float] | tuple[float, float, float, float]:
     r"""Mean and variance of the change of E when a step lands at a Gaussian perturbation
     :math:`\varepsilon \sim N(0, \xi^2 I)` of the exact point (Theorem 5.4.1, eqs. 5.10-5.12):
 
@@ -155,11 +172,15 @@ def inexact_step_error(hessian, gradient, xi, *, hessian_jacobian=None, objectiv
     return mean, var, mean / E, var / E**2
 
 
-def inexact_error_level(rate, mean_error, *, e0=1.0, max_iter=None):
+def inexact_error_level(
+    rate: float, mean_error: float, *, e0: float = 1.0, max_iter: int | None = None
+) -> float | FloatArray:
     r"""The level :math:`e^* = \mu / (1 - r)` that inexact iterations of a method converging
     linearly at rate r settle at (thesis §5.6, :math:`e_{k+1} = r e_k + \mu`); with
     ``max_iter`` the whole sequence :math:`e_0, \dots, e_{n}` (n = ``max_iter``) instead.
 
+    Examples
+    --------
     >>> from vastml.embed import inexact_error_level
     >>> round(inexact_error_level(0.9, 0.01), 12)
     0.1

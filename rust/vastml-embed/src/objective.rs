@@ -19,6 +19,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use vastml_core::{Control, Halt};
 
 use crate::error::{EmbedError, Result, check_finite, invalid};
 use crate::nbody::{Kernel, Repulsion, check_points, kernel_sums};
@@ -616,48 +617,107 @@ impl<V: CsrValue> TsnePairs<V> {
     }
 }
 
-/// Runs `n_iter` iterations of t-SNE's gradient descent (van der Maaten's momentum and
+/// The arrays t-SNE's gradient descent updates in place: the embedding `x`, the momentum
+/// `update` and the per-coordinate `gains`, each n x `dim` row-major.
+#[derive(Debug)]
+pub struct GdState<'a> {
+    /// The embedding.
+    pub x: &'a mut [f64],
+    /// Columns of `x`.
+    pub dim: usize,
+    /// The momentum term (zeros at the start).
+    pub update: &'a mut [f64],
+    /// The per-coordinate gains (ones at the start).
+    pub gains: &'a mut [f64],
+}
+
+/// One call's share of a run: how many iterations, how they are numbered for the progress
+/// hook, and when the objective is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GdRun {
+    /// Iterations to run.
+    pub n_iter: usize,
+    /// Iterations run before this call: the hook sees `iterations_before + 1, ...`.
+    pub iterations_before: usize,
+    /// Compute the objective (E⁺ scaled by the exaggeration + log Z) at the last iterate.
+    pub objective_at_last: bool,
+    /// The objective the hook sees until this call computes one (NaN: none yet).
+    pub objective_before: f64,
+}
+
+impl GdRun {
+    /// `n_iter` iterations numbered from 1, the objective at the last.
+    pub fn new(n_iter: usize) -> Self {
+        Self {
+            n_iter,
+            iterations_before: 0,
+            objective_at_last: true,
+            objective_before: f64::NAN,
+        }
+    }
+}
+
+/// What a call of [`tsne_gradient_descent`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GdOutcome {
+    /// The objective at the last iterate when computed (else [`GdRun::objective_before`]).
+    pub objective: f64,
+    /// Iterations run (fewer than asked when the hook stopped the run).
+    pub n_done: usize,
+    /// Whether the progress hook asked to stop.
+    pub stopped: bool,
+}
+
+/// Runs `run.n_iter` iterations of t-SNE's gradient descent (van der Maaten's momentum and
 /// per-coordinate gains, as scikit-learn and openTSNE use it) in one call: per iteration
 /// the gradient G (attraction scaled by `opts.exaggeration`, repulsion by `repulsion`),
 /// then `gains += 0.2` where `update · G < 0` else `gains *= 0.8`, clipped at
 /// `min_gain`; `update = μ update − η gains G`; `x += update`; `x −= mean(x)`.
-/// `x`, `update` and `gains` are n x `dim` row-major and updated in place.
 ///
-/// Returns the objective (E⁺ scaled by the exaggeration + log Z) at the last iterate
-/// before its update when `objective_at_last`, else NaN. The same iteration as calling
-/// [`evaluate_with`] with the scaled attraction and updating in the caller, up to
-/// rounding: the attraction (P must be symmetric, as the gradient 4 L X assumes) visits
-/// each unordered pair once, from its upper-triangle entry. Prepares P's pairs
-/// ([`TsnePairs`]) for this call only; see [`tsne_gradient_descent_prepared`] to share them.
+/// After every iteration `control` is polled and reported to (iteration
+/// `run.iterations_before + i`, the latest objective, the embedding): a hook that returns
+/// true ends the run there ([`GdOutcome::stopped`]), with the state of that iteration. The
+/// objective is computed at the last iterate before its update when
+/// `run.objective_at_last`. The same iteration as calling [`evaluate_with`] with the scaled
+/// attraction and updating in the caller, up to rounding: the attraction (P must be
+/// symmetric, as the gradient 4 L X assumes) visits each unordered pair once, from its
+/// upper-triangle entry. Prepares P's pairs ([`TsnePairs`]) for this call only; see
+/// [`tsne_gradient_descent_prepared`] to share them.
 ///
 /// # Errors
 /// Shape and finiteness errors, errors of the repulsion method, [`EmbedError::Cancelled`].
-#[allow(clippy::too_many_arguments)]
+///
+/// # Example
+/// ```
+/// use vastml_core::Control;
+/// use vastml_embed::objective::{Csr, GdOptions, GdRun, GdState, tsne_gradient_descent};
+/// use vastml_embed::Repulsion;
+///
+/// // Two pairs of points attracted to each other.
+/// let w = Csr { indptr: &[0i64, 1, 2, 3, 4][..], indices: &[1i64, 0, 3, 2][..],
+///               data: &[0.25, 0.25, 0.25, 0.25][..] };
+/// let mut x = vec![0.0, 0.0, 1.0, 0.0, 5.0, 5.0, 6.0, 5.0];
+/// let (mut update, mut gains) = (vec![0.0; 8], vec![1.0; 8]);
+/// let opts = GdOptions { learning_rate: 1.0, momentum: 0.5, exaggeration: 1.0, min_gain: 0.01 };
+/// let seen = std::sync::Mutex::new(Vec::new());
+/// let hook = |it: usize, _e: f64, _x: &[f64]| { seen.lock().unwrap().push(it); it == 3 };
+/// let state = GdState { x: &mut x, dim: 2, update: &mut update, gains: &mut gains };
+/// let out = tsne_gradient_descent(state, &w, Repulsion::Exact, opts, GdRun::new(10),
+///                                 Control::none().with_hook(&hook, 1))?;
+/// assert!(out.stopped && out.n_done == 3);
+/// assert_eq!(*seen.lock().unwrap(), vec![1, 2, 3]);
+/// # Ok::<(), vastml_embed::EmbedError>(())
+/// ```
 pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
-    x: &mut [f64],
-    dim: usize,
+    state: GdState<'_>,
     attraction_w: &Csr<I, V>,
     repulsion: Repulsion,
     opts: GdOptions,
-    update: &mut [f64],
-    gains: &mut [f64],
-    n_iter: usize,
-    objective_at_last: bool,
-    cancel: &AtomicBool,
-) -> Result<f64> {
-    let pairs = TsnePairs::new(attraction_w, x, dim)?;
-    tsne_gradient_descent_prepared(
-        x,
-        dim,
-        &pairs,
-        repulsion,
-        opts,
-        update,
-        gains,
-        n_iter,
-        objective_at_last,
-        cancel,
-    )
+    run: GdRun,
+    control: Control<'_, [f64]>,
+) -> Result<GdOutcome> {
+    let pairs = TsnePairs::new(attraction_w, state.x, state.dim)?;
+    tsne_gradient_descent_prepared(state, &pairs, repulsion, opts, run, control)
 }
 
 /// [`tsne_gradient_descent`] with P's pairs prepared by [`TsnePairs::new`] (for any earlier
@@ -665,27 +725,55 @@ pub fn tsne_gradient_descent<I: CsrIndex, V: CsrValue>(
 ///
 /// # Errors
 /// As [`tsne_gradient_descent`]; pairs prepared for another number of points.
-#[allow(clippy::too_many_arguments)]
 pub fn tsne_gradient_descent_prepared<V: CsrValue>(
-    x: &mut [f64],
-    dim: usize,
+    state: GdState<'_>,
     pairs: &TsnePairs<V>,
     repulsion: Repulsion,
     opts: GdOptions,
-    update: &mut [f64],
-    gains: &mut [f64],
-    n_iter: usize,
-    objective_at_last: bool,
-    cancel: &AtomicBool,
-) -> Result<f64> {
-    let n = check_points(x, dim)?;
-    if pairs.n != n {
+    run: GdRun,
+    control: Control<'_, [f64]>,
+) -> Result<GdOutcome> {
+    check_gd(&state, pairs.n, opts)?;
+    let Some(perm) = pairs.perm.as_ref().filter(|_| run.n_iter > 0) else {
+        return gd_iterations(state, &pairs.pairs, repulsion, opts, run, control, None);
+    };
+    // Relabelled: gather in the prepared order, iterate, scatter back.
+    let dim = state.dim;
+    let (mut xp, mut up, mut gp) = (
+        gather(state.x, perm, dim),
+        gather(state.update, perm, dim),
+        gather(state.gains, perm, dim),
+    );
+    let inner = GdState {
+        x: &mut xp,
+        dim,
+        update: &mut up,
+        gains: &mut gp,
+    };
+    let out = gd_iterations(
+        inner,
+        &pairs.pairs,
+        repulsion,
+        opts,
+        run,
+        control,
+        Some(perm),
+    );
+    scatter_into(state.x, &xp, perm, dim);
+    scatter_into(state.update, &up, perm, dim);
+    scatter_into(state.gains, &gp, perm, dim);
+    out
+}
+
+/// Shapes and parameters of a gradient-descent call.
+fn check_gd(state: &GdState<'_>, n_pairs: usize, opts: GdOptions) -> Result<()> {
+    let n = check_points(state.x, state.dim)?;
+    if n_pairs != n {
         return Err(EmbedError::ShapeMismatch(format!(
-            "pairs prepared for {} points, x has {n}",
-            pairs.n
+            "pairs prepared for {n_pairs} points, x has {n}"
         )));
     }
-    if update.len() != x.len() || gains.len() != x.len() {
+    if state.update.len() != state.x.len() || state.gains.len() != state.x.len() {
         return Err(EmbedError::ShapeMismatch(
             "update and gains must have the shape of x".into(),
         ));
@@ -701,77 +789,102 @@ pub fn tsne_gradient_descent_prepared<V: CsrValue>(
     if !(opts.momentum >= 0.0 && opts.momentum.is_finite() && opts.min_gain >= 0.0) {
         return Err(invalid("momentum", "momentum and min_gain must be >= 0"));
     }
-    let Some(perm) = pairs.perm.as_ref().filter(|_| n_iter > 0) else {
-        return gd_iterations(
-            x,
-            dim,
-            &pairs.pairs,
-            repulsion,
-            opts,
-            update,
-            gains,
-            n_iter,
-            objective_at_last,
-            cancel,
-        );
-    };
-    // Relabelled: gather in the prepared order, iterate, scatter back.
-    let gather = |a: &[f64]| -> Vec<f64> {
-        perm.par_iter()
-            .flat_map_iter(|&r| a[r as usize * dim..(r as usize + 1) * dim].iter().copied())
-            .collect()
-    };
-    let (mut xp, mut up, mut gp) = (gather(x), gather(update), gather(gains));
-    let e = gd_iterations(
-        &mut xp,
-        dim,
-        &pairs.pairs,
-        repulsion,
-        opts,
-        &mut up,
-        &mut gp,
-        n_iter,
-        objective_at_last,
-        cancel,
-    );
-    for (rp, &r) in perm.iter().enumerate() {
-        let (a, b) = (r as usize * dim, rp * dim);
-        x[a..a + dim].copy_from_slice(&xp[b..b + dim]);
-        update[a..a + dim].copy_from_slice(&up[b..b + dim]);
-        gains[a..a + dim].copy_from_slice(&gp[b..b + dim]);
-    }
-    e
+    Ok(())
 }
 
-/// The iterations of [`tsne_gradient_descent`] over the prepared pairs of P.
-#[allow(clippy::too_many_arguments)]
+/// Rows of `a` (n x `dim`) in the order `perm` (new label -> input index).
+fn gather(a: &[f64], perm: &[u32], dim: usize) -> Vec<f64> {
+    perm.par_iter()
+        .flat_map_iter(|&r| a[r as usize * dim..(r as usize + 1) * dim].iter().copied())
+        .collect()
+}
+
+/// The inverse of [`gather`]: row `rp` of `src` goes to row `perm[rp]` of `dst`.
+fn scatter_into(dst: &mut [f64], src: &[f64], perm: &[u32], dim: usize) {
+    for (rp, &r) in perm.iter().enumerate() {
+        let a = r as usize * dim;
+        dst[a..a + dim].copy_from_slice(&src[rp * dim..(rp + 1) * dim]);
+    }
+}
+
+/// The iterations of [`tsne_gradient_descent`] over the prepared pairs of P; `perm` (when
+/// the points are relabelled) puts the embedding back in input order for the hook.
 fn gd_iterations<V: CsrValue>(
-    x: &mut [f64],
-    dim: usize,
+    state: GdState<'_>,
     pairs: &UpperPairs<V>,
     repulsion: Repulsion,
     opts: GdOptions,
-    update: &mut [f64],
-    gains: &mut [f64],
-    n_iter: usize,
-    objective_at_last: bool,
-    cancel: &AtomicBool,
-) -> Result<f64> {
+    run: GdRun,
+    control: Control<'_, [f64]>,
+    perm: Option<&[u32]>,
+) -> Result<GdOutcome> {
+    let GdState {
+        x,
+        dim,
+        update,
+        gains,
+    } = state;
     let n = x.len() / dim;
     let mut bufs = vec![vec![0.0; n * dim]; ATTRACTION_BLOCKS];
     let mut grad = vec![0.0; n * dim];
-    let mut e = f64::NAN;
-    for it in 0..n_iter {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(EmbedError::Cancelled);
-        }
-        let need = objective_at_last && it + 1 == n_iter;
+    let mut e = run.objective_before;
+    for it in 0..run.n_iter {
+        control.check().map_err(|_| EmbedError::Cancelled)?;
+        let need = run.objective_at_last && it + 1 == run.n_iter;
         let ea = tsne_attraction(need, x, dim, pairs, opts.exaggeration, &mut bufs, &mut grad);
-        let dual = match repulsion {
-            Repulsion::BarnesHut { theta } if n >= DUAL_TREE_MIN && dim <= 3 => Some(theta),
-            _ => None,
+        let log_z = tsne_repulsion_into(&mut grad, x, dim, repulsion, control)?;
+        if need {
+            e = ea + log_z;
+        }
+        gd_step(x, dim, update, gains, &grad, opts);
+        check_finite(x, "embedding (diverged)")?;
+        let iteration = run.iterations_before + it + 1;
+        let unpermuted;
+        let shown: &[f64] = match perm {
+            Some(p) if control.wants(iteration) => {
+                unpermuted = unpermute(x, p, dim);
+                &unpermuted
+            }
+            _ => x,
         };
-        if let Some(theta) = dual {
+        match control.report(iteration, || e, shown) {
+            Ok(()) => {}
+            Err(Halt::Stopped) => {
+                return Ok(GdOutcome {
+                    objective: e,
+                    n_done: it + 1,
+                    stopped: true,
+                });
+            }
+            Err(Halt::Cancelled) => return Err(EmbedError::Cancelled),
+        }
+    }
+    Ok(GdOutcome {
+        objective: e,
+        n_done: run.n_iter,
+        stopped: false,
+    })
+}
+
+/// `x` (rows in the prepared order) back in input order.
+fn unpermute(x: &[f64], perm: &[u32], dim: usize) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    scatter_into(&mut out, x, perm, dim);
+    out
+}
+
+/// Adds t-SNE's repulsive gradient at `x` to `grad`; returns log Z.
+fn tsne_repulsion_into(
+    grad: &mut [f64],
+    x: &[f64],
+    dim: usize,
+    repulsion: Repulsion,
+    control: Control<'_, [f64]>,
+) -> Result<f64> {
+    let n = x.len() / dim;
+    let cancel = control.cancel_flag();
+    match repulsion {
+        Repulsion::BarnesHut { theta } if n >= DUAL_TREE_MIN && dim <= 3 => {
             // Large N: the cell-cell (dual-tree) Barnes-Hut, see [`crate::dualtree`], at
             // the θ of equal accuracy.
             let theta = crate::dualtree::THETA_SCALE * theta;
@@ -781,58 +894,161 @@ fn gd_iterations<V: CsrValue>(
                 .zip(r.force.par_iter())
                 .with_min_len(4096)
                 .for_each(|(g, f)| *g += c * f);
-            if need {
-                e = ea + r.z.ln();
-            }
-        } else if n >= 2 {
+            Ok(r.z.ln())
+        }
+        _ if n >= 2 => {
             let sums = kernel_sums(x, dim, Kernel::StudentT, None, repulsion, cancel)?;
             let z: f64 = sums.s0.iter().sum();
-            add_repulsion(&mut grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 / z);
-            if need {
-                e = ea + z.ln();
-            }
-        } else if need {
-            e = ea;
+            add_repulsion(grad, x, dim, &sums.s1, &sums.sx, |_| -4.0 / z);
+            Ok(z.ln())
         }
-        let GdOptions {
-            learning_rate: lr,
-            momentum: mu,
-            min_gain,
-            ..
-        } = opts;
-        x.par_iter_mut()
-            .zip(update.par_iter_mut())
-            .zip(gains.par_iter_mut())
-            .zip(grad.par_iter())
-            .with_min_len(4096)
-            .for_each(|(((xi, u), gn), &g)| {
-                *gn = if *u * g < 0.0 { *gn + 0.2 } else { *gn * 0.8 };
-                if *gn < min_gain {
-                    *gn = min_gain;
-                }
-                *u = mu * *u - lr * *gn * g;
-                *xi += *u;
-            });
-        let mut mean = [0.0; 8];
-        let mut mean_v = vec![0.0; dim];
-        let m: &mut [f64] = if dim <= 8 {
-            &mut mean[..dim]
-        } else {
-            &mut mean_v
-        };
-        for p in x.chunks_exact(dim) {
-            for (a, v) in m.iter_mut().zip(p) {
-                *a += v;
-            }
-        }
-        for a in m.iter_mut() {
-            *a /= n as f64;
-        }
-        let m: &[f64] = m;
-        x.par_chunks_mut(dim)
-            .with_min_len(2048)
-            .for_each(|p| p.iter_mut().zip(m).for_each(|(v, a)| *v -= a));
-        check_finite(x, "embedding (diverged)")?;
+        _ => Ok(0.0),
     }
-    Ok(e)
+}
+
+/// The momentum-and-gains update of `x` by the gradient, then `x -= mean(x)`.
+fn gd_step(
+    x: &mut [f64],
+    dim: usize,
+    update: &mut [f64],
+    gains: &mut [f64],
+    grad: &[f64],
+    opts: GdOptions,
+) {
+    let GdOptions {
+        learning_rate: lr,
+        momentum: mu,
+        min_gain,
+        ..
+    } = opts;
+    x.par_iter_mut()
+        .zip(update.par_iter_mut())
+        .zip(gains.par_iter_mut())
+        .zip(grad.par_iter())
+        .with_min_len(4096)
+        .for_each(|(((xi, u), gn), &g)| {
+            *gn = if *u * g < 0.0 { *gn + 0.2 } else { *gn * 0.8 };
+            if *gn < min_gain {
+                *gn = min_gain;
+            }
+            *u = mu * *u - lr * *gn * g;
+            *xi += *u;
+        });
+    let n = x.len() / dim;
+    let mut mean = vec![0.0; dim];
+    for p in x.chunks_exact(dim) {
+        for (a, v) in mean.iter_mut().zip(p) {
+            *a += v;
+        }
+    }
+    for a in mean.iter_mut() {
+        *a /= n as f64;
+    }
+    x.par_chunks_mut(dim)
+        .with_min_len(2048)
+        .for_each(|p| p.iter_mut().zip(&mean).for_each(|(v, a)| *v -= a));
+}
+
+#[cfg(test)]
+mod gd_tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    fn problem(n: usize) -> (Vec<i64>, Vec<i64>, Vec<f64>, Vec<f64>) {
+        // a ring: each point attracted to its two neighbours
+        let mut indptr = vec![0i64];
+        let (mut indices, mut data) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in [(i + n - 1) % n, (i + 1) % n] {
+                indices.push(j as i64);
+                data.push(0.5 / n as f64);
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let x = (0..2 * n)
+            .map(|i| ((i * 7919) % 97) as f64 / 97.0)
+            .collect();
+        (indptr, indices, data, x)
+    }
+
+    fn run(
+        x: &mut [f64],
+        hook: Option<&dyn vastml_core::Hook<[f64]>>,
+        cancel: &AtomicBool,
+        n_iter: usize,
+    ) -> Result<GdOutcome> {
+        let (indptr, indices, data, _) = problem(x.len() / 2);
+        let w = Csr {
+            indptr: &indptr[..],
+            indices: &indices[..],
+            data: &data[..],
+        };
+        let (mut u, mut g) = (vec![0.0; x.len()], vec![1.0; x.len()]);
+        let opts = GdOptions {
+            learning_rate: 5.0,
+            momentum: 0.5,
+            exaggeration: 1.0,
+            min_gain: 0.01,
+        };
+        let mut control = Control::new(cancel);
+        if let Some(h) = hook {
+            control = control.with_hook(h, 1);
+        }
+        let state = GdState {
+            x,
+            dim: 2,
+            update: &mut u,
+            gains: &mut g,
+        };
+        tsne_gradient_descent(
+            state,
+            &w,
+            Repulsion::Exact,
+            opts,
+            GdRun::new(n_iter),
+            control,
+        )
+    }
+
+    #[test]
+    fn the_hook_sees_every_iteration_and_the_iterate_it_stops_at() {
+        let (_, _, _, x0) = problem(40);
+        let mut full = x0.clone();
+        let never = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let hook = |it: usize, _e: f64, x: &[f64]| {
+            seen.lock().unwrap().push((it, x.to_vec()));
+            false
+        };
+        let out = run(&mut full, Some(&hook), &never, 12).unwrap();
+        assert!(!out.stopped && out.n_done == 12 && out.objective.is_finite());
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(
+            seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+            (1..=12).collect::<Vec<_>>()
+        );
+        assert_eq!(seen[11].1, full);
+        // stopping at 5 leaves exactly the fifth iterate, and the same as 5 iterations run
+        let stop = |it: usize, _e: f64, _x: &[f64]| it == 5;
+        let mut stopped = x0.clone();
+        let out = run(&mut stopped, Some(&stop), &never, 12).unwrap();
+        assert!(out.stopped && out.n_done == 5);
+        assert_eq!(stopped, seen[4].1);
+        let mut five = x0.clone();
+        run(&mut five, None, &never, 5).unwrap();
+        assert_eq!(stopped, five);
+    }
+
+    #[test]
+    fn a_raised_cancel_flag_stops_before_any_iteration() {
+        let (_, _, _, x0) = problem(10);
+        let mut x = x0.clone();
+        let raised = AtomicBool::new(true);
+        assert!(matches!(
+            run(&mut x, None, &raised, 3),
+            Err(EmbedError::Cancelled)
+        ));
+        assert_eq!(x, x0);
+    }
 }

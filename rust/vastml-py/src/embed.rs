@@ -9,7 +9,9 @@ use vastml_embed::{Csr, Kernel, Model, Repulsion};
 use crate::arrays::{rows, vector};
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
 use std::sync::atomic::AtomicBool;
+use vastml_embed::objective::{GdOptions, GdRun, GdState, tsne_gradient_descent_prepared};
 use vastml_embed::parametric::RStep;
 
 fn index_vector<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'a [i64]> {
@@ -231,49 +233,35 @@ pub fn entropic_affinities_csr<'py>(
 ) -> PyResult<AffinityCsrOut<'py>> {
     let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
     let (d2, k) = rows(&sqdist, "sqdist")?;
-    let n = d2.len().checked_div(k).unwrap_or(0);
-    let order = to_usize(index_vector(&order, "order")?, "order")?;
     let parents = parents
         .as_ref()
         .map(|p| index_vector(p, "parents"))
         .transpose()?;
-    let warm = warm_start(warm, parents)?;
-    let opts = RootOptions { method, tol, maxit };
-    let bad_indices = |dtype: &str| {
-        PyTypeError::new_err(format!("`indices` must be a C-contiguous {dtype} array"))
+    let job = AffinityJob {
+        d2,
+        n: d2.len().checked_div(k).unwrap_or(0),
+        k,
+        perplexity,
+        opts: RootOptions { method, tol, maxit },
+        order: to_usize(index_vector(&order, "order")?, "order")?,
+        warm: warm_start(warm, parents)?,
+        chunk_size,
     };
-    let (ip, ix, dt, a) = if compact {
-        let idx: PyReadonlyArray2<'py, i32> =
-            indices.extract().map_err(|_| bad_indices("int32"))?;
-        let idx = idx.as_slice().map_err(|_| bad_indices("int32"))?;
-        let (p, a) = enter(py, n_jobs, |cancel| {
-            vastml_embed::affinity::entropic_affinities_csr::<i32, f32>(
-                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
-            )
-        })?;
-        (
-            p.indptr.into_pyarray(py).into_any(),
-            p.indices.into_pyarray(py).into_any(),
-            p.data.into_pyarray(py).into_any(),
-            a,
-        )
+    let (csr, a) = if compact {
+        affinities_csr_typed::<i32, f32>(py, indices, &job, n_jobs, "int32")?
     } else {
-        let idx: PyReadonlyArray2<'py, i64> =
-            indices.extract().map_err(|_| bad_indices("int64"))?;
-        let idx = idx.as_slice().map_err(|_| bad_indices("int64"))?;
-        let (p, a) = enter(py, n_jobs, |cancel| {
-            vastml_embed::affinity::entropic_affinities_csr::<i64, f64>(
-                d2, idx, n, k, perplexity, &opts, &order, warm, chunk_size, cancel,
-            )
-        })?;
-        (
-            p.indptr.into_pyarray(py).into_any(),
-            p.indices.into_pyarray(py).into_any(),
-            p.data.into_pyarray(py).into_any(),
-            a,
-        )
+        affinities_csr_typed::<i64, f64>(py, indices, &job, n_jobs, "int64")?
     };
-    Ok((
+    Ok(affinity_csr_out(py, csr, a))
+}
+
+/// The CSR arrays followed by the per-point results, as Python receives them.
+fn affinity_csr_out<'py>(
+    py: Python<'py>,
+    (ip, ix, dt): CsrOut<'py>,
+    a: vastml_embed::affinity::AffinityInfo,
+) -> AffinityCsrOut<'py> {
+    (
         ip,
         ix,
         dt,
@@ -283,7 +271,57 @@ pub fn entropic_affinities_csr<'py>(
         a.log_beta_lower.into_pyarray(py),
         a.log_beta_upper.into_pyarray(py),
         a.converged.into_pyarray(py),
-    ))
+    )
+}
+
+/// The inputs of `entropic_affinities_csr` common to both index layouts.
+struct AffinityJob<'a> {
+    d2: &'a [f64],
+    n: usize,
+    k: usize,
+    perplexity: f64,
+    opts: RootOptions,
+    order: Vec<usize>,
+    warm: WarmStart<'a>,
+    chunk_size: usize,
+}
+
+/// `entropic_affinities_csr` for neighbour indices of type `I` and values of type `V`.
+fn affinities_csr_typed<'py, I, V>(
+    py: Python<'py>,
+    indices: &Bound<'py, PyAny>,
+    job: &AffinityJob<'_>,
+    n_jobs: Option<isize>,
+    dtype: &str,
+) -> PyResult<(CsrOut<'py>, vastml_embed::affinity::AffinityInfo)>
+where
+    I: vastml_embed::CsrIndex + numpy::Element,
+    V: vastml_embed::CsrValue + numpy::Element,
+{
+    let bad = || PyTypeError::new_err(format!("`indices` must be a C-contiguous {dtype} array"));
+    let idx: PyReadonlyArray2<'py, I> = indices.extract().map_err(|_| bad())?;
+    let idx = idx.as_slice().map_err(|_| bad())?;
+    let j = job;
+    let (p, a) = enter(py, n_jobs, |cancel| {
+        vastml_embed::affinity::entropic_affinities_csr::<I, V>(
+            j.d2,
+            idx,
+            j.n,
+            j.k,
+            j.perplexity,
+            &j.opts,
+            &j.order,
+            j.warm,
+            j.chunk_size,
+            cancel,
+        )
+    })?;
+    let out = (
+        p.indptr.into_pyarray(py).into_any(),
+        p.indices.into_pyarray(py).into_any(),
+        p.data.into_pyarray(py).into_any(),
+    );
+    Ok((out, a))
 }
 
 /// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
@@ -397,11 +435,14 @@ pub fn tsne_repulsion<'py>(
     Ok((r.z, matrix(py, r.force, n, dim)?))
 }
 
+/// (x, update, gains, objective, iterations run, stopped by the progress hook).
 type GdOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     f64,
+    usize,
+    bool,
 );
 
 /// P's unordered pairs prepared once for several `tsne_gd` calls (from 50,000 points:
@@ -479,106 +520,128 @@ pub fn tsne_pairs<'py>(
     Ok(PyTsnePairs { inner })
 }
 
-/// tsne_gd(x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=False, n_jobs=None, box_width=1.0, pairs=None)
-/// --
-///
-/// `n_iter` iterations of t-SNE's momentum gradient descent with gains in one call
-/// (attraction CSR P scaled by `exaggeration`, repulsion by `gradient`). Returns the new
-/// (x, update, gains, E) with E the objective at the last iterate (NaN unless
-/// `objective_at_last`). `pairs`: P prepared by `tsne_pairs` (then the CSR arrays are not
-/// read; pass None for them).
-#[pyfunction]
-#[pyo3(signature = (x, indptr, indices, data, update, gains, n_iter, learning_rate, momentum, exaggeration=1.0, min_gain=0.01, gradient="fft", theta=0.5, n_interp=3, objective_at_last=false, n_jobs=None, box_width=1.0, pairs=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn tsne_gd<'py>(
-    py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    indptr: &Bound<'py, PyAny>,
-    indices: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-    update: PyReadonlyArray2<'py, f64>,
-    gains: PyReadonlyArray2<'py, f64>,
+/// The options of `tsne_gd`: a dict from Python with these keys.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct GdArgs {
     n_iter: usize,
     learning_rate: f64,
     momentum: f64,
     exaggeration: f64,
     min_gain: f64,
-    gradient: &str,
+    gradient: String,
     theta: f64,
     n_interp: usize,
-    objective_at_last: bool,
-    n_jobs: Option<isize>,
     box_width: f64,
-    pairs: Option<Bound<'py, PyTsnePairs>>,
-) -> PyResult<GdOut<'py>> {
-    let rep = repulsion_with(gradient, theta, 0.0, n_interp, box_width)?;
-    let (xs, dim) = rows(&x, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
-    let (us, _) = rows(&update, "update")?;
-    let (gs, _) = rows(&gains, "gains")?;
-    let (mut xv, mut uv, mut gv) = (xs.to_vec(), us.to_vec(), gs.to_vec());
-    let opts = vastml_embed::objective::GdOptions {
-        learning_rate,
-        momentum,
-        exaggeration,
-        min_gain,
-    };
-    if let Some(p) = pairs {
-        let inner: &TsnePairsAny = &p.get().inner;
-        let e = enter(py, n_jobs, |cancel| match inner {
-            TsnePairsAny::Wide(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
-                &mut xv,
-                dim,
-                pp,
-                rep,
-                opts,
-                &mut uv,
-                &mut gv,
-                n_iter,
-                objective_at_last,
-                cancel,
-            ),
-            TsnePairsAny::Compact(pp) => vastml_embed::objective::tsne_gradient_descent_prepared(
-                &mut xv,
-                dim,
-                pp,
-                rep,
-                opts,
-                &mut uv,
-                &mut gv,
-                n_iter,
-                objective_at_last,
-                cancel,
-            ),
-        })?;
-        return Ok((
-            matrix(py, xv, n, dim)?,
-            matrix(py, uv, n, dim)?,
-            matrix(py, gv, n, dim)?,
-            e,
-        ));
+    objective_at_last: bool,
+    iterations_before: usize,
+    objective_before: f64,
+}
+
+impl GdArgs {
+    fn parts(&self) -> PyResult<(Repulsion, GdOptions, GdRun)> {
+        let rep = repulsion_with(
+            &self.gradient,
+            self.theta,
+            0.0,
+            self.n_interp,
+            self.box_width,
+        )?;
+        let opts = GdOptions {
+            learning_rate: self.learning_rate,
+            momentum: self.momentum,
+            exaggeration: self.exaggeration,
+            min_gain: self.min_gain,
+        };
+        let run = GdRun {
+            n_iter: self.n_iter,
+            iterations_before: self.iterations_before,
+            objective_at_last: self.objective_at_last,
+            objective_before: self.objective_before,
+        };
+        Ok((rep, opts, run))
     }
-    let arrays = csr_arrays(indptr, indices, data)?;
-    let e = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
-        vastml_embed::objective::tsne_gradient_descent(
-            &mut xv,
+}
+
+/// The embedding handed to the progress callable: flat (Python reshapes it).
+fn flat_to_py(py: Python<'_>, x: &[f64]) -> PyResult<Py<PyAny>> {
+    Ok(x.to_vec().into_pyarray(py).into_any().unbind())
+}
+
+type GdArrays<'py> = (
+    PyReadonlyArray2<'py, f64>,
+    PyReadonlyArray2<'py, f64>,
+    PyReadonlyArray2<'py, f64>,
+);
+
+/// tsne_gd(state, pairs, options, progress=None, n_jobs=None)
+/// --
+///
+/// `options["n_iter"]` iterations of t-SNE's momentum gradient descent with gains in one call
+/// from `state` = (x, update, gains) over P's prepared `pairs` (attraction scaled by
+/// `exaggeration`, repulsion by `gradient`). `progress(iteration, objective, x_flat)` is
+/// called after every iteration (numbered from `iterations_before + 1`; the objective is the
+/// latest computed, `objective_before` until then); True stops the run there. Returns
+/// (x, update, gains, objective, iterations run, stopped), the objective at the last iterate
+/// when `objective_at_last`.
+#[pyfunction]
+#[pyo3(signature = (state, pairs, options, progress=None, n_jobs=None))]
+pub fn tsne_gd<'py>(
+    py: Python<'py>,
+    state: GdArrays<'py>,
+    pairs: Bound<'py, PyTsnePairs>,
+    options: GdArgs,
+    progress: Option<Py<PyAny>>,
+    n_jobs: Option<isize>,
+) -> PyResult<GdOut<'py>> {
+    let (rep, opts, run) = options.parts()?;
+    let (xs, dim) = rows(&state.0, "x")?;
+    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let mut x = xs.to_vec();
+    let mut update = rows(&state.1, "update")?.0.to_vec();
+    let mut gains = rows(&state.2, "gains")?.0.to_vec();
+    let hook = progress::hook(progress, flat_to_py);
+    let inner: &TsnePairsAny = &pairs.get().inner;
+    let out = enter(py, n_jobs, |cancel| {
+        let control = progress::control(cancel, hook.as_ref());
+        let st = GdState {
+            x: &mut x,
             dim,
-            &w,
-            rep,
-            opts,
-            &mut uv,
-            &mut gv,
-            n_iter,
-            objective_at_last,
-            cancel,
-        )
-    })?);
-    Ok((
-        matrix(py, xv, n, dim)?,
-        matrix(py, uv, n, dim)?,
-        matrix(py, gv, n, dim)?,
-        e,
-    ))
+            update: &mut update,
+            gains: &mut gains,
+        };
+        inner.descend(st, rep, opts, run, control)
+    })?;
+    if let Some(h) = &hook {
+        h.finish()?;
+    }
+    let (x, u, g) = (
+        matrix(py, x, n, dim)?,
+        matrix(py, update, n, dim)?,
+        matrix(py, gains, n, dim)?,
+    );
+    Ok((x, u, g, out.objective, out.n_done, out.stopped))
+}
+
+impl TsnePairsAny {
+    /// The gradient descent over these pairs, whatever their value type.
+    fn descend(
+        &self,
+        state: GdState<'_>,
+        rep: Repulsion,
+        opts: GdOptions,
+        run: GdRun,
+        control: vastml_core::Control<'_, [f64]>,
+    ) -> vastml_embed::Result<vastml_embed::objective::GdOutcome> {
+        match self {
+            TsnePairsAny::Wide(p) => {
+                tsne_gradient_descent_prepared(state, p, rep, opts, run, control)
+            }
+            TsnePairsAny::Compact(p) => {
+                tsne_gradient_descent_prepared(state, p, rep, opts, run, control)
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- Parametric Embedding
@@ -591,6 +654,23 @@ type PeOut<'py> = (
     Option<Bound<'py, PyArray2<f64>>>,
 );
 type PeStepOut<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<u32>>);
+/// (J, E, entropy, dJ/dPhi, R, Newton steps) of `pe_reduced`.
+type PeReducedOut<'py> = (
+    f64,
+    f64,
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+);
+/// (J, dJ/dPhi, d2J/dPhi2, R, Newton steps) of `pe_reduced_hessian`.
+type PeHessianOut<'py> = (
+    f64,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<u32>>,
+);
 
 fn pe_problem<'a>(
     p: &'a [f64],
@@ -732,7 +812,7 @@ fn pe_reduced_common(
 /// `r` fused with J and dJ/dPhi. Returns (J, E, entropy, dJ/dPhi, R, Newton steps per object).
 #[pyfunction]
 #[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub fn pe_reduced<'py>(
     py: Python<'py>,
     p: PyReadonlyArray2<'py, f64>,
@@ -745,14 +825,7 @@ pub fn pe_reduced<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
-) -> PyResult<(
-    f64,
-    f64,
-    f64,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<u32>>,
-)> {
+) -> PyResult<PeReducedOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
         (&p, &phi, &r, &log_prior),
@@ -784,7 +857,7 @@ pub fn pe_reduced<'py>(
 /// Newton steps per object).
 #[pyfunction]
 #[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub fn pe_reduced_hessian<'py>(
     py: Python<'py>,
     p: PyReadonlyArray2<'py, f64>,
@@ -797,13 +870,7 @@ pub fn pe_reduced_hessian<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
-) -> PyResult<(
-    f64,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<u32>>,
-)> {
+) -> PyResult<PeHessianOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
         (&p, &phi, &r, &log_prior),
