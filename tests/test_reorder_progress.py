@@ -169,3 +169,26 @@ def test_ctrl_c_stops_the_rust_loops(call):
     out, _ = proc.communicate(timeout=240)
     assert out.startswith("interrupted"), out
     assert time.perf_counter() - t0 < 20
+
+
+def test_em_ordering_follows_the_protocol(capsys):
+    from vastml.datasets import make_waveform
+    from vastml.reorder import EMOrdering
+
+    X, _ = make_waveform(200, noise_features=3, random_state=0)
+    seen = []
+    em = EMOrdering(max_iter=4, tol=0.0, random_state=0,
+                    callbacks=lambda it, h, order: seen.append((it, h, order))).fit(X)
+    assert [s[0] for s in seen] == list(range(1, em.n_iter_ + 1))
+    assert [s[1] for s in seen] == pytest.approx([h["H"] for h in em.history_])
+    assert np.array_equal(seen[-1][2], em.order_) and not em.stopped_early_
+    stop = EMOrdering(max_iter=4, tol=0.0, random_state=0, callbacks=lambda it, h, o: it >= 1).fit(X)
+    assert stop.stopped_early_ and stop.n_iter_ == 1 and _is_perm(stop.order_, len(X))
+
+    def boom(it, h, order):
+        raise RuntimeError("boom in EM")
+
+    with pytest.raises(RuntimeError, match="boom in EM"):
+        EMOrdering(max_iter=2, random_state=0, callbacks=boom).fit(X)
+    EMOrdering(max_iter=2, random_state=0, verbose=True).fit(X)
+    assert "EMOrdering" in capsys.readouterr().err
