@@ -145,7 +145,10 @@ def criterion(
     {'AR_events': 0.0, 'Gradient_raw': 8.0}
     """
     if isinstance(method, (list, tuple)):
-        return {m: cast(float, criterion(x, order, method=m, col_order=col_order, band=band)) for m in method}
+        return {
+            m: cast(float, criterion(x, order, method=m, col_order=col_order, band=band))
+            for m in method
+        }
     A = np.asarray(x, dtype=np.float64)
     if A.ndim != 2:
         raise ValueError(f"`x` must be a 2-D array, got shape {A.shape}")

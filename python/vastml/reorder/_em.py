@@ -203,7 +203,8 @@ class EMOrdering(BaseEstimator):
                 raise ValueError("the `orderer` callable must return a permutation of the rows")
             return out
         if o == "tsp_means":
-            order: np.ndarray = TSPMeans(random_state=seed, polish_window=0, n_jobs=self.n_jobs).fit(xs).order_
+            tm = TSPMeans(random_state=seed, polish_window=0, n_jobs=self.n_jobs)
+            order: np.ndarray = tm.fit(xs).order_
         else:
             order = tsp_path(xs, method=o, n_jobs=self.n_jobs)
         if self.edge_metric != "euclidean":
