@@ -22,6 +22,7 @@ QUICK: dict[str, dict] = {
     "RankNCG": {},
     "ProjectionPursuit": dict(n_init=1, max_iter=10, random_state=0),
     "EMOrdering": dict(random_state=0),
+    "TSPMeans": dict(random_state=0),
     "KernelizedSorting": dict(random_state=0),
     "ConvexKernelizedSorting": dict(max_iter=200),
     "LeastSquaresObjectMatching": dict(random_state=0),

@@ -119,8 +119,9 @@ def test_circle_ordered_along_the_circle():
 
 
 def test_one_dimensional_small_input_is_sorted():
+    # (a 1-D X raises, as in scikit-learn: points on a line are one column)
     x = np.random.default_rng(6).permutation(12).astype(float)
-    o = TSPMeans(levels=4, polish_window=0).fit(x).order_
+    o = TSPMeans(levels=4, polish_window=0).fit(x[:, None]).order_
     assert path_length(x, o) == pytest.approx(11.0)
 
 

@@ -371,28 +371,9 @@ def convomap_fit(
     error: str,
     row_order: list[int] | None,
     col_order: list[int] | None,
-    init: str,
-    method: str,
-    moves: list[str],
-    max_iter: int,
-    segment_length: int,
-    reaction: float,
-    stop_threshold: float | None,
-    accept_ties: bool,
-    axes_name: str,
-    swap_radius: int,
-    max_block: int,
-    tolerance: tuple[int, int, int, float],
-    schedule: list[str],
-    n_blocks: int,
-    seed: int,
+    options: dict[str, Any],
     n_jobs: int | None = None,
-    recolor: bool = False,
-    kmax_k: int = 5,
     progress: Any = None,
-    restarts: int = 0,
-    time_budget: float | None = None,
-    polish: int = 0,
 ) -> tuple[
     list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int], bool
 ]: ...
@@ -409,7 +390,8 @@ def branch_and_bound_order(
     bound: str,
     initial: list[int] | None,
     n_jobs: int | None = None,
-) -> tuple[list[int], float, int]: ...
+    progress: Any = None,
+) -> tuple[list[int], float, int, bool]: ...
 def planted_matrix(
     pattern: str, size: int = 300, noise: float = 0.0, seed: int = ...
 ) -> npt.NDArray[np.uint8]: ...
@@ -438,7 +420,10 @@ def tsp_means_order(
     polish_window: int,
     n_jobs: int | None = None,
     local_kicks: int = 0,
-) -> tuple[npt.NDArray[np.int64], int, int, int, int, tuple[float, float, float], float]: ...
+    progress: Any = None,
+) -> tuple[
+    npt.NDArray[np.int64], tuple[int, int, int, int], tuple[float, float, float], float, bool
+]: ...
 def tsp_path_order(
     x: npt.NDArray[np.float64],
     start: int | None,

@@ -3,20 +3,25 @@ heatmap, TSP."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml._validation import check_int
 from vastml.reorder._objective import as_codes
 
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, IntArray
 
-def _binary(matrix, name="matrix") -> np.ndarray:
+
+def _binary(matrix: ArrayLike, name: str = "matrix") -> np.ndarray:
     codes, n_colours, _ = as_codes(matrix, None, name)
     if n_colours:
         raise ValueError(f"`{name}` must be binary (0/1) for this baseline")
     return codes.astype(np.float64)
 
 
-def nested_order(matrix) -> tuple[np.ndarray, np.ndarray]:
+def nested_order(matrix: ArrayLike) -> tuple[IntArray, IntArray]:
     """Rows and columns by decreasing number of ones (ties keep the input order).
 
     In array indexing this puts the dense rows at the top and the dense columns at the
@@ -37,7 +42,7 @@ def nested_order(matrix) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
-def barycentric_order(matrix, *, max_iter=10) -> tuple[np.ndarray, np.ndarray]:
+def barycentric_order(matrix: ArrayLike, *, max_iter: int = 10) -> tuple[IntArray, IntArray]:
     """Alternately sort rows and columns by barycentre Σ_c c·M[r,c] / Σ_c M[r,c] (eq. 2.1).
 
     Rows (columns) without ones keep their barycentre undefined and go last.
@@ -54,7 +59,7 @@ def barycentric_order(matrix, *, max_iter=10) -> tuple[np.ndarray, np.ndarray]:
     rows = np.arange(M.shape[0])
     cols = np.arange(M.shape[1])
 
-    def bary(A):
+    def bary(A: np.ndarray) -> np.ndarray:
         s = A.sum(axis=1)
         pos = A @ np.arange(A.shape[1], dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -71,7 +76,7 @@ def barycentric_order(matrix, *, max_iter=10) -> tuple[np.ndarray, np.ndarray]:
     return rows, cols
 
 
-def _closest_intervals(A, only_fill):
+def _closest_intervals(A: np.ndarray, only_fill: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the interval [start, end] of the closest consecutive-ones row: fewest flips
     (maximum-sum segment with +1 for ones and -1 for zeros), or with only 0 -> 1 flips the span
     from the first to the last one. Rows without ones get (inf, inf)."""
@@ -96,7 +101,9 @@ def _closest_intervals(A, only_fill):
     return start, end
 
 
-def bidirectional_order(matrix, *, max_iter=10, only_fill=False) -> tuple[np.ndarray, np.ndarray]:
+def bidirectional_order(
+    matrix: ArrayLike, *, max_iter: int = 10, only_fill: bool = False
+) -> tuple[IntArray, IntArray]:
     """Alternating banded ordering (Garriga, Junttila & Mannila; the thesis's "Bidirectional").
 
     Given the column order, each row is replaced by its closest consecutive-ones interval
@@ -118,7 +125,7 @@ def bidirectional_order(matrix, *, max_iter=10, only_fill=False) -> tuple[np.nda
     rows = np.arange(M.shape[0])
     cols = np.arange(M.shape[1])
 
-    def sort_rows(A):
+    def sort_rows(A: np.ndarray) -> np.ndarray:
         start, end = _closest_intervals(A, only_fill)
         return np.lexsort((end, start))
 
@@ -131,7 +138,7 @@ def bidirectional_order(matrix, *, max_iter=10, only_fill=False) -> tuple[np.nda
     return rows, cols
 
 
-def spectral_order(matrix) -> tuple[np.ndarray, np.ndarray]:
+def spectral_order(matrix: ArrayLike) -> tuple[IntArray, IntArray]:
     """Rows and columns by the Fiedler vector of the unnormalised Laplacian of the
     dot-product similarities.
 
@@ -145,7 +152,7 @@ def spectral_order(matrix) -> tuple[np.ndarray, np.ndarray]:
     """
     M = _binary(matrix)
 
-    def fiedler(A):
+    def fiedler(A: np.ndarray) -> np.ndarray:
         S = A @ A.T
         np.fill_diagonal(S, 0.0)
         L = np.diag(S.sum(axis=1)) - S
@@ -157,7 +164,7 @@ def spectral_order(matrix) -> tuple[np.ndarray, np.ndarray]:
     return fiedler(M), fiedler(M.T)
 
 
-def heatmap_order(matrix) -> tuple[np.ndarray, np.ndarray]:
+def heatmap_order(matrix: ArrayLike) -> tuple[IntArray, IntArray]:
     """Leaves of complete-linkage hierarchical clustering with Manhattan distance, for the
     rows and for the columns (the thesis's "HeatMap" baseline, after R's heatmap3).
 
@@ -174,7 +181,7 @@ def heatmap_order(matrix) -> tuple[np.ndarray, np.ndarray]:
     codes, _, _ = as_codes(matrix)
     X = codes.astype(np.float64)
 
-    def leaves(A):
+    def leaves(A: np.ndarray) -> np.ndarray:
         if len(A) < 2:
             return np.arange(len(A))
         return leaves_list(linkage(A, method="complete", metric="cityblock")).astype(np.intp)

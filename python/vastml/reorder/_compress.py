@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml.reorder._objective import as_codes
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-def _windows(m: int, out: int):
+    from vastml._typing import ArrayLike
+
+
+def _windows(m: int, out: int) -> Iterator[tuple[int, int, int]]:
     """(start, stop, centre) of the window of every output index (eq. 3.19): centre
     a*r + floor(a_odd/2), a_odd cells wide, clipped to the matrix (the centre is not)."""
     a = max(m // out, 1)
@@ -17,7 +24,14 @@ def _windows(m: int, out: int):
         yield max(c - a_odd // 2, 0), min(c + a_odd // 2 + 1, m), c
 
 
-def compress(matrix, shape=(300, 300), *, method="auto", categorical=None, attributes="common"):
+def compress(
+    matrix: ArrayLike,
+    shape: tuple[int, int] = (300, 300),
+    *,
+    method: str = "auto",
+    categorical: bool | None = None,
+    attributes: str = "common",
+) -> tuple[np.ndarray, float]:
     """Summarise ``matrix`` to at most ``shape`` cells for display.
 
     Each output cell summarises the odd-sized window centred at (a·r + ⌊a_odd/2⌋,

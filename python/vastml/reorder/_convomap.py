@@ -54,6 +54,14 @@ def _positive_int(v, name, minimum=1):
     return int(v)
 
 
+# The keys of the options dict of _core.convomap_fit (vastml_order::options::FitOptions).
+_FIT_OPTIONS = (
+    "method", "moves", "max_iter", "segment_length", "reaction", "stop_threshold", "accept_ties",
+    "axes", "swap_radius", "max_block", "tolerance", "schedule", "n_blocks", "kmax_k",
+    "time_budget",
+)
+
+
 class ConvoMap(TransformerMixin, BaseEstimator):
     """Reorder rows and columns of a binary or categorical matrix for a faithful heatmap.
 
@@ -351,7 +359,7 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             reaction=float(self.reaction),
             stop_threshold=None if stop is None else float(stop),
             accept_ties=bool(self.accept_ties),
-            axes_name=axes,
+            axes=axes,
             swap_radius=_positive_int(self.swap_radius, "swap_radius"),
             max_block=_positive_int(self.max_block, "max_block"),
             tolerance=tol,
@@ -387,6 +395,14 @@ class ConvoMap(TransformerMixin, BaseEstimator):
             return progress.report(reports, error, {"stage": stage, "step": step})
 
         with progress:
+            options = {k: p[k] for k in _FIT_OPTIONS}
+            options.update(
+                init=init,
+                seed=seed,
+                recolor=bool(self.recolor),
+                restarts=p["restarts"] if p["method"] == "pls" else 0,
+                polish=p["polish"] if p["method"] == "pls" else 0,
+            )
             result = _core.convomap_fit(
                 codes,
                 n_colours,
@@ -397,28 +413,9 @@ class ConvoMap(TransformerMixin, BaseEstimator):
                 p["error"],
                 r0,
                 c0,
-                init,
-                p["method"],
-                p["moves"],
-                p["max_iter"],
-                p["segment_length"],
-                p["reaction"],
-                p["stop_threshold"],
-                p["accept_ties"],
-                p["axes_name"],
-                p["swap_radius"],
-                p["max_block"],
-                p["tolerance"],
-                p["schedule"],
-                p["n_blocks"],
-                seed,
+                options,
                 n_jobs=self.n_jobs,
-                recolor=bool(self.recolor),
-                kmax_k=p["kmax_k"],
                 progress=hook if progress.active else None,
-                restarts=p["restarts"] if p["method"] == "pls" else 0,
-                time_budget=p["time_budget"],
-                polish=p["polish"] if p["method"] == "pls" else 0,
             )
         rows, cols, err, history, weights, cmaps, stopped = result
         self.row_order_ = np.asarray(rows, dtype=np.intp)

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import numbers
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from vastml._validation import choice
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vastml._typing import ArrayLike
 
 _DIST_METHODS = (
     "Path_length",
@@ -33,7 +40,7 @@ _MATRIX_METHODS = ("ME", "Moore_stress", "Neumann_stress")
 MERITS = frozenset({"Gradient_raw", "Gradient_weighted", "Inertia", "ME"})
 
 
-def _check_order(order, n: int, name: str) -> np.ndarray:
+def _check_order(order: ArrayLike | None, n: int, name: str) -> np.ndarray:
     if order is None:
         return np.arange(n)
     o = np.asarray(order)
@@ -88,7 +95,14 @@ def _bond_energy(X: np.ndarray) -> float:
     return float((X[:, 1:] * X[:, :-1]).sum() + (X[1:, :] * X[:-1, :]).sum())
 
 
-def criterion(x, order=None, *, method="Path_length", col_order=None, band=None):
+def criterion(
+    x: ArrayLike,
+    order: ArrayLike | None = None,
+    *,
+    method: str | Sequence[str] = "Path_length",
+    col_order: ArrayLike | None = None,
+    band: int | None = None,
+) -> float | dict[str, float]:
     """A seriation criterion of ``x`` in ``order``, defined as in R ``seriation``.
 
     Parameters
@@ -131,7 +145,10 @@ def criterion(x, order=None, *, method="Path_length", col_order=None, band=None)
     {'AR_events': 0.0, 'Gradient_raw': 8.0}
     """
     if isinstance(method, (list, tuple)):
-        return {m: criterion(x, order, method=m, col_order=col_order, band=band) for m in method}
+        return {
+            m: cast(float, criterion(x, order, method=m, col_order=col_order, band=band))
+            for m in method
+        }
     A = np.asarray(x, dtype=np.float64)
     if A.ndim != 2:
         raise ValueError(f"`x` must be a 2-D array, got shape {A.shape}")
@@ -179,6 +196,7 @@ def criterion(x, order=None, *, method="Path_length", col_order=None, band=None)
         b = max(1, n // 5) if band is None else band
         if isinstance(b, bool) or not isinstance(b, numbers.Integral):
             raise TypeError(f"`band` must be an integer, got {band!r}")
+        b = int(b)
         if not 1 <= b < max(n, 2):
             raise ValueError(f"`band` must be in 1..{n - 1}, got {b}")
         w = np.where((gap > 0) & (gap <= b), b + 1 - gap, 0.0)

@@ -5,6 +5,7 @@ hard-with-tolerance feature scaling (Sec. 2.3.4)."""
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -15,6 +16,13 @@ from vastml.reorder._measures import path_length
 from vastml.reorder._random import seed_of
 from vastml.reorder._tspmeans import TSPMeans, tsp_path
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from vastml._typing import ArrayLike
+    from vastml.reorder._random import Callbacks, RandomStateLike
+
 EDGE_METRICS = ("euclidean", "sqeuclidean", "l1")
 NOISE_MODELS = ("gaussian", "laplace")
 TOLERANCE_RULES = ("entropy", "variance")
@@ -22,7 +30,7 @@ TOLERANCE_RULES = ("entropy", "variance")
 MAX_ROWS_DENSE_METRIC = 6000
 
 
-def _edge_costs(xs, metric):
+def _edge_costs(xs: np.ndarray, metric: str) -> np.ndarray:
     """The n x n matrix of edge costs between the rows of xs."""
     if metric == "sqeuclidean":
         sq = (xs * xs).sum(1)
@@ -30,7 +38,7 @@ def _edge_costs(xs, metric):
     return np.abs(xs[:, None, :] - xs[None, :, :]).sum(-1)  # l1
 
 
-def two_opt_path(D, order, max_passes=50):
+def two_opt_path(D: np.ndarray, order: ArrayLike, max_passes: int = 50) -> np.ndarray:
     """2-opt on an open path under the cost matrix ``D``: reverse ``order[i+1 .. j]`` (or a
     prefix ``order[0 .. j]``) while that shortens the path (best ``j`` for each ``i`` in turn),
     until no reversal helps. Returns the improved order.
@@ -153,10 +161,24 @@ class EMOrdering(BaseEstimator):
     True
     """
 
-    def __init__(self, *, max_iter=5, tolerance_factor=1.1, scaling="hard", tolerance_rule="entropy",
-                 noise_model="gaussian", edge_metric="euclidean", orderer="tsp_means", tol=1e-4,
-                 standardize=True, random_state=None, n_jobs=None, callbacks=None,
-                 callback_every=1, verbose=False):
+    def __init__(
+        self,
+        *,
+        max_iter: int = 5,
+        tolerance_factor: float = 1.1,
+        scaling: str = "hard",
+        tolerance_rule: str = "entropy",
+        noise_model: str = "gaussian",
+        edge_metric: str = "euclidean",
+        orderer: str | Callable[[np.ndarray], ArrayLike] = "tsp_means",
+        tol: float = 1e-4,
+        standardize: bool = True,
+        random_state: RandomStateLike = None,
+        n_jobs: int | None = None,
+        callbacks: Callbacks = None,
+        callback_every: int = 1,
+        verbose: bool | int = False,
+    ) -> None:
         self.max_iter = max_iter
         self.tolerance_factor = tolerance_factor
         self.scaling = scaling
@@ -172,7 +194,7 @@ class EMOrdering(BaseEstimator):
         self.callback_every = callback_every
         self.verbose = verbose
 
-    def _order(self, xs, seed):
+    def _order(self, xs: np.ndarray, seed: int) -> np.ndarray:
         o = self.orderer
         if callable(o):
             out = np.asarray(o(xs))
@@ -181,26 +203,27 @@ class EMOrdering(BaseEstimator):
                 raise ValueError("the `orderer` callable must return a permutation of the rows")
             return out
         if o == "tsp_means":
-            order = TSPMeans(random_state=seed, polish_window=0, n_jobs=self.n_jobs).fit(xs).order_
+            tm = TSPMeans(random_state=seed, polish_window=0, n_jobs=self.n_jobs)
+            order: np.ndarray = tm.fit(xs).order_
         else:
             order = tsp_path(xs, method=o, n_jobs=self.n_jobs)
         if self.edge_metric != "euclidean":
             order = two_opt_path(_edge_costs(xs, self.edge_metric), order)
         return order
 
-    def _scales(self, x):
+    def _scales(self, x: np.ndarray) -> np.ndarray:
         """Per-feature scale of the data itself (s_j, or b_j = mean |x - median|)."""
         if self.noise_model == "gaussian":
             return x.std(axis=0)
         return np.abs(x - np.median(x, axis=0)).mean(axis=0)
 
-    def _entropy(self, scale):
+    def _entropy(self, scale: np.ndarray) -> np.ndarray:
         scale = np.maximum(scale, 1e-300)
         if self.noise_model == "gaussian":
             return 0.5 * np.log(2 * np.pi * np.e * scale**2)
         return 1.0 + np.log(2.0 * scale)
 
-    def _check_params(self, n):
+    def _check_params(self, n: int) -> tuple[float, float]:
         check_int(self.max_iter, "max_iter", low=1)
         choice(self.scaling, "scaling", ("hard", "soft"))
         choice(self.tolerance_rule, "tolerance_rule", TOLERANCE_RULES)
@@ -217,8 +240,13 @@ class EMOrdering(BaseEstimator):
             )
         return alpha, float(tol)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> EMOrdering:
         """Order the rows of ``X`` and learn the feature scales.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
 
         Returns
         -------
@@ -243,9 +271,9 @@ class EMOrdering(BaseEstimator):
         sigma = np.where(const, np.inf, scale_d)
         active = ~const
         seed = seed_of(self.random_state)
-        history = []
+        history: list[dict[str, Any]] = []
         converged = False
-        order = None
+        order: np.ndarray | None = None
         n_iter = int(self.max_iter)
         with Progress(callbacks, callback_every=every, verbose=self.verbose, total=n_iter,
                       desc="EMOrdering") as progress:
@@ -275,6 +303,7 @@ class EMOrdering(BaseEstimator):
                 sigma, active = new_sigma, new_active
                 if progress.report(it + 1, H, order) or converged:
                     break
+        assert order is not None  # max_iter >= 1 runs the loop
         self.order_ = order
         self.sigma_ = sigma
         self.active_ = active
@@ -285,6 +314,6 @@ class EMOrdering(BaseEstimator):
         self.n_features_in_ = m
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: ArrayLike, y: object = None) -> np.ndarray:
         """Fit and return ``X`` with its rows in ``order_``."""
         return np.asarray(X)[self.fit(X).order_]

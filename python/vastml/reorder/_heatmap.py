@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vastml._validation import choice
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, PathLike
+    from vastml.reorder._random import RandomStateLike
 
 
 @dataclass
@@ -35,7 +40,7 @@ def _blocks(n: int, target: int) -> int:
     return max(1, -(-n // max(1, target)))
 
 
-def shrink(M, rows_per_block: int, cols_per_block: int = 1, *, how="mean") -> np.ndarray:
+def shrink(M: ArrayLike, rows_per_block: int, cols_per_block: int = 1, *, how: str = "mean") -> np.ndarray:
     """``M`` reduced to blocks of ``rows_per_block`` x ``cols_per_block`` cells: the block mean
     (``how="mean"``) or the most frequent value (``"majority"``, ties to the smallest; for codes).
 
@@ -68,7 +73,7 @@ def shrink(M, rows_per_block: int, cols_per_block: int = 1, *, how="mean") -> np
     return out
 
 
-def _side_codes(colors, n, name):
+def _side_codes(colors: Any, n: int, name: str) -> tuple[np.ndarray, np.ndarray]:
     c = np.asarray(colors)
     if c.shape[:1] != (n,):
         raise ValueError(f"`{name}` must have one entry per {'row' if 'row' in name else 'column'} ({n}), got shape {c.shape}")
@@ -77,29 +82,30 @@ def _side_codes(colors, n, name):
 
 
 def heatmap(
-    X,
+    X: ArrayLike,
     *,
-    row_method="auto",
-    col_method="auto",
-    metric="euclidean",
-    row_order=None,
-    col_order=None,
-    scale="columns",
-    compress="mean",
-    max_size=(1000, 800),
-    row_colors=None,
-    col_colors=None,
-    cmap=None,
-    vmin=None,
-    vmax=None,
-    title="",
-    path=None,
-    figsize=(8, 8),
-    dpi=100,
-    time_limit=None,
-    random_state=0,
-    n_jobs=None,
-):
+    row_method: str | None = "auto",
+    col_method: str | None = "auto",
+    metric: str = "euclidean",
+    row_order: ArrayLike | None = None,
+    col_order: ArrayLike | None = None,
+    scale: str | None = "columns",
+    compress: str = "mean",
+    max_size: tuple[int, int] = (1000, 800),
+    row_colors: ArrayLike | None = None,
+    col_colors: ArrayLike | None = None,
+    cmap: Any = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    title: str = "",
+    path: PathLike | None = None,
+    figsize: tuple[float, float] = (8, 8),
+    dpi: int = 100,
+    time_limit: float | None = None,
+    random_state: RandomStateLike = 0,
+    n_jobs: int | None = None,
+    verbose: bool | int = False,
+) -> Heatmap:
     """Draw ``X`` as a heatmap with its rows and columns seriated, at any size.
 
     Parameters
@@ -130,6 +136,8 @@ def heatmap(
         Write the figure (PNG or SVG by the suffix) and close it.
     figsize, dpi : figure size in inches and resolution.
     time_limit, random_state, n_jobs : passed to :func:`seriate`.
+    verbose : bool or int, default=False
+        Draw a progress bar for each seriation (rows, then columns).
 
     Returns
     -------
@@ -175,7 +183,7 @@ def heatmap(
         sd = A.std(1, keepdims=True)
         A = (A - A.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
 
-    def resolve(method, size):
+    def resolve(method: str | None, size: int) -> str | None:
         if method == "auto":
             return "TSP" if size <= 50_000 else "TSP_means"
         return method
@@ -184,7 +192,7 @@ def heatmap(
         rm = resolve(row_method, n)
         row_order = (np.arange(n) if rm is None or n < 3 else
                      seriate(A, method=rm, metric=metric, time_limit=time_limit,
-                             random_state=random_state, n_jobs=n_jobs))
+                             random_state=random_state, n_jobs=n_jobs, verbose=verbose))
     row_order = np.asarray(row_order, dtype=np.intp)
     if col_order is None:
         cm = resolve(col_method, m)
@@ -194,7 +202,7 @@ def heatmap(
             S = A if n <= 20_000 else A[np.random.default_rng(random_state).choice(n, 20_000, replace=False)]
             col_order = seriate(np.ascontiguousarray(S.T), method="TSP" if cm == "TSP_means" else cm,
                                 metric=metric, time_limit=time_limit, random_state=random_state,
-                                n_jobs=n_jobs)
+                                n_jobs=n_jobs, verbose=verbose)
     col_order = np.asarray(col_order, dtype=np.intp)
     for o, k, name in ((row_order, n, "row_order"), (col_order, m, "col_order")):
         if o.shape != (k,) or not np.array_equal(np.sort(o), np.arange(k)):
@@ -257,7 +265,9 @@ def heatmap(
     return Heatmap(fig, row_order, col_order, rpp, cpp, img)
 
 
-def _shrink_ordered(A, row_order, col_order, rpp, cpp, how):
+def _shrink_ordered(
+    A: np.ndarray, row_order: np.ndarray, col_order: np.ndarray, rpp: int, cpp: int, how: str
+) -> np.ndarray:
     """shrink(A[row_order][:, col_order]) computed over chunks of whole row blocks, so that the
     ordered copy never exceeds about 100,000 rows."""
     n = len(row_order)

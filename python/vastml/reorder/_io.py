@@ -128,7 +128,17 @@ def _write_backup(path: PathLike, matrix: ArrayLike, description: str = "vastml"
 
 def load_matrix(path: PathLike) -> np.ndarray:
     """Read a matrix from ``.npy``, ``.csv`` / ``.txt`` (comma, tab or space separated numbers)
-    or ``.backup``. Raises ValueError naming the file for an unknown or malformed format."""
+    or ``.backup``. Raises ValueError naming the file for an unknown or malformed format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from vastml.reorder import load_matrix, save_matrix
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.csv")
+    >>> save_matrix(path, [[1, 0], [0, 1]])
+    >>> load_matrix(path).tolist()
+    [[1, 0], [0, 1]]
+    """
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{path}: no such file")
@@ -155,7 +165,18 @@ def load_matrix(path: PathLike) -> np.ndarray:
 
 
 def save_matrix(path: PathLike, matrix: ArrayLike) -> None:
-    """Write ``matrix`` as ``.npy``, ``.csv`` or ``.backup`` (chosen by the extension)."""
+    """Write ``matrix`` as ``.npy``, ``.csv`` or ``.backup`` (chosen by the extension).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from vastml.reorder import load_matrix, save_matrix
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.backup")
+    >>> save_matrix(path, np.eye(3, dtype=int))
+    >>> bool((load_matrix(path) == np.eye(3)).all())
+    True
+    """
     ext = Path(path).suffix.lower()
     a = np.asarray(matrix)
     if ext == ".npy":
@@ -179,7 +200,17 @@ def _data_dir(root):
 
 def load_football(root: PathLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Football 115 x 115 adjacency from ``Football/football.paj`` (edge ``i j`` sets A[i,j],
-    A[j,i] and A[i,i], as the reference code does) and the 12 conference labels."""
+    A[j,i] and A[i,i], as the reference code does) and the 12 conference labels.
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_football
+    >>> A, labels = load_football(); A.shape, labels.shape  # doctest: +SKIP
+    ((115, 115), (115,))
+    """
     d = _data_dir(root) / "Football"
     path = d / "football.paj"
     with _malformed(path):
@@ -202,7 +233,17 @@ def load_football(root: PathLike | None = None) -> tuple[np.ndarray, np.ndarray]
 
 
 def load_mammals(root: PathLike | None = None) -> np.ndarray:
-    """Mammals 2221 x 124 (locations x species; the 69 climate columns dropped)."""
+    """Mammals 2221 x 124 (locations x species; the 69 climate columns dropped).
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_mammals
+    >>> load_mammals().shape  # doctest: +SKIP
+    (2221, 124)
+    """
     path = _data_dir(root) / "Mammals" / "mammals.txt"
     with _malformed(path):
         return np.loadtxt(path, delimiter=",", ndmin=2)[:, 69:].astype(np.int64)
@@ -212,7 +253,17 @@ def load_paleo(root: PathLike | None = None) -> np.ndarray:
     """Paleo 1597 x 4215 (NOW fossil localities x species, 1 where the species was found),
     from the NOW export ``NOW/NOW_public_030717.csv``; rows by locality id (``LIDNUM``),
     columns by species id (``SIDNUM``). The thesis's original order came from a hash map, so
-    only the shape and the number of ones (14,133) match it, not the unordered error."""
+    only the shape and the number of ones (14,133) match it, not the unordered error.
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_paleo
+    >>> X = load_paleo(); X.shape, int(X.sum())  # doctest: +SKIP
+    ((1597, 4215), 14133)
+    """
     path = _data_dir(root) / "NOW" / "NOW_public_030717.csv"
     with _malformed(path), path.open(newline="", encoding="utf-8", errors="replace") as f:
         rows = csv.reader(f, delimiter="|")
@@ -229,7 +280,17 @@ def load_paleo(root: PathLike | None = None) -> np.ndarray:
 
 
 def load_genes(root: PathLike | None = None) -> np.ndarray:
-    """Gene expression 2112 x 363 (binarised)."""
+    """Gene expression 2112 x 363 (binarised).
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_genes
+    >>> load_genes().shape  # doctest: +SKIP
+    (2112, 363)
+    """
     path = _data_dir(root) / "Genes" / "tkde_binarized_data.txt"
     with _malformed(path):
         with path.open() as f:
@@ -275,7 +336,17 @@ def load_news(
     """A 20-Newsgroups similarity matrix as 4 colours (commonAttributes) and the labels.
 
     S = A·Aᵀ / max, binned at 0.05, 0.1, 0.25; rows and columns whose colours are all equal
-    are dropped (news_3cl_1: 589 x 589)."""
+    are dropped (news_3cl_1: 589 x 589).
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_news
+    >>> C, labels = load_news(); C.shape  # doctest: +SKIP
+    (589, 589)
+    """
     path = _data_dir(root) / "DocumentGraphs" / f"{name}.mat"
     d = _read_octave_text(path)
     if "A" not in d or d["A"].ndim != 2 or d["A"].shape[0] != d["A"].shape[1]:
@@ -301,6 +372,15 @@ def load_mushrooms(
     value is coded by its index of first appearance within its column, so at most 12
     colours) and labels 0 = edible, 1 = poisonous. Its columns are different attributes: fit
     it with ``ConvoMap(recolor=True)``.
+
+    Examples
+    --------
+    The files live in the shared data folder (``VASTML_SHARED_DATA`` or ``root``), not in
+    the package:
+
+    >>> from vastml.reorder import load_mushrooms
+    >>> X, y = load_mushrooms(); X.shape  # doctest: +SKIP
+    (8124, 111)
     """
     if categorical:
         path = _data_dir(root) / "Mushrooms" / "agaricus-lepiota.data.txt"

@@ -29,6 +29,9 @@ def figure_of_merit(labels: ArrayLike, order: ArrayLike | None = None) -> float:
 
     Lower is better; 0 <= FOM <= 1.
 
+    Examples
+    --------
+    >>> from vastml.reorder import figure_of_merit
     >>> figure_of_merit([0, 0, 1, 1, 2])
     0.5
     >>> figure_of_merit(["a", "b", "a", "b"], order=[0, 2, 1, 3])
@@ -46,6 +49,9 @@ def path_length(X: ArrayLike, order: ArrayLike | None = None) -> float:
     """L: the sum of Euclidean distances between neighbouring rows of ``X[order]`` (open path,
     the closing edge is not counted).
 
+    Examples
+    --------
+    >>> from vastml.reorder import path_length
     >>> path_length([[0, 0], [3, 4], [3, 0]])
     9.0
     """
@@ -58,6 +64,9 @@ def dpc(X: ArrayLike, order: ArrayLike | None = None) -> FloatArray:
     """Differential predictive coding of ``X[order]``: the first row, then the row differences
     (lossless: ``np.cumsum(dpc(X, o), axis=0)`` gives back ``X[o]``).
 
+    Examples
+    --------
+    >>> from vastml.reorder import dpc
     >>> dpc([[0.0], [1.0], [3.0]]).ravel().tolist()
     [0.0, 1.0, 2.0]
     """
@@ -71,6 +80,9 @@ def dpc_sigma(X: ArrayLike, order: ArrayLike | None = None, model: str = "gaussi
     """Per-feature residual scale of ``X[order]`` (E-step, eq. 2.8): the Gaussian sigma_j
     (root mean squared difference) or the Laplace b_j (mean absolute difference).
 
+    Examples
+    --------
+    >>> from vastml.reorder import dpc_sigma
     >>> dpc_sigma([[0.0], [1.0], [3.0]]) ** 2
     array([2.5])
     """
@@ -93,6 +105,10 @@ def dpc_entropy(
     model. ``sigma`` defaults to the E-step estimate, where the Gaussian H equals
     ``0.5 m log(2 pi e) + sum_j log sigma_j``.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.reorder import dpc_entropy
     >>> h = dpc_entropy([[0.0], [1.0], [3.0]])
     >>> bool(abs(h - (0.5 * np.log(2 * np.pi * np.e) + 0.5 * np.log(2.5))) < 1e-12)
     True

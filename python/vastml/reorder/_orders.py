@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vastml import _core
+from vastml._progress import Progress
 from vastml.reorder._objective import as_codes, check_choice, check_order, kernel_args
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, IntArray
+    from vastml.reorder._random import Callbacks
 
 
 def tsp_order(
@@ -46,6 +48,9 @@ def branch_and_bound_order(
     initial: ArrayLike | None = None,
     categorical: bool | None = None,
     n_jobs: int | None = None,
+    callbacks: Callbacks = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
 ) -> tuple[IntArray, float]:
     """The exact row order minimising the ConvoMap error, by branch and bound.
 
@@ -55,6 +60,34 @@ def branch_and_bound_order(
     and prunes with a lower bound: ``"slow"`` pays each unplaced row its cheapest links to the
     rows it can still touch, ``"fast"`` its cheapest links overall. Practical up to about 20
     rows; at most 64.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_rows, n_cols)
+        Binary or categorical matrix.
+    kernel : str or array-like, default="gbs"
+        Kernel name or explicit weights (as :class:`ConvoMap`).
+    kernel_size : int or (int, int), default=3
+        Odd kernel side(s).
+    col_order : array-like of int or None, default=None
+        The fixed column order (None = as given).
+    bound : {"slow", "fast"}, default="slow"
+        The lower bound that prunes.
+    initial : array-like of int or None, default=None
+        A row order whose cost is the first upper bound (None = a TSP path).
+    categorical : bool or None, default=None
+        Treat the values as colours (None = decide from the data).
+    n_jobs : int or None, default=None
+        Threads (None = all cores).
+    callbacks : callable, list of callables or None, default=None
+        Called as ``callback(k, cost, order)`` at the k-th improvement of the best order
+        found, with ``cost`` its integer pair cost (the error up to a constant and a scale).
+        Returning True stops the search with that best order, which is then not proven
+        optimal.
+    callback_every : int, default=1
+        Call the callbacks every this many improvements.
+    verbose : bool or int, default=False
+        Draw a progress bar (one step per improvement).
 
     Returns
     -------
@@ -79,9 +112,12 @@ def branch_and_bound_order(
     check_choice(bound, "bound", ("fast", "slow"))
     cols = check_order(col_order, codes.shape[1], "col_order")
     init = check_order(initial, codes.shape[0], "initial")
-    order, err, _nodes = _core.branch_and_bound_order(
-        codes, n_colours, name, size, weights, cols, bound, init, n_jobs=n_jobs
-    )
+    with Progress(callbacks, callback_every=callback_every, verbose=verbose,
+                  desc="branch_and_bound_order") as progress:
+        order, err, _nodes, _stopped = _core.branch_and_bound_order(
+            codes, n_colours, name, size, weights, cols, bound, init, n_jobs=n_jobs,
+            progress=progress.report if progress.active else None,
+        )
     return np.asarray(order, dtype=np.intp), float(err)
 
 

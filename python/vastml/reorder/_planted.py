@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vastml import _core
 from vastml._validation import check_float, check_int, choice
 from vastml.reorder._random import seed_of
+
+if TYPE_CHECKING:
+    from vastml.reorder._random import RandomStateLike
 
 #: The seed of the thesis's generator: the default, which reproduces Tables A.1-A.9.
 THESIS_SEED = 545_173_132
@@ -18,7 +23,7 @@ def planted_matrix(
     size: int = 300,
     noise: float = 0.0,
     *,
-    random_state: int | np.random.RandomState | np.random.Generator | None = THESIS_SEED,
+    random_state: RandomStateLike = THESIS_SEED,
 ) -> np.ndarray:
     """A planted ``size`` x ``size`` binary matrix with each cell flipped with probability
     ``noise``.
@@ -56,7 +61,7 @@ def planted_matrix(
 def planted_categorical(
     size: int = 300,
     *,
-    random_state: int | np.random.RandomState | np.random.Generator | None = THESIS_SEED,
+    random_state: RandomStateLike = THESIS_SEED,
 ) -> np.ndarray:
     """The thesis's categorical planted matrix: ``size`` x ``size`` with 6 colours (0 = the
     background).

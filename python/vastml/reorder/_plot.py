@@ -33,7 +33,18 @@ def plot_matrix(
 ) -> Figure:
     """Draw ``matrix`` (and ``reordered`` beside it) shrunk to at most ``max_size`` pixels a
     side: grey levels for binary data (black = ones), a qualitative palette for colours.
-    Returns the matplotlib figure."""
+    Returns the matplotlib figure.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from vastml.reorder import ConvoMap, planted_matrix, plot_matrix
+    >>> M = planted_matrix("banded", 40, 0.05, random_state=0)
+    >>> fig = plot_matrix(M, ConvoMap(kernel_size=5, max_iter=200, random_state=0).fit_transform(M))
+    >>> len(fig.axes)
+    2
+    """
     import matplotlib.pyplot as plt
 
     mats = [matrix] if reordered is None else [matrix, reordered]
@@ -58,7 +69,19 @@ def plot_matrix(
 def save_png(
     path: PathLike, matrix: ArrayLike, reordered: ArrayLike | None = None, **kwargs: Any
 ) -> None:
-    """Write :func:`plot_matrix` of ``matrix`` (and ``reordered``) to a PNG file."""
+    """Write :func:`plot_matrix` of ``matrix`` (and ``reordered``) to a PNG file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from vastml.reorder import planted_matrix, save_png
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.png")
+    >>> save_png(path, planted_matrix("nested", 30))
+    >>> os.path.getsize(path) > 0
+    True
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)

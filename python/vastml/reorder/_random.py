@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeAlias
+
+    #: What a ``random_state`` may be.
+    RandomStateLike: TypeAlias = int | np.random.RandomState | np.random.Generator | None
+    #: One progress callback, ``callback(iteration, objective, state) -> stop?``.
+    Callback: TypeAlias = Callable[[int, float, Any], Any]
+    #: The ``callbacks`` parameter: one callback, several, or None.
+    Callbacks: TypeAlias = Callback | Sequence[Callback] | None
 
 
-def seed_of(random_state: int | np.random.RandomState | np.random.Generator | None) -> int:
+
+def seed_of(random_state: RandomStateLike) -> int:
     """A non-negative integer seed from ``random_state``.
 
     ``None`` draws a fresh seed, an int is used as is, a ``RandomState`` or ``Generator``

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,10 @@ from vastml import _core
 from vastml._progress import Progress
 from vastml._validation import choice, n_jobs_arg
 from vastml.reorder._random import seed_of
+
+if TYPE_CHECKING:
+    from vastml._typing import ArrayLike, IntArray
+    from vastml.reorder._random import Callbacks, RandomStateLike
 
 METHODS = (
     "TSP",
@@ -81,7 +85,15 @@ class _Problem:
         return self.dense(), True
 
 
-def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, n_neighbors=10):
+def _tsp(
+    prob: _Problem,
+    *,
+    time_limit: float | None,
+    seed: int,
+    n_jobs: int | None,
+    progress: Progress,
+    n_neighbors: int = 10,
+) -> tuple[np.ndarray, float]:
     x, pre = prob.rust_args()
     n = prob.n
     tl = default_time_limit(n) if time_limit is None else time_limit
@@ -103,7 +115,7 @@ def _tsp(prob: _Problem, *, time_limit, seed, n_jobs, progress, n_neighbors=10):
     return order, length
 
 
-def _linkage(prob: _Problem, method: str):
+def _linkage(prob: _Problem, method: str) -> np.ndarray:
     from scipy.cluster.hierarchy import linkage
 
     if method in ("centroid", "median", "ward") and prob.metric != "euclidean":
@@ -113,14 +125,14 @@ def _linkage(prob: _Problem, method: str):
     return linkage(prob.condensed(), method=method)
 
 
-def _olo(prob: _Problem, Z, n_jobs):
+def _olo(prob: _Problem, Z: np.ndarray, n_jobs: int | None) -> np.ndarray:
     x, pre = prob.rust_args()
     merges = np.ascontiguousarray(Z[:, :2].astype(np.int64))
     order, _ = _core.olo_order(x, pre, merges, n_jobs=n_jobs)
     return order
 
 
-def _gw(prob: _Problem, Z) -> np.ndarray:
+def _gw(prob: _Problem, Z: np.ndarray) -> np.ndarray:
     """Gruvaeus & Wainer: at every merge, of the four ways to join the two child orders keep
     the one whose adjacent ends are nearest."""
     n = prob.n
@@ -186,7 +198,7 @@ def _mds(prob: _Problem) -> np.ndarray:
     return np.argsort(vecs[:, -1], kind="stable")
 
 
-def _pca_rows(X) -> np.ndarray:
+def _pca_rows(X: np.ndarray) -> np.ndarray:
     Xc = X - X.mean(0)
     # first right singular vector by the d x d covariance (cheap for tall matrices)
     C = Xc.T @ Xc
@@ -194,12 +206,21 @@ def _pca_rows(X) -> np.ndarray:
     return np.argsort(Xc @ vecs[:, -1], kind="stable")
 
 
-def _ls_merit(D, o):
+def _ls_merit(D: np.ndarray, o: np.ndarray) -> float:
     idx = np.arange(len(o), dtype=np.float64)
     return float((D[np.ix_(o, o)] * np.abs(np.subtract.outer(idx, idx))).sum() / 2)
 
 
-def _arsa(prob: _Problem, *, time_limit, seed, progress, cool=0.5, t_min=1e-4, n_temps=None):
+def _arsa(
+    prob: _Problem,
+    *,
+    time_limit: float | None,
+    seed: int,
+    progress: Progress,
+    cool: float = 0.5,
+    t_min: float = 1e-4,
+    n_temps: int | None = None,
+) -> np.ndarray:
     """Simulated annealing with pairwise interchanges and insertions (Brusco, Köhn & Stahl
     2008), maximising Σ_{i<j} d(ψi, ψj) |i - j| (the linear seriation merit): moves are
     evaluated incrementally in O(n)."""
@@ -251,7 +272,7 @@ def _arsa(prob: _Problem, *, time_limit, seed, progress, cool=0.5, t_min=1e-4, n
     return best_o
 
 
-def _bea(X, seed) -> np.ndarray:
+def _bea(X: np.ndarray, seed: int) -> np.ndarray:
     """Bond energy algorithm (McCormick, Schweitzer & White 1972) for the rows of a non-negative
     data matrix: rows are inserted one by one, in random order, where they add the most bond
     energy x_i . x_j with their new neighbours."""
@@ -316,19 +337,19 @@ def _order_one(X, *, method, metric, linkage, time_limit, seed, n_jobs, progress
 
 
 def seriate(
-    X,
+    X: ArrayLike,
     *,
-    method="TSP",
-    metric="euclidean",
-    axis=0,
-    linkage="average",
-    time_limit=None,
-    random_state=None,
-    n_jobs=None,
-    callbacks=None,
-    callback_every=1,
-    verbose=False,
-):
+    method: str = "TSP",
+    metric: str = "euclidean",
+    axis: int | str = 0,
+    linkage: str = "average",
+    time_limit: float | None = None,
+    random_state: RandomStateLike = None,
+    n_jobs: int | None = None,
+    callbacks: Callbacks = None,
+    callback_every: int = 1,
+    verbose: bool | int = False,
+) -> IntArray | tuple[IntArray, IntArray]:
     """Order the rows (and/or columns) of a data matrix, or the objects of a dissimilarity
     matrix, so that similar ones are near each other.
 
@@ -429,4 +450,4 @@ def seriate(
             out.append(np.asarray(o, dtype=np.intp))
         if method not in ("TSP", "ARSA"):
             progress.report(1, math.nan, out[0] if len(out) == 1 else tuple(out))
-    return tuple(out) if axis == "both" else out[0]
+    return (out[0], out[1]) if axis == "both" else out[0]

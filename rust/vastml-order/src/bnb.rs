@@ -8,10 +8,11 @@
 //! row has a smaller index than the last are explored.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
+use vastml_core::{Control, Halt};
 
 use crate::arrangement::{Arrangement, Objective};
 use crate::error::{OrderError, invalid};
@@ -115,6 +116,8 @@ pub struct BnbResult {
     pub cost: u64,
     /// Nodes visited.
     pub nodes: u64,
+    /// A progress hook asked to stop: `order` is the best found by then, not proven optimal.
+    pub stopped: bool,
 }
 
 /// Entries of the per-subtree dominance memo (about 40 bytes each).
@@ -124,7 +127,11 @@ struct Search<'a> {
     pc: &'a PairCosts,
     bound: Bound,
     best: &'a AtomicU64,
-    cancel: &'a AtomicBool,
+    control: Control<'a, [usize]>,
+    /// Raised when the hook asked to stop: every subtree ends as at a deadline.
+    stop: &'a AtomicBool,
+    /// Improvements of the shared incumbent reported so far.
+    reports: &'a AtomicUsize,
     /// Stop here, keeping the best order found (`None`: search to the proven optimum).
     deadline: Option<Instant>,
     /// Per distance, per row: other rows sorted by increasing cost.
@@ -213,12 +220,24 @@ impl Search<'_> {
         total
     }
 
+    /// Reports a new shared incumbent to the hook (iteration = its rank among improvements).
+    fn report(&self, loc: &mut Local, cost: u64) {
+        let it = self.reports.fetch_add(1, Ordering::Relaxed) + 1;
+        match self.control.report(it, || cost as f64, &loc.best_order) {
+            Ok(()) => {}
+            Err(Halt::Stopped) => self.stop.store(true, Ordering::Relaxed),
+            Err(Halt::Cancelled) => loc.cancelled = true,
+        }
+    }
+
     fn dfs(&self, loc: &mut Local, cost: u64) {
         loc.nodes += 1;
         if loc.nodes % 256 == 0 {
-            if self.cancel.load(Ordering::Relaxed) {
+            if self.control.is_cancelled() {
                 loc.cancelled = true;
-            } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            } else if self.stop.load(Ordering::Relaxed)
+                || self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
                 loc.timed_out = true;
             }
         }
@@ -231,7 +250,10 @@ impl Search<'_> {
             if cost < loc.best_cost {
                 loc.best_cost = cost;
                 loc.best_order = loc.prefix.clone();
-                self.best.fetch_min(cost, Ordering::Relaxed);
+                let before = self.best.fetch_min(cost, Ordering::Relaxed);
+                if cost < before && self.control.has_hook() {
+                    self.report(loc, cost);
+                }
             }
             return;
         }
@@ -286,12 +308,17 @@ impl Search<'_> {
 /// The exact minimum of `costs` over all orders, starting from the upper bound of
 /// `initial` (any permutation; the identity when `None`). Parallel over the first row.
 ///
+/// `control` is polled every 256 nodes; its hook is called at every improvement of the shared
+/// incumbent (iteration `k` = the `k`-th improvement, the objective its cost, the state its
+/// order). A hook that returns `true` ends the search with the best order found so far and
+/// [`BnbResult::stopped`] set.
+///
 /// # Errors
 /// More than 64 rows, an invalid `initial`, or cancellation.
 ///
 /// # Example
 /// ```
-/// use std::sync::atomic::AtomicBool;
+/// use vastml_order::Control;
 /// use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, exhaustive};
 ///
 /// // cost[0][a * n + b]: the cost of placing b next to a (a path: 0-1-2-3 is cheapest)
@@ -302,7 +329,7 @@ impl Search<'_> {
 ///     c[(a + 1) * n + a] = 1;
 /// }
 /// let pc = PairCosts::new(n, vec![c])?;
-/// let r = branch_and_bound(&pc, Some(&[2, 0, 3, 1]), Bound::Slow, &AtomicBool::new(false))?;
+/// let r = branch_and_bound(&pc, Some(&[2, 0, 3, 1]), Bound::Slow, Control::none())?;
 /// assert_eq!(r.cost, 3);
 /// assert_eq!(r.cost, exhaustive(&pc).cost);
 /// # Ok::<(), vastml_order::OrderError>(())
@@ -311,9 +338,9 @@ pub fn branch_and_bound(
     costs: &PairCosts,
     initial: Option<&[usize]>,
     bound: Bound,
-    cancel: &AtomicBool,
+    control: Control<'_, [usize]>,
 ) -> Result<BnbResult, OrderError> {
-    branch_and_bound_until(costs, initial, bound, None, cancel).map(|(r, _)| r)
+    search(costs, initial, bound, None, control).map(|(r, _)| r)
 }
 
 /// [`branch_and_bound`] that stops at `deadline` (when given) with the best order found by
@@ -329,6 +356,16 @@ pub fn branch_and_bound_until(
     bound: Bound,
     deadline: Option<Instant>,
     cancel: &AtomicBool,
+) -> Result<(BnbResult, bool), OrderError> {
+    search(costs, initial, bound, deadline, Control::new(cancel))
+}
+
+fn search(
+    costs: &PairCosts,
+    initial: Option<&[usize]>,
+    bound: Bound,
+    deadline: Option<Instant>,
+    control: Control<'_, [usize]>,
 ) -> Result<(BnbResult, bool), OrderError> {
     let n = costs.n;
     if n > 64 {
@@ -351,6 +388,7 @@ pub fn branch_and_bound_until(
             cost: costs.order_cost(&init),
             order: init,
             nodes: 1,
+            stopped: false,
         };
         return Ok((r, true));
     }
@@ -387,11 +425,15 @@ pub fn branch_and_bound_until(
     }
     let init_cost = costs.order_cost(&init);
     let best = AtomicU64::new(init_cost);
+    let stop = AtomicBool::new(false);
+    let reports = AtomicUsize::new(0);
     let search = Search {
         pc: costs,
         bound,
         best: &best,
-        cancel,
+        control,
+        stop: &stop,
+        reports: &reports,
         deadline,
         sorted,
         cheapest,
@@ -438,6 +480,7 @@ pub fn branch_and_bound_until(
         order,
         cost,
         nodes: nodes.load(Ordering::Relaxed),
+        stopped: stop.load(Ordering::Relaxed),
     };
     Ok((r, !timed_out.load(Ordering::Relaxed)))
 }
@@ -473,5 +516,6 @@ pub fn exhaustive(costs: &PairCosts) -> BnbResult {
         order: best.1,
         cost: best.0,
         nodes: count,
+        stopped: false,
     }
 }

@@ -28,6 +28,7 @@ pub mod kmax;
 mod matrix;
 mod moves;
 pub mod olo;
+pub mod options;
 pub mod pls;
 pub mod polish;
 mod rectangles;
@@ -51,3 +52,4 @@ pub use search::{
 };
 pub use synthetic::{JavaRandom, Pattern, THESIS_SEED, planted, planted_categorical};
 pub use tsp_means::{TspMeans, TspMeansParams, tsp_means};
+pub use vastml_core::{Control, Halt};

@@ -25,12 +25,12 @@
 //! assert!((path_length(&x, 2, &r.order) - 39.0 * side).abs() < 1e-9);
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
+use vastml_core::Control;
 
 use crate::error::{OrderError, invalid};
 use crate::tsp_heuristics::neighbour_lists;
@@ -629,20 +629,20 @@ pub fn solve<M: Metric>(
     params: &IlsParams,
     init: Option<&[usize]>,
 ) -> Result<IlsResult, OrderError> {
-    solve_cancellable(m, start, end, params, init, None)
+    solve_cancellable(m, start, end, params, init, Control::none())
 }
 
-/// [`solve`] that polls `cancel` between kicks.
+/// [`solve`] that polls `control`'s cancel flag every 64 kicks of every run.
 ///
 /// # Errors
-/// As [`solve`]; [`OrderError::Cancelled`] when `cancel` is set before the first local optimum.
+/// As [`solve`]; [`OrderError::Cancelled`] when the flag is raised before the first local optimum.
 pub fn solve_cancellable<M: Metric>(
     m: &M,
     start: Option<usize>,
     end: Option<usize>,
     params: &IlsParams,
     init: Option<&[usize]>,
-    cancel: Option<&AtomicBool>,
+    control: Control<'_>,
 ) -> Result<IlsResult, OrderError> {
     let n = m.len();
     if params.neighbours == 0 {
@@ -744,7 +744,7 @@ pub fn solve_cancellable<M: Metric>(
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }
-                    if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    if control.is_cancelled() {
                         break;
                     }
                 }
@@ -777,7 +777,7 @@ pub fn solve_cancellable<M: Metric>(
             (t, len, first, kicks, acc)
         })
         .collect();
-    if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && runs.iter().all(|r| r.3 == 0) {
+    if control.is_cancelled() && runs.iter().all(|r| r.3 == 0) {
         return Err(OrderError::Cancelled);
     }
     let best = runs

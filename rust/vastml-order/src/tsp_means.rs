@@ -11,10 +11,10 @@
 //! independent and solves them on rayon (a deviation from the thesis, off by default).
 //!
 //! ```
-//! use vastml_order::{TspMeansParams, tsp_means};
+//! use vastml_order::{Control, TspMeansParams, tsp_means};
 //! // two groups on a line, shuffled
 //! let x = [10.0, 0.0, 11.0, 1.0, 12.0, 2.0];
-//! let r = tsp_means(&x, 1, &TspMeansParams::default(), None).unwrap();
+//! let r = tsp_means(&x, 1, &TspMeansParams::default(), Control::none()).unwrap();
 //! let sorted: Vec<f64> = r.order.iter().map(|&i| x[i]).collect();
 //! assert!(sorted == [0.0, 1.0, 2.0, 10.0, 11.0, 12.0] || sorted == [12.0, 11.0, 10.0, 2.0, 1.0, 0.0]);
 //! ```
@@ -26,9 +26,11 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
+use vastml_core::{Control, Halt};
+
 use crate::error::{OrderError, invalid};
 use crate::tsp_heuristics::{
-    PathParams, check_points, exact_path, polish_windows, solve_path_unchecked,
+    PathParams, check_points, exact_path, path_length, polish_windows, solve_path_unchecked,
 };
 
 /// Parameters of [`tsp_means`].
@@ -81,6 +83,9 @@ pub struct TspMeans {
     /// Wall-clock seconds of the stages: tree (sampling, 2-means, partition, centroids),
     /// sweeps (all local TSPs), polish.
     pub stage_seconds: [f64; 3],
+    /// A progress hook asked to stop: `order` is the coarse order of the last sweep reported
+    /// (each unexpanded cluster's rows in tree order) and the polish was skipped.
+    pub stopped: bool,
 }
 
 /// Default subtree depth: ceil(0.5 log2 n), at least 1.
@@ -376,15 +381,21 @@ impl Tree {
 
 /// Orders the rows of `x` (row-major, `dim` columns) by TSP-means.
 ///
+/// `control` is polled throughout; its hook is called after every sweep (iteration `k` =
+/// sweep `k`, the objective the open path length of the order so far, the state that order:
+/// each unexpanded cluster's rows in tree order) and once more after the polish (iteration
+/// `n_sweeps + 1`). A hook that returns `true` ends the fit with the order of that report
+/// and [`TspMeans::stopped`] set.
+///
 /// # Errors
 /// Bad shape or non-finite values, `levels` outside 1..=16, `sample < 2`, or cancellation.
 pub fn tsp_means(
     x: &[f64],
     dim: usize,
     params: &TspMeansParams,
-    cancel: Option<&AtomicBool>,
+    control: Control<'_, [usize]>,
 ) -> Result<TspMeans, OrderError> {
-    tsp_means_progress(x, dim, params, cancel, &mut |_, _| {})
+    tsp_means_progress(x, dim, params, control, &mut |_, _| {})
 }
 
 /// Progress callback of [`tsp_means_progress`]: the list's clusters as ranges of the
@@ -401,9 +412,10 @@ pub fn tsp_means_progress(
     x: &[f64],
     dim: usize,
     params: &TspMeansParams,
-    cancel: Option<&AtomicBool>,
+    control: Control<'_, [usize]>,
     on_sweep: &mut SweepCallback<'_>,
 ) -> Result<TspMeans, OrderError> {
+    let cancel = Some(control.cancel_flag());
     let n = check_points(x, dim, None, None)?;
     let levels = params.levels.unwrap_or_else(|| default_levels(n));
     if !(1..=16).contains(&levels) {
@@ -426,6 +438,7 @@ pub fn tsp_means_progress(
             n_tsp: 0,
             n_sweeps: 0,
             stage_seconds: [0.0; 3],
+            stopped: false,
         });
     }
     let ctx = Ctx {
@@ -455,7 +468,8 @@ pub fn tsp_means_progress(
     };
     let mut list = vec![Item::Node(0)];
     let (mut n_tsp, mut n_sweeps) = (0, 0);
-    while list.iter().any(|it| matches!(it, Item::Node(_))) {
+    let mut stopped = false;
+    while !stopped && list.iter().any(|it| matches!(it, Item::Node(_))) {
         check_cancel(cancel)?;
         n_sweeps += 1;
         n_tsp += list
@@ -504,16 +518,21 @@ pub fn tsp_means_progress(
             })
             .collect();
         on_sweep(&ranges, &tree.perm);
+        if control.has_hook() {
+            let order = flatten(&ranges, &tree.perm);
+            stopped = halted(control.report(n_sweeps, || path_length(x, dim, &order), &order))?;
+        }
     }
     stage_seconds[1] = clock.elapsed().as_secs_f64() - stage_seconds[0];
-    let mut order: Vec<usize> = list
-        .into_iter()
-        .map(|it| match it {
-            Item::Ex(p) => tree.perm[p],
-            Item::Node(_) => unreachable!("the loop ends when only examples remain"),
+    let ranges: Vec<Range<usize>> = list
+        .iter()
+        .map(|it| match *it {
+            Item::Node(z) => tree.nodes[z].range.clone(),
+            Item::Ex(p) => p..p + 1,
         })
         .collect();
-    if params.polish_window >= 4 && n >= 4 {
+    let mut order = flatten(&ranges, &tree.perm);
+    if !stopped && params.polish_window >= 4 && n >= 4 {
         polish_windows(
             x,
             dim,
@@ -524,6 +543,10 @@ pub fn tsp_means_progress(
         )?;
         check_cancel(cancel)?;
         stage_seconds[2] = clock.elapsed().as_secs_f64() - stage_seconds[0] - stage_seconds[1];
+        if control.has_hook() {
+            let r = control.report(n_sweeps + 1, || path_length(x, dim, &order), &order);
+            stopped = halted(r)?;
+        }
     }
     Ok(TspMeans {
         order,
@@ -532,7 +555,25 @@ pub fn tsp_means_progress(
         n_tsp,
         n_sweeps,
         stage_seconds,
+        stopped,
     })
+}
+
+/// The rows of every range of `perm`, in list order: the order a list of clusters stands for.
+fn flatten(ranges: &[Range<usize>], perm: &[usize]) -> Vec<usize> {
+    ranges
+        .iter()
+        .flat_map(|r| perm[r.clone()].iter().copied())
+        .collect()
+}
+
+/// `Ok(true)` when a progress hook asked to stop, `Ok(false)` to go on, an error when cancelled.
+pub(crate) fn halted(r: Result<(), Halt>) -> Result<bool, OrderError> {
+    match r {
+        Ok(()) => Ok(false),
+        Err(Halt::Stopped) => Ok(true),
+        Err(Halt::Cancelled) => Err(OrderError::Cancelled),
+    }
 }
 
 fn check_cancel(cancel: Option<&AtomicBool>) -> Result<(), OrderError> {
@@ -659,7 +700,7 @@ mod tests {
         let p = TspMeansParams::default();
         for n in [1usize, 2, 3, 5, 17, 100] {
             let x: Vec<f64> = (0..n * 2).map(|i| ((i * 7919) % 13) as f64).collect();
-            let r = tsp_means(&x, 2, &p, None).unwrap();
+            let r = tsp_means(&x, 2, &p, Control::none()).unwrap();
             assert!(is_perm(&r.order, n), "n = {n}");
         }
         // duplicates and constant columns
@@ -671,11 +712,16 @@ mod tests {
                 levels: Some(2),
                 ..p.clone()
             },
-            None,
+            Control::none(),
         )
         .unwrap();
         assert!(is_perm(&r.order, 1000));
-        assert!(tsp_means(&[], 2, &p, None).unwrap().order.is_empty());
+        assert!(
+            tsp_means(&[], 2, &p, Control::none())
+                .unwrap()
+                .order
+                .is_empty()
+        );
     }
 
     #[test]
@@ -687,7 +733,7 @@ mod tests {
         };
         let mut sweeps = 0;
         let mut last_len = 1;
-        let r = tsp_means_progress(&x, 2, &params, None, &mut |ranges, perm| {
+        let r = tsp_means_progress(&x, 2, &params, Control::none(), &mut |ranges, perm| {
             sweeps += 1;
             let mut seen = vec![0u8; 800];
             for r in ranges {
@@ -714,12 +760,12 @@ mod tests {
             levels: Some(4),
             ..TspMeansParams::default()
         };
-        let r = tsp_means(&x, 2, &p, None).unwrap();
+        let r = tsp_means(&x, 2, &p, Control::none()).unwrap();
         let opt = exact_path(&x, 2, None, None).unwrap();
         assert!((path_length(&x, 2, &r.order) - path_length(&x, 2, &opt)).abs() < 1e-9);
         // 1-D input of size <= 2^l comes out sorted (exact local solver)
         let x1: Vec<f64> = (0..12).map(|i| ((i * 5) % 12) as f64).collect();
-        let r = tsp_means(&x1, 1, &p, None).unwrap();
+        let r = tsp_means(&x1, 1, &p, Control::none()).unwrap();
         assert!((path_length(&x1, 1, &r.order) - 11.0).abs() < 1e-12);
     }
 
@@ -731,7 +777,7 @@ mod tests {
                 parallel_sweep,
                 ..TspMeansParams::default()
             };
-            let r = tsp_means(&x, 2, &p, None).unwrap();
+            let r = tsp_means(&x, 2, &p, Control::none()).unwrap();
             assert!(is_perm(&r.order, 800));
             assert!((fom(&r.order, &y) - 3.0 / 799.0).abs() < 1e-12);
         }
@@ -741,7 +787,7 @@ mod tests {
     fn thesis_blobs_fom_and_length_near_two_opt() {
         // thesis Fig 2.4: TSP-means FOM 0.033, L 199.86 vs LK 181.44 (ratio 1.10)
         let (x, y) = blobs(4.5, 3);
-        let r = tsp_means(&x, 2, &TspMeansParams::default(), None).unwrap();
+        let r = tsp_means(&x, 2, &TspMeansParams::default(), Control::none()).unwrap();
         let two = solve_path(&x, 2, None, None, &PathParams::default()).unwrap();
         let (lt, l2) = (path_length(&x, 2, &r.order), path_length(&x, 2, &two));
         assert!(lt < 1.2 * l2, "TSP-means {lt} vs 2-opt {l2}");
@@ -758,7 +804,7 @@ mod tests {
             .map(|_| rng.random::<f64>() * std::f64::consts::TAU)
             .collect();
         let x: Vec<f64> = ang.iter().flat_map(|a| [a.cos(), a.sin()]).collect();
-        let r = tsp_means(&x, 2, &TspMeansParams::default(), None).unwrap();
+        let r = tsp_means(&x, 2, &TspMeansParams::default(), Control::none()).unwrap();
         // angular steps between neighbours: all small except at most one wrap-around
         let big = r
             .order
@@ -783,7 +829,7 @@ mod tests {
                 seed: 4,
                 ..TspMeansParams::default()
             };
-            let r = tsp_means(&x, 2, &p, None).unwrap();
+            let r = tsp_means(&x, 2, &p, Control::none()).unwrap();
             assert!(is_perm(&r.order, n));
             let lt = path_length(&x, 2, &r.order);
             let two = solve_path(&x, 2, None, None, &PathParams::default()).unwrap();
@@ -804,19 +850,19 @@ mod tests {
             .num_threads(1)
             .build()
             .unwrap()
-            .install(|| tsp_means(&x, 3, &p, None).unwrap().order);
+            .install(|| tsp_means(&x, 3, &p, Control::none()).unwrap().order);
         let two = rayon::ThreadPoolBuilder::new()
             .num_threads(2)
             .build()
             .unwrap()
-            .install(|| tsp_means(&x, 3, &p, None).unwrap().order);
+            .install(|| tsp_means(&x, 3, &p, Control::none()).unwrap().order);
         assert_eq!(one, two);
     }
 
     #[test]
     fn bad_parameters_and_cancel() {
         let x = [0.0, 1.0, 2.0];
-        let bad = |p: TspMeansParams| tsp_means(&x, 1, &p, None).is_err();
+        let bad = |p: TspMeansParams| tsp_means(&x, 1, &p, Control::none()).is_err();
         assert!(bad(TspMeansParams {
             levels: Some(0),
             ..TspMeansParams::default()
@@ -829,11 +875,46 @@ mod tests {
             sample: 1,
             ..TspMeansParams::default()
         }));
-        assert!(tsp_means(&[0.0, f64::INFINITY], 1, &TspMeansParams::default(), None).is_err());
+        assert!(
+            tsp_means(
+                &[0.0, f64::INFINITY],
+                1,
+                &TspMeansParams::default(),
+                Control::none()
+            )
+            .is_err()
+        );
         let stop = AtomicBool::new(true);
         assert_eq!(
-            tsp_means(&x, 1, &TspMeansParams::default(), Some(&stop)).unwrap_err(),
+            tsp_means(&x, 1, &TspMeansParams::default(), Control::new(&stop)).unwrap_err(),
             OrderError::Cancelled
         );
+    }
+
+    #[test]
+    fn the_hook_sees_every_sweep_and_the_polish_and_can_stop_with_a_permutation() {
+        let (x, _) = blobs(4.5, 1);
+        let n = x.len() / 2;
+        let params = TspMeansParams {
+            levels: Some(2),
+            ..TspMeansParams::default()
+        };
+        let seen = std::sync::Mutex::new(Vec::new());
+        let hook = |it: usize, obj: f64, order: &[usize]| {
+            assert!(is_perm(order, n));
+            assert!((obj - path_length(&x, 2, order)).abs() < 1e-9);
+            seen.lock().unwrap().push(it);
+            false
+        };
+        let full = tsp_means(&x, 2, &params, Control::none().with_hook(&hook, 1)).unwrap();
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen, (1..=full.n_sweeps + 1).collect::<Vec<_>>());
+        assert!(!full.stopped);
+        let plain = tsp_means(&x, 2, &params, Control::none()).unwrap();
+        assert_eq!(plain.order, full.order, "a hook must not change the result");
+        let stop = |it: usize, _: f64, _: &[usize]| it >= 1;
+        let r = tsp_means(&x, 2, &params, Control::none().with_hook(&stop, 1)).unwrap();
+        assert!(r.stopped && r.n_sweeps == 1 && is_perm(&r.order, n));
+        assert!(full.n_sweeps > 1);
     }
 }

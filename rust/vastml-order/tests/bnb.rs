@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use proptest::prelude::*;
 use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, branch_and_bound_until, exhaustive};
 use vastml_order::{
-    Arrangement, ErrorKind, Kernel, KernelKind, Matrix, Objective, OrderError, Padding,
+    Arrangement, Control, ErrorKind, Kernel, KernelKind, Matrix, Objective, OrderError, Padding,
     usable_kernel_side,
 };
 
@@ -37,7 +37,7 @@ fn staircase_oracle() {
     let obj = objective(KernelKind::Gbs, 3, 3);
     let pc = PairCosts::convomap(&m, &obj, None).unwrap();
     for bound in [Bound::Fast, Bound::Slow] {
-        let r = branch_and_bound(&pc, None, bound, &AtomicBool::new(false)).unwrap();
+        let r = branch_and_bound(&pc, None, bound, Control::none()).unwrap();
         let want = [4, 2, 6, 0, 7, 5, 1, 3];
         let mut rev = want;
         rev.reverse();
@@ -62,7 +62,7 @@ fn hampath_reduction() {
         let m = Matrix::binary(nv, ne, &v).unwrap();
         let obj = objective(KernelKind::CrossGbs, 3, 1);
         let pc = PairCosts::convomap(&m, &obj, None).unwrap();
-        let r = branch_and_bound(&pc, None, Bound::Slow, &AtomicBool::new(false)).unwrap();
+        let r = branch_and_bound(&pc, None, Bound::Slow, Control::none()).unwrap();
         // vertical transitions: for each column, count 1-0 changes including the zero padding
         let order = r.order;
         let mut trans = 0;
@@ -120,6 +120,51 @@ fn deadline_keeps_a_valid_order_and_says_it_is_not_proven() {
     assert_eq!(r.cost, exhaustive(&pc).cost);
 }
 
+#[test]
+fn the_hook_sees_each_better_incumbent_and_a_true_stops_with_the_best_so_far() {
+    let m = random_rows(10, 14, 5);
+    let pc = PairCosts::convomap(&m, &objective(KernelKind::CrossGbs, 3, 3), None).unwrap();
+    let start: Vec<usize> = (0..10).collect();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let hook = |it: usize, cost: f64, order: &[usize]| {
+        assert_eq!(pc.order_cost(order) as f64, cost);
+        seen.lock().unwrap().push((it, cost));
+        false
+    };
+    let full = branch_and_bound(
+        &pc,
+        Some(&start),
+        Bound::Slow,
+        Control::none().with_hook(&hook, 1),
+    );
+    let full = full.unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert!(!seen.is_empty() && !full.stopped);
+    assert_eq!(full.cost, exhaustive(&pc).cost);
+    // iterations 1..k in order; each report beats the incumbent of the ones before it
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        (1..=seen.len()).collect::<Vec<_>>()
+    );
+    assert!(seen.iter().all(|s| s.1 < pc.order_cost(&start) as f64));
+    let stop = |_: usize, _: f64, _: &[usize]| true;
+    let r = branch_and_bound(
+        &pc,
+        Some(&start),
+        Bound::Slow,
+        Control::none().with_hook(&stop, 1),
+    );
+    let r = r.unwrap();
+    assert!(r.stopped && r.nodes < full.nodes);
+    let mut sorted = r.order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, start);
+    assert_eq!(pc.order_cost(&r.order), r.cost);
+    let cancel = AtomicBool::new(true);
+    let e = branch_and_bound(&pc, Some(&start), Bound::Slow, Control::new(&cancel)).unwrap_err();
+    assert_eq!(e, OrderError::Cancelled);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(60))]
     #[test]
@@ -151,7 +196,7 @@ proptest! {
         let pc = PairCosts::convomap(&m, &obj, None).unwrap();
         let ex = exhaustive(&pc);
         for bound in [Bound::Fast, Bound::Slow] {
-            let r = branch_and_bound(&pc, None, bound, &AtomicBool::new(false)).unwrap();
+            let r = branch_and_bound(&pc, None, bound, Control::none()).unwrap();
             prop_assert_eq!(r.cost, ex.cost);
             prop_assert_eq!(pc.order_cost(&r.order), r.cost);
             // the cost is the error up to a constant: same error as the exhaustive optimum

@@ -8,47 +8,27 @@ use std::sync::{Arc, Mutex};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
-use vastml_order::fit::{FitParams, fit};
+use vastml_order::fit::fit;
+use vastml_order::options::{FitOptions, matrix_from_codes};
 use vastml_order::tsp::{hamming_distances, tsp_path};
-use vastml_order::{
-    Arrangement, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
-    OrderError, Pattern, PlsParams, Progress, SearchParams, Step, Tolerance,
-};
+use vastml_order::{Arrangement, MoveKind, Objective, OrderError, Pattern, Progress};
 
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
+use crate::tsp::order_to_py;
 
 fn perr(e: OrderError) -> PyErr {
     e.to_pyerr()
 }
 
-fn matrix(codes: &PyReadonlyArray2<'_, u32>, n_colours: usize) -> PyResult<Matrix> {
-    if !codes.is_c_contiguous() {
-        return Err(PyTypeError::new_err(
-            "`matrix` must be a C-contiguous uint32 array",
-        ));
-    }
-    let (m, n) = (codes.shape()[0], codes.shape()[1]);
+fn matrix(codes: &PyReadonlyArray2<'_, u32>, n_colours: usize) -> PyResult<vastml_order::Matrix> {
     let s = codes
         .as_slice()
-        .map_err(|e| PyTypeError::new_err(format!("`matrix`: {e}")))?;
-    if n_colours == 0 {
-        let mut v = Vec::with_capacity(s.len());
-        for (i, &x) in s.iter().enumerate() {
-            if x > 1 {
-                return Err(PyValueError::new_err(format!(
-                    "binary matrices hold only 0 and 1; found {x} at row {}, column {}",
-                    i / n,
-                    i % n
-                )));
-            }
-            v.push(x as u8);
-        }
-        Matrix::binary(m, n, &v).map_err(perr)
-    } else {
-        Matrix::categorical(m, n, s, n_colours).map_err(perr)
-    }
+        .map_err(|_| PyTypeError::new_err("`matrix` must be a C-contiguous uint32 array"))?;
+    matrix_from_codes(codes.shape()[0], codes.shape()[1], s, n_colours).map_err(perr)
 }
 
 fn objective(
@@ -58,21 +38,51 @@ fn objective(
     padding: &str,
     error: &str,
 ) -> PyResult<Objective> {
-    let kernel = match weights {
-        Some(w) => {
-            let (r, c) = (w.shape()[0], w.shape()[1]);
-            let v: Vec<f64> = w.as_array().iter().copied().collect();
-            Kernel::from_weights(r, c, &v).map_err(perr)?
-        }
-        None => {
-            let kind: KernelKind = kernel.parse().map_err(perr)?;
-            Kernel::new(kind, kernel_size.0, kernel_size.1).map_err(perr)?
-        }
+    let w = match &weights {
+        Some(w) => Some((
+            w.shape()[0],
+            w.shape()[1],
+            w.as_slice().map_err(|_| {
+                PyTypeError::new_err("`kernel` weights must be a C-contiguous float64 array")
+            })?,
+        )),
+        None => None,
     };
-    Ok(Objective {
-        kernel,
-        padding: padding.parse().map_err(perr)?,
-        kind: error.parse::<ErrorKind>().map_err(perr)?,
+    vastml_order::options::objective(kernel, kernel_size, w, padding, error).map_err(perr)
+}
+
+fn item<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
+    d: &Bound<'py, PyDict>,
+    key: &str,
+) -> PyResult<T> {
+    let v = d.get_item(key)?;
+    let v = v.ok_or_else(|| PyValueError::new_err(format!("missing option {key:?}")))?;
+    v.extract::<T>().map_err(Into::into)
+}
+
+/// The [`FitOptions`] of the dict the estimator passes (one key per field).
+fn fit_options(d: &Bound<'_, PyDict>) -> PyResult<FitOptions> {
+    Ok(FitOptions {
+        init: item(d, "init")?,
+        method: item(d, "method")?,
+        moves: item(d, "moves")?,
+        max_iter: item(d, "max_iter")?,
+        segment_length: item(d, "segment_length")?,
+        reaction: item(d, "reaction")?,
+        stop_threshold: item(d, "stop_threshold")?,
+        accept_ties: item(d, "accept_ties")?,
+        axes: item(d, "axes")?,
+        swap_radius: item(d, "swap_radius")?,
+        max_block: item(d, "max_block")?,
+        tolerance: item(d, "tolerance")?,
+        schedule: item(d, "schedule")?,
+        n_blocks: item(d, "n_blocks")?,
+        seed: item(d, "seed")?,
+        recolor: item(d, "recolor")?,
+        kmax_k: item(d, "kmax_k")?,
+        restarts: item(d, "restarts")?,
+        time_budget: item(d, "time_budget")?,
+        polish: item(d, "polish")?,
     })
 }
 
@@ -115,16 +125,15 @@ type FitResult = (
     bool,
 );
 
-/// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, ...)
+/// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order, col_order, options, n_jobs=None, progress=None)
 /// --
 ///
-/// TSP initial order (optional) then local search or the P-LS pipeline.
+/// TSP initial order (optional) then local search or the P-LS pipeline. `options` is a dict
+/// with one key per field of `vastml_order::options::FitOptions`; `progress(stage, step,
+/// error)` is called along the way (True stops).
 #[pyfunction]
 #[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
-    row_order, col_order, init, method, moves, max_iter, segment_length, reaction,
-    stop_threshold, accept_ties, axes_name, swap_radius, max_block, tolerance, schedule,
-    n_blocks, seed, n_jobs=None, recolor=false, kmax_k=5, progress=None, restarts=0,
-    time_budget=None, polish=0))]
+    row_order, col_order, options, n_jobs=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn convomap_fit(
     py: Python<'_>,
@@ -137,96 +146,31 @@ pub fn convomap_fit(
     error: &str,
     row_order: Option<Vec<usize>>,
     col_order: Option<Vec<usize>>,
-    init: &str,
-    method: &str,
-    moves: Vec<String>,
-    max_iter: usize,
-    segment_length: usize,
-    reaction: f64,
-    stop_threshold: Option<f64>,
-    accept_ties: bool,
-    axes_name: &str,
-    swap_radius: usize,
-    max_block: usize,
-    tolerance: (usize, usize, usize, f64),
-    schedule: Vec<String>,
-    n_blocks: usize,
-    seed: u64,
+    options: &Bound<'_, PyDict>,
     n_jobs: Option<isize>,
-    recolor: bool,
-    kmax_k: usize,
     progress: Option<Py<PyAny>>,
-    restarts: usize,
-    time_budget: Option<f64>,
-    polish: usize,
 ) -> PyResult<FitResult> {
     let m = matrix(&codes, n_colours)?;
-    let callback_error: Arc<Mutex<Option<PyErr>>> = Default::default();
-    let moves = moves
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<Vec<MoveKind>, _>>()
-        .map_err(perr)?;
-    let schedule = schedule
-        .iter()
-        .map(|s| Step::parse(s, kmax_k))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(perr)?;
-    let params = FitParams {
-        init: init.parse().map_err(perr)?,
-        method: method.parse().map_err(perr)?,
-        pls: PlsParams {
-            search: SearchParams {
-                moves,
-                max_iter,
-                segment: segment_length,
-                reaction,
-                stop_threshold,
-                accept_ties,
-                axes: axes_name.parse().map_err(perr)?,
-                config: MoveConfig {
-                    swap_radius,
-                    max_block,
-                    tolerance: Tolerance {
-                        zeros: tolerance.0,
-                        extra_zeros: tolerance.1,
-                        per_ones: tolerance.2,
-                        min_density: tolerance.3,
-                    },
-                    recolour: recolor,
-                },
-                seed,
-                progress: progress.map(|cb| python_progress(cb, callback_error.clone())),
-            },
-            schedule,
-            n_blocks,
-            restarts,
-            time_budget,
-            polish: (polish > 0).then_some(polish),
-        },
-    };
     let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
+    let callback_error: Arc<Mutex<Option<PyErr>>> = Default::default();
+    let hook = progress.map(|cb| python_progress(cb, callback_error.clone()));
+    let params = fit_options(options)?.params(hook).map_err(perr)?;
+    let (rows, cols) = (row_order.as_deref(), col_order.as_deref());
     let result = enter(py, n_jobs, |cancel: &AtomicBool| {
-        fit(
-            m,
-            obj,
-            row_order.as_deref(),
-            col_order.as_deref(),
-            &params,
-            cancel,
-        )
+        fit(m, obj, rows, cols, &params, cancel)
     });
     if let Some(e) = callback_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
     let r = result?;
+    let maps = r.colour_maps;
     Ok((
         r.row_order,
         r.col_order,
         r.error,
         r.history,
         r.move_weights,
-        r.colour_maps,
+        maps,
         r.stopped,
     ))
 }
@@ -265,18 +209,20 @@ pub fn tsp_order(
         return Err(PyValueError::new_err("`axis` must be 0 or 1"));
     }
     let m = matrix(&codes, n_colours)?;
+    let n = if axis == 0 { m.n_rows() } else { m.n_cols() };
     enter(py, n_jobs, |_c: &AtomicBool| {
-        let n = if axis == 0 { m.n_rows() } else { m.n_cols() };
         tsp_path(&hamming_distances(&m, axis), n)
     })
 }
 
-/// branch_and_bound_order(codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None)
+/// branch_and_bound_order(codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None, progress=None)
 /// --
 ///
-/// Exact row order minimising the ConvoMap error with zero padding: (order, error, nodes).
+/// Exact row order minimising the ConvoMap error with zero padding: (order, error, nodes,
+/// stopped). `progress(k, cost, order)` is called at every better incumbent; True stops
+/// with the best order so far.
 #[pyfunction]
-#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None))]
+#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn branch_and_bound_order(
     py: Python<'_>,
@@ -289,24 +235,23 @@ pub fn branch_and_bound_order(
     bound: &str,
     initial: Option<Vec<usize>>,
     n_jobs: Option<isize>,
-) -> PyResult<(Vec<usize>, f64, u64)> {
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Vec<usize>, f64, u64, bool)> {
     let m = matrix(&codes, n_colours)?;
     let obj = objective(kernel, kernel_size, kernel_weights, "zero", "abs")?;
-    let bound = match bound {
-        "fast" => LowerBound::Fast,
-        "slow" => LowerBound::Slow,
-        o => {
-            return Err(PyValueError::new_err(format!(
-                "`bound` must be 'fast' or 'slow', got {o:?}"
-            )));
-        }
-    };
-    enter(py, n_jobs, |cancel: &AtomicBool| {
+    let bound: LowerBound = bound.parse().map_err(perr)?;
+    let hook = progress::hook(progress, order_to_py);
+    let r = enter(py, n_jobs, |cancel: &AtomicBool| {
         let pc = PairCosts::convomap(&m, &obj, col_order.as_deref())?;
-        let r = branch_and_bound(&pc, initial.as_deref(), bound, cancel)?;
+        let control = progress::control(cancel, hook.as_ref());
+        let r = branch_and_bound(&pc, initial.as_deref(), bound, control)?;
         let err = Arrangement::new(m, obj, Some(&r.order), col_order.as_deref())?.error();
-        Ok::<_, OrderError>((r.order, err, r.nodes))
-    })
+        Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
+    });
+    if let Some(h) = &hook {
+        h.finish()?;
+    }
+    r
 }
 
 /// planted_matrix(pattern, size=300, noise=0.0, seed=545173132)

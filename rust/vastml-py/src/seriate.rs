@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use vastml_order::Control;
 use vastml_order::olo::optimal_leaf_order;
+use vastml_order::options::{indices_from_i64, pairs_from_i64};
 use vastml_order::tsp_ils::{Dense, IlsParams, IlsResult, Points, solve_cancellable};
 
 use crate::arrays::rows;
@@ -14,6 +16,28 @@ use crate::door::enter;
 
 fn to_i64(v: Vec<usize>) -> Vec<i64> {
     v.into_iter().map(|i| i as i64).collect()
+}
+
+/// What `tsp_ils_order` returns: (order, length, first local optimum length, kicks, accepted).
+type IlsOut<'py> = (Bound<'py, PyArray1<i64>>, f64, f64, usize, usize);
+
+fn ils_params(
+    neighbours: usize,
+    kicks: Option<usize>,
+    time_limit: Option<Duration>,
+    runs: usize,
+    kick_window: usize,
+    seed: u64,
+) -> IlsParams {
+    IlsParams {
+        neighbours,
+        kicks,
+        time_limit,
+        runs,
+        kick_window,
+        seed,
+        ..IlsParams::default()
+    }
 }
 
 /// tsp_ils_order(x, precomputed, start, end, neighbours, kicks, time_limit, runs, kick_window, seed, init, n_jobs=None)
@@ -24,7 +48,7 @@ fn to_i64(v: Vec<usize>) -> Vec<i64> {
 /// lists. Returns (order, length, first local optimum length, kicks, accepted kicks).
 #[pyfunction]
 #[pyo3(signature = (x, precomputed, start, end, neighbours, kicks, time_limit, runs, kick_window, seed, init, n_jobs=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 pub fn tsp_ils_order<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -39,43 +63,27 @@ pub fn tsp_ils_order<'py>(
     seed: u64,
     init: Option<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<isize>,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, f64, f64, usize, usize)> {
+) -> PyResult<IlsOut<'py>> {
     let (data, dim) = rows(&x, "x")?;
-    let init: Option<Vec<usize>> = match init {
-        Some(a) => Some(
-            a.as_slice()
-                .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("`init`: {e}")))?
-                .iter()
-                .map(|&v| usize::try_from(v).unwrap_or(usize::MAX))
-                .collect(),
-        ),
+    let init = match &init {
+        Some(a) => Some(indices_from_i64(a.as_slice().map_err(|e| {
+            pyo3::exceptions::PyTypeError::new_err(format!("`init`: {e}"))
+        })?)),
         None => None,
     };
-    let params = IlsParams {
-        neighbours,
-        kicks,
-        time_limit: time_limit.map(Duration::from_secs_f64),
-        runs,
-        kick_window,
-        seed,
-        ..IlsParams::default()
-    };
+    let time_limit = time_limit.map(Duration::from_secs_f64);
+    let params = ils_params(neighbours, kicks, time_limit, runs, kick_window, seed);
     let r: IlsResult = enter(py, n_jobs, |c: &AtomicBool| {
         if precomputed {
             let m = Dense::new(data, dim)?;
-            solve_cancellable(&m, start, end, &params, init.as_deref(), Some(c))
+            solve_cancellable(&m, start, end, &params, init.as_deref(), Control::new(c))
         } else {
             let m = Points::new(data, dim)?;
-            solve_cancellable(&m, start, end, &params, init.as_deref(), Some(c))
+            solve_cancellable(&m, start, end, &params, init.as_deref(), Control::new(c))
         }
     })?;
-    Ok((
-        to_i64(r.order).into_pyarray(py),
-        r.length,
-        r.first_length,
-        r.kicks,
-        r.accepted,
-    ))
+    let order = to_i64(r.order).into_pyarray(py);
+    Ok((order, r.length, r.first_length, r.kicks, r.accepted))
 }
 
 /// olo_order(x, precomputed, merges, n_jobs=None)
@@ -102,15 +110,7 @@ pub fn olo_order<'py>(
             "`merges` must have 2 columns",
         ));
     }
-    let pairs: Vec<[usize; 2]> = mg
-        .chunks_exact(2)
-        .map(|c| {
-            [
-                usize::try_from(c[0]).unwrap_or(usize::MAX),
-                usize::try_from(c[1]).unwrap_or(usize::MAX),
-            ]
-        })
-        .collect();
+    let pairs = pairs_from_i64(mg);
     let (order, length) = enter(py, n_jobs, |_c: &AtomicBool| {
         if precomputed {
             optimal_leaf_order(&pairs, &Dense::new(data, dim)?)

@@ -6,12 +6,14 @@ use std::sync::atomic::AtomicBool;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
+use vastml_order::options::PathMethod;
 use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path};
-use vastml_order::{TspMeansParams, tsp_means};
+use vastml_order::{OrderError, TspMeansParams, tsp_means};
 
 use crate::arrays::rows;
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::progress;
 
 fn path_params(
     start: &str,
@@ -34,14 +36,32 @@ fn to_i64(v: Vec<usize>) -> Vec<i64> {
     v.into_iter().map(|i| i as i64).collect()
 }
 
-/// tsp_means_order(x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0)
+/// What `tsp_means_order` returns: (order, levels, n_kmeans, n_tsp, n_sweeps, (tree, sweeps,
+/// polish) seconds, path length, stopped by the progress hook).
+type TspMeansOut<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    (usize, usize, usize, usize),
+    (f64, f64, f64),
+    f64,
+    bool,
+);
+
+/// An order as the int64 array a progress callback receives.
+pub fn order_to_py(py: Python<'_>, order: &[usize]) -> PyResult<Py<PyAny>> {
+    Ok(PyArray1::from_iter(py, order.iter().map(|&i| i as i64))
+        .into_any()
+        .unbind())
+}
+
+/// tsp_means_order(x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0, progress=None)
 /// --
 ///
-/// TSP-means ordering of the rows of `x`: (order, levels, n_kmeans, n_tsp, n_sweeps,
-/// (tree, sweeps, polish) seconds, path length).
+/// TSP-means ordering of the rows of `x`: (order, (levels, n_kmeans, n_tsp, n_sweeps),
+/// (tree, sweeps, polish) seconds, path length, stopped). `progress(iteration, length, order)`
+/// is called after every sweep and after the polish; True stops with the order so far.
 #[pyfunction]
-#[pyo3(signature = (x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[pyo3(signature = (x, levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window, n_jobs=None, local_kicks=0, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn tsp_means_order<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -54,15 +74,8 @@ pub fn tsp_means_order<'py>(
     polish_window: usize,
     n_jobs: Option<isize>,
     local_kicks: usize,
-) -> PyResult<(
-    Bound<'py, PyArray1<i64>>,
-    usize,
-    usize,
-    usize,
-    usize,
-    (f64, f64, f64),
-    f64,
-)> {
+    progress: Option<Py<PyAny>>,
+) -> PyResult<TspMeansOut<'py>> {
     let (data, dim) = rows(&x, "x")?;
     let params = TspMeansParams {
         levels,
@@ -73,22 +86,19 @@ pub fn tsp_means_order<'py>(
         polish_window,
         ..TspMeansParams::default()
     };
-    let (r, length) = enter(py, n_jobs, |c: &AtomicBool| {
-        tsp_means(data, dim, &params, Some(c)).map(|r| {
-            let length = path_length(data, dim, &r.order);
-            (r, length)
-        })
-    })?;
+    let hook = progress::hook(progress, order_to_py);
+    let r = enter(py, n_jobs, |c: &AtomicBool| {
+        tsp_means(data, dim, &params, progress::control(c, hook.as_ref()))
+            .map(|r| (path_length(data, dim, &r.order), r))
+    });
+    if let Some(h) = &hook {
+        h.finish()?;
+    }
+    let (length, r) = r?;
+    let counts = (r.levels, r.n_kmeans, r.n_tsp, r.n_sweeps);
     let s = r.stage_seconds;
-    Ok((
-        to_i64(r.order).into_pyarray(py),
-        r.levels,
-        r.n_kmeans,
-        r.n_tsp,
-        r.n_sweeps,
-        (s[0], s[1], s[2]),
-        length,
-    ))
+    let order = to_i64(r.order).into_pyarray(py);
+    Ok((order, counts, (s[0], s[1], s[2]), length, r.stopped))
 }
 
 /// tsp_path_order(x, start, end, method, init, neighbours, or_opt, n_jobs=None)
@@ -112,21 +122,10 @@ pub fn tsp_path_order<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let (data, dim) = rows(&x, "x")?;
     let params = path_params(init, neighbours, or_opt, 0, 0)?;
-    let exact = match method {
-        "exact" => true,
-        "heuristic" => false,
-        _ => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "`method` must be 'exact' or 'heuristic', got {method:?}"
-            )));
-        }
-    };
-    let order = enter(py, n_jobs, |_c: &AtomicBool| {
-        if exact {
-            exact_path(data, dim, start, end)
-        } else {
-            solve_path(data, dim, start, end, &params)
-        }
+    let method: PathMethod = method.parse().map_err(|e: OrderError| e.to_pyerr())?;
+    let order = enter(py, n_jobs, |_c: &AtomicBool| match method {
+        PathMethod::Exact => exact_path(data, dim, start, end),
+        PathMethod::Heuristic => solve_path(data, dim, start, end, &params),
     })?;
     Ok(to_i64(order).into_pyarray(py))
 }
