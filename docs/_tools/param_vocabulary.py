@@ -47,7 +47,7 @@ MEANINGS = {
     "verbose": "bool or int: progress bar / messages",
     "kernel": "the kernel function (name, array of weights, or callable)",
     "matrix": "the matrix to reorder or evaluate",
-    "order": "a permutation of the rows (or the order in which points are visited)",
+    "order": "an ordering of the points: a permutation of the rows, or the order in which they are visited",
     "n_neighbors": "a number of nearest neighbours",
     "bandwidth": "kernel width (σ or h: the docstring says which)",
     "callback": "old form of `callbacks`",
@@ -144,12 +144,9 @@ MEANINGS = {
 }
 
 # Names that mean different things in different places (the lead picks one meaning).
-MULTI_MEANING = {
-    "order": "three meanings: a permutation of the rows (dpc*, figure_of_merit, path_length, "
-    "knn_accuracy), a derivative order (density_derivative, density_functional, "
-    "hermite_gauss_sum, normal_reference_functional) and a visiting order "
-    "(entropic_affinities, warm_start_order): rename the derivative order (`derivative_order`)",
-    "axes": "two meanings: ConvoMap's axes to reorder, ImplicitSurface's grid axes",
+MULTI_MEANING: dict[str, str] = {
+    # e.g. "axes": "two meanings: ...": none today. (`order` is always an ordering of the
+    # points: the rows' permutation, or the order in which they are visited.)
 }
 PAPER_SYMBOLS = {"K", "L", "pi"}
 

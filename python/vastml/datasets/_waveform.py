@@ -24,6 +24,8 @@ def make_waveform(
 
     Returns ``(X, y)``: float64 ``(n_samples, 21 + noise_features)`` and int labels 0..2.
 
+    Examples
+    --------
     >>> X, y = make_waveform(300, noise_features=21, random_state=0)
     >>> X.shape, sorted(set(y.tolist()))
     ((300, 42), [0, 1, 2])
