@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 LANDMARK_METHODS = ("random", "kmeans", "random-pruned", "minmax")
 
 
-def _positive_int(v, name: str, *, minimum: int = 1) -> int:
+def _positive_int(v: object, name: str, *, minimum: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer, got {v!r}")
     if int(v) < minimum:
