@@ -29,10 +29,10 @@ from vastml.embed._lll_core import (
     csr_dense_product,
     pieces_to_csr,
     reduced_matrix,
-    refine_eigenmaps,
     sym_quadratic_form,
     weight_pieces,
 )
+from vastml.embed._lll_refine import refine_eigenmaps
 
 
 def swiss(n=600, seed=0):

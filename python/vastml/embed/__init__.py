@@ -39,16 +39,7 @@ if TYPE_CHECKING:
         minimize,
         tsne_gradient_descent,
     )
-    from vastml.embed._lll import (
-        LLLDiscriminantAnalysis,
-        LLLEigenmaps,
-        LLLKernelDiscriminantAnalysis,
-        LLLKernelPCA,
-        LLLPCA,
-        LLLSpectralClustering,
-        kernel_discriminant_analysis,
-        kmeans_landmark_warm_start,
-    )
+    from vastml.embed._lll import LLLEigenmaps, LLLSpectralClustering, kmeans_landmark_warm_start
     from vastml.embed._lll_core import (
         gaussian_knn_affinity,
         laplacian_eigenmaps,
@@ -56,9 +47,15 @@ if TYPE_CHECKING:
         procrustes_error,
         reconstruction_weights,
         reduced_eigenproblem,
-        refine_eigenmaps,
         select_landmarks,
     )
+    from vastml.embed._lll_kernel import (
+        LLLKernelDiscriminantAnalysis,
+        LLLKernelPCA,
+        kernel_discriminant_analysis,
+    )
+    from vastml.embed._lll_linear import LLLPCA, LLLDiscriminantAnalysis
+    from vastml.embed._lll_refine import refine_eigenmaps
     from vastml.embed._pe_tools import (
         agreement,
         class_f_measure,

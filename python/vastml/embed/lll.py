@@ -4,16 +4,7 @@
 (the same objects); import them from either.
 """
 
-from vastml.embed._lll import (
-    LLLPCA,
-    LLLDiscriminantAnalysis,
-    LLLEigenmaps,
-    LLLKernelDiscriminantAnalysis,
-    LLLKernelPCA,
-    LLLSpectralClustering,
-    kernel_discriminant_analysis,
-    kmeans_landmark_warm_start,
-)
+from vastml.embed._lll import LLLEigenmaps, LLLSpectralClustering, kmeans_landmark_warm_start
 from vastml.embed._lll_core import (
     gaussian_knn_affinity,
     laplacian_eigenmaps,
@@ -21,9 +12,15 @@ from vastml.embed._lll_core import (
     procrustes_error,
     reconstruction_weights,
     reduced_eigenproblem,
-    refine_eigenmaps,
     select_landmarks,
 )
+from vastml.embed._lll_kernel import (
+    LLLKernelDiscriminantAnalysis,
+    LLLKernelPCA,
+    kernel_discriminant_analysis,
+)
+from vastml.embed._lll_linear import LLLPCA, LLLDiscriminantAnalysis
+from vastml.embed._lll_refine import refine_eigenmaps
 
 __all__ = [
     "LLLPCA",
