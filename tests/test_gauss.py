@@ -47,8 +47,8 @@ def test_contract_uniform(method, d, h, rng):
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("eps", [1e-2, 1e-4, 1e-8])
 def test_contract_clumpy_several_weights(method, eps, rng):
-    x = make_gaussian_mixture(1500, 3, scale=0.03, random_state=1)
-    y = make_gaussian_mixture(200, 3, scale=0.1, random_state=2)
+    x = make_gaussian_mixture(1500, 3, cluster_std=0.03, random_state=1)
+    y = make_gaussian_mixture(200, 3, cluster_std=0.1, random_state=2)
     q = rng.normal(size=(1500, 6))  # more columns than the kernels keep in registers (4)
     g = run_or_refused(lambda: gauss_transform(x, y, q, bandwidth=0.15, epsilon=eps, method=method), method)
     if g is not None:

@@ -18,9 +18,12 @@ PACKAGES = ["kernels", "reorder", "svm", "embed", "matching", "distributed", "da
 HEADING = re.compile(r"^\s*Examples\s*\n\s*-{3,}\s*$", re.MULTILINE)
 
 
-def main() -> int:
+def missing() -> tuple[int, list[str], list[str]]:
+    """(number of public names, names with neither Examples nor doctests, names whose
+    doctests have no Examples heading)."""
     total = 0
-    none, untitled = [], []
+    none: list[str] = []
+    untitled: list[str] = []
     for pkg in PACKAGES:
         mod = importlib.import_module(f"vastml.{pkg}")
         for name in mod.__all__:
@@ -32,6 +35,11 @@ def main() -> int:
             if HEADING.search(doc):
                 continue
             (untitled if ">>>" in doc else none).append(f"vastml.{pkg}.{name}")
+    return total, none, untitled
+
+
+def main() -> int:
+    total, none, untitled = missing()
     print(f"{total} public classes and functions; {len(none) + len(untitled)} without an "
           f"Examples section ({len(untitled)} of them have doctests under another heading)")
     print("\nno Examples section and no doctest:")
@@ -40,7 +48,7 @@ def main() -> int:
     print("\ndoctests but no Examples heading:")
     for n in untitled:
         print("  " + n)
-    return 0
+    return 1 if none or untitled else 0
 
 
 if __name__ == "__main__":

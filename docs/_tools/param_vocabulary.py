@@ -37,6 +37,32 @@ RENAMES = {
 
 # One meaning per name (the "meaning" column of the table in docs/conventions.md).
 MEANINGS = {
+    "l2_penalty": "strength of the L2 penalty on the weights (the papers' lambda)",
+    "n_landmark_neighbors": "landmarks that reconstruct each point in LLL (the paper's K_Z)",
+    "derivative_order": "order of the derivative of the Gaussian kernel",
+    "kernel_x": "kernel (Gram) matrix of the first domain's objects",
+    "kernel_y": "kernel (Gram) matrix of the second domain's objects",
+    "l2_penalty_marginals": "weight of the penalty that keeps an assignment doubly stochastic (CKS's C)",
+    "x": "the array the function works on (data, points, or CG's solution)",
+    "Q": "a matrix of class-posterior rows (PE's embedding posteriors)",
+    "assignment": "a soft or hard assignment matrix between two domains (the papers' pi)",
+    "metric": "distance between rows (a SciPy metric name)",
+    "neighbors_method": "how nearest neighbours are found (exact, kd-tree, ...)",
+    "repulsion_weight": "weight of the repulsive term of elastic embedding (the paper's lambda)",
+    "A": "the first matrix of a matrix equation or comparison",
+    "B": "the second matrix of a matrix equation or comparison",
+    "adaptive_step": "adapt the step length between iterations",
+    "axis": "0 orders the rows, 1 the columns",
+    "max_size": "largest image size, in pixels",
+    "preconditioner": "the preconditioner of conjugate gradients",
+    "relative_ridge": "ridge added to a diagonal, relative to the diagonal's mean (the papers' mu)",
+    "row_order": "a permutation of the rows",
+    "scale": "how the values are scaled before drawing ('columns', 'global', ...)",
+    "start": "where it starts: a schedule's first value, or a path's first point",
+    "stopped": "whether (or why) the run stopped before its end",
+    "time_limit": "largest wall-clock time in seconds",
+    "truncation": "number of terms of the series expansion (None = chosen from epsilon)",
+    "update_damping": "damping of AROW's confidence update (the paper's r)",
     "n_jobs": "threads (or processes) to use; None = all cores",
     "random_state": "the one source of randomness of a call",
     "method": "which algorithm computes the result (each docstring lists the choices)",
@@ -73,7 +99,6 @@ MEANINGS = {
     "log_prior": "log class priors (PE)",
     "P": "affinities or class posteriors (rows are objects)",
     "theta": "Barnes-Hut accuracy (0 = exact)",
-    "n_neighbors_z": "landmarks per point in LLL (K_Z)",
     "n_init": "number of random restarts; the best is kept",
     "model": "which objective (ee, sne, ssne, tsne)",
     "sources": "points carrying the weights of a Gauss transform",
@@ -137,10 +162,8 @@ MEANINGS = {
     "clf": "a fitted classifier with predict_proba",
     "col_order": "a permutation of the columns",
     "reordered": "the reordered matrix to draw beside the original",
-    "seed": "seed of the generator (to become random_state)",
     "size": "side of the generated square matrix",
     "std": "standard deviation of the data",
-    "mu_rel": "relative shift added to the Laplacian's diagonal",
 }
 
 # Names that mean different things in different places (the lead picks one meaning).
@@ -186,6 +209,8 @@ def problems(name, rows):
         out.append(f"rename to {RENAMES[name]}")
     if name in MULTI_MEANING:
         out.append(MULTI_MEANING[name])
+    if len(rows) > 1 and name not in MEANINGS:
+        out.append("no meaning written in MEANINGS (docs/_tools/param_vocabulary.py)")
     if name in PAPER_SYMBOLS:
         out.append("a paper symbol: name what it is (e.g. `kernel_x`, `assignment`)")
     if name == "verbose":

@@ -20,7 +20,7 @@ def _demo(args: argparse.Namespace) -> int:
     eps = args.epsilon
     print(f"vastml {_core.__version__} demo  (kernels: {_core.simd}, threads: {_core.effective_n_jobs(None)})")
     print(f"\n1. Kernel density of {n:,} points from a mixture of 10 Gaussians in 2-D")
-    X = make_gaussian_mixture(n, 2, n_components=10, scale=0.06, random_state=args.seed)
+    X = make_gaussian_mixture(n, 2, n_components=10, cluster_std=0.06, random_state=args.seed)
     lo, hi = X.min(0) - 3 * sigma, X.max(0) + 3 * sigma
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], grid), np.linspace(lo[1], hi[1], grid))
     targets = np.column_stack([gx.ravel(), gy.ravel()])

@@ -29,7 +29,7 @@ def make_gaussian_mixture(
     n_features: int,
     *,
     n_components: int = ...,
-    scale: float = ...,
+    cluster_std: float = ...,
     random_state: Seed = ...,
     return_labels: Literal[False] = ...,
 ) -> FloatArray: ...
@@ -39,7 +39,7 @@ def make_gaussian_mixture(
     n_features: int,
     *,
     n_components: int = ...,
-    scale: float = ...,
+    cluster_std: float = ...,
     random_state: Seed = ...,
     return_labels: Literal[True],
 ) -> tuple[FloatArray, IntArray]: ...
@@ -48,7 +48,7 @@ def make_gaussian_mixture(
     n_features: int,
     *,
     n_components: int = 10,
-    scale: float = 0.05,
+    cluster_std: float = 0.05,
     random_state: Seed = None,
     return_labels: bool = False,
 ) -> FloatArray | tuple[FloatArray, IntArray]:
@@ -60,7 +60,7 @@ def make_gaussian_mixture(
         Shape of the output.
     n_components : int, default=10
         Number of Gaussians (the thesis uses 10).
-    scale : float, default=0.05
+    cluster_std : float, default=0.05
         Standard deviation of each Gaussian.
     random_state : int, Generator or None
         Seed.
@@ -77,5 +77,5 @@ def make_gaussian_mixture(
     rng = np.random.default_rng(random_state)
     centres = rng.uniform(0.1, 0.9, size=(int(n_components), int(n_features)))
     labels = rng.integers(0, n_components, size=int(n_samples))
-    X = centres[labels] + scale * rng.standard_normal((int(n_samples), int(n_features)))
+    X = centres[labels] + cluster_std * rng.standard_normal((int(n_samples), int(n_features)))
     return (X, labels) if return_labels else X
