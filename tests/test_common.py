@@ -94,6 +94,12 @@ CLASSES = public_estimator_classes()
 CHECKED = [c for c in CLASSES if c.__name__ in QUICK or c.__name__ in EXPECTED_FAILURES]
 
 
+def test_every_public_estimator_is_checked():
+    """Every class with ``fit`` in a sub-package's ``__all__`` runs scikit-learn's checks."""
+    assert len(CLASSES) >= 29
+    assert CHECKED == CLASSES, [c.__name__ for c in CLASSES if c not in CHECKED]
+
+
 def test_every_public_estimator_is_a_keyword_only_base_estimator():
     for cls in CHECKED:
         assert issubclass(cls, BaseEstimator), cls
