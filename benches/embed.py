@@ -1,4 +1,4 @@
-"""Benchmark of vastml.embed against openTSNE and scikit-learn (issue 7).
+"""Benchmark of vastml.embed against openTSNE and scikit-learn.
 
 Rows (peers run in the same process, right after ours; read the ratios, not the seconds):
 
@@ -29,7 +29,7 @@ Rows (peers run in the same process, right after ours; read the ratios, not the 
   the same row at N points (no targets checked), e.g. 200,000 for a smoke run.
   ``--only-big-affinities``: only the stage before the descent at ``--big-n`` points (kNN,
   affinities, symmetrisation; wall, CPU and peak RSS, kNN recall on 200 sampled rows against
-  brute force, max |H - log K|). Target (issue 7): <= ~80 s wall / ~150 s CPU at 1M.
+  brute force, max |H - log K|). Target: <= ~80 s wall / ~150 s CPU at 1M.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ N = 100,000 points from N = 100,000 samples, d = 1, 2, 3 (--quick: N = 20,000). 
             that would exceed --budget seconds is timed on a prefix of the targets and scaled
             up linearly ("ext. xK"); SciPy is run at 20,000 x 20,000 and scaled by the pair count.
   error     max relative error of our density against a float64 numpy sum on 500 targets.
-Targets (issue 3): >= 100x faster than scikit-learn in 1-D, 20x in 2-D, 5x in 3-D, at max
+Targets: >= 100x faster than scikit-learn in 1-D, 20x in 2-D, 5x in 3-D, at max
 relative error <= 1e-6.
 """
 from __future__ import annotations

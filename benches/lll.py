@@ -1,4 +1,4 @@
-"""Locally Linear Landmarks and Parametric Embedding benchmarks (issue 8).
+"""Locally Linear Landmarks and Parametric Embedding benchmarks.
 
 Rows
 ----
@@ -38,7 +38,7 @@ Rows
   timed as one fit. The 10%-at-10x check is
   recorded separately for the thesis' LLL rows and for the refined rows.
 
-Targets (issue 8): LLL reaches 10% error >= 10x faster than exact LE at N = 60,000; LLL error
+Targets: LLL reaches 10% error >= 10x faster than exact LE at N = 60,000; LLL error
 below Nystroem at equal landmarks; PE at N = 1,000,000, K = 20 under 60 s.
 
     .venv/bin/python benches/lll.py --quick          # N = 10,000 eigenmaps, PE N = 20,000

@@ -4,7 +4,7 @@ Rows:
 - ``tsp_uniform``: TSP-means on uniform points in the unit square (n = 1,000 and 5,000) against
   LKH 3 (``elkai``, n = 1,000 only) and ``fast-tsp`` (5 s budget), both run here when installed
   (``pip install -e ".[bench]"``). Path lengths are open paths; a peer's closed tour is cut at
-  its longest edge. Targets (issue 6): L within 8% of LKH's and >= 20x faster.
+  its longest edge. Targets: L within 8% of LKH's and >= 20x faster.
 - ``tsp_1m``: 1,000,000 points in 10-D in a fresh interpreter; target < 60 s, peak < 2 GB.
 - ``waveform``: FOM and L on the waveform generator beside the thesis's Table 2.2 (n = 10,000,
   TSP-means) and Table 2.3 (n = 1,500, EM-1 / EM-5, waveform and wave noisy, z-scored).
