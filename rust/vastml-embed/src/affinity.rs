@@ -434,3 +434,22 @@ pub fn entropic_affinities_csr<I: CsrIndex, V: CsrValue>(
     let csr = csr::rows_to_csr(n, k, indices, &solved.probabilities, &pos);
     Ok((csr, AffinityInfo::from_rows(&solved.rows, &pos)))
 }
+
+/// A visiting order given as signed indices (NumPy's int64) as the `usize` indices that
+/// [`entropic_affinities`] takes.
+///
+/// # Errors
+/// [`EmbedError::InvalidParameter`] naming `order` when an index is negative.
+///
+/// # Example
+/// ```
+/// use vastml_embed::affinity::order_indices;
+/// assert_eq!(order_indices(&[2, 0, 1]).unwrap(), vec![2, 0, 1]);
+/// assert!(order_indices(&[0, -1]).is_err());
+/// ```
+pub fn order_indices(order: &[i64]) -> Result<Vec<usize>> {
+    order
+        .iter()
+        .map(|&i| usize::try_from(i).map_err(|_| invalid("order", "holds a negative index")))
+        .collect()
+}

@@ -19,13 +19,9 @@ fn index_vector<'a>(a: &'a PyReadonlyArray1<'_, i64>, name: &str) -> PyResult<&'
         .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous int64 array")))
 }
 
-fn to_usize(v: &[i64], name: &str) -> PyResult<Vec<usize>> {
-    v.iter()
-        .map(|&i| {
-            usize::try_from(i)
-                .map_err(|_| PyValueError::new_err(format!("`{name}` holds a negative index")))
-        })
-        .collect()
+/// The visiting order as `usize` indices (an error names `order` if one is negative).
+fn order_arg(order: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+    vastml_embed::affinity::order_indices(index_vector(order, "order")?).map_err(ToPyErr::to_pyerr)
 }
 
 /// CSR arrays from Python in one of the two layouts the kernels take: int64 / float64
@@ -170,7 +166,7 @@ pub fn entropic_affinities_knn<'py>(
     let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
     let (d2, k) = rows(&sqdist, "sqdist")?;
     let n = d2.len().checked_div(k).unwrap_or(0);
-    let order = to_usize(index_vector(&order, "order")?, "order")?;
+    let order = order_arg(&order)?;
     let parents = parents
         .as_ref()
         .map(|p| index_vector(p, "parents"))
@@ -243,7 +239,7 @@ pub fn entropic_affinities_csr<'py>(
         k,
         perplexity,
         opts: RootOptions { method, tol, maxit },
-        order: to_usize(index_vector(&order, "order")?, "order")?,
+        order: order_arg(&order)?,
         warm: warm_start(warm, parents)?,
         chunk_size,
     };
