@@ -8,7 +8,7 @@ use crate::arrangement::Arrangement;
 use crate::error::OrderError;
 use crate::matrix::Matrix;
 use crate::search::Axes;
-use crate::tsp::{hamming_distances, reverse_if_better, tsp_path};
+use crate::tsp::{hamming_distances, reverse_if_better};
 
 /// Colour (layer) of every cell of original column `col`, by original row.
 fn column_colours(matrix: &Matrix, col: usize) -> Vec<u8> {
@@ -168,8 +168,12 @@ pub fn align_colours(arr: &mut Arrangement) -> i128 {
 /// that lowers the error.
 ///
 /// # Errors
-/// As [`tsp_path`].
-pub fn tsp_arrange_recolour(arr: &mut Arrangement, axes: Axes) -> Result<(), OrderError> {
+/// As [`crate::tsp::tsp_path_with`].
+pub fn tsp_arrange_recolour(
+    arr: &mut Arrangement,
+    axes: Axes,
+    control: vastml_core::Control<'_>,
+) -> Result<(), OrderError> {
     let which: &[usize] = match axes {
         Axes::Rows => &[0],
         Axes::Cols => &[1],
@@ -182,7 +186,7 @@ pub fn tsp_arrange_recolour(arr: &mut Arrangement, axes: Axes) -> Result<(), Ord
         } else {
             column_pair_distances(arr.matrix())
         };
-        let path = tsp_path(&dist, n)?;
+        let path = crate::tsp::tsp_path_with(&dist, n, control)?;
         arr.set_order(axis, &path)?;
     }
     align_colours(arr);

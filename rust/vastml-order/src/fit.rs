@@ -235,9 +235,10 @@ fn run(
 ) -> Result<(), OrderError> {
     if params.init == Init::Tsp {
         if search.config.recolour {
-            crate::colours::tsp_arrange_recolour(arr, search.axes)?;
+            let control = vastml_core::Control::new(cancel);
+            crate::colours::tsp_arrange_recolour(arr, search.axes, control)?;
         } else {
-            crate::tsp::tsp_arrange(arr, search.axes)?;
+            crate::tsp::tsp_arrange(arr, search.axes, vastml_core::Control::new(cancel))?;
         }
         history.push(("tsp".to_string(), arr.error()));
         if let Some(h) = &search.progress {

@@ -2,6 +2,7 @@
 //! open path, and 2-opt. Kept apart so other orderings (TSP-means) can reuse it.
 
 use rayon::prelude::*;
+use vastml_core::Control;
 
 use crate::error::{OrderError, invalid};
 use crate::matrix::{Matrix, set_bits};
@@ -368,8 +369,27 @@ fn first_improving(
 /// # Errors
 /// As [`greedy_path`].
 pub fn tsp_path(dist: &[u32], n: usize) -> Result<Vec<usize>, OrderError> {
+    tsp_path_with(dist, n, Control::none())
+}
+
+/// [`tsp_path`] that polls `control`'s cancel flag after the greedy path and after every
+/// 2-opt pass (each pass is O(n^2)).
+///
+/// # Errors
+/// As [`greedy_path`]; [`OrderError::Cancelled`] when the flag is raised.
+pub fn tsp_path_with(
+    dist: &[u32],
+    n: usize,
+    control: Control<'_>,
+) -> Result<Vec<usize>, OrderError> {
     let mut p = greedy_path(dist, n)?;
-    two_opt(&mut p, dist, n, 3);
+    for _ in 0..3 {
+        control.check().map_err(|_| OrderError::Cancelled)?;
+        if two_opt(&mut p, dist, n, 1) == 0 {
+            break;
+        }
+    }
+    control.check().map_err(|_| OrderError::Cancelled)?;
     Ok(p)
 }
 
@@ -378,8 +398,12 @@ pub fn tsp_path(dist: &[u32], n: usize) -> Result<Vec<usize>, OrderError> {
 /// (ZerosAndOnes padding is orientation dependent).
 ///
 /// # Errors
-/// As [`greedy_path`].
-pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<(), OrderError> {
+/// As [`tsp_path_with`].
+pub fn tsp_arrange(
+    arr: &mut crate::Arrangement,
+    axes: crate::Axes,
+    control: Control<'_>,
+) -> Result<(), OrderError> {
     let which: &[usize] = match axes {
         crate::Axes::Rows => &[0],
         crate::Axes::Cols => &[1],
@@ -388,7 +412,7 @@ pub fn tsp_arrange(arr: &mut crate::Arrangement, axes: crate::Axes) -> Result<()
     for &axis in which {
         let n = arr.len(axis);
         let dist = hamming_distances(arr.matrix(), axis);
-        let path = tsp_path(&dist, n)?;
+        let path = tsp_path_with(&dist, n, control)?;
         arr.set_order(axis, &path)?;
     }
     reverse_if_better(arr, which);

@@ -5,7 +5,8 @@ use std::sync::atomic::AtomicBool;
 
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
-use vastml_order::tsp::{hamming_distances, path_length, tsp_arrange, tsp_path};
+use vastml_order::Control;
+use vastml_order::tsp::{hamming_distances, path_length, tsp_arrange, tsp_path, tsp_path_with};
 use vastml_order::{
     Arrangement, Axes, ErrorKind, Kernel, KernelKind, Matrix, MoveWeights, Objective, Padding,
     Pattern, PlsParams, SearchParams, Step, local_search, planted, pls, split_search,
@@ -41,7 +42,7 @@ fn planted_arr(p: Pattern, n: usize, noise: f64, k: usize) -> (Arrangement, f64)
 fn nested_noise_free_is_recovered_exactly() {
     let (mut arr, target) = planted_arr(Pattern::Nested, 60, 0.0, 5);
     let cancel = AtomicBool::new(false);
-    tsp_arrange(&mut arr, Axes::Both).unwrap();
+    tsp_arrange(&mut arr, Axes::Both, Control::none()).unwrap();
     let params = PlsParams {
         search: SearchParams {
             max_iter: 3000,
@@ -66,7 +67,7 @@ fn planted_patterns_within_half_percent() {
     for p in [Pattern::Banded, Pattern::Blocks, Pattern::BandedBlocks] {
         for noise in [0.0, 0.1] {
             let (mut arr, target) = planted_arr(p, 60, noise, 5);
-            tsp_arrange(&mut arr, Axes::Both).unwrap();
+            tsp_arrange(&mut arr, Axes::Both, Control::none()).unwrap();
             let params = PlsParams {
                 search: SearchParams {
                     max_iter: 20000,
@@ -120,7 +121,7 @@ fn deterministic_and_best_tracking() {
 fn restart_and_stop_unless_improved() {
     let cancel = AtomicBool::new(false);
     let (mut arr, _) = planted_arr(Pattern::Banded, 60, 0.1, 5);
-    tsp_arrange(&mut arr, Axes::Both).unwrap();
+    tsp_arrange(&mut arr, Axes::Both, Control::none()).unwrap();
     let (r0, c0) = (arr.order(0), arr.order(1));
     let search = SearchParams {
         max_iter: 1500,
@@ -266,13 +267,18 @@ fn tsp_restores_banded_adjacency() {
         .collect();
     let path = tsp_path(&pd, n).unwrap();
     assert!(path_length(&path, &pd, n) <= planted_len);
+    // the polled version finds the same path, and a raised flag cancels it
+    assert_eq!(tsp_path_with(&pd, n, Control::none()).unwrap(), path);
+    let raised = AtomicBool::new(true);
+    let e = tsp_path_with(&pd, n, Control::new(&raised)).unwrap_err();
+    assert_eq!(e, vastml_order::OrderError::Cancelled);
 }
 
 #[test]
 fn iterated_restarts_never_worse_and_exact() {
     let cancel = AtomicBool::new(false);
     let (mut arr, _) = planted_arr(Pattern::Blocks, 60, 0.1, 5);
-    tsp_arrange(&mut arr, Axes::Both).unwrap();
+    tsp_arrange(&mut arr, Axes::Both, Control::none()).unwrap();
     let params = |restarts| PlsParams {
         search: SearchParams {
             max_iter: 1500,

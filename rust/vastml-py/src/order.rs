@@ -12,8 +12,8 @@ use pyo3::types::PyDict;
 use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
 use vastml_order::fit::fit;
 use vastml_order::options::{FitOptions, matrix_from_codes};
-use vastml_order::tsp::{hamming_distances, tsp_path};
-use vastml_order::{Arrangement, MoveKind, Objective, OrderError, Pattern, Progress};
+use vastml_order::tsp::{hamming_distances, tsp_path_with};
+use vastml_order::{Arrangement, Control, MoveKind, Objective, OrderError, Pattern, Progress};
 
 use crate::door::enter;
 use crate::errors::ToPyErr;
@@ -210,8 +210,8 @@ pub fn tsp_order(
     }
     let m = matrix(&codes, n_colours)?;
     let n = if axis == 0 { m.n_rows() } else { m.n_cols() };
-    enter(py, n_jobs, |_c: &AtomicBool| {
-        tsp_path(&hamming_distances(&m, axis), n)
+    enter(py, n_jobs, |c: &AtomicBool| {
+        tsp_path_with(&hamming_distances(&m, axis), n, Control::new(c))
     })
 }
 
