@@ -567,7 +567,7 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
         r = minimize(obj, Xs, method=m, max_iter=10**6, tol=1e-13, max_seconds=seconds,
                      callbacks=cb)
         traces[m] = (trace, r)
-        log(f"directions {m}: {r.n_iter} iterations, E = {r.objective:.8f}, {r.stopped}")
+        log(f"directions {m}: {r.n_iter_} iterations, E = {r.objective:.8f}, {r.stop_reason}")
     # Levels relative to the decrease from the common start (the methods end at slightly
     # different points of one flat basin, so a relative-E level far below 1e-3 of the
     # decrease is reached by none in a short cap)
@@ -587,7 +587,7 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
             {"method": m, "N": N, "cap": f"{seconds:g} s"},
             {
                 "s to 99 % of the decrease": f"{hits[0][0]:.2f}" if hits[0] else "> cap",
-                "iterations to 99.9 %": hits[1][1] if hits[1] else f"> {r.n_iter}",
+                "iterations to 99.9 %": hits[1][1] if hits[1] else f"> {r.n_iter_}",
                 "evaluations (run)": r.n_evaluations,
                 "final E": f"{r.objective:.8f}",
             },

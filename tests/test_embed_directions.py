@@ -132,9 +132,9 @@ def test_new_methods_minimize(method, model):
 def test_cg_stops_on_gtol_and_target():
     obj, X = _problem("ee", n=30, seed=7, lam=0.5)
     r = minimize(obj, X, method="cg", max_iter=5000, gtol=1e-6, min_iter=1)
-    assert r.stopped == "gtol" and r.grad_norm <= 1e-6
+    assert r.stop_reason == "gtol" and r.grad_norm <= 1e-6
     r2 = minimize(obj, X, method="cg", max_iter=5000, target=r.objective + 1e-3, min_iter=1)
-    assert r2.stopped == "target" and r2.n_iter < r.n_iter
+    assert r2.stop_reason == "target" and r2.n_iter_ < r.n_iter_
 
 
 def test_dense_pieces_refuse_large_n():

@@ -30,14 +30,14 @@ def test_gtol_stops_on_stationarity_and_is_stricter_than_the_decrease_rule(probl
     for method in ("spectral", "fp"):
         obj = EmbeddingObjective("ee", W, repulsion_weight=lam)
         r = minimize(obj, X0, method=method, gtol=1e-4, gscale=g0, max_iter=20_000)
-        assert r.stopped == "gtol", (method, r.stopped)
+        assert r.stop_reason == "gtol", (method, r.stop_reason)
         G = obj(r.X)[1]
         assert np.linalg.norm(G) <= 1e-4 * g0
         assert r.grad_norm == pytest.approx(np.linalg.norm(G), rel=1e-12)
         loose = minimize(
             EmbeddingObjective("ee", W, repulsion_weight=lam), X0, method=method, tol=1e-6, max_iter=20_000
         )
-        assert loose.stopped == "tol"
+        assert loose.stop_reason == "tol"
         runs[method] = (r, loose)
     # Both reach the same stationary E; the relative-decrease rule lets fixed point stop
     # higher (the unequal-accuracy trap of the thesis-rule comparison).
@@ -57,14 +57,14 @@ def test_target_stops_at_the_first_iterate_at_or_below_the_target(problem):
         target=sd.objective,
         max_iter=20_000,
     )
-    assert fp.stopped == "target"
+    assert fp.stop_reason == "target"
     assert fp.objective <= sd.objective < fp.history[-2]
-    assert len(fp.history) == fp.n_iter + 1
+    assert len(fp.history) == fp.n_iter_ + 1
     # Already below the target: no step, one evaluation (with min_iter = 0).
     again = minimize(
         EmbeddingObjective("ee", W, repulsion_weight=lam), fp.X, method="fp", target=fp.objective, min_iter=0
     )
-    assert (again.n_iter, again.n_evaluations, again.stopped) == (0, 1, "target")
+    assert (again.n_iter_, again.n_evaluations, again.stop_reason) == (0, 1, "target")
 
 
 def test_homotopy_targets_and_gtol_per_lambda(problem):

@@ -195,7 +195,7 @@ def test_homotopy_reaches_a_lower_minimum_than_direct(ee_problem):
     # The direct run converges (about 1,600 iterations); the path, even at a loose tolerance,
     # ends in a deeper minimum (2,358 vs 2,434 when written).
     direct = minimize(obj, X0, method="spectral", max_iter=3000, tol=1e-8)
-    assert direct.stopped == "tol"
+    assert direct.stop_reason == "tol"
     obj2 = EmbeddingObjective("ee", W)
     X, info = homotopy(obj2, X0, lambdas=np.logspace(-4, np.log10(lam), 10), tol=1e-5, max_iter=500)
     assert obj2.repulsion_weight == pytest.approx(lam)

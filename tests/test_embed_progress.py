@@ -138,12 +138,12 @@ def test_minimize_reports_stops_and_raises(method):
     seen = []
     r = minimize(obj, X0, method=method, max_iter=8, tol=0.0,
                  callbacks=lambda it, E, X: seen.append((it, E, X.copy())))
-    assert [s[0] for s in seen] == list(range(1, r.n_iter + 1)) and r.n_iter >= 3
+    assert [s[0] for s in seen] == list(range(1, r.n_iter_ + 1)) and r.n_iter_ >= 3
     assert seen[-1][1] == pytest.approx(r.objective)
     seen.clear()
     r = minimize(obj, X0, method=method, max_iter=8, tol=0.0,
                  callbacks=lambda it, E, X: seen.append(it) or it >= 2)
-    assert seen == [1, 2] and r.stopped == "callback" and r.n_iter == 2
+    assert seen == [1, 2] and r.stop_reason == "callback" and r.n_iter_ == 2
     with pytest.raises(ZeroDivisionError):
         minimize(obj, X0, method=method, max_iter=8, callbacks=lambda it, E, X: 1 / 0)
 

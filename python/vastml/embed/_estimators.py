@@ -455,7 +455,7 @@ class TSNE(_NeighborEmbedding):
                 ),
             )
             obj.attraction_scale = 1.0
-            Y, it = r.X, it + r.n_iter
+            Y, it = r.X, it + r.n_iter_
         self.n_iter_ = it
         return Y
 

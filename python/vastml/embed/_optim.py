@@ -153,8 +153,8 @@ class SpectralDirection:
 @dataclass
 class OptimizeResult:
     """What :func:`minimize` returns: the solution ``X`` and its ``objective``, the
-    iterations run (``n_iter``) and objective evaluations, E per iteration (``history``), the
-    accepted steps, why the run ended (``stopped``) and ``||G||_F`` at ``X``.
+    iterations run (``n_iter_``, as on the estimators) and objective evaluations, E per iteration (``history``), the
+    accepted steps, why the run ended (``stop_reason``) and ``||G||_F`` at ``X``.
 
     Examples
     --------
@@ -163,17 +163,17 @@ class OptimizeResult:
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
     >>> r = minimize(EmbeddingObjective("ee", W, repulsion_weight=0.1),
     ...              np.array([[0.0, 1], [1, 0], [2, 2]]), max_iter=5, tol=0.0)
-    >>> r.n_iter, len(r.history), r.stopped
+    >>> r.n_iter_, len(r.history), r.stop_reason
     (5, 6, 'max_iter')
     """
 
     X: np.ndarray
     objective: float
-    n_iter: int
+    n_iter_: int
     n_evaluations: int
     history: list = field(default_factory=list)
     step_sizes: list = field(default_factory=list)
-    stopped: str = ""
+    stop_reason: str = ""
     #: ||G||_F at the returned X (NaN for L-BFGS)
     grad_norm: float = math.nan
 
@@ -245,7 +245,7 @@ def minimize(
     iterations; with ``xtol`` set, only if also :math:`\|\Delta X\|_F \le` ``xtol``
     :math:`\|X\|_F`, so that a run does not stop at the saddle X ~ 0 where E barely
     changes while X still grows geometrically), after ``max_iter`` iterations or
-    ``max_seconds``, or when a callback returns True (``stopped == "callback"``).
+    ``max_seconds``, or when a callback returns True (``stop_reason == "callback"``).
 
     ``callbacks`` (a callable or a list of them) are called as ``callback(iteration, E, X)``
     every ``callback_every`` iterations (iteration counted from 1); returning True stops the
@@ -271,7 +271,7 @@ def minimize(
     >>> W = sp.csr_array(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]) / 4.0)
     >>> f = EmbeddingObjective("ee", W, repulsion_weight=0.0)
     >>> r = minimize(f, np.array([[0.0, 1], [1, 0], [2, 2]]), gtol=1e-8, min_iter=1)
-    >>> r.stopped, r.objective < 1e-12
+    >>> r.stop_reason, r.objective < 1e-12
     ('gtol', True)
     """
     choice(method, "method", METHODS)
@@ -735,16 +735,16 @@ def _offset(progress: Progress, done: int) -> Callback:
 def _record_lambda(info, r, keep_path):
     """Adds one lambda's run to the homotopy's ``info``; True when a callback stopped it."""
     info["n_evaluations"] += r.n_evaluations
-    info["n_iter"] += r.n_iter
+    info["n_iter"] += r.n_iter_
     info["objective"].append(r.objective)
-    info["n_iter_per_lambda"].append(r.n_iter)
+    info["n_iter_per_lambda"].append(r.n_iter_)
     info["last_step"].append(r.step_sizes[-1] if r.step_sizes else float("nan"))
     info["n_evaluations_per_lambda"].append(r.n_evaluations)
     info["grad_norm"].append(r.grad_norm)
-    info["stopped"].append(r.stopped)
+    info["stopped"].append(r.stop_reason)
     if keep_path:
         info["path"].append(r.X.copy())
-    info["stopped_early"] = r.stopped == "callback"
+    info["stopped_early"] = r.stop_reason == "callback"
     return info["stopped_early"]
 
 
