@@ -108,7 +108,7 @@ class _TextBar:
         self._print()
 
 
-def _make_bar(total: int | None, desc: str):
+def _make_bar(total: int | None, desc: str) -> Any:
     try:
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover - exercised by the fallback test with tqdm hidden

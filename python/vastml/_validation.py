@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 
 SPARSE_MESSAGE = "sparse input is not supported here, use X.toarray() if it fits"
 
 
-def reject_sparse(x, name: str) -> None:
+def reject_sparse(x: Any, name: str) -> None:
     """Raise TypeError naming ``name`` when ``x`` is a SciPy sparse matrix or array."""
     if hasattr(x, "tocsr") and hasattr(x, "nnz"):
         raise TypeError(f"`{name}`: {SPARSE_MESSAGE}")
@@ -29,7 +31,7 @@ def reject_sparse(x, name: str) -> None:
 COMPLEX_MESSAGE = "Complex data not supported"
 
 
-def reject_complex(a, name: str) -> None:
+def reject_complex(a: Any, name: str) -> None:
     """Raise ValueError naming ``name`` when ``a`` holds complex numbers (ValueError, with
     scikit-learn's wording, so that estimators pass its checks)."""
     if np.iscomplexobj(a):
@@ -42,7 +44,7 @@ def empty_message(name: str, shape: tuple) -> str:
     return f"`{name}` is empty: found 0 {what} (shape={shape}) while a minimum of 1 is required."
 
 
-def as_float_array(x, name: str) -> np.ndarray:
+def as_float_array(x: Any, name: str) -> np.ndarray:
     """``x`` as a float64 array (any shape): TypeError for sparse, complex or non-numbers."""
     reject_sparse(x, name)
     reject_complex(x, name)
@@ -52,7 +54,7 @@ def as_float_array(x, name: str) -> np.ndarray:
         raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
 
 
-def as_points(x, name: str, *, dim: int | None = None, allow_1d: bool = True) -> np.ndarray:
+def as_points(x: Any, name: str, *, dim: int | None = None, allow_1d: bool = True) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array of shape (n, d).
 
     A 1-D array is read as n points in one dimension (estimators pass ``allow_1d=False``: a
@@ -97,7 +99,7 @@ def as_points(x, name: str, *, dim: int | None = None, allow_1d: bool = True) ->
     return np.ascontiguousarray(a)
 
 
-def as_weights(w, n: int, name: str = "weights") -> tuple[np.ndarray, bool]:
+def as_weights(w: Any, n: int, name: str = "weights") -> tuple[np.ndarray, bool]:
     """Weights as a C-contiguous (n, W) float64 array, and whether the input was 1-D."""
     if w is None:
         return np.ones((n, 1)), True
@@ -119,7 +121,7 @@ def as_weights(w, n: int, name: str = "weights") -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(a), one_d
 
 
-def positive_float(v, name: str) -> float:
+def positive_float(v: Any, name: str) -> float:
     """A finite number > 0."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"`{name}` must be a positive number, got {v!r}")
@@ -129,7 +131,7 @@ def positive_float(v, name: str) -> float:
     return v
 
 
-def open_unit_float(v, name: str) -> float:
+def open_unit_float(v: Any, name: str) -> float:
     """A number in the open interval (0, 1)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError(f"`{name}` must be a number in (0, 1), got {v!r}")
@@ -139,7 +141,7 @@ def open_unit_float(v, name: str) -> float:
     return v
 
 
-def check_int(v, name: str, *, low: int | None = None, high: int | None = None) -> int:
+def check_int(v: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """An int (not a bool, not a float) in ``[low, high]``; either bound may be None.
 
     Examples
@@ -162,7 +164,7 @@ def check_int(v, name: str, *, low: int | None = None, high: int | None = None) 
 
 
 def check_float(
-    v,
+    v: Any,
     name: str,
     *,
     low: float | None = None,
@@ -193,21 +195,21 @@ def check_float(
     return v
 
 
-def check_bool(v, name: str) -> bool:
+def check_bool(v: Any, name: str) -> bool:
     """A bool (NumPy's included)."""
     if not isinstance(v, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be True or False, got {v!r}")
     return bool(v)
 
 
-def choice(v, name: str, options) -> str:
+def choice(v: Any, name: str, options: Collection[str]) -> str:
     """One of ``options`` (strings)."""
     if not isinstance(v, str) or v not in options:
         raise ValueError(f"`{name}` must be one of {sorted(options)}, got {v!r}")
     return v
 
 
-def n_jobs_arg(v, name: str = "n_jobs"):
+def n_jobs_arg(v: Any, name: str = "n_jobs") -> int | None:
     """None or a non-zero int, a positive count clamped to the machine's cores.
 
     -1 means all cores, -2 all but one (as in scikit-learn); the rule is checked again in Rust.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 ESTIMATORS = ("tsne", "ee", "ssne")
 
 
-def add_embed_parser(sub) -> None:
+def add_embed_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("embed", help="embed the rows of a numeric file in 2-D (t-SNE, EE, s-SNE)")
     e.add_argument("file", help=".npy, or .csv / .txt / .tsv of numbers (one row per point)")
     e.add_argument("--method", choices=ESTIMATORS, default="tsne", help="embedding (default tsne)")
@@ -41,7 +42,7 @@ def add_embed_parser(sub) -> None:
     e.set_defaults(func=run_embed)
 
 
-def _load(path: Path, delimiter, skip_header):
+def _load(path: Path, delimiter: str | None, skip_header: int) -> np.ndarray:
     if path.suffix == ".npy":
         return np.load(path, allow_pickle=False)
     if delimiter is None and path.suffix == ".csv":
@@ -94,7 +95,7 @@ def scatter(Y, labels, path, title):
     return True
 
 
-def run_embed(args) -> int:
+def run_embed(args: argparse.Namespace) -> int:
     path = Path(args.file)
     X = _load(path, args.delimiter, args.skip_header)
     labels = None
@@ -130,7 +131,7 @@ def run_embed(args) -> int:
     return 0
 
 
-def demo_section(args, number: int) -> None:
+def demo_section(args: argparse.Namespace, number: int) -> None:
     """t-SNE of the scikit-learn digits, with a scatter PNG next to the demo's plot."""
     from sklearn.datasets import load_digits
 

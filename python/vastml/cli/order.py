@@ -3,6 +3,7 @@ write the ordered table and a heatmap PNG (with a class column when labels are g
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -10,7 +11,15 @@ from pathlib import Path
 import numpy as np
 
 
-def save_heatmap(path, X, labels=None, *, title="", max_rows=1000, order=None) -> None:
+def save_heatmap(
+    path: str | Path,
+    X: np.ndarray,
+    labels: np.ndarray | None = None,
+    *,
+    title: str = "",
+    max_rows: int = 1000,
+    order: np.ndarray | None = None,
+) -> None:
     """Heatmap of ``X`` (rows in their given order, columns seriated, features z-scored) with a
     class bar when ``labels`` are given, shrunk to at most ``max_rows`` pixel rows by block
     means; the y axis counts data rows and says how many a pixel row holds. ``order``: draw the
@@ -33,7 +42,7 @@ def _load(path: Path) -> np.ndarray:
     return pd.read_csv(path, header=None, dtype=np.float64).to_numpy()
 
 
-def run_order(args) -> int:
+def run_order(args: argparse.Namespace) -> int:
     from vastml.reorder import EMOrdering, TSPMeans, figure_of_merit, path_length
     from vastml.cli._common import atomic_write
 
@@ -90,7 +99,7 @@ def run_order(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("order", help="order the rows of a numeric table for a heatmap (TSP-means)")
     r.add_argument("file", help="numeric table: .csv (comma separated) or .npy")
     r.add_argument("--label-column", type=int, default=None,
@@ -104,7 +113,7 @@ def add_parser(sub) -> None:
     r.set_defaults(func=run_order)
 
 
-def demo(args) -> int:
+def demo(args: argparse.Namespace) -> int:
     """Waveform data with noise features, shuffled, ordered by EM-ordering; heatmap PNG."""
     from vastml.datasets import make_waveform
     from vastml.reorder import EMOrdering, TSPMeans, figure_of_merit

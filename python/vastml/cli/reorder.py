@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import numpy as np
 from vastml.cli._common import atomic_write
 
 
-def _kernel_size(text: str):
+def _kernel_size(text: str) -> int | tuple[int, int]:
     parts = text.lower().replace("×", "x").split("x")
     try:
         sizes = [int(p) for p in parts]
@@ -22,11 +21,11 @@ def _kernel_size(text: str):
     if len(sizes) == 1:
         return sizes[0]
     if len(sizes) == 2:
-        return tuple(sizes)
+        return (sizes[0], sizes[1])
     raise ValueError(f"--kernel-size must be like 25 or 29x5, got {text!r}")
 
 
-def run_reorder(args) -> int:
+def run_reorder(args: argparse.Namespace) -> int:
     from vastml.reorder import ConvoMap, load_matrix, save_matrix, save_png
 
     path = Path(args.file)
@@ -72,7 +71,7 @@ def run_reorder(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("reorder", help="reorder a binary or categorical matrix (ConvoMap)")
     r.add_argument("file", help="matrix file: .csv, .txt, .npy or .backup")
     r.add_argument("--kernel", default="gbs")
@@ -90,7 +89,7 @@ def add_parser(sub) -> None:
     r.set_defaults(func=run_reorder)
 
 
-def demo(args) -> int:
+def demo(args: argparse.Namespace) -> int:
     """A planted banded-blocks matrix, shuffled, then recovered by ConvoMap."""
     from vastml.reorder import ConvoMap, convolution_error, planted_matrix
 

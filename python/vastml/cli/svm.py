@@ -68,7 +68,7 @@ def _estimator(a, dim):
     raise ValueError(f"-A {a.A}: unknown algorithm (0-4)")
 
 
-def _train(a) -> int:
+def _train(a: argparse.Namespace) -> int:
     from vastml.svm import save_budgetedsvm
 
     X, y = _load(a.train_file, a.D)
@@ -86,7 +86,7 @@ def _train(a) -> int:
     return 0
 
 
-def _predict(a) -> int:
+def _predict(a: argparse.Namespace) -> int:
     from vastml.svm import load_budgetedsvm
 
     est = load_budgetedsvm(a.model_file)
@@ -113,7 +113,7 @@ def _predict(a) -> int:
     return 0
 
 
-def add_svm_parser(sub) -> None:
+def add_svm_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``svm train`` and ``svm predict`` to the ``vastml`` command."""
     s = sub.add_parser("svm", help="budgeted SVMs on LIBSVM-format files (BudgetedSVM options)")
     ss = s.add_subparsers(dest="svm_command", required=True)
@@ -140,7 +140,7 @@ def add_svm_parser(sub) -> None:
     p.set_defaults(func=_predict)
 
 
-def demo_section(args) -> None:
+def demo_section(args: argparse.Namespace) -> None:
     """The ``vastml demo`` part on budgeted SVMs: the thesis's 4x4 checkerboard."""
     from vastml.datasets import make_checkerboard
     from vastml.svm import AMMClassifier, BSGDClassifier, LLSVMClassifier, PegasosClassifier
