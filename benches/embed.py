@@ -602,7 +602,7 @@ def bench_directions(bench, quick, data="turntable", seconds=None):
     )
 
 
-def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
+def bench_schedules(bench, quick, n=4000, max_iter=100, step=0.3):
     """Thesis §5.7 (Fig. 5.3): swiss roll, EE lambda = 1e-4 (W+ = the symmetrised entropic
     affinities of perplexity 20, W- = 1), gradient descent with the fixed step 0.3 and the
     fast Gauss transform, 100 iterations from the same small random start: FGT order p fixed
@@ -629,7 +629,7 @@ def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
     out = {}
     for name, grad in runs.items():
         obj = EmbeddingObjective("ee", W, repulsion_weight=1e-4, gradient=grad)
-        t = once(lambda obj=obj: minimize(obj, X0, method="gd", step=step, max_iter=n_iter))
+        t = once(lambda obj=obj: minimize(obj, X0, method="gd", step=step, max_iter=max_iter))
         out[name] = (t, float(exact(t.value.X)[0]))
         log(f"schedules {name}: E = {out[name][1]:.6f}, {t.median:.1f} s")
     for name, (t, E) in out.items():
@@ -637,7 +637,7 @@ def bench_schedules(bench, quick, n=4000, n_iter=100, step=0.3):
             f"swiss roll EE, GD 100 its: {name}",
             t,
             {},
-            {"N": n, "iterations": n_iter, "step": step},
+            {"N": n, "iterations": max_iter, "step": step},
             {"E (exact)": f"{E:.6f}", "E0": f"{float(exact(X0)[0]):.6f}"},
         )
     E = {k: v[1] for k, v in out.items()}

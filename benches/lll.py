@@ -333,12 +333,12 @@ def pe_rows(bench, quick):
                             {"N": N, "K": K, "D": 2, "posteriors": kind})
         row.extra["with Hessian (s)"] = evh.median
         del kern
-        pe = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter)
+        pe = ParametricEmbedding(l2_penalty_centers="auto", random_state=0, max_iter=a.pe_max_iter)
         log(f"PE N={N} (Newton)")
         t = bench.time(lambda pe=pe, P=P: pe.fit(P), warmup=0, repeats=1)
         peers = {}
         if N <= a.pe_lbfgs_max_n:
-            lb = ParametricEmbedding(eta_phi="auto", random_state=0, max_iter=a.pe_max_iter,
+            lb = ParametricEmbedding(l2_penalty_centers="auto", random_state=0, max_iter=a.pe_max_iter,
                                      phi_step="reduced", ftol=a.pe_ftol)
             log(f"PE N={N} (L-BFGS, ftol {a.pe_ftol})")
             peers["L-BFGS"] = bench.time(lambda lb=lb, P=P: lb.fit(P), warmup=0, repeats=1)

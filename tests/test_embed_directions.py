@@ -17,7 +17,7 @@ from vastml.embed._optim import SpectralDirection, _direction_fn
 MODELS = ("ee", "sne", "ssne", "tsne")
 
 
-def _problem(model, n=8, d=2, seed=0, lam=0.7):
+def _problem(model, n=8, d=2, seed=0, repulsion_weight=0.7):
     rng = np.random.default_rng(seed)
     A = rng.random((n, n))
     np.fill_diagonal(A, 0.0)
@@ -29,15 +29,15 @@ def _problem(model, n=8, d=2, seed=0, lam=0.7):
     else:
         S = A + A.T
         W = S / S.sum()
-    obj = EmbeddingObjective(model, sp.csr_array(W), repulsion_weight=lam)
+    obj = EmbeddingObjective(model, sp.csr_array(W), repulsion_weight=repulsion_weight)
     X = rng.normal(size=(n, d))
     return obj, X
 
 
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("lam", [0.0, 0.7, 1.0])
-def test_hessian_matches_finite_differences(model, lam):
-    obj, X = _problem(model, lam=lam)
+@pytest.mark.parametrize("repulsion_weight", [0.0, 0.7, 1.0])
+def test_hessian_matches_finite_differences(model, repulsion_weight):
+    obj, X = _problem(model, repulsion_weight=repulsion_weight)
     H = embedding_hessian(obj, X)
     n, d = X.shape
     h = 1e-5
@@ -56,7 +56,7 @@ def test_hessian_matches_finite_differences(model, lam):
 @pytest.mark.parametrize("model", MODELS)
 def test_hessian_is_not_just_the_laplacian_term(model):
     # the L^xx and rank terms matter: dropping them must break the finite-difference match
-    obj, X = _problem(model, lam=1.0)
+    obj, X = _problem(model, repulsion_weight=1.0)
     H = embedding_hessian(obj, X)
     pc = _Pieces(obj, X)
     only_l = np.kron(4.0 * _laplacian(pc.w), np.eye(X.shape[1]))
@@ -66,7 +66,7 @@ def test_hessian_is_not_just_the_laplacian_term(model):
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("method", ["gd", "fp", "spectral", "diagh", "sd-"])
 def test_each_direction_descends(model, method):
-    obj, X = _problem(model, n=30, d=2, seed=3, lam=1.0)
+    obj, X = _problem(model, n=30, d=2, seed=3, repulsion_weight=1.0)
     E, G = obj(X)
     dirfn = _direction_fn(method, obj, obj.W, None, None)
     P = dirfn(G, X) if getattr(dirfn, "needs_x", False) else dirfn(G)
@@ -79,7 +79,7 @@ def test_each_direction_descends(model, method):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_partial_hessian_matrices_are_psd(model):
-    obj, X = _problem(model, n=20, seed=5, lam=1.0)
+    obj, X = _problem(model, n=20, seed=5, repulsion_weight=1.0)
     assert (diag_hessian(obj, X) > 0).all()
     pc = _Pieces(obj, X)
     Delta = X[:, None, :] - X[None, :, :]
@@ -91,7 +91,7 @@ def test_partial_hessian_matrices_are_psd(model):
 
 
 def test_sd_minus_pcg_solves_the_block_system():
-    obj, X = _problem("ee", n=25, seed=2, lam=1.0)
+    obj, X = _problem("ee", n=25, seed=2, repulsion_weight=1.0)
     _, G = obj(X)
     pre = SpectralDirection(obj.W)
     tight = PartialHessianCG(obj, pre, rtol=1e-12, max_cg=500)
@@ -111,7 +111,7 @@ def test_sd_minus_pcg_solves_the_block_system():
 
 
 def test_diagh_direction_is_gradient_over_diagonal():
-    obj, X = _problem("tsne", n=12, seed=1, lam=1.0)
+    obj, X = _problem("tsne", n=12, seed=1, repulsion_weight=1.0)
     _, G = obj(X)
     D = DiagHessianDirection(obj)
     assert np.allclose(D(G, X), -G / diag_hessian(obj, X, D.mu))
@@ -120,7 +120,7 @@ def test_diagh_direction_is_gradient_over_diagonal():
 @pytest.mark.parametrize("method", ["diagh", "sd-", "cg"])
 @pytest.mark.parametrize("model", ["ee", "tsne"])
 def test_new_methods_minimize(method, model):
-    obj, X = _problem(model, n=40, seed=4, lam=1.0)
+    obj, X = _problem(model, n=40, seed=4, repulsion_weight=1.0)
     E0, G0 = obj(X)
     r = minimize(obj, X, method=method, max_iter=4000, tol=1e-12)
     assert np.all(np.diff(r.history) <= 1e-12 * abs(E0))  # monotone decrease
@@ -130,7 +130,7 @@ def test_new_methods_minimize(method, model):
 
 
 def test_cg_stops_on_gtol_and_target():
-    obj, X = _problem("ee", n=30, seed=7, lam=0.5)
+    obj, X = _problem("ee", n=30, seed=7, repulsion_weight=0.5)
     r = minimize(obj, X, method="cg", max_iter=5000, gtol=1e-6, min_iter=1)
     assert r.stop_reason == "gtol" and r.grad_norm <= 1e-6
     r2 = minimize(obj, X, method="cg", max_iter=5000, target=r.objective + 1e-3, min_iter=1)

@@ -124,12 +124,12 @@ def test_verbose_draws_a_bar_on_stderr(name, request, capfd):
     assert type(make()).__name__ in err, err
 
 
-def _objective(model="ee", n=30, lam=0.5, seed=0):
+def _objective(model="ee", n=30, repulsion_weight=0.5, seed=0):
     rng = np.random.default_rng(seed)
     A = rng.random((n, n))
     W = sp.csr_array(np.triu(A, 1) + np.triu(A, 1).T)
     X0 = 1e-2 * rng.normal(size=(n, 2))
-    return EmbeddingObjective(model, W, repulsion_weight=lam), X0
+    return EmbeddingObjective(model, W, repulsion_weight=repulsion_weight), X0
 
 
 @pytest.mark.parametrize("method", ["spectral", "gd", "cg", "lbfgs"])
@@ -149,7 +149,7 @@ def test_minimize_reports_stops_and_raises(method):
 
 
 def test_homotopy_counts_iterations_along_the_path_and_stops():
-    obj, X0 = _objective(lam=0.0)
+    obj, X0 = _objective(repulsion_weight=0.0)
     seen = []
     X, info = homotopy(obj, X0, lambdas=[1e-3, 1e-2, 1e-1], max_iter=5, tol=0.0,
                        callbacks=lambda it, E, X_: seen.append((it, obj.repulsion_weight)))

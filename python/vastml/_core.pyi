@@ -72,7 +72,7 @@ def embedding_objective(
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],
     data: npt.NDArray[np.float64],
-    lam: float = 1.0,
+    repulsion_weight: float = 1.0,
     gradient: str = "exact",
     theta: float = 0.5,
     epsilon: float = 1e-6,

@@ -46,7 +46,7 @@ def demo_lll_pe(args) -> None:
     Xd, yd = load_digits(return_X_y=True)
     clf = LogisticRegression(max_iter=300).fit(Xd[::2], yd[::2])
     t0 = time.perf_counter()
-    pe = embed_classifier(clf, Xd, init="mds", eta_phi=0.01 * len(Xd), random_state=0)
+    pe = embed_classifier(clf, Xd, init="mds", l2_penalty_centers=0.01 * len(Xd), random_state=0)
     print(f"   N={len(Xd):,}, K=10: {time.perf_counter() - t0:.2f} s, {pe.n_iter_} L-BFGS steps, "
           f"KL/N {pe.kl_ / len(Xd):.3f}, embedding agrees with the classifier on "
           f"{(pe.classes_at(pe.embedding_) == clf.predict(Xd)).mean():.1%} of objects")

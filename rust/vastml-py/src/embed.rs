@@ -320,13 +320,13 @@ where
     Ok((out, a))
 }
 
-/// embedding_objective(model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
+/// embedding_objective(model, x, indptr, indices, data, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
 /// --
 ///
-/// E = E+ + lam E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
+/// E = E+ + repulsion_weight E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
 /// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
 #[pyfunction]
-#[pyo3(signature = (model, x, indptr, indices, data, lam=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3, box_width=1.0))]
+#[pyo3(signature = (model, x, indptr, indices, data, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3, box_width=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn embedding_objective<'py>(
     py: Python<'py>,
@@ -335,7 +335,7 @@ pub fn embedding_objective<'py>(
     indptr: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
-    lam: f64,
+    repulsion_weight: f64,
     gradient: &str,
     theta: f64,
     epsilon: f64,
@@ -350,7 +350,7 @@ pub fn embedding_objective<'py>(
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let arrays = csr_arrays(indptr, indices, data)?;
     let ev = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
-        vastml_embed::evaluate_with(model, xs, dim, &w, lam, rep, need_objective, cancel)
+        vastml_embed::evaluate_with(model, xs, dim, &w, repulsion_weight, rep, need_objective, cancel)
     })?);
     Ok((
         ev.objective,
