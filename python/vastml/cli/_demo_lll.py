@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 
 
-def demo_lll_pe(args) -> None:
+def demo_lll_pe(args: argparse.Namespace) -> None:
     """Print the LLL-vs-exact eigenmaps comparison and a PE of classifier posteriors; plot both."""
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
@@ -33,7 +34,7 @@ def demo_lll_pe(args) -> None:
     _, E = laplacian_eigenmaps(W, 2, solver="arpack", tol=1e-10, random_state=0)
     t_exact = time.perf_counter() - t0
     print(f"   exact (ARPACK): {t_exact:.2f} s")
-    lll = None
+    lll: LLLEigenmaps | None = None
     for L in (50, 150) if quick else (50, 200, 500, 1000):
         m = LLLEigenmaps(n_components=2, n_landmarks=L, n_landmark_neighbors=5, affinity="precomputed", random_state=0)
         t0 = time.perf_counter()
@@ -72,6 +73,7 @@ def demo_lll_pe(args) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
+    assert lll is not None  # the loop above ran at least once
     out = Path(getattr(args, "out", "vastml-demo.png"))
     out = out.with_name(out.stem + "-lll-pe" + out.suffix)
     fig, ax = plt.subplots(1, 3, figsize=(16, 5))
