@@ -552,7 +552,7 @@ class SymmetricSNE(_NeighborEmbedding):
             kappa=self.kappa,
             tol=positive_float(self.tol, "tol"),
         )
-        self.embedding_, self.n_iter_ = r.X, r.n_iter
+        self.embedding_, self.n_iter_ = r.X, r.n_iter_
         self.kl_divergence_ = obj.kl_divergence(r.X)
         return self
 
@@ -698,7 +698,7 @@ class ElasticEmbedding(_NeighborEmbedding):
             r = self._minimize(
                 obj, Y, int(self.max_iter), method=self.method, kappa=self.kappa, tol=tol
             )
-            Y, self.n_iter_, self.n_evaluations_ = r.X, r.n_iter, r.n_evaluations
+            Y, self.n_iter_, self.n_evaluations_ = r.X, r.n_iter_, r.n_evaluations
         obj.repulsion_weight = lam
         self.embedding_ = Y
         self.objective_ = float(obj(Y)[0])
@@ -831,6 +831,6 @@ class SNE(_NeighborEmbedding):
         r = self._minimize(
             obj, Y, max_iter, method=self.method, kappa=self.kappa, tol=tol
         )
-        self.embedding_, self.n_iter_ = r.X, r.n_iter
+        self.embedding_, self.n_iter_ = r.X, r.n_iter_
         self.kl_divergence_ = float(obj(r.X)[0]) + neg_entropy(sp.csr_array(P).data)
         return self
