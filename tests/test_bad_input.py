@@ -326,3 +326,17 @@ def test_backup_parser_survives_truncation_and_byte_flips():
         outcome("".join(chars))
 
     flips()
+
+
+def test_entropic_affinities_warn_about_duplicated_points():
+    from vastml.embed import entropic_affinities
+
+    X = np.r_[np.zeros((30, 2)), RNG.normal(size=(30, 2))]
+    with pytest.warns(RuntimeWarning, match="duplicated points"):
+        P, beta, info = entropic_affinities(X, perplexity=5)
+    stuck = ~info["converged"]
+    assert stuck[:30].all() and np.isnan(beta[stuck]).all()
+    # their rows are still probability rows, uniform over the neighbours
+    rows = P[np.flatnonzero(stuck)[:3]].toarray()
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0)
+    assert all(np.ptp(r[r > 0]) == 0 for r in rows)

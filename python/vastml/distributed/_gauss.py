@@ -386,7 +386,7 @@ class ShardedKernelDensity(BaseEstimator):
         """
         if is_dask_array(X):
             X = X.compute()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1)
+        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=1)
         X = as_points(X, "X")
         sigma = positive_float(self.bandwidth, "bandwidth")
         if sample_weight is None:
@@ -418,7 +418,7 @@ class ShardedKernelDensity(BaseEstimator):
         """The density at every row of ``X`` (lazy for a Dask array)."""
         check_is_fitted(self, "n_features_in_")
         if not is_dask_array(X):
-            X = validate_data(self, X, dtype=np.float64, reset=False)
+            X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         g = _map_targets(self._shipped, X, None, self._client, self.n_partitions)
         return g * math.exp(-self._log_norm)
 

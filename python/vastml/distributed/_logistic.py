@@ -318,9 +318,9 @@ class DistributedLogisticRegression(ClassifierMixin, BaseEstimator):
         """Scores :math:`w^\\top x + b` (positive favours ``classes_[1]``)."""
         check_is_fitted(self, "coef_")
         if is_local(X):
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         else:
-            X = np.asarray(X, dtype=np.float64)  # a Dask collection: computed here
+            X = np.ascontiguousarray(X, dtype=np.float64)  # a Dask collection: computed here
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"`X` must have {self.n_features_in_} features, got shape {X.shape}")
         return np.asarray(X @ self.coef_[0]).ravel() + self.intercept_[0]

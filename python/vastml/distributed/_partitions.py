@@ -59,7 +59,7 @@ def validate_local(est: Any, X: Any, y: Any) -> tuple[Any, Any]:
         raise ValueError(
             f"{type(est).__name__} requires y to be passed, but the target y is None"
         )
-    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=np.float64)
+    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=np.float64, order="C")
     check_classification_targets(y)
     return X, y
 

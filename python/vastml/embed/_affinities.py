@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -415,6 +416,16 @@ def entropic_affinities(
         compact=bool(compact),
     )
     P = _csr(data, indices, indptr, n)
+    if not np.all(conv):
+        bad = np.flatnonzero(~np.asarray(conv, dtype=bool))
+        warnings.warn(
+            f"{bad.size} of {n} points (e.g. row {int(bad[0])}) have no kernel width that "
+            f"reaches perplexity {perplexity:g}: their {k} neighbours are all at the same "
+            "distance (duplicated points). Their rows of P are uniform over those neighbours "
+            "and their beta is NaN; remove duplicates or lower `perplexity`.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     info = {
         "evaluations": evals,
         "bisections": bis,
