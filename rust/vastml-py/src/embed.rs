@@ -350,7 +350,16 @@ pub fn embedding_objective<'py>(
     let n = xs.len().checked_div(dim).unwrap_or(0);
     let arrays = csr_arrays(indptr, indices, data)?;
     let ev = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
-        vastml_embed::evaluate_with(model, xs, dim, &w, repulsion_weight, rep, need_objective, cancel)
+        vastml_embed::evaluate_with(
+            model,
+            xs,
+            dim,
+            &w,
+            repulsion_weight,
+            rep,
+            need_objective,
+            cancel,
+        )
     })?);
     Ok((
         ev.objective,
