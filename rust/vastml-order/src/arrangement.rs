@@ -7,6 +7,8 @@
 //! [`Arrangement::commit`] applies it. Errors are kept as exact integers (kernel weights are
 //! integers), so the running error always equals a full recomputation.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use crate::error::{OrderError, invalid};
@@ -127,6 +129,27 @@ impl Arrangement {
         row_order: Option<&[usize]>,
         col_order: Option<&[usize]>,
     ) -> Result<Self, OrderError> {
+        Self::new_cancellable(
+            matrix,
+            objective,
+            row_order,
+            col_order,
+            &AtomicBool::new(false),
+        )
+    }
+
+    /// As [`Arrangement::new`], polling `cancel` between rows of the first full error
+    /// computation (the one pass whose cost grows with the matrix times the kernel).
+    ///
+    /// # Errors
+    /// As [`Arrangement::new`], and [`OrderError::Cancelled`] when `cancel` is raised.
+    pub fn new_cancellable(
+        matrix: Matrix,
+        objective: Objective,
+        row_order: Option<&[usize]>,
+        col_order: Option<&[usize]>,
+        cancel: &AtomicBool,
+    ) -> Result<Self, OrderError> {
         let (m, n) = (matrix.n_rows(), matrix.n_cols());
         let (kr, kc) = (objective.kernel.rows(), objective.kernel.cols());
         let (max_r, max_c) = (usable_kernel_side(m), usable_kernel_side(n));
@@ -193,7 +216,7 @@ impl Arrangement {
             views,
             total: 0,
         };
-        a.total = a.full_raw(0);
+        a.total = a.full_raw_cancellable(0, cancel)?;
         Ok(a)
     }
 
@@ -431,6 +454,20 @@ impl Arrangement {
             .into_par_iter()
             .map(|p| self.row_raw_error(axis, p))
             .sum()
+    }
+
+    /// [`Self::full_raw`], polling `cancel` before each row.
+    fn full_raw_cancellable(&self, axis: usize, cancel: &AtomicBool) -> Result<i128, OrderError> {
+        (0..self.len(axis))
+            .into_par_iter()
+            .map(|p| {
+                if cancel.load(Ordering::Relaxed) {
+                    Err(OrderError::Cancelled)
+                } else {
+                    Ok(self.row_raw_error(axis, p))
+                }
+            })
+            .try_reduce(|| 0, |a, b| Ok(a + b))
     }
 
     /// Full recomputation of the error.

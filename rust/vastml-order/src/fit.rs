@@ -194,7 +194,7 @@ pub fn fit(
             "`recolor=True` needs a categorical matrix (colours are swapped per column)",
         ));
     }
-    let mut arr = Arrangement::new(matrix, objective, row_order, col_order)?;
+    let mut arr = Arrangement::new_cancellable(matrix, objective, row_order, col_order, cancel)?;
     let mut history = vec![("start".to_string(), arr.error())];
     let mut move_weights = Vec::new();
     let outcome = run(

@@ -289,3 +289,29 @@ fn pair_cache_stays_exact_on_single_axis_runs() {
         }
     }
 }
+
+/// The cancellable construction gives the same error as the plain one, and a raised flag
+/// stops it with `Cancelled` instead of computing the full error.
+#[test]
+fn cancellable_construction_matches_and_stops() {
+    use std::sync::atomic::AtomicBool;
+    use vastml_order::OrderError;
+
+    let mut rng = Pcg64::seed_from_u64(11);
+    let matrix = random_matrix(&mut rng, 90, 70, 1, 0.3);
+    let obj = Objective {
+        kernel: Kernel::new(KernelKind::Gbs, 9, 7).unwrap(),
+        padding: Padding::ZerosAndOnes,
+        kind: ErrorKind::Abs,
+    };
+    let plain = Arrangement::new(matrix.clone(), obj.clone(), None, None).unwrap();
+    let go = AtomicBool::new(false);
+    let same = Arrangement::new_cancellable(matrix.clone(), obj.clone(), None, None, &go).unwrap();
+    assert_eq!(plain.raw_error(), same.raw_error());
+    assert_eq!(plain.raw_error(), same.full_raw(0));
+    let stop = AtomicBool::new(true);
+    assert!(matches!(
+        Arrangement::new_cancellable(matrix, obj, None, None, &stop),
+        Err(OrderError::Cancelled)
+    ));
+}

@@ -108,8 +108,9 @@ pub fn convolution_error(
 ) -> PyResult<f64> {
     let m = matrix(&codes, n_colours)?;
     let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
-    enter(py, n_jobs, |_cancel: &AtomicBool| {
-        Arrangement::new(m, obj, row_order.as_deref(), col_order.as_deref()).map(|a| a.error())
+    enter(py, n_jobs, |cancel: &AtomicBool| {
+        Arrangement::new_cancellable(m, obj, row_order.as_deref(), col_order.as_deref(), cancel)
+            .map(|a| a.error())
     })
 }
 
@@ -245,7 +246,9 @@ pub fn branch_and_bound_order(
         let pc = PairCosts::convomap(&m, &obj, col_order.as_deref())?;
         let control = progress::control(cancel, hook.as_ref());
         let r = branch_and_bound(&pc, initial.as_deref(), bound, control)?;
-        let err = Arrangement::new(m, obj, Some(&r.order), col_order.as_deref())?.error();
+        let err =
+            Arrangement::new_cancellable(m, obj, Some(&r.order), col_order.as_deref(), cancel)?
+                .error();
         Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
     });
     if let Some(h) = &hook {
