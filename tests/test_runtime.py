@@ -78,3 +78,31 @@ def test_fork_child_can_use_the_pools():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "0", out.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_a_long_convolution_error():
+    code = textwrap.dedent(
+        """
+        import signal, sys, time, numpy as np
+        from vastml.reorder import convolution_error
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        B = (np.random.default_rng(0).random((6000, 6000)) < 0.3).astype(np.uint8)
+        print("ready", flush=True)
+        t = time.perf_counter()
+        try:
+            convolution_error(B, kernel_size=301)
+        except KeyboardInterrupt:
+            print(f"interrupted {time.perf_counter() - t:.2f}", flush=True)
+            sys.exit(0)
+        print(f"finished {time.perf_counter() - t:.2f}", flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=600)
+    assert out.startswith("interrupted"), out
+    assert time.perf_counter() - t0 < 20
