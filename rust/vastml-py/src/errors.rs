@@ -39,6 +39,7 @@ impl ToPyErr for SpatialError {
             | SpatialError::ShapeMismatch { .. }
             | SpatialError::NonFinite { .. }
             | SpatialError::Empty { .. } => PyValueError::new_err(self.to_string()),
+            SpatialError::Cancelled => PyKeyboardInterrupt::new_err("cancelled"),
             #[allow(unreachable_patterns)]
             other => VastmlError::new_err(other.to_string()),
         }

@@ -757,8 +757,15 @@ pub fn kmeans<'py>(
 )> {
     let px = PyX::new(x)?;
     let ex = px.examples()?;
-    let km = enter(py, n_jobs, |_| {
-        vastml_svm::kmeans(&ex, k, max_iter, tol, seed)
+    let km = enter(py, n_jobs, |cancel| {
+        vastml_svm::kmeans(
+            &ex,
+            k,
+            max_iter,
+            tol,
+            seed,
+            vastml_core::Control::new(cancel),
+        )
     })?;
     Ok((
         matrix(py, km.centers, ex.dim())?,

@@ -40,6 +40,9 @@ pub enum SpatialError {
         /// Name of the offending argument.
         name: &'static str,
     },
+    /// The caller raised the cancel flag (for example Ctrl-C in Python).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl From<vastml_core::Error> for SpatialError {

@@ -4,6 +4,8 @@
 //! centre sums are accumulated in point order). An empty cluster is re-seeded with the point
 //! farthest from its centre.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 use vastml_core::{Csr, CsrIndex};
 
@@ -180,7 +182,13 @@ fn check_k(k: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
-fn plus_plus<R: Rows>(rows: &R, norms: &[f64], k: usize, seed: u64) -> Vec<f64> {
+fn plus_plus<R: Rows>(
+    rows: &R,
+    norms: &[f64],
+    k: usize,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
     let n = rows.n();
     let mut rng = SplitMix(seed);
     let first = ((rng.next_f64() * n as f64) as usize).min(n - 1);
@@ -191,6 +199,7 @@ fn plus_plus<R: Rows>(rows: &R, norms: &[f64], k: usize, seed: u64) -> Vec<f64> 
         .map(|i| dist2(rows, i, norms[i], &centers, c0))
         .collect();
     while centers.len() < k * rows.dim() {
+        check_cancel(cancel)?;
         let total: f64 = d2.iter().sum();
         let pick = if total > 0.0 {
             let mut target = rng.next_f64() * total;
@@ -214,16 +223,35 @@ fn plus_plus<R: Rows>(rows: &R, norms: &[f64], k: usize, seed: u64) -> Vec<f64> 
             .for_each(|(i, d)| *d = d.min(dist2(rows, i, norms[i], &c, cc)));
         centers.extend(c);
     }
-    centers
+    Ok(centers)
 }
 
-fn lloyd<R: Rows>(rows: &R, k: usize, max_iter: usize, tol: f64, seed: u64) -> KMeans {
+fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(SpatialError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// A cancel flag that is never raised, for the entry points without one.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+fn lloyd<R: Rows>(
+    rows: &R,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<KMeans> {
     let (n, dim) = (rows.n(), rows.dim());
     let norms: Vec<f64> = (0..n).into_par_iter().map(|i| rows.sq_norm(i)).collect();
-    let mut centers = plus_plus(rows, &norms, k, seed);
+    let mut centers = plus_plus(rows, &norms, k, seed, cancel)?;
     let mut labels = vec![usize::MAX; n];
     let mut n_iter = 0;
     for _ in 0..max_iter {
+        check_cancel(cancel)?;
         n_iter += 1;
         let assign = assign_all(rows, &norms, &centers, k);
         let changed = assign
@@ -267,12 +295,12 @@ fn lloyd<R: Rows>(rows: &R, k: usize, max_iter: usize, tol: f64, seed: u64) -> K
     }
     let (labels, dists): (Vec<usize>, Vec<f64>) =
         assign_all(rows, &norms, &centers, k).into_iter().unzip();
-    KMeans {
+    Ok(KMeans {
         centers,
         labels,
         inertia: dists.iter().sum(),
         n_iter,
-    }
+    })
 }
 
 fn check_iter(max_iter: usize, tol: f64) -> Result<()> {
@@ -301,7 +329,7 @@ pub fn kmeans_plus_plus(points: &[f64], dim: usize, k: usize, seed: u64) -> Resu
     check_k(k, n)?;
     let rows = DenseRows { points, dim };
     let norms: Vec<f64> = (0..n).map(|i| rows.sq_norm(i)).collect();
-    Ok(plus_plus(&rows, &norms, k, seed))
+    plus_plus(&rows, &norms, k, seed, &NEVER)
 }
 
 /// k-means with k-means++ seeding and at most `max_iter` Lloyd iterations; stops early when
@@ -326,10 +354,26 @@ pub fn kmeans(
     tol: f64,
     seed: u64,
 ) -> Result<KMeans> {
+    kmeans_with(points, dim, k, max_iter, tol, seed, &NEVER)
+}
+
+/// [`kmeans`], polling `cancel` before each centre of the seeding and each Lloyd iteration.
+///
+/// # Errors
+/// As [`kmeans`], and [`SpatialError::Cancelled`] when `cancel` is raised.
+pub fn kmeans_with(
+    points: &[f64],
+    dim: usize,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<KMeans> {
     check_iter(max_iter, tol)?;
     let n = validate_points(points, dim)?;
     check_k(k, n)?;
-    Ok(lloyd(&DenseRows { points, dim }, k, max_iter, tol, seed))
+    lloyd(&DenseRows { points, dim }, k, max_iter, tol, seed, cancel)
 }
 
 /// [`kmeans`] on CSR rows (any [`CsrIndex`] width; the matrix was checked when the [`Csr`]
@@ -358,6 +402,21 @@ pub fn kmeans_csr<I: CsrIndex>(
     tol: f64,
     seed: u64,
 ) -> Result<KMeans> {
+    kmeans_csr_with(points, k, max_iter, tol, seed, &NEVER)
+}
+
+/// [`kmeans_csr`], polling `cancel` as [`kmeans_with`] does.
+///
+/// # Errors
+/// As [`kmeans_csr`], and [`SpatialError::Cancelled`] when `cancel` is raised.
+pub fn kmeans_csr_with<I: CsrIndex>(
+    points: Csr<'_, I, f64>,
+    k: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+    cancel: &AtomicBool,
+) -> Result<KMeans> {
     check_iter(max_iter, tol)?;
     if points.n_cols() == 0 {
         return Err(SpatialError::InvalidParameter {
@@ -369,5 +428,5 @@ pub fn kmeans_csr<I: CsrIndex>(
         return Err(SpatialError::Empty { name: "points" });
     }
     check_k(k, points.n_rows())?;
-    Ok(lloyd(&points, k, max_iter, tol, seed))
+    lloyd(&points, k, max_iter, tol, seed, cancel)
 }

@@ -60,7 +60,7 @@ pub use distance::squared_distance;
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
-pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_plus_plus};
+pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_csr_with, kmeans_plus_plus, kmeans_with};
 pub use knn::{KNN_LEAF_SIZE, KnnGraph, knn_graph};
 
 /// Result alias used throughout the crate.

@@ -167,3 +167,19 @@ fn csr_equals_dense() {
     let one = Csr::new("X", &[0usize, 1], &[0], &[1.0], 5).unwrap();
     assert!(kmeans_csr(one, 2, 10, 0.0, 0).is_err());
 }
+
+#[test]
+fn a_raised_cancel_flag_stops_kmeans_and_a_lowered_one_changes_nothing() {
+    use std::sync::atomic::AtomicBool;
+    use vastml_spatial::{SpatialError, kmeans_with};
+
+    let pts: Vec<f64> = (0..400).map(|i| ((i * 37) % 101) as f64 / 7.0).collect();
+    let plain = kmeans(&pts, 2, 5, 50, 0.0, 9).unwrap();
+    let with = kmeans_with(&pts, 2, 5, 50, 0.0, 9, &AtomicBool::new(false)).unwrap();
+    assert_eq!(plain.labels, with.labels);
+    assert_eq!(plain.centers, with.centers);
+    assert!(matches!(
+        kmeans_with(&pts, 2, 5, 50, 0.0, 9, &AtomicBool::new(true)),
+        Err(SpatialError::Cancelled)
+    ));
+}

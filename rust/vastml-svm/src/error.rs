@@ -75,6 +75,7 @@ impl From<vastml_spatial::SpatialError> for SvmError {
                 expected,
                 actual,
             } => shape(name, format!("expected length {expected}, got {actual}")),
+            S::Cancelled => SvmError::Cancelled,
             other => invalid("X", other.to_string()),
         }
     }

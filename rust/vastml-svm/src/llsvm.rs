@@ -769,20 +769,24 @@ fn fold_coefficients(map: &[f64], coef: &[f64], rank: usize, b: usize) -> Vec<f6
 }
 
 /// k-means with k-means++ seeding ([`vastml_spatial::kmeans`], or
-/// [`vastml_spatial::kmeans_csr`] for CSR examples, never densified).
+/// [`vastml_spatial::kmeans_csr`] for CSR examples, never densified), polling `control`'s
+/// cancel flag before each seeding centre and each Lloyd iteration.
 ///
 /// # Errors
-/// The parameter errors of [`vastml_spatial::kmeans`] (`k` outside `1..=n`, ...).
+/// The parameter errors of [`vastml_spatial::kmeans`] (`k` outside `1..=n`, ...);
+/// [`SvmError::Cancelled`] when the flag is raised.
 pub fn kmeans(
     data: &Examples<'_>,
     k: usize,
     max_iter: usize,
     tol: f64,
     seed: u64,
+    control: Control<'_>,
 ) -> Result<vastml_spatial::KMeans, SvmError> {
+    let cancel = control.cancel_flag();
     Ok(match *data {
         Examples::Dense { values, dim } => {
-            vastml_spatial::kmeans(values, dim, k, max_iter, tol, seed)?
+            vastml_spatial::kmeans_with(values, dim, k, max_iter, tol, seed, cancel)?
         }
         Examples::Csr {
             indptr,
@@ -792,7 +796,7 @@ pub fn kmeans(
         } => {
             let points = vastml_core::Csr::new("X", indptr, indices, vals, dim)
                 .map_err(vastml_spatial::SpatialError::from)?;
-            vastml_spatial::kmeans_csr(points, k, max_iter, tol, seed)?
+            vastml_spatial::kmeans_csr_with(points, k, max_iter, tol, seed, cancel)?
         }
     })
 }
