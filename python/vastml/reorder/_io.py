@@ -22,7 +22,7 @@ def _malformed(path: PathLike) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError:
-        raise ValueError(
+        raise FileNotFoundError(
             f"{path}: no such file (pass `root`, or set VASTML_SHARED_DATA to the folder "
             "holding the data sets)"
         ) from None
