@@ -4,14 +4,10 @@ better incumbent), heatmap's bar; and Ctrl-C stopping the Rust loops."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 
 import numpy as np
 import pytest
+from _interrupt import seconds_to_stop
 
 from vastml.reorder import (
     TSPMeans,
@@ -144,31 +140,13 @@ def test_heatmap_verbose_draws_the_seriation_bars(capsys):
     ],
 )
 def test_ctrl_c_stops_the_rust_loops(call):
-    code = textwrap.dedent(
-        f"""
-        import sys, time
+    setup = """
         import numpy as np
         from vastml.reorder import TSPMeans, branch_and_bound_order
         x = np.random.default_rng(0).random((2_000_000, 3))
         m = (np.random.default_rng(1).random((40, 60)) < 0.3).astype(int)
-        print("ready", flush=True)
-        t = time.perf_counter()
-        try:
-            {call}
-        except KeyboardInterrupt:
-            print(f"interrupted {{time.perf_counter() - t:.2f}}", flush=True)
-            sys.exit(0)
-        print("finished", flush=True)
-        """
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(1.5)
-    t0 = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=240)
-    assert out.startswith("interrupted"), out
-    assert time.perf_counter() - t0 < 20
+    """
+    assert seconds_to_stop(setup, call, wait=1.5) < 20
 
 
 def test_em_ordering_follows_the_protocol(capsys):
