@@ -65,9 +65,9 @@ def test_planted_permutation_recovered():
     cks = ConvexKernelizedSorting(patience=None).fit(X, X[p])
     np.testing.assert_array_equal(cks.match_, p)
     assert cks.objective_ < 1e-2
-    assert np.abs(cks.pi_.sum(axis=0) - 1).max() < 1e-2
-    assert np.abs(cks.pi_.sum(axis=1) - 1).max() < 1e-2
-    assert (cks.pi_ >= 0).all()
+    assert np.abs(cks.assignment_.sum(axis=0) - 1).max() < 1e-2
+    assert np.abs(cks.assignment_.sum(axis=1) - 1).max() < 1e-2
+    assert (cks.assignment_ >= 0).all()
 
 
 def test_rotated_noisy_copy_recovered_and_hungarian_is_a_permutation():
@@ -117,9 +117,9 @@ def test_solver_reaches_the_optimum_of_a_slow_oracle():
                                                            "maxiter": 5000})
     cks = ConvexKernelizedSorting(l2_penalty_marginals=C, tol=1e-10, patience=None).fit(X, Y)
     assert ref.fun > 1e-3  # noisy copy: the optimum is not a zero of the objective
-    assert cks.objective_ == pytest.approx(cks_objective(cks.pi_, K, L, C))
+    assert cks.objective_ == pytest.approx(cks_objective(cks.assignment_, K, L, C))
     assert cks.objective_ <= ref.fun * (1 + 1e-6) + 1e-9
-    assert np.abs(cks.pi_ - ref.x.reshape(m, m)).max() < 0.05
+    assert np.abs(cks.assignment_ - ref.x.reshape(m, m)).max() < 0.05
     # the default (assignment patience) stops earlier at the same hard assignment
     early = ConvexKernelizedSorting(l2_penalty_marginals=C).fit(X, Y)
     assert early.n_iter_ < cks.n_iter_
@@ -138,7 +138,7 @@ def test_centred_kernels_make_the_thesis_start_stationary():
     assert cks_objective(u, Kc, Lc) == pytest.approx(0, abs=1e-20)
     assert np.abs(cks_gradient(u, Kc, Lc)).max() < 1e-12
     cks = ConvexKernelizedSorting(center=True).fit(X, X[p])
-    assert np.abs(cks.pi_ - u).max() < 1e-6 * (1 / m)  # rounding-level moves only
+    assert np.abs(cks.assignment_ - u).max() < 1e-6 * (1 / m)  # rounding-level moves only
     # uncentred kernels: the same start moves and recovers the planted permutation
     cks = ConvexKernelizedSorting().fit(X, X[p])
     np.testing.assert_array_equal(cks.match_, p)
@@ -167,8 +167,8 @@ def test_sinkhorn_by_hand_and_cks_projection():
     X = rng.normal(size=(25, 3))
     p = rng.permutation(25)
     cks = ConvexKernelizedSorting(projection="sinkhorn").fit(X, X[p])
-    np.testing.assert_allclose(cks.pi_.sum(0), 1, atol=1e-6)
-    np.testing.assert_allclose(cks.pi_.sum(1), 1, atol=1e-6)
+    np.testing.assert_allclose(cks.assignment_.sum(0), 1, atol=1e-6)
+    np.testing.assert_allclose(cks.assignment_.sum(1), 1, atol=1e-6)
     assert (cks.match_ == p).all()
     with pytest.raises(ValueError, match="projection"):
         ConvexKernelizedSorting(projection="qp").fit(X, X)
@@ -280,7 +280,7 @@ def test_cks_callbacks_see_each_iteration_and_can_stop():
     assert all(b[1] <= a[1] for a, b in itertools.pairwise(seen))  # a descent method
     early = ConvexKernelizedSorting(callbacks=lambda it, f, a: it >= 5).fit(X, Y)
     assert early.stopped_early_ and early.n_iter_ == 5
-    np.testing.assert_array_equal(early.pi_, seen[4][2])
+    np.testing.assert_array_equal(early.assignment_, seen[4][2])
     assert sorted(early.match_.tolist()) == list(range(30))
     calls = []
     ConvexKernelizedSorting(max_iter=9, patience=None, callback_every=4,

@@ -393,10 +393,10 @@ class ConvexKernelizedSorting(BaseEstimator):
 
     Attributes
     ----------
-    pi_ : ndarray of shape (m, m)
+    assignment_ : ndarray of shape (m, m)
         Soft assignment, rows index Y, columns index X.
     match_ : ndarray of shape (m,)
-        ``match_[i]`` = the X object matched to ``y_i`` (Hungarian on ``pi_``).
+        ``match_[i]`` = the X object matched to ``y_i`` (Hungarian on ``assignment_``).
     objective_ : float
     n_iter_ : int
     stopped_early_ : bool
@@ -477,7 +477,7 @@ class ConvexKernelizedSorting(BaseEstimator):
         if self.projection == "sinkhorn":
             pi = sinkhorn(np.maximum(pi, 0.0))
             match = None
-        self.pi_ = pi
+        self.assignment_ = pi
         self.objective_ = float(f)
         self.n_iter_ = it
         self.stopped_early_ = stopped
