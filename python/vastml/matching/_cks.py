@@ -380,7 +380,7 @@ class ConvexKernelizedSorting(BaseEstimator):
         for any symmetric K and L).
     projection : {None, "sinkhorn"}, default=None
         Project the penalised solution onto the doubly stochastic matrices by Sinkhorn-Knopp
-        balancing (thesis Sec. 3.3.1 lists it as optional and skips it) before ``pi_`` and the
+        balancing (thesis Sec. 3.3.1 lists it as optional and skips it) before ``assignment_`` and the
         Hungarian rounding.
     callbacks : callable, list of callables or None, default=None
         Called as ``callback(iteration, objective, assignment)`` after each iteration (every
