@@ -137,12 +137,13 @@ def test_heatmap_verbose_draws_the_seriation_bars(capsys):
     [
         "TSPMeans(random_state=0).fit(x)",
         "branch_and_bound_order(m)",
+        "tsp_path(x)",
     ],
 )
 def test_ctrl_c_stops_the_rust_loops(call):
     setup = """
         import numpy as np
-        from vastml.reorder import TSPMeans, branch_and_bound_order
+        from vastml.reorder import TSPMeans, branch_and_bound_order, tsp_path
         x = np.random.default_rng(0).random((2_000_000, 3))
         m = (np.random.default_rng(1).random((40, 60)) < 0.3).astype(int)
     """

@@ -14,6 +14,8 @@
 //! assert!((path_length(&x, 1, &p) - 4.0).abs() < 1e-12);
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use vastml_spatial::KdTree;
 
 use crate::error::{OrderError, invalid};
@@ -711,7 +713,8 @@ impl Local<'_> {
 
 /// Improves `path` (a permutation of the rows of `x`) in place by 2-opt and Or-opt moves on
 /// neighbour lists `nb` (`k` per city). With `fix_start` / `fix_end` the first / last city stays.
-/// Returns the number of improving moves.
+/// Returns the number of improving moves. Stops early (the path stays a valid permutation)
+/// when `cancel` is raised; the caller checks the flag.
 #[allow(clippy::too_many_arguments)]
 pub fn improve_path(
     x: &[f64],
@@ -722,6 +725,7 @@ pub fn improve_path(
     fix_start: bool,
     fix_end: bool,
     params: &PathParams,
+    cancel: &AtomicBool,
 ) -> usize {
     let m = path.len();
     if m < 3 {
@@ -749,8 +753,8 @@ pub fn improve_path(
     while let Some(a) = queue.pop_front() {
         active[a] = false;
         steps += 1;
-        if steps > budget {
-            break;
+        if steps > budget || (steps % 1024 == 0 && cancel.load(Ordering::Relaxed)) {
+            break; // a cancelled caller sees the flag and discards the path
         }
         let before = st.pos[a];
         let improved = (params.two_opt && st.two_opt_at(a, nb_of(a)))
@@ -793,6 +797,21 @@ pub fn solve_path(
     end: Option<usize>,
     params: &PathParams,
 ) -> Result<Vec<usize>, OrderError> {
+    solve_path_with(x, dim, start, end, params, &NEVER)
+}
+
+/// [`solve_path`], polling `cancel` between its stages and every 1,024 local-search steps.
+///
+/// # Errors
+/// As [`solve_path`], and [`OrderError::Cancelled`] when `cancel` is raised.
+pub fn solve_path_with(
+    x: &[f64],
+    dim: usize,
+    start: Option<usize>,
+    end: Option<usize>,
+    params: &PathParams,
+    cancel: &AtomicBool,
+) -> Result<Vec<usize>, OrderError> {
     let m = check_points(x, dim, start, end)?;
     if params.neighbours == 0 {
         return Err(invalid("neighbours", "must be at least 1"));
@@ -801,7 +820,18 @@ pub fn solve_path(
     if n_free <= params.exact_max.min(13) {
         return exact_path(x, dim, start, end);
     }
-    solve_path_unchecked(x, dim, start, end, params)
+    solve_path_unchecked(x, dim, start, end, params, cancel)
+}
+
+/// A cancel flag that is never raised, for the entry points without one.
+pub(crate) static NEVER: AtomicBool = AtomicBool::new(false);
+
+fn cancelled(cancel: &AtomicBool) -> Result<(), OrderError> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(OrderError::Cancelled)
+    } else {
+        Ok(())
+    }
 }
 
 /// [`solve_path`] without validation or the exact branch (inputs are trusted).
@@ -811,8 +841,10 @@ pub(crate) fn solve_path_unchecked(
     start: Option<usize>,
     end: Option<usize>,
     params: &PathParams,
+    cancel: &AtomicBool,
 ) -> Result<Vec<usize>, OrderError> {
     let (nb, k) = neighbour_lists(x, dim, params.neighbours);
+    cancelled(cancel)?;
     let mut path = match params.start {
         Start::Greedy => greedy_start(x, dim, &nb, k, start, end),
         Start::NearestNeighbour => nearest_neighbour_start(x, dim, start, end),
@@ -837,7 +869,9 @@ pub(crate) fn solve_path_unchecked(
         start.is_some(),
         end.is_some(),
         params,
+        cancel,
     );
+    cancelled(cancel)?;
     let m = path.len();
     if params.kicks_per_city > 0 && m > 8 {
         let ils = crate::tsp_ils::IlsParams {
@@ -850,7 +884,9 @@ pub(crate) fn solve_path_unchecked(
             ..crate::tsp_ils::IlsParams::default()
         };
         let pts = crate::tsp_ils::Points::new(x, dim)?;
-        path = crate::tsp_ils::solve(&pts, start, end, &ils, Some(&path))?.order;
+        let control = vastml_core::Control::new(cancel);
+        path =
+            crate::tsp_ils::solve_cancellable(&pts, start, end, &ils, Some(&path), control)?.order;
     }
     Ok(path)
 }
@@ -881,6 +917,7 @@ pub fn polish_windows(
         return Err(invalid("window", "must be at least 4"));
     }
     use rayon::prelude::*;
+    let flag = cancel.unwrap_or(&NEVER);
     for offset in [0, window / 2] {
         if offset >= n || cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
             break;
@@ -899,7 +936,9 @@ pub fn polish_windows(
             let mut path: Vec<usize> = (0..m).collect();
             let fix_start = !(first && ci == 0);
             let fix_end = !last;
-            improve_path(&buf, dim, &mut path, &nb, k, fix_start, fix_end, params);
+            improve_path(
+                &buf, dim, &mut path, &nb, k, fix_start, fix_end, params, flag,
+            );
             let old: Vec<usize> = chunk.to_vec();
             for (t, &p) in path.iter().enumerate() {
                 chunk[t] = old[p];
@@ -1149,5 +1188,19 @@ mod tests {
             let x = uniform(500, dim, dim as u64);
             assert!(is_perm(&space_filling_order(&x, dim), 500));
         }
+    }
+
+    #[test]
+    fn a_raised_flag_cancels_solve_path_and_a_lowered_one_changes_nothing() {
+        let x = uniform(3000, 2, 5);
+        let params = PathParams::default();
+        let plain = solve_path(&x, 2, None, None, &params).unwrap();
+        let with = solve_path_with(&x, 2, None, None, &params, &AtomicBool::new(false)).unwrap();
+        assert_eq!(plain, with);
+        let stop = AtomicBool::new(true);
+        assert!(matches!(
+            solve_path_with(&x, 2, None, None, &params, &stop),
+            Err(OrderError::Cancelled)
+        ));
     }
 }

@@ -369,7 +369,7 @@ impl Tree {
         let path = if kids.len() <= params.exact_max.min(13) {
             exact_path(&buf, dim, s, e)?
         } else {
-            solve_path_unchecked(&buf, dim, s, e, params)?
+            solve_path_unchecked(&buf, dim, s, e, params, &crate::tsp_heuristics::NEVER)?
         };
         Ok(path
             .into_iter()

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use vastml_order::options::PathMethod;
-use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path};
+use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path_with};
 use vastml_order::{OrderError, TspMeansParams, tsp_means};
 
 use crate::arrays::rows;
@@ -123,9 +123,9 @@ pub fn tsp_path_order<'py>(
     let (data, dim) = rows(&x, "x")?;
     let params = path_params(init, neighbours, or_opt, 0, 0)?;
     let method: PathMethod = method.parse().map_err(|e: OrderError| e.to_pyerr())?;
-    let order = enter(py, n_jobs, |_c: &AtomicBool| match method {
+    let order = enter(py, n_jobs, |c: &AtomicBool| match method {
         PathMethod::Exact => exact_path(data, dim, start, end),
-        PathMethod::Heuristic => solve_path(data, dim, start, end, &params),
+        PathMethod::Heuristic => solve_path_with(data, dim, start, end, &params, c),
     })?;
     Ok(to_i64(order).into_pyarray(py))
 }
