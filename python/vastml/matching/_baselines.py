@@ -235,10 +235,10 @@ class KernelizedSorting(BaseEstimator):
                 LP[:, match] = L  # L P with P[k, match[k]] = 1, without the dense product
                 rows, cols = linear_sum_assignment(LP @ K, maximize=True)
                 new = cols[np.argsort(rows)]
-                if np.array_equal(new, match):
-                    break
+                converged = np.array_equal(new, match)
                 match = new
-                if rounds.report(objective(match), match):
+                # every round is reported, the last (converged) one too
+                if rounds.report(objective(match), match) or converged:
                     break
             return objective(match), match
 
@@ -404,13 +404,14 @@ class LeastSquaresObjectMatching(BaseEstimator):
                 rows, cols = linear_sum_assignment(G, maximize=True)  # x_rows[k] <- y_cols[k]
                 new = np.empty(m, dtype=np.int64)
                 new[cols] = rows
-                if np.array_equal(new, match):
-                    break
-                new_smi, new_alpha = lsmi(K, L, new, ridge)
-                if new_smi <= smi:
-                    break
-                match, smi, alpha = new, new_smi, new_alpha
-                if rounds.report(smi, match):
+                done = bool(np.array_equal(new, match))
+                if not done:
+                    new_smi, new_alpha = lsmi(K, L, new, ridge)
+                    done = new_smi <= smi  # no gain: keep the current matching
+                    if not done:
+                        match, smi, alpha = new, new_smi, new_alpha
+                # every round is reported, the last (converged) one too
+                if rounds.report(smi, match) or done:
                     break
             return smi, match
 
