@@ -1,5 +1,0 @@
-import sys
-
-from vastml.cli import main
-
-sys.exit(main())
