@@ -120,8 +120,8 @@ class AROWMapReduce(ClassifierMixin, BaseEstimator):
         ``state`` the number of rows trained on so far. Returning True stops the fit cleanly:
         the mappers still running are cancelled and the models received so far are reduced
         (``stopped_early_`` is True, ``partition_sizes_`` holds 0 for the dropped partitions).
-        With a ``distributed`` client the reports come as the workers finish; with Dask's
-        local scheduler, after all the mappers ran.
+        The reports come as the mappers finish, on a ``distributed`` client and on Dask's
+        local schedulers alike.
     callback_every : int, default=1
 
     Attributes

@@ -183,26 +183,49 @@ def compute(tasks: Iterable[Any], client: Any = None) -> list[Any]:
     return list(dask.compute(*tasks))
 
 
+class _Stop(Exception):
+    """Raised from a local scheduler callback to end a computation that was asked to stop."""
+
+
+def _compute_reporting_local(tasks: list[Any], out: list[Any], on_result: Any) -> list[Any]:
+    """``compute_reporting`` on Dask's local schedulers: a scheduler callback hands over each
+    task's result as soon as it is computed, in the calling thread (where the local
+    schedulers run their callbacks)."""
+    dask, _ = _dask()
+    from dask.callbacks import Callback
+
+    index = {t.key: i for i, t in enumerate(tasks)}
+
+    def posttask(key: Any, result: Any, *_: Any) -> None:
+        i = index.get(key)
+        if i is not None:
+            out[i] = result
+            if on_result(i, result):  # a callback's error propagates as itself
+                raise _Stop
+
+    try:
+        with Callback(posttask=posttask):
+            dask.compute(*tasks)
+    except _Stop:
+        pass
+    return out
+
+
 def compute_reporting(tasks: list[Any], client: Any, on_result: Any) -> list[Any]:
     """Run Dask tasks, calling ``on_result(index, result)`` for each as it arrives; when it
     returns True the tasks still running are cancelled. Returns the results, None for the
     cancelled ones.
 
-    With a ``distributed`` client (``client``, else the active one) results arrive as the
-    workers finish them; with Dask's local scheduler they are all computed first and then
-    handed over in order.
+    Results arrive as they are computed: with a ``distributed`` client (``client``, else the
+    active one) as the workers finish them, with Dask's local schedulers as each task ends
+    (a scheduler callback sees every finished key; stopping ends the computation there).
     """
-    dask, _ = _dask()
     from vastml.distributed._gauss import active_client
 
     out: list[Any] = [None] * len(tasks)
     client = active_client(client)
     if client is None:
-        for i, r in enumerate(dask.compute(*tasks)):
-            out[i] = r
-            if on_result(i, r):
-                break
-        return out
+        return _compute_reporting_local(tasks, out, on_result)
     from distributed import as_completed
 
     futures = client.compute(list(tasks))
