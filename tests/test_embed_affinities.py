@@ -11,6 +11,12 @@ from vastml.embed import entropic_affinities, knn_sqdist, symmetrize, warm_start
 from vastml.embed._affinities import ORDERS, ROOT_METHODS
 
 
+def _root(perplexity, **options):
+    """The options of ``_core.entropic_affinities_knn``: the wrappers' defaults and ``options``."""
+    return {"perplexity": float(perplexity), "warm": "previous", "method": "euler", "tol": 1e-10,
+            "maxit": 20, "chunk_size": 2048, **options}
+
+
 def row_entropy(d2, log_beta):
     s = d2 - d2.min()
     w = np.exp(-np.exp(log_beta) * s)
@@ -77,7 +83,7 @@ def test_bounds_bracket_the_root_including_adversarial_rows():
     for row, K in zip(rows, perps):
         d2 = np.ascontiguousarray(row[None, :])
         P, lb, evals, bis, lo, hi, conv = _core.entropic_affinities_knn(
-            d2, K, np.array([0]), warm="bounds"
+            d2, np.array([0]), _root(K, warm="bounds")
         )
         assert row_entropy(row, lo[0]) - np.log(K) > 0 > row_entropy(row, hi[0]) - np.log(K)
         assert conv[0]
@@ -191,7 +197,7 @@ def test_csr_output_is_canonical_and_matches_the_dense_rows(digits):
     P, beta, info = entropic_affinities(knn=(d2, idx), perplexity=12)
     # Slow oracle: the solver's n x k rows scattered into a dense matrix by their indices.
     o = info["order"]
-    rows = _core.entropic_affinities_knn(d2, 12.0, o)[0]
+    rows = _core.entropic_affinities_knn(d2, o, _root(12.0))[0]
     dense = np.zeros((n, n))
     np.add.at(dense, (np.repeat(np.arange(n), k), idx.ravel()), rows.ravel())
     assert np.array_equal(P.toarray(), dense)
@@ -203,7 +209,7 @@ def test_csr_output_is_canonical_and_matches_the_dense_rows(digits):
     idx2[:, 0] = idx2[:, 1]
     P2, _, info2 = entropic_affinities(knn=(d2[:, ::-1], idx2), perplexity=12)
     rows2 = _core.entropic_affinities_knn(
-        np.ascontiguousarray(d2[:, ::-1]), 12.0, info2["order"]
+        np.ascontiguousarray(d2[:, ::-1]), info2["order"], _root(12.0)
     )[0]
     dense2 = np.zeros((n, n))
     np.add.at(dense2, (np.repeat(np.arange(n), k), idx2.ravel()), rows2.ravel())
@@ -254,7 +260,7 @@ def test_random_rows_reach_their_perplexity(row, frac, method):
     K = 1 + frac * (k - 1)
     ties = (row == row.min()).sum()
     P, lb, *_, conv = _core.entropic_affinities_knn(
-        np.ascontiguousarray(row[None, :]), K, np.array([0]), method=method
+        np.ascontiguousarray(row[None, :]), np.array([0]), _root(K, method=method)
     )
     if ties < K and row.max() > row.min():
         assert conv[0]

@@ -179,9 +179,11 @@ def test_transform_does_not_depend_on_batch_order():
     d, _ = NearestNeighbors(n_neighbors=15).fit(X).kneighbors(Xn)
     sq = np.ascontiguousarray(d**2)
     order = np.arange(25, dtype=np.int64)
-    p = _core.entropic_affinities_knn(sq, 5.0, order, warm="bounds")[0]
+    root = {"perplexity": 5.0, "warm": "bounds", "method": "euler", "tol": 1e-10, "maxit": 20,
+            "chunk_size": 2048}
+    p = _core.entropic_affinities_knn(sq, order, root)[0]
     sq_perm = np.ascontiguousarray(sq[perm])
-    p_perm = _core.entropic_affinities_knn(sq_perm, 5.0, order, warm="bounds")[0]
+    p_perm = _core.entropic_affinities_knn(sq_perm, order, root)[0]
     np.testing.assert_array_equal(p[perm], p_perm)
     tsne = TSNE(perplexity=5, max_iter=100, random_state=0).fit(X)
     np.testing.assert_allclose(

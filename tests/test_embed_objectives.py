@@ -416,8 +416,8 @@ def _random_p(n, seed=2):
 def _gd_options(n_iter, lr=200.0, momentum=0.5, exaggeration=4.0, **kw):
     """The options dict of ``vastml._core.tsne_gd`` (Barnes-Hut at theta 0.5)."""
     return {"n_iter": n_iter, "learning_rate": lr, "momentum": momentum,
-            "exaggeration": exaggeration, "min_gain": 0.01, "gradient": "barnes_hut",
-            "theta": 0.5, "n_interp": 3, "box_width": 1.0, "objective_at_last": True,
+            "exaggeration": exaggeration, "min_gain": 0.01, "method": "barnes_hut",
+            "theta": 0.5, "epsilon": 0.0, "n_interp": 3, "box_width": 1.0, "objective_at_last": True,
             "iterations_before": 0, "objective_before": float("nan"), **kw}
 
 

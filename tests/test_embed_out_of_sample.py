@@ -61,7 +61,9 @@ def test_transform_with_exact_sums_matches_dense_optimum(model):
     bh = embed_new_points(model, 1.0, Y, d2, idx, 4.0, gradient="barnes_hut", theta=0.0)
     assert np.allclose(out, bh, atol=1e-6)
     # the dense objective is stationary there, and its own minimiser agrees
-    p, *_ = _core.entropic_affinities_knn(d2, 4.0, np.arange(m, dtype=np.int64), warm="bounds")
+    root = {"perplexity": 4.0, "warm": "bounds", "method": "euler", "tol": 1e-10, "maxit": 20,
+            "chunk_size": 2048}
+    p, *_ = _core.entropic_affinities_knn(d2, np.arange(m, dtype=np.int64), root)
     _, g = _point_objective(model, 1.0, out, Y, idx, p)
     assert np.abs(g).max() < 1e-3
     ref = scipy_minimize(

@@ -266,7 +266,7 @@ def test_rust_r_step_equals_numpy(D, damped):
     P, lp, R0, Phi = _problem(11, N=300, K=5, D=D, zeros=True)
     R0 = 0.3 * R0
     Rn, itn = pe_r_step(P, Phi, R0, lp, 0.1, damped=damped)
-    Rr, itr = _core.pe_r_step(P, Phi, R0, lp, 0.1, damped=damped)
+    Rr, itr = _core.pe_r_step(P, Phi, R0, lp, {"eta_r": 0.1, "damped": damped})
     assert np.abs(Rr - Rn).max() < 1e-10
     assert np.abs(itr.astype(int) - itn).max() <= 1  # rounding may decide one last step
     if damped:  # the stationary point (pure Newton need not converge from far away)
@@ -277,43 +277,45 @@ def test_rust_r_step_equals_numpy(D, damped):
 @pytest.mark.parametrize("D", [1, 2, 4])
 def test_rust_evaluate_equals_numpy_and_finite_differences(D):
     P, lp, R, Phi = _problem(12, N=40, K=6, D=D, zeros=True)
-    J, E, H, GPr, GRr = _core.pe_evaluate(P, R, Phi, lp, 0.1, 0.7, grad_r=True)
+    options = {"eta_r": 0.1, "eta_phi": 0.7, "grad_r": True}
+    J, E, H, GPr, GRr = _core.pe_evaluate(P, R, Phi, lp, options)
     Jn, En, KLn = pe_objective(P, R, Phi, lp, 0.1, 0.7)
     GRn, GPn = pe_gradients(P, R, Phi, lp, 0.1, 0.7)
     assert J == pytest.approx(Jn, rel=1e-12) and E == pytest.approx(En, rel=1e-12)
     assert E - H == pytest.approx(KLn, rel=1e-10, abs=1e-10)
     np.testing.assert_allclose(GPr, GPn, atol=1e-10)
     np.testing.assert_allclose(GRr, GRn, atol=1e-10)
-    h = 1e-6
+    h, eta = 1e-6, {"eta_r": 0.1, "eta_phi": 0.7}
     for idx in np.ndindex(Phi.shape):
         a, b = Phi.copy(), Phi.copy()
         a[idx] += h
         b[idx] -= h
-        fd = (_core.pe_evaluate(P, R, a, lp, 0.1, 0.7)[0] - _core.pe_evaluate(P, R, b, lp, 0.1, 0.7)[0])
+        fd = (_core.pe_evaluate(P, R, a, lp, eta)[0] - _core.pe_evaluate(P, R, b, lp, eta)[0])
         assert abs(fd / (2 * h) - GPr[idx]) < 1e-6
 
 
 def test_rust_reduced_is_r_step_then_evaluate_and_thread_independent():
     P, lp, R0, Phi = _problem(13, N=5000, K=7, D=2)
-    J, E, H, G, R, it = _core.pe_reduced(P, Phi, R0, lp, 0.1, 2.0)
-    R2, _ = _core.pe_r_step(P, Phi, R0, lp, 0.1)
+    eta = {"eta_r": 0.1, "eta_phi": 2.0}
+    J, E, H, G, R, it = _core.pe_reduced(P, Phi, R0, lp, eta)
+    R2, _ = _core.pe_r_step(P, Phi, R0, lp, eta)
     np.testing.assert_array_equal(R, R2)
-    J2, _, _, G2, _ = _core.pe_evaluate(P, R, Phi, lp, 0.1, 2.0)
+    J2, _, _, G2, _ = _core.pe_evaluate(P, R, Phi, lp, eta)
     assert J == J2 and np.array_equal(G, G2)
-    one = _core.pe_reduced(P, Phi, R0, lp, 0.1, 2.0, n_jobs=1)
+    one = _core.pe_reduced(P, Phi, R0, lp, eta, n_jobs=1)
     assert one[0] == J and np.array_equal(one[3], G) and np.array_equal(one[4], R)
 
 
 def test_rust_kernels_reject_bad_input():
     P, lp, R, Phi = _problem(14)
     with pytest.raises(ValueError):
-        _core.pe_r_step(P, Phi[:2], R, lp, 0.1)
+        _core.pe_r_step(P, Phi[:2], R, lp, {"eta_r": 0.1})
     with pytest.raises(ValueError, match="eta_r"):
-        _core.pe_r_step(P, Phi, R, lp, 0.0)
+        _core.pe_r_step(P, Phi, R, lp, {"eta_r": 0.0})
     bad = R.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="R"):
-        _core.pe_evaluate(P, bad, Phi, lp, 0.1, 0.1)
+        _core.pe_evaluate(P, bad, Phi, lp, {"eta_r": 0.1, "eta_phi": 0.1})
 
 
 @pytest.mark.parametrize("phi_step", ["newton", "reduced", "paper"])
@@ -380,12 +382,13 @@ def test_reduced_hessian_matches_finite_differences_of_the_reduced_gradient(D):
 @pytest.mark.parametrize("D", [1, 2, 3])
 def test_rust_reduced_hessian_equals_numpy_and_is_thread_independent(D):
     P, lp, R0, Phi = _problem(30 + D, N=5000, K=6, D=D, zeros=True)
-    J, G, H, R, it = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 2.0)
-    J2, _, _, G2, R2, _ = _core.pe_reduced(P, Phi, R0, lp, 0.1, 2.0)
+    eta = {"eta_r": 0.1, "eta_phi": 2.0}
+    J, G, H, R, it = _core.pe_reduced_hessian(P, Phi, R0, lp, eta)
+    J2, _, _, G2, R2, _ = _core.pe_reduced(P, Phi, R0, lp, eta)
     assert J == J2 and np.array_equal(G, G2) and np.array_equal(R, R2)
     Hn = pe_reduced_hessian(P, R, Phi, lp, 0.1, 2.0)
     np.testing.assert_allclose(H, Hn, rtol=0, atol=1e-9 * np.abs(Hn).max())
-    one = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 2.0, n_jobs=1)
+    one = _core.pe_reduced_hessian(P, Phi, R0, lp, eta, n_jobs=1)
     assert np.array_equal(one[2], H)
 
 
@@ -478,8 +481,8 @@ def test_coarse_to_fine_reaches_the_single_stage_optimum(monkeypatch):
     # from a random start: a strict local minimum of the full objective (J is not convex in
     # Phi, so not necessarily the one single-stage Newton finds), of comparable quality
     far = ParametricEmbedding(coarse_to_fine=True, init=Phi0, **kw).fit(P)
-    J, G, H, _, _ = _core.pe_reduced_hessian(P, far.class_embedding_, far.embedding_, lp, 0.1,
-                                             0.01 * N)
+    J, G, H, _, _ = _core.pe_reduced_hessian(P, far.class_embedding_, far.embedding_, lp,
+                                             {"eta_r": 0.1, "eta_phi": 0.01 * N})
     assert np.linalg.norm(G) < 1e-6 * N
     Z = _gauge_complement(far.class_embedding_)
     assert np.linalg.eigvalsh(Z.T @ H @ Z).min() > 0
@@ -497,9 +500,10 @@ def test_default_inner_tolerance_leaves_the_reduced_derivatives_exact_enough_for
     lp = np.log(np.full(K, 1 / K))
     pe = ParametricEmbedding(l2_penalty_centers="auto", random_state=0, coarse_to_fine=False).fit(P)
     Phi, R0 = pe.class_embedding_, P @ pe.class_embedding_
-    J, G, H, _, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 0.01 * N)
-    Jt, Gt, Ht, _, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 0.01 * N, tol_r=1e-26,
-                                                max_newton_iter=100)
+    eta = {"eta_r": 0.1, "eta_phi": 0.01 * N}
+    J, G, H, _, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, eta)
+    tight = {**eta, "tol_r": 1e-26, "max_newton_iter": 100}
+    Jt, Gt, Ht, _, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, tight)
     assert abs(J - Jt) <= 1e-13 * abs(Jt)
     assert np.abs(H - Ht).max() <= 1e-5 * np.abs(Ht).max()
     Z = _gauge_complement(Phi)

@@ -48,14 +48,9 @@ def erfc_sum(
 
 def entropic_affinities_knn(
     sqdist: npt.NDArray[np.float64],
-    perplexity: float,
     order: npt.NDArray[np.int64],
+    options: dict[str, Any],  # perplexity, warm, method, tol, maxit, chunk_size
     parents: npt.NDArray[np.int64] | None = None,
-    warm: str = "previous",
-    method: str = "euler",
-    tol: float = 1e-10,
-    maxit: int = 20,
-    chunk_size: int = 2048,
     n_jobs: int | None = None,
 ) -> tuple[
     npt.NDArray[np.float64],
@@ -66,31 +61,20 @@ def entropic_affinities_knn(
     npt.NDArray[np.float64],
     npt.NDArray[np.bool_],
 ]: ...
-def embedding_objective(
-    model: str,
+def embedding_objective(  # also int32 / int32 / float32 arrays
     x: npt.NDArray[np.float64],
     indptr: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],
     data: npt.NDArray[np.float64],
-    repulsion_weight: float = 1.0,
-    gradient: str = "exact",
-    theta: float = 0.5,
-    epsilon: float = 1e-6,
-    need_objective: bool = True,
+    # model, repulsion_weight, need_objective, method, theta, epsilon, n_interp, box_width
+    options: dict[str, Any],
     n_jobs: int | None = None,
-    n_interp: int = 3,
-    box_width: float = 1.0,
 ) -> tuple[float, float, float, npt.NDArray[np.float64]]: ...
 def kernel_sums(
     x: npt.NDArray[np.float64],
-    kernel: str = "gaussian",
-    method: str = "exact",
-    theta: float = 0.5,
-    epsilon: float = 1e-6,
+    options: dict[str, Any],  # kernel, method, theta, epsilon, n_interp, box_width
     weights: npt.NDArray[np.float64] | None = None,
     n_jobs: int | None = None,
-    n_interp: int = 3,
-    box_width: float = 1.0,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def tsne_gd(
     state: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]],
@@ -126,8 +110,8 @@ class SourceSums:
     def __new__(
         cls,
         sources: npt.NDArray[np.float64],
-        kernel: str = "gaussian",
-        method: str = "barnes_hut",
+        kernel: str,
+        method: str,
         theta: float = 0.5,
         epsilon: float = 1e-6,
     ) -> Self: ...
@@ -147,16 +131,11 @@ def symmetrize_csr(  # also int32 / int32 / float32 arrays (same layout out)
 def entropic_affinities_csr(
     sqdist: npt.NDArray[np.float64],
     indices: npt.NDArray[np.int64],
-    perplexity: float,
     order: npt.NDArray[np.int64],
+    # as entropic_affinities_knn, and compact=True: int32 indices in, int32 / float32 CSR out
+    options: dict[str, Any],
     parents: npt.NDArray[np.int64] | None = None,
-    warm: str = "previous",
-    method: str = "euler",
-    tol: float = 1e-10,
-    maxit: int = 20,
-    chunk_size: int = 2048,
     n_jobs: int | None = None,
-    compact: bool = False,  # int32 indices in; int32 / float32 CSR arrays out
 ) -> tuple[
     npt.NDArray[np.int64],
     npt.NDArray[np.int64],
@@ -459,10 +438,7 @@ def pe_r_step(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    eta_r: float,
-    tol_r: float = 1e-12,
-    max_newton_iter: int = 50,
-    damped: bool = True,
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32]]: ...
 def pe_evaluate(
@@ -470,9 +446,7 @@ def pe_evaluate(
     r: npt.NDArray[np.float64],
     phi: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    eta_r: float,
-    eta_phi: float,
-    grad_r: bool = False,
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
     n_jobs: int | None = None,
 ) -> tuple[float, float, float, npt.NDArray[np.float64], npt.NDArray[np.float64] | None]: ...
 def pe_reduced(
@@ -480,11 +454,7 @@ def pe_reduced(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    eta_r: float,
-    eta_phi: float,
-    tol_r: float = 1e-12,
-    max_newton_iter: int = 50,
-    damped: bool = True,
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
     n_jobs: int | None = None,
 ) -> tuple[
     float,
@@ -494,6 +464,11 @@ def pe_reduced(
     npt.NDArray[np.float64],
     npt.NDArray[np.uint32],
 ]: ...
+# Z of lll_weights with its column count L; a sparse matrix as SciPy's (indptr, indices, data)
+# (indices both int64 or both int32).
+_LllZ = tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], int]
+_Csr = tuple[npt.NDArray[np.int64] | npt.NDArray[np.int32], npt.NDArray[np.int64] | npt.NDArray[np.int32], npt.NDArray[np.float64]]
+
 def lll_weights(
     x: npt.NDArray[np.float64],
     landmarks: npt.NDArray[np.float64],
@@ -503,15 +478,11 @@ def lll_weights(
     progress: Any = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]] | None: ...
 def lll_z_m_zt(
-    indices: npt.NDArray[np.uint32],
-    weights: npt.NDArray[np.float64],
-    n_landmarks: int,
+    z: _LllZ,
     diag: npt.NDArray[np.float64] | None = None,
-    indptr: npt.NDArray[np.int64] | None = None,
-    m_indices: npt.NDArray[np.int64] | None = None,
-    m_data: npt.NDArray[np.float64] | None = None,
-    n_jobs: int | None = None,
+    m: _Csr | None = None,
     keep_rows: bool = False,
+    n_jobs: int | None = None,
     progress: Any = None,
 ) -> (
     npt.NDArray[np.float64]
@@ -522,26 +493,18 @@ def lll_z_m_zt(
     | None
 ): ...
 def lll_z_m_zt_sym(
-    indices: npt.NDArray[np.uint32],
-    weights: npt.NDArray[np.float64],
-    n_landmarks: int,
-    indptr: npt.NDArray[np.int64],
-    m_indices: npt.NDArray[np.int64],
-    m_data: npt.NDArray[np.float64],
+    z: _LllZ,
+    m: _Csr,
     n_jobs: int | None = None,
     progress: Any = None,
 ) -> npt.NDArray[np.float64] | None: ...
 def lll_sym_quadratic_form(
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
-    data: npt.NDArray[np.float64],
+    m: _Csr,
     v: npt.NDArray[np.float64],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def lll_csr_dense(
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
-    data: npt.NDArray[np.float64],
+    m: _Csr,
     x: npt.NDArray[np.float64],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
@@ -550,11 +513,7 @@ def pe_reduced_hessian(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    eta_r: float,
-    eta_phi: float,
-    tol_r: float = 1e-12,
-    max_newton_iter: int = 50,
-    damped: bool = True,
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
     n_jobs: int | None = None,
 ) -> tuple[
     float,

@@ -402,18 +402,10 @@ def entropic_affinities(
     )
     # One Rust pass: root finding, then each row's neighbours sorted by index (repeats of
     # a user's graph summed) into canonical CSR arrays that SciPy takes as they are.
+    root = {"perplexity": perplexity, "warm": warm, "method": method, "tol": tol,
+            "maxit": int(maxit), "chunk_size": 2048, "compact": bool(compact)}
     indptr, indices, data, log_beta, evals, bis, lo, hi, conv = _core.entropic_affinities_csr(
-        sqdist,
-        idx,
-        perplexity,
-        o,
-        parents,
-        warm=warm,
-        method=method,
-        tol=tol,
-        maxit=int(maxit),
-        n_jobs=n_jobs,
-        compact=bool(compact),
+        sqdist, idx, o, root, parents, n_jobs=n_jobs
     )
     P = _csr(data, indices, indptr, n)
     if not np.all(conv):

@@ -271,10 +271,12 @@ def weight_pieces(X, landmarks, n_neighbors, *, reg=1e-3, n_jobs=None, progress=
     return None if out is None else (out[0], out[1], L)
 
 
-def _index_arrays(M):
-    """CSR index arrays as the Rust kernels take them: SciPy's int32 pair uncopied, else int64."""
+def _csr_arrays(M):
+    """(indptr, indices, data) as the Rust kernels take them: SciPy's int32 pair uncopied, else
+    int64; float64 data."""
     it = np.int32 if M.indptr.dtype == np.int32 and M.indices.dtype == np.int32 else np.int64
-    return np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it)
+    return (np.ascontiguousarray(M.indptr, dtype=it), np.ascontiguousarray(M.indices, dtype=it),
+            np.ascontiguousarray(M.data, dtype=np.float64))
 
 
 def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, n_jobs=None, keep_rows=False,
@@ -320,16 +322,13 @@ def reduced_matrix(nbr, W, n_landmarks, *, diag=None, M=None, n_jobs=None, keep_
     z = (np.ascontiguousarray(nbr, dtype=np.uint32), np.ascontiguousarray(W, dtype=np.float64),
          int(n_landmarks))
     if symmetric and M is not None:
-        out = _core.lll_z_m_zt_sym(*z, *_index_arrays(M),
-                                   np.ascontiguousarray(M.data, dtype=np.float64), n_jobs,
-                                   progress)
+        out = _core.lll_z_m_zt_sym(z, _csr_arrays(M), n_jobs, progress)
         if out is not None and diag is not None:
             out += reduced_matrix(nbr, W, n_landmarks, diag=diag, n_jobs=n_jobs)
         return out
     # SciPy's int32 index arrays go in as they are (no copy of a large graph)
-    args = (None, None, None) if M is None else (
-        *_index_arrays(M), np.ascontiguousarray(M.data, dtype=np.float64))
-    res = _core.lll_z_m_zt(*z, diag, *args, n_jobs, bool(keep_rows), progress)
+    m = None if M is None else _csr_arrays(M)
+    res = _core.lll_z_m_zt(z, diag, m, bool(keep_rows), n_jobs, progress)
     if res is None or not keep_rows:
         return res
     out, (indptr, idx, val) = res
@@ -451,8 +450,7 @@ def csr_dense_product(M, Y, *, n_jobs=None):
         raise ValueError(f"`M` must be N x N and `Y` N x k, got {M.shape} and {Y.shape}")
     from vastml import _core
 
-    return _core.lll_csr_dense(*_index_arrays(M), np.ascontiguousarray(M.data, dtype=np.float64),
-                               Y, n_jobs)
+    return _core.lll_csr_dense(_csr_arrays(M), Y, n_jobs)
 
 
 def sym_quadratic_form(M, V, *, n_jobs=None):
@@ -477,9 +475,7 @@ def sym_quadratic_form(M, V, *, n_jobs=None):
         raise ValueError(f"`M` must be N x N and `V` N x k, got {M.shape} and {V.shape}")
     from vastml import _core
 
-    return _core.lll_sym_quadratic_form(*_index_arrays(M),
-                                        np.ascontiguousarray(M.data, dtype=np.float64), V,
-                                        n_jobs)
+    return _core.lll_sym_quadratic_form(_csr_arrays(M), V, n_jobs)
 
 
 def _fix_signs(V):

@@ -153,20 +153,26 @@ class EmbeddingObjective:
         self.n_evaluations += 1
         data = self._data if self.attraction_scale == 1.0 else self._data * self.attraction_scale
         return _core.embedding_objective(
-            self.model,
             X,
             self._indptr,
             self._indices,
             data,
-            self.repulsion_weight,
-            self.gradient,
-            self.theta,
-            self.epsilon,
-            need_objective,
+            self._options(self.repulsion_weight, need_objective),
             self.n_jobs,
-            n_interp=self.n_interp,
-            box_width=self.box_width,
         )
+
+    def _options(self, repulsion_weight, need_objective):
+        """The options dict of ``vastml._core.embedding_objective``."""
+        return {
+            "model": self.model,
+            "repulsion_weight": float(repulsion_weight),
+            "need_objective": bool(need_objective),
+            "method": self.gradient,
+            "theta": float(self.theta),
+            "epsilon": float(self.epsilon),
+            "n_interp": int(self.n_interp),
+            "box_width": float(self.box_width),
+        }
 
     def _apply_schedule(self, dim):
         it = self.n_evaluations if self.iteration is None else self.iteration
@@ -189,19 +195,12 @@ class EmbeddingObjective:
         if self.model not in ("ssne", "tsne"):
             raise ValueError("kl_divergence is defined for the normalised models ssne and tsne")
         E, Ep, Em, _ = _core.embedding_objective(
-            self.model,
             np.ascontiguousarray(X, dtype=np.float64),
             self._indptr,
             self._indices,
             self._data,
-            1.0,
-            self.gradient,
-            self.theta,
-            self.epsilon,
-            True,
+            self._options(1.0, True),
             self.n_jobs,
-            n_interp=self.n_interp,
-            box_width=self.box_width,
         )
         return float(E) + neg_entropy(self._data)
 
@@ -276,13 +275,6 @@ def kernel_sums(
     # interpolation error is below double rounding while the grid (and its FFT) grows as n^d
     n_interp = check_int(n_interp, "n_interp", low=1, high=MAX_N_INTERP)
     w = None if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-    return _core.kernel_sums(
-        X,
-        kernel,
-        method,
-        theta,
-        epsilon,
-        w,
-        n_jobs_arg(n_jobs),
-        n_interp=n_interp,
-    )
+    options = {"kernel": kernel, "method": method, "theta": theta, "epsilon": epsilon,
+               "n_interp": n_interp, "box_width": 1.0}
+    return _core.kernel_sums(X, options, w, n_jobs_arg(n_jobs))

@@ -889,8 +889,9 @@ def _fused_descent(
         "momentum": float(momentum),
         "exaggeration": float(exaggeration),
         "min_gain": float(min_gain),
-        "gradient": objective.gradient,
+        "method": objective.gradient,
         "theta": float(objective.theta),
+        "epsilon": float(getattr(objective, "epsilon", 0.0)),
         "n_interp": int(objective.n_interp),
         "box_width": float(getattr(objective, "box_width", 1.0)),
     }

@@ -243,12 +243,10 @@ def embed_new_points(
     sqdist, idx = sqdist[canon], idx[canon]
     # Each row starts from its own bounds (no warm start from the previous row), so a new
     # point's affinities do not depend on which other points come with it, or in what order.
+    root = {"perplexity": float(perplexity), "warm": "bounds", "method": "euler", "tol": 1e-10,
+            "maxit": 20, "chunk_size": 2048}
     p, *_ = _core.entropic_affinities_knn(
-        np.ascontiguousarray(sqdist),
-        float(perplexity),
-        np.arange(m, dtype=np.int64),
-        warm="bounds",
-        n_jobs=n_jobs,
+        np.ascontiguousarray(sqdist), np.arange(m, dtype=np.int64), root, n_jobs=n_jobs
     )
     out = np.empty((m, Ytrain.shape[1]))
     for a in range(0, m, _CHUNK):

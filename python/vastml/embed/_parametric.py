@@ -67,7 +67,8 @@ class _Kernels:
     def __init__(self, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped, n_jobs):
         self.P, self.lp = P, np.ascontiguousarray(log_prior, dtype=np.float64)
         self.eta_r, self.eta_phi = eta_r, eta_phi
-        self.kw = {"tol_r": tol_r, "max_newton_iter": max_newton_iter, "damped": damped}
+        self.kw = {"eta_r": eta_r, "eta_phi": eta_phi, "tol_r": tol_r,
+                   "max_newton_iter": max_newton_iter, "damped": damped}
         self.n_jobs = n_jobs
 
     def r_step(self, Phi, R, **override):
@@ -75,35 +76,32 @@ class _Kernels:
         kw = {**self.kw, **override}
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
         R, it = _core.pe_r_step(self.P, Phi, np.ascontiguousarray(R, dtype=np.float64),
-                                self.lp, self.eta_r, n_jobs=self.n_jobs, **kw)
+                                self.lp, kw, n_jobs=self.n_jobs)
         return R, it.astype(np.int64)
 
     def evaluate(self, R, Phi):
         """(J, E, entropy, dJ/dPhi) at (R, Phi)."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        J, E, H, G, _ = _core.pe_evaluate(self.P, R, Phi, self.lp, self.eta_r, self.eta_phi,
-                                          n_jobs=self.n_jobs)
+        J, E, H, G, _ = _core.pe_evaluate(self.P, R, Phi, self.lp, self.kw, n_jobs=self.n_jobs)
         return J, E, H, G
 
     def reduced(self, Phi, R):
         """(J~, dJ~/dPhi, R*, Newton steps) of the reduced objective, warm-started at R."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        J, _, _, G, R, it = _core.pe_reduced(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
-                                             n_jobs=self.n_jobs, **self.kw)
+        J, _, _, G, R, it = _core.pe_reduced(self.P, Phi, R, self.lp, self.kw, n_jobs=self.n_jobs)
         return J, G, R, it
 
     def reduced_hessian(self, Phi, R):
         """(J~, dJ~/dPhi, d2J~/dPhi2, R*, Newton steps), warm-started at R."""
         Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-        return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.eta_r, self.eta_phi,
-                                        n_jobs=self.n_jobs, **self.kw)
+        return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.kw, n_jobs=self.n_jobs)
 
     def subset(self, idx, n_total):
         """The same problem on the objects ``idx``, eta_phi scaled by len(idx) / n_total so that
         its optimum estimates the full one (J of the subset ~ J * len(idx) / n_total)."""
         sub = type(self)(np.ascontiguousarray(self.P[idx]), self.lp, self.eta_r,
                          self.eta_phi * len(idx) / n_total, 0, 0, True, self.n_jobs)
-        sub.kw = dict(self.kw)
+        sub.kw = {**self.kw, "eta_phi": sub.eta_phi}
         return sub
 
 

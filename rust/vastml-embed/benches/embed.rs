@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
-use vastml_embed::affinity::{RootOptions, WarmStart, entropic_affinities};
+use vastml_embed::affinity::{AffinityParams, RootOptions, WarmStart, entropic_affinities};
 use vastml_embed::nbody::{BarnesHut, Kernel, exact_sums, fgt_sums};
 
 fn bench(c: &mut Criterion) {
@@ -19,17 +19,14 @@ fn bench(c: &mut Criterion) {
     let order: Vec<usize> = (0..n).collect();
     c.bench_function("affinities n=5000 k=90 K=30", |b| {
         b.iter(|| {
-            entropic_affinities(
-                black_box(&d2),
-                n,
-                k,
-                30.0,
-                &RootOptions::default(),
-                &order,
-                WarmStart::Previous,
-                1024,
-                &cancel,
-            )
+            let params = AffinityParams {
+                perplexity: 30.0,
+                root: RootOptions::default(),
+                order: &order,
+                warm: WarmStart::Previous,
+                chunk_size: 1024,
+            };
+            entropic_affinities(black_box(&d2), n, k, &params, &cancel)
         })
     });
     let x: Vec<f64> = (0..2 * 4000).map(|_| rng.random::<f64>() * 20.0).collect();

@@ -98,6 +98,50 @@ pub enum WarmStart<'a> {
     Bounds,
 }
 
+/// The name of a [`WarmStart`] as the Python API spells it (`"previous"`, `"parents"`,
+/// `"bounds"`); [`WarmStartKind::with`] adds the parents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarmStartKind {
+    /// [`WarmStart::Previous`].
+    Previous,
+    /// [`WarmStart::Parents`].
+    Parents,
+    /// [`WarmStart::Bounds`].
+    Bounds,
+}
+
+impl WarmStartKind {
+    /// The warm start, with `parents` for [`WarmStartKind::Parents`] (ignored otherwise).
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for `Parents` without `parents`.
+    pub fn with(self, parents: Option<&[i64]>) -> Result<WarmStart<'_>> {
+        Ok(match (self, parents) {
+            (WarmStartKind::Previous, _) => WarmStart::Previous,
+            (WarmStartKind::Bounds, _) => WarmStart::Bounds,
+            (WarmStartKind::Parents, Some(p)) => WarmStart::Parents(p),
+            (WarmStartKind::Parents, None) => {
+                return Err(invalid("parents", "warm start 'parents' needs `parents`"));
+            }
+        })
+    }
+}
+
+impl FromStr for WarmStartKind {
+    type Err = EmbedError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "previous" => Ok(WarmStartKind::Previous),
+            "parents" => Ok(WarmStartKind::Parents),
+            "bounds" => Ok(WarmStartKind::Bounds),
+            _ => Err(invalid(
+                "warm",
+                format!("unknown warm start {s:?}; use previous, parents or bounds"),
+            )),
+        }
+    }
+}
+
 /// Options of the root finder (default: Euler steps, tol 1e-10 on |H − log K|, 20 steps
 /// before a forced bisection).
 #[derive(Debug, Clone, Copy)]
@@ -294,6 +338,37 @@ fn solve_all(
     })
 }
 
+/// What [`entropic_affinities`] computes and how: the perplexity, the root finder, the
+/// visiting order (a permutation of 0..n), the warm start and the chunk size (consecutive
+/// points of the order solved sequentially; chunks run in parallel).
+#[derive(Debug, Clone, Copy)]
+pub struct AffinityParams<'a> {
+    /// The perplexity K, in (1, k).
+    pub perplexity: f64,
+    /// The root finder and its tolerance.
+    pub root: RootOptions,
+    /// The order in which points are solved.
+    pub order: &'a [usize],
+    /// Where each point's root finder starts.
+    pub warm: WarmStart<'a>,
+    /// Points of the order per parallel chunk (the result does not depend on threads).
+    pub chunk_size: usize,
+}
+
+impl<'a> AffinityParams<'a> {
+    fn problem(&'a self, sqdist: &'a [f64], n: usize, k: usize) -> Problem<'a> {
+        Problem {
+            sqdist,
+            n,
+            k,
+            perplexity: self.perplexity,
+            opts: &self.root,
+            order: self.order,
+            warm: self.warm,
+        }
+    }
+}
+
 /// Entropic affinities of n points from their k-nearest-neighbour squared distances.
 ///
 /// `sqdist` is n x k row-major (self excluded; any order within a row). `order` is a
@@ -304,31 +379,17 @@ fn solve_all(
 /// [`EmbedError::InvalidParameter`] for k < 2, perplexity outside (1, k), tol <= 0, a bad
 /// order or parents; [`EmbedError::ShapeMismatch`]; [`EmbedError::NonFinite`] or a
 /// negative distance; [`EmbedError::Cancelled`].
-// Public signature called by the bindings as is; a parameter struct would change the API.
-#[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities(
     sqdist: &[f64],
     n_points: usize,
     n_neighbors: usize,
-    perplexity: f64,
-    opts: &RootOptions,
-    order: &[usize],
-    warm: WarmStart,
-    chunk_size: usize,
+    params: &AffinityParams<'_>,
     cancel: &AtomicBool,
 ) -> Result<Affinities> {
     let (n, k) = (n_points, n_neighbors);
-    let problem = Problem {
-        sqdist,
-        n,
-        k,
-        perplexity,
-        opts,
-        order,
-        warm,
-    };
+    let problem = params.problem(sqdist, n, k);
     let pos = check_problem(&problem)?;
-    let solved = solve_all(&problem, &pos, chunk_size, cancel)?;
+    let solved = solve_all(&problem, &pos, params.chunk_size, cancel)?;
     let mut probabilities = vec![0.0; n * k];
     probabilities
         .par_chunks_mut(k)
@@ -387,30 +448,16 @@ impl AffinityInfo {
 /// # Errors
 /// As [`entropic_affinities`], and [`EmbedError::ShapeMismatch`] for `indices` of the wrong
 /// length or out of 0..n.
-// Public signature called by the bindings as is; a parameter struct would change the API.
-#[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities_csr<I: CsrIndex, V: CsrValue>(
     sqdist: &[f64],
     indices: &[I],
     n_points: usize,
     n_neighbors: usize,
-    perplexity: f64,
-    opts: &RootOptions,
-    order: &[usize],
-    warm: WarmStart,
-    chunk_size: usize,
+    params: &AffinityParams<'_>,
     cancel: &AtomicBool,
 ) -> Result<(CsrMatrix<I, V>, AffinityInfo)> {
     let (n, k) = (n_points, n_neighbors);
-    let problem = Problem {
-        sqdist,
-        n,
-        k,
-        perplexity,
-        opts,
-        order,
-        warm,
-    };
+    let problem = params.problem(sqdist, n, k);
     let pos = check_problem(&problem)?;
     if indices.len() != n * k {
         return Err(EmbedError::ShapeMismatch(format!(
@@ -430,7 +477,7 @@ pub fn entropic_affinities_csr<I: CsrIndex, V: CsrValue>(
             "neighbour index out of 0..n_points".into(),
         ));
     }
-    let solved = solve_all(&problem, &pos, chunk_size, cancel)?;
+    let solved = solve_all(&problem, &pos, params.chunk_size, cancel)?;
     let csr = csr::rows_to_csr(n, k, indices, &solved.probabilities, &pos);
     Ok((csr, AffinityInfo::from_rows(&solved.rows, &pos)))
 }

@@ -34,9 +34,6 @@
 //! until they are accepted, or passed down; targets are processed in parallel (rayon join
 //! over children of large cells).
 
-// Small fixed-size D / D x D arrays: index loops read like the formulas.
-#![allow(clippy::needless_range_loop)]
-
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -449,9 +446,9 @@ impl<const D: usize> DualTree<D> {
             let sc = &self.cells[s as usize];
             let mut r = [0.0; D];
             let mut d2 = 0.0;
-            for c in 0..D {
-                r[c] = tc.centre[c] - sc.centre[c];
-                d2 += r[c] * r[c];
+            for (c, rc) in r.iter_mut().enumerate() {
+                *rc = tc.centre[c] - sc.centre[c];
+                d2 += *rc * *rc;
             }
             let sz = tc.size + sc.size;
             if s != t && sz * sz < theta2 * d2 {
@@ -503,9 +500,9 @@ impl<const D: usize> DualTree<D> {
             let (a, b) = rest.split_at_mut((kc.end - kc.start) as usize);
             rest = b;
             let mut g = f0;
-            for c in 0..D {
-                for e in 0..D {
-                    g[c] += jac[c][e] * (kc.centre[e] - tc.centre[e]);
+            for (gc, row) in g.iter_mut().zip(&jac) {
+                for (e, j) in row.iter().enumerate() {
+                    *gc += j * (kc.centre[e] - tc.centre[e]);
                 }
             }
             parts.push((k, a, (g, jac)));

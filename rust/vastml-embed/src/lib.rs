@@ -15,13 +15,19 @@
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
-//! use vastml_embed::affinity::{entropic_affinities, RootOptions, WarmStart, row_entropy};
+//! use vastml_embed::affinity::{AffinityParams, RootOptions, WarmStart, entropic_affinities, row_entropy};
 //!
 //! // 4 points, each with 3 neighbours (squared distances, self excluded).
 //! let d2 = [1.0, 2.0, 5.0, 1.0, 1.5, 3.0, 0.5, 2.0, 2.5, 1.0, 4.0, 9.0];
 //! let order = [0, 1, 2, 3];
-//! let aff = entropic_affinities(&d2, 4, 3, 2.0, &RootOptions::default(), &order,
-//!                               WarmStart::Previous, 1024, &AtomicBool::new(false)).unwrap();
+//! let params = AffinityParams {
+//!     perplexity: 2.0,
+//!     root: RootOptions::default(),
+//!     order: &order,
+//!     warm: WarmStart::Previous,
+//!     chunk_size: 1024,
+//! };
+//! let aff = entropic_affinities(&d2, 4, 3, &params, &AtomicBool::new(false)).unwrap();
 //! for n in 0..4 {
 //!     let h = row_entropy(&d2[3 * n..3 * n + 3], aff.log_beta[n]);
 //!     assert!((h - 2f64.ln()).abs() < 1e-10);
@@ -40,5 +46,7 @@ pub mod objective;
 pub mod parametric;
 
 pub use error::{EmbedError, Result};
-pub use nbody::{Kernel, Repulsion};
-pub use objective::{Csr, CsrIndex, CsrValue, Evaluation, Model, evaluate, evaluate_with};
+pub use nbody::{Kernel, Repulsion, RepulsionMethod, RepulsionParams};
+pub use objective::{
+    Csr, CsrIndex, CsrValue, Evaluation, Model, ObjectiveParams, evaluate, evaluate_with,
+};

@@ -265,7 +265,26 @@ pub fn evaluate<I: CsrIndex, V: CsrValue>(
     repulsion: Repulsion,
     cancel: &AtomicBool,
 ) -> Result<Evaluation> {
-    evaluate_with(model, x, dim, attraction_w, lambda, repulsion, true, cancel)
+    let params = ObjectiveParams {
+        model,
+        lambda,
+        repulsion,
+        need_objective: true,
+    };
+    evaluate_with(x, dim, attraction_w, &params, cancel)
+}
+
+/// The model of [`evaluate_with`] and how its terms are weighted and computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObjectiveParams {
+    /// EE, SNE, symmetric SNE or t-SNE.
+    pub model: Model,
+    /// λ, the weight of the repulsive term (>= 0).
+    pub lambda: f64,
+    /// How the repulsive kernel sums are computed.
+    pub repulsion: Repulsion,
+    /// False: the t-SNE attraction skips its logarithms and the objective (and E⁺) is NaN.
+    pub need_objective: bool,
 }
 
 /// As [`evaluate`]; with `need_objective = false` the t-SNE attraction skips its
@@ -274,17 +293,19 @@ pub fn evaluate<I: CsrIndex, V: CsrValue>(
 ///
 /// # Errors
 /// As [`evaluate`].
-#[allow(clippy::too_many_arguments)]
 pub fn evaluate_with<I: CsrIndex, V: CsrValue>(
-    model: Model,
     x: &[f64],
     dim: usize,
     attraction_w: &Csr<I, V>,
-    lambda: f64,
-    repulsion: Repulsion,
-    need_objective: bool,
+    params: &ObjectiveParams,
     cancel: &AtomicBool,
 ) -> Result<Evaluation> {
+    let ObjectiveParams {
+        model,
+        lambda,
+        repulsion,
+        need_objective,
+    } = *params;
     let n = check_points(x, dim)?;
     attraction_w.check(n)?;
     if !(lambda >= 0.0 && lambda.is_finite()) {

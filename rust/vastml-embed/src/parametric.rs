@@ -692,7 +692,6 @@ impl HessScratch {
 
 /// Adds object n's term `C - B^T A^{-1} B` (see [`reduced_hessian`]) to the lower triangle of
 /// `hess` (kd x kd); `q` the posteriors at the object's optimum `r`.
-#[allow(clippy::too_many_arguments)]
 fn accumulate_hessian(
     pb: &Problem<'_>,
     p: &[f64],

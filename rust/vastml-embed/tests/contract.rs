@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use vastml_embed::affinity::{
-    RootMethod, RootOptions, WarmStart, entropic_affinities, log_beta_bounds, p1_bound, row_entropy,
+    AffinityParams, RootMethod, RootOptions, WarmStart, entropic_affinities, log_beta_bounds,
+    p1_bound, row_entropy,
 };
 use vastml_embed::nbody::{BarnesHut, Kernel, exact_sums, fgt_sums};
 use vastml_embed::{Csr, Model, Repulsion, evaluate};
@@ -30,22 +31,18 @@ fn solve(
     warm: WarmStart,
 ) -> vastml_embed::affinity::Affinities {
     let order: Vec<usize> = (0..n).collect();
-    let opts = RootOptions {
+    let root = RootOptions {
         method,
         ..RootOptions::default()
     };
-    entropic_affinities(
-        d2,
-        n,
-        k,
-        perp,
-        &opts,
-        &order,
+    let params = AffinityParams {
+        perplexity: perp,
+        root,
+        order: &order,
         warm,
-        7,
-        &AtomicBool::new(false),
-    )
-    .unwrap()
+        chunk_size: 7,
+    };
+    entropic_affinities(d2, n, k, &params, &AtomicBool::new(false)).unwrap()
 }
 
 fn random_rows(seed: u64, n: usize, k: usize, scale: f64) -> Vec<f64> {
@@ -197,18 +194,20 @@ fn bad_input_is_rejected() {
     let d2 = vec![1.0; 12];
     let order = [0, 1, 2];
     let c = AtomicBool::new(false);
-    let o = RootOptions::default();
-    assert!(entropic_affinities(&d2, 3, 4, 4.0, &o, &order, WarmStart::Previous, 8, &c).is_err());
-    assert!(entropic_affinities(&d2, 3, 4, 1.0, &o, &order, WarmStart::Previous, 8, &c).is_err());
-    assert!(
-        entropic_affinities(&d2, 3, 4, 2.0, &o, &[0, 0, 1], WarmStart::Previous, 8, &c).is_err()
-    );
+    let params = |perplexity, order| AffinityParams {
+        perplexity,
+        root: RootOptions::default(),
+        order,
+        warm: WarmStart::Previous,
+        chunk_size: 8,
+    };
+    assert!(entropic_affinities(&d2, 3, 4, &params(4.0, &order), &c).is_err());
+    assert!(entropic_affinities(&d2, 3, 4, &params(1.0, &order), &c).is_err());
+    assert!(entropic_affinities(&d2, 3, 4, &params(2.0, &[0, 0, 1]), &c).is_err());
     let mut nan = d2.clone();
     nan[3] = f64::NAN;
-    assert!(entropic_affinities(&nan, 3, 4, 2.0, &o, &order, WarmStart::Previous, 8, &c).is_err());
-    assert!(
-        entropic_affinities(&d2[..11], 3, 4, 2.0, &o, &order, WarmStart::Previous, 8, &c).is_err()
-    );
+    assert!(entropic_affinities(&nan, 3, 4, &params(2.0, &order), &c).is_err());
+    assert!(entropic_affinities(&d2[..11], 3, 4, &params(2.0, &order), &c).is_err());
 }
 
 fn points(seed: u64, n: usize, dim: usize, scale: f64) -> Vec<f64> {

@@ -1,9 +1,10 @@
 //! Bindings of `vastml_embed::lll`: Locally Linear Landmarks weights and reduced products.
 //!
-//! The long kernels (`lll_weights`, `lll_z_m_zt`, `lll_z_m_zt_sym`) take `progress=None`: the
-//! bound `vastml._progress.Progress.report` of the fit, called between chunks of points as
-//! `report(iteration, nan, None)`. When it returns True the kernel stops and the binding
-//! returns None (an exception it raises is re-raised).
+//! Z arrives as `lll_weights`'s `(indices, weights, n_landmarks)` and a sparse N x N matrix M
+//! as SciPy's `(indptr, indices, data)` (indices both int64 or both int32, uncopied). The long
+//! kernels take `progress=None`: the bound `vastml._progress.Progress.report` of the fit,
+//! called between chunks of points as `report(iteration, nan, None)`. When it returns True the
+//! kernel stops and the binding returns None (an exception it raises is re-raised).
 
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -15,88 +16,68 @@ use vastml_embed::lll::{
     z_m_zt, z_m_zt_keep, z_m_zt_sym,
 };
 
-use crate::arrays::{rows, vector};
+use crate::arrays::{CsrIndexArrays, csr_index, matrix, rows, vector, with_csr};
 use crate::door::enter;
 use crate::progress;
 
-fn matrix<'py, T: numpy::Element>(
-    py: Python<'py>,
-    v: Vec<T>,
-    r: usize,
-    c: usize,
-) -> PyResult<Bound<'py, PyArray2<T>>> {
-    numpy::ndarray::Array2::from_shape_vec((r, c), v)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-        .map(|a| a.into_pyarray(py))
-}
+/// Z as `lll_weights` returns it, with its column count L.
+#[derive(FromPyObject)]
+pub struct ZArgs<'py>(
+    PyReadonlyArray2<'py, u32>,
+    PyReadonlyArray2<'py, f64>,
+    usize,
+);
 
-fn ints<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous array")))
-}
-
-/// The index arrays of a CSR matrix in either width SciPy uses (int32 arrays are not copied).
-enum Index<'py> {
-    Wide(PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
-    Compact(PyReadonlyArray1<'py, i32>, PyReadonlyArray1<'py, i32>),
-}
-
-fn index<'py>(indptr: &Bound<'py, PyAny>, indices: &Bound<'py, PyAny>) -> PyResult<Index<'py>> {
-    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
-        return Ok(Index::Wide(p, i));
-    }
-    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
-        return Ok(Index::Compact(p, i));
-    }
-    Err(PyTypeError::new_err(
-        "`indptr` and `indices` must both be int64 or both int32 arrays",
-    ))
-}
-
-/// Runs `$body` with `$m` bound to the [`Csr`] of `$index` and `$data` (instantiated for both
-/// index widths).
-macro_rules! with_csr {
-    ($index:expr, $data:expr, |$m:ident| $body:expr) => {
-        match &$index {
-            Index::Wide(p, i) => {
-                let $m = Csr {
-                    indptr: ints(p, "indptr")?,
-                    indices: ints(i, "indices")?,
-                    data: $data,
-                };
-                $body
-            }
-            Index::Compact(p, i) => {
-                let $m = Csr {
-                    indptr: ints(p, "indptr")?,
-                    indices: ints(i, "indices")?,
-                    data: $data,
-                };
-                $body
-            }
+impl ZArgs<'_> {
+    /// Z and L.
+    fn get(&self) -> PyResult<(Weights, usize)> {
+        let (indices, weights) = (&self.0, &self.1);
+        let (vs, k) = rows(weights, "weights")?;
+        if indices.shape() != weights.shape() {
+            return Err(PyValueError::new_err(
+                "`indices` and `weights` differ in shape",
+            ));
         }
-    };
+        let ix = indices
+            .as_slice()
+            .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous uint32 array"))?;
+        let z = Weights {
+            k,
+            indices: ix.to_vec(),
+            values: vs.to_vec(),
+        };
+        Ok((z, self.2))
+    }
 }
 
-/// Z from `lll_weights`'s (indices, weights).
-fn weights_arg(
-    indices: &PyReadonlyArray2<'_, u32>,
-    weights: &PyReadonlyArray2<'_, f64>,
-) -> PyResult<Weights> {
-    let (vs, k) = rows(weights, "weights")?;
-    if indices.shape() != weights.shape() {
-        return Err(PyValueError::new_err(
-            "`indices` and `weights` differ in shape",
-        ));
+/// A sparse matrix as SciPy's `(indptr, indices, data)`.
+#[derive(FromPyObject)]
+pub struct MArgs<'py>(
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    PyReadonlyArray1<'py, f64>,
+);
+
+impl<'py> MArgs<'py> {
+    fn parts(&self) -> PyResult<(CsrIndexArrays<'py>, &[f64])> {
+        Ok((csr_index(&self.0, &self.1)?, vector(&self.2, "data")?))
     }
-    let ix = indices
-        .as_slice()
-        .map_err(|_| PyTypeError::new_err("`indices` must be a C-contiguous uint32 array"))?;
-    Ok(Weights {
-        k,
-        indices: ix.to_vec(),
-        values: vs.to_vec(),
-    })
+}
+
+/// Runs `$body` with `$m` bound to the [`Csr`] of [`MArgs`] `$args` (instantiated for both
+/// index widths).
+macro_rules! with_m {
+    ($args:expr, |$m:ident| $body:expr) => {{
+        let (index, data) = $args.parts()?;
+        with_csr!(index, |indptr, indices| {
+            let $m = Csr {
+                indptr,
+                indices,
+                data,
+            };
+            $body
+        })
+    }};
 }
 
 /// Runs `work` through [`enter`] with the optional progress hook: None when the hook stopped it.
@@ -121,12 +102,7 @@ fn run<T: Send>(
 
 type WeightsOut<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f64>>);
 
-/// lll_weights(x, landmarks, n_neighbors, reg, n_jobs=None, progress=None)
-/// --
-///
-/// LLE reconstruction weights of every row of `x` (N x D) from its `n_neighbors` nearest
-/// rows of `landmarks` (L x D), G + reg tr(G) I. Returns (indices N x K uint32, nearest
-/// first; weights N x K, rows summing to one), or None when `progress` stopped it.
+/// LLE weights of each row of x from its nearest landmarks: (indices, weights) or None.
 #[pyfunction]
 #[pyo3(signature = (x, landmarks, n_neighbors, reg, n_jobs=None, progress=None))]
 pub fn lll_weights<'py>(
@@ -190,123 +166,76 @@ fn product_out<'py>(
     }
 }
 
-/// lll_z_m_zt(indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None, keep_rows=False, progress=None)
-/// --
-///
-/// Z (diag(v) + M) Z^T as a dense L x L array, for Z given by `lll_weights`'s (indices,
-/// weights) and an optional N x N CSR matrix M (indptr / indices both int64 or both int32, as
-/// SciPy stores them: no copy of a large graph). Deterministic for any n_jobs. With
-/// `keep_rows=True` returns (that array, (indptr uint N + 1, indices uint32, values)) where the
-/// second is the CSR N x L matrix (diag(v) + M) Z^T computed on the way. None when `progress`
-/// stopped it.
+/// Z (diag(v) + M) Z^T (dense L x L); with `keep_rows` also (diag(v) + M) Z^T as CSR arrays.
 #[pyfunction]
-#[pyo3(signature = (indices, weights, n_landmarks, diag=None, indptr=None, m_indices=None, m_data=None, n_jobs=None, keep_rows=false, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (z, diag=None, m=None, keep_rows=false, n_jobs=None, progress=None))]
 pub fn lll_z_m_zt<'py>(
     py: Python<'py>,
-    indices: PyReadonlyArray2<'py, u32>,
-    weights: PyReadonlyArray2<'py, f64>,
-    n_landmarks: usize,
+    z: ZArgs<'py>,
     diag: Option<PyReadonlyArray1<'py, f64>>,
-    indptr: Option<Bound<'py, PyAny>>,
-    m_indices: Option<Bound<'py, PyAny>>,
-    m_data: Option<PyReadonlyArray1<'py, f64>>,
-    n_jobs: Option<isize>,
+    m: Option<MArgs<'py>>,
     keep_rows: bool,
+    n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let z = weights_arg(&indices, &weights)?;
+    let (z, l) = z.get()?;
     let dg = diag.as_ref().map(|v| vector(v, "diag")).transpose()?;
-    let l = n_landmarks;
-    let res = match (&indptr, &m_indices, &m_data) {
-        (Some(p), Some(i), Some(v)) => with_csr!(index(p, i)?, vector(v, "m_data")?, |m| {
-            run(py, n_jobs, progress, |c| {
-                product(&z, l, dg, Some(m), c, keep_rows)
-            })?
-        }),
-        (None, None, None) => run(py, n_jobs, progress, |c| {
+    let res = match &m {
+        Some(m) => with_m!(m, |m| run(py, n_jobs, progress, |c| {
+            product(&z, l, dg, Some(m), c, keep_rows)
+        })?),
+        None => run(py, n_jobs, progress, |c| {
             product::<i64>(&z, l, dg, None, c, keep_rows)
         })?,
-        _ => {
-            return Err(PyValueError::new_err(
-                "give all of `indptr`, `m_indices`, `m_data` or none",
-            ));
-        }
     };
     res.map(|r| product_out(py, r, l)).transpose()
 }
 
-/// lll_csr_dense(indptr, indices, data, x, n_jobs=None)
-/// --
-///
-/// M X for an N x N CSR matrix M (indptr / indices both int64 or both int32, uncopied) and a
-/// dense N x k array X; returns N x k. Deterministic for any n_jobs.
+/// M X for a sparse N x N matrix M and a dense N x k array X.
 #[pyfunction]
-#[pyo3(signature = (indptr, indices, data, x, n_jobs=None))]
+#[pyo3(signature = (m, x, n_jobs=None))]
 pub fn lll_csr_dense<'py>(
     py: Python<'py>,
-    indptr: Bound<'py, PyAny>,
-    indices: Bound<'py, PyAny>,
-    data: PyReadonlyArray1<'py, f64>,
+    m: MArgs<'py>,
     x: PyReadonlyArray2<'py, f64>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (xs, k) = rows(&x, "x")?;
     let n = x.shape()[0];
-    let out = with_csr!(index(&indptr, &indices)?, vector(&data, "data")?, |m| {
+    let out = with_m!(m, |m| {
         enter(py, n_jobs, |cancel| csr_dense_product(m, xs, k, cancel))?
     });
     matrix(py, out, n, k)
 }
 
-/// lll_z_m_zt_sym(indices, weights, n_landmarks, indptr, m_indices, m_data, n_jobs=None, progress=None)
-/// --
-///
-/// Z M Z^T (dense L x L) for a symmetric N x N CSR matrix M, reading only its upper triangle
-/// (every edge once; the lower triangle is never read nor checked). Deterministic for any
-/// n_jobs. None when `progress` stopped it.
+/// Z M Z^T (dense L x L) for a symmetric M, reading only its upper triangle; None if stopped.
 #[pyfunction]
-#[pyo3(signature = (indices, weights, n_landmarks, indptr, m_indices, m_data, n_jobs=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (z, m, n_jobs=None, progress=None))]
 pub fn lll_z_m_zt_sym<'py>(
     py: Python<'py>,
-    indices: PyReadonlyArray2<'py, u32>,
-    weights: PyReadonlyArray2<'py, f64>,
-    n_landmarks: usize,
-    indptr: Bound<'py, PyAny>,
-    m_indices: Bound<'py, PyAny>,
-    m_data: PyReadonlyArray1<'py, f64>,
+    z: ZArgs<'py>,
+    m: MArgs<'py>,
     n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
-    let z = weights_arg(&indices, &weights)?;
-    let (ix, data) = (index(&indptr, &m_indices)?, vector(&m_data, "m_data")?);
-    let l = n_landmarks;
-    let out = with_csr!(ix, data, |m| run(py, n_jobs, progress, |c| z_m_zt_sym(
+    let (z, l) = z.get()?;
+    let out = with_m!(m, |m| run(py, n_jobs, progress, |c| z_m_zt_sym(
         &z, l, m, c
     ))?);
-    out.map(|o| matrix(py, o, n_landmarks, n_landmarks))
-        .transpose()
+    out.map(|o| matrix(py, o, l, l)).transpose()
 }
 
-/// lll_sym_quadratic_form(indptr, indices, data, v, n_jobs=None)
-/// --
-///
-/// V^T M V (k x k) for a symmetric N x N CSR matrix M (indptr / indices both int64 or both
-/// int32, uncopied; only the upper triangle is read, symmetry is not checked) and a dense N x k
-/// array V. Deterministic for any n_jobs.
+/// V^T M V (k x k) for a symmetric M (upper triangle read) and a dense N x k array V.
 #[pyfunction]
-#[pyo3(signature = (indptr, indices, data, v, n_jobs=None))]
+#[pyo3(signature = (m, v, n_jobs=None))]
 pub fn lll_sym_quadratic_form<'py>(
     py: Python<'py>,
-    indptr: Bound<'py, PyAny>,
-    indices: Bound<'py, PyAny>,
-    data: PyReadonlyArray1<'py, f64>,
+    m: MArgs<'py>,
     v: PyReadonlyArray2<'py, f64>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (vs, k) = rows(&v, "v")?;
-    let out = with_csr!(index(&indptr, &indices)?, vector(&data, "data")?, |m| {
+    let out = with_m!(m, |m| {
         enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
     });
     matrix(py, out, k, k)

@@ -17,8 +17,6 @@
 //! rectangle. The summation order is fixed by the tree, so results do not depend on the
 //! number of threads.
 
-#![allow(clippy::needless_range_loop)]
-
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -217,7 +215,6 @@ impl<const D: usize> DualTree<D> {
 
     /// Cell `a` (in view `va`) against cell `b` (in view `vb`, disjoint); returns their
     /// share of Z (both orders).
-    #[allow(clippy::too_many_arguments)]
     fn cross(
         &self,
         a: u32,
@@ -230,9 +227,9 @@ impl<const D: usize> DualTree<D> {
         let (ac, bc) = (&self.cells[a as usize], &self.cells[b as usize]);
         let mut r = [0.0; D];
         let mut d2 = 0.0;
-        for c in 0..D {
-            r[c] = ac.centre[c] - bc.centre[c];
-            d2 += r[c] * r[c];
+        for (c, rc) in r.iter_mut().enumerate() {
+            *rc = ac.centre[c] - bc.centre[c];
+            d2 += *rc * *rc;
         }
         let sz = ac.size + bc.size;
         let (na, nb) = ((ac.end - ac.start) as f64, (bc.end - bc.start) as f64);
