@@ -11,16 +11,12 @@ fn uniform(rng: &mut Pcg64, n: usize, dim: usize) -> Vec<f64> {
     (0..n * dim).map(|_| rng.random::<f64>()).collect()
 }
 
-/// Plans from a sample, combines radii and coefficients over `parts`, evaluates `targets`.
-#[allow(clippy::too_many_arguments)]
+/// Plans from a sample, combines radii and coefficients over `parts`, evaluates `targets`
+/// with bandwidth `h`, error bound `eps` and `method`.
 fn split_transform(
-    parts: &[&[f64]],
-    weights: &[&[f64]],
-    n_weights: usize,
+    (parts, weights, n_weights): (&[&[f64]], &[&[f64]], usize),
     dim: usize,
-    h: f64,
-    eps: f64,
-    method: Method,
+    (h, eps, method): (f64, f64, Method),
     targets: &[f64],
 ) -> vastml_fgt::Result<Option<(SplitIfgt, Vec<f64>)>> {
     let cancel = AtomicBool::new(false);
@@ -92,7 +88,7 @@ fn three_parts_meet_epsilon_in_2d_and_3d() {
             let ws: Vec<&[f64]> = cuts.windows(2).map(|c| &q[c[0] * 2..c[1] * 2]).collect();
             for eps in [1e-3, 1e-6] {
                 let Some((plan, g)) =
-                    split_transform(&parts, &ws, 2, dim, h, eps, method, &tgt).unwrap()
+                    split_transform((&parts, &ws, 2), dim, (h, eps, method), &tgt).unwrap()
                 else {
                     assert_eq!(method, Method::Auto, "explicit IFGT must plan");
                     continue;
@@ -199,7 +195,7 @@ proptest! {
         let parts = [&src[..a * dim], &src[a * dim..b * dim], &src[b * dim..]];
         let ws = [&q[..a], &q[a..b], &q[b..]];
         let eps = 1e-5;
-        if let Some((_, g)) = split_transform(&parts, &ws, 1, dim, h, eps, Method::Ifgt, &tgt).unwrap() {
+        if let Some((_, g)) = split_transform((&parts, &ws, 1), dim, (h, eps, Method::Ifgt), &tgt).unwrap() {
             let exact = direct_reference(&src, &tgt, dim, &q, 1, h);
             let err = worst_scaled_error(&g, &exact, &q, 1);
             prop_assert!(err <= eps, "error {err:e}");
