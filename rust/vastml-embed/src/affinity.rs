@@ -98,6 +98,50 @@ pub enum WarmStart<'a> {
     Bounds,
 }
 
+/// The name of a [`WarmStart`] as the Python API spells it (`"previous"`, `"parents"`,
+/// `"bounds"`); [`WarmStartKind::with`] adds the parents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarmStartKind {
+    /// [`WarmStart::Previous`].
+    Previous,
+    /// [`WarmStart::Parents`].
+    Parents,
+    /// [`WarmStart::Bounds`].
+    Bounds,
+}
+
+impl WarmStartKind {
+    /// The warm start, with `parents` for [`WarmStartKind::Parents`] (ignored otherwise).
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidParameter`] for `Parents` without `parents`.
+    pub fn with(self, parents: Option<&[i64]>) -> Result<WarmStart<'_>> {
+        Ok(match (self, parents) {
+            (WarmStartKind::Previous, _) => WarmStart::Previous,
+            (WarmStartKind::Bounds, _) => WarmStart::Bounds,
+            (WarmStartKind::Parents, Some(p)) => WarmStart::Parents(p),
+            (WarmStartKind::Parents, None) => {
+                return Err(invalid("parents", "warm start 'parents' needs `parents`"));
+            }
+        })
+    }
+}
+
+impl FromStr for WarmStartKind {
+    type Err = EmbedError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "previous" => Ok(WarmStartKind::Previous),
+            "parents" => Ok(WarmStartKind::Parents),
+            "bounds" => Ok(WarmStartKind::Bounds),
+            _ => Err(invalid(
+                "warm",
+                format!("unknown warm start {s:?}; use previous, parents or bounds"),
+            )),
+        }
+    }
+}
+
 /// Options of the root finder (default: Euler steps, tol 1e-10 on |H − log K|, 20 steps
 /// before a forced bisection).
 #[derive(Debug, Clone, Copy)]

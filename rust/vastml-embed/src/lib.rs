@@ -40,5 +40,5 @@ pub mod objective;
 pub mod parametric;
 
 pub use error::{EmbedError, Result};
-pub use nbody::{Kernel, Repulsion};
+pub use nbody::{Kernel, Repulsion, RepulsionMethod, RepulsionParams};
 pub use objective::{Csr, CsrIndex, CsrValue, Evaluation, Model, evaluate, evaluate_with};

@@ -49,6 +49,68 @@ pub enum Repulsion {
     },
 }
 
+/// The name of a [`Repulsion`] method as the Python API spells it (`"exact"`,
+/// `"barnes_hut"`, `"fgt"`, `"fft"`); [`RepulsionMethod::with`] adds its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepulsionMethod {
+    /// [`Repulsion::Exact`].
+    Exact,
+    /// [`Repulsion::BarnesHut`].
+    BarnesHut,
+    /// [`Repulsion::Fgt`].
+    Fgt,
+    /// [`Repulsion::Interpolation`] (`"fft"`).
+    Interpolation,
+}
+
+/// The parameters of every [`Repulsion`] method; each method reads its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RepulsionParams {
+    /// Barnes-Hut opening parameter θ.
+    pub theta: f64,
+    /// Accuracy of the fast Gauss transform.
+    pub epsilon: f64,
+    /// Interpolation nodes per box and dimension.
+    pub n_interp: usize,
+    /// Target box width of the interpolation grid.
+    pub box_width: f64,
+}
+
+impl RepulsionMethod {
+    /// The method with its parameters taken from `params`.
+    pub fn with(self, params: &RepulsionParams) -> Repulsion {
+        match self {
+            RepulsionMethod::Exact => Repulsion::Exact,
+            RepulsionMethod::BarnesHut => Repulsion::BarnesHut {
+                theta: params.theta,
+            },
+            RepulsionMethod::Fgt => Repulsion::Fgt {
+                epsilon: params.epsilon,
+            },
+            RepulsionMethod::Interpolation => Repulsion::Interpolation {
+                n_interp: params.n_interp,
+                box_width: params.box_width,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for RepulsionMethod {
+    type Err = EmbedError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "exact" => Ok(RepulsionMethod::Exact),
+            "barnes_hut" => Ok(RepulsionMethod::BarnesHut),
+            "fgt" => Ok(RepulsionMethod::Fgt),
+            "fft" => Ok(RepulsionMethod::Interpolation),
+            _ => Err(invalid(
+                "gradient",
+                format!("unknown method {s:?}; use exact, barnes_hut, fgt or fft"),
+            )),
+        }
+    }
+}
+
 fn check_weights(weights: Option<&[f64]>, n: usize) -> Result<()> {
     if let Some(v) = weights {
         if v.len() != n {

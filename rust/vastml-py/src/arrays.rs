@@ -1,8 +1,15 @@
-//! Borrowing NumPy arrays as Rust slices, safely, and handing results back as NumPy arrays.
+//! The shared conversions of every binding: NumPy arrays borrowed as Rust slices, CSR arrays
+//! in either index width, string options parsed by the crates' `FromStr` ([`Wrap`]), and
+//! results handed back as NumPy arrays.
 
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use std::str::FromStr;
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+
+use crate::errors::ToPyErr;
 
 /// A C-contiguous float64 2-D array as a row-major slice, with its column count.
 ///
@@ -21,21 +28,34 @@ pub fn rows<'a>(a: &'a PyReadonlyArray2<'_, f64>, name: &str) -> PyResult<(&'a [
     Ok((s, cols))
 }
 
-/// As [`rows`], with the row count too, read from the array's shape: the bindings need no
-/// `len / cols` division (and no special case for zero columns).
-#[allow(dead_code)] // the bindings adopt it one by one (they divide `len` by `cols` today)
+/// As [`rows`], with the row count too: `(values, n_rows, n_cols)`.
 pub fn rows_n<'a>(
     a: &'a PyReadonlyArray2<'_, f64>,
     name: &str,
 ) -> PyResult<(&'a [f64], usize, usize)> {
     let (s, cols) = rows(a, name)?;
-    Ok((s, a.shape()[0], cols))
+    Ok((s, n_rows(s.len(), cols), cols))
+}
+
+/// Number of rows of a row-major buffer of `len` values in `cols` columns (0 without
+/// columns): the one place that divides a length by a column count.
+pub fn n_rows(len: usize, cols: usize) -> usize {
+    len.checked_div(cols).unwrap_or(0)
 }
 
 /// A contiguous float64 1-D array as a slice.
-pub fn vector<'a>(a: &'a numpy::PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
+pub fn vector<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
     a.as_slice()
         .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous float64 array")))
+}
+
+/// A contiguous 1-D array of any element type as a slice.
+pub fn slice<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    name: &str,
+) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous array")))
 }
 
 /// A row-major `n_rows x n_cols` result as a NumPy array (moved, not copied).
@@ -43,7 +63,6 @@ pub fn vector<'a>(a: &'a numpy::PyReadonlyArray1<'_, f64>, name: &str) -> PyResu
 /// # Errors
 /// `ValueError` if `values.len() != n_rows * n_cols` (a bug of the binding, reported rather
 /// than panicking).
-#[allow(dead_code)] // the bindings adopt it one by one (each has a local copy today)
 pub fn matrix<'py, T: numpy::Element>(
     py: Python<'py>,
     values: Vec<T>,
@@ -53,4 +72,149 @@ pub fn matrix<'py, T: numpy::Element>(
     numpy::ndarray::Array2::from_shape_vec((n_rows, n_cols), values)
         .map_err(|e| PyValueError::new_err(e.to_string()))
         .map(|a| a.into_pyarray(py))
+}
+
+/// CSR `(indptr, indices, data)` handed back to Python, in the layout they were computed in.
+pub type CsrOut<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+
+/// The three CSR arrays as NumPy arrays (moved, not copied).
+pub fn csr_out<'py, I: numpy::Element, V: numpy::Element>(
+    py: Python<'py>,
+    indptr: Vec<I>,
+    indices: Vec<I>,
+    data: Vec<V>,
+) -> CsrOut<'py> {
+    (
+        indptr.into_pyarray(py).into_any(),
+        indices.into_pyarray(py).into_any(),
+        data.into_pyarray(py).into_any(),
+    )
+}
+
+/// The index arrays of a CSR matrix in either width SciPy uses (int32 arrays are not copied).
+pub enum CsrIndexArrays<'py> {
+    /// int64 `indptr` and `indices` (SciPy's default for large matrices).
+    Wide(PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
+    /// int32 `indptr` and `indices`.
+    Compact(PyReadonlyArray1<'py, i32>, PyReadonlyArray1<'py, i32>),
+}
+
+/// `indptr` and `indices` of one width.
+pub fn csr_index<'py>(
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+) -> PyResult<CsrIndexArrays<'py>> {
+    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
+        return Ok(CsrIndexArrays::Wide(p, i));
+    }
+    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
+        return Ok(CsrIndexArrays::Compact(p, i));
+    }
+    Err(PyTypeError::new_err(
+        "`indptr` and `indices` must both be int64 or both int32 arrays",
+    ))
+}
+
+/// CSR arrays in one of the two layouts the kernels take: int64 / float64 (SciPy's and
+/// NumPy's defaults) or the compact int32 / float32 of large problems.
+pub enum CsrArrays<'py> {
+    /// int64 / int64 / float64.
+    Wide(
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, i64>,
+        PyReadonlyArray1<'py, f64>,
+    ),
+    /// int32 / int32 / float32.
+    Compact(
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, i32>,
+        PyReadonlyArray1<'py, f32>,
+    ),
+}
+
+/// `indptr`, `indices` and `data` of one layout.
+pub fn csr_arrays<'py>(
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<CsrArrays<'py>> {
+    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
+        return Ok(CsrArrays::Wide(p, i, d));
+    }
+    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
+        return Ok(CsrArrays::Compact(p, i, d));
+    }
+    Err(PyTypeError::new_err(
+        "CSR arrays must be int64 / int64 / float64 or int32 / int32 / float32 (contiguous)",
+    ))
+}
+
+/// Runs `$body` with the CSR slices `($p, $i, $d)` of [`CsrArrays`] bound, or `($p, $i)` of
+/// [`CsrIndexArrays`] (the body is instantiated for both widths).
+macro_rules! with_csr {
+    ($arrays:expr, |$p:ident, $i:ident, $d:ident| $body:expr) => {
+        match &$arrays {
+            $crate::arrays::CsrArrays::Wide(p, i, d) => {
+                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                $body
+            }
+            $crate::arrays::CsrArrays::Compact(p, i, d) => {
+                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                $body
+            }
+        }
+    };
+    ($index:expr, |$p:ident, $i:ident| $body:expr) => {
+        match &$index {
+            $crate::arrays::CsrIndexArrays::Wide(p, i) => {
+                let ($p, $i) = (
+                    $crate::arrays::slice(p, "indptr")?,
+                    $crate::arrays::slice(i, "indices")?,
+                );
+                $body
+            }
+            $crate::arrays::CsrIndexArrays::Compact(p, i) => {
+                let ($p, $i) = (
+                    $crate::arrays::slice(p, "indptr")?,
+                    $crate::arrays::slice(i, "indices")?,
+                );
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_csr;
+
+/// Borrowed `(indptr, indices, data)`.
+pub type CsrSlices<'a, I, V> = (&'a [I], &'a [I], &'a [V]);
+
+/// The slices of one layout of [`CsrArrays`].
+pub fn csr_slices<'a, I: numpy::Element, V: numpy::Element>(
+    indptr: &'a PyReadonlyArray1<'_, I>,
+    indices: &'a PyReadonlyArray1<'_, I>,
+    data: &'a PyReadonlyArray1<'_, V>,
+) -> PyResult<CsrSlices<'a, I, V>> {
+    Ok((
+        slice(indptr, "indptr")?,
+        slice(indices, "indices")?,
+        slice(data, "data")?,
+    ))
+}
+
+/// A string option parsed by the crate's `FromStr` (polars' `Wrap`): a binding takes
+/// `Wrap<Kernel>` and gets the crate's error, which names the parameter, as a `ValueError`
+/// (pyo3 adds a note naming the argument too).
+pub struct Wrap<T>(pub T);
+
+impl<'a, 'py, T> FromPyObject<'a, 'py> for Wrap<T>
+where
+    T: FromStr,
+    T::Err: ToPyErr,
+{
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let s: PyBackedStr = obj.extract()?;
+        s.parse::<T>().map(Wrap).map_err(ToPyErr::to_pyerr)
+    }
 }

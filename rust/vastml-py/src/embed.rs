@@ -3,10 +3,12 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use vastml_embed::affinity::{RootMethod, RootOptions, WarmStart, entropic_affinities};
-use vastml_embed::{Csr, Kernel, Model, Repulsion};
+use vastml_embed::affinity::{
+    RootMethod, RootOptions, WarmStart, WarmStartKind, entropic_affinities,
+};
+use vastml_embed::{Csr, Kernel, Model, Repulsion, RepulsionMethod, RepulsionParams};
 
-use crate::arrays::{rows, vector};
+use crate::arrays::{CsrOut, Wrap, csr_arrays, csr_out, matrix, rows, rows_n, vector, with_csr};
 use crate::door::enter;
 use crate::errors::ToPyErr;
 use crate::progress;
@@ -24,110 +26,29 @@ fn order_arg(order: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     vastml_embed::affinity::order_indices(index_vector(order, "order")?).map_err(ToPyErr::to_pyerr)
 }
 
-/// CSR arrays from Python in one of the two layouts the kernels take: int64 / float64
-/// (SciPy's and NumPy's defaults) or the compact int32 / float32 of large problems.
-enum CsrArrays<'py> {
-    Wide(
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, i64>,
-        PyReadonlyArray1<'py, f64>,
-    ),
-    Compact(
-        PyReadonlyArray1<'py, i32>,
-        PyReadonlyArray1<'py, i32>,
-        PyReadonlyArray1<'py, f32>,
-    ),
-}
-
-fn csr_arrays<'py>(
-    indptr: &Bound<'py, PyAny>,
-    indices: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-) -> PyResult<CsrArrays<'py>> {
-    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
-        return Ok(CsrArrays::Wide(p, i, d));
-    }
-    if let (Ok(p), Ok(i), Ok(d)) = (indptr.extract(), indices.extract(), data.extract()) {
-        return Ok(CsrArrays::Compact(p, i, d));
-    }
-    Err(PyTypeError::new_err(
-        "CSR arrays must be int64 / int64 / float64 or int32 / int32 / float32 (contiguous)",
-    ))
-}
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be contiguous")))
-}
-
-/// Runs `$body` with `$w` bound to a [`Csr`] of either layout (the body is instantiated
-/// for both index / value types).
-macro_rules! with_csr {
-    ($arrays:expr, |$w:ident| $body:expr) => {
-        match &$arrays {
-            CsrArrays::Wide(p, i, d) => {
-                let $w = Csr {
-                    indptr: slice(p, "indptr")?,
-                    indices: slice(i, "indices")?,
-                    data: slice(d, "data")?,
-                };
-                $body
-            }
-            CsrArrays::Compact(p, i, d) => {
-                let $w = Csr {
-                    indptr: slice(p, "indptr")?,
-                    indices: slice(i, "indices")?,
-                    data: slice(d, "data")?,
-                };
-                $body
-            }
-        }
-    };
-}
-
-fn matrix<'py>(
-    py: Python<'py>,
-    v: Vec<f64>,
-    r: usize,
-    c: usize,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    numpy::ndarray::Array2::from_shape_vec((r, c), v)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-        .map(|a| a.into_pyarray(py))
+fn warm_start<'a>(
+    warm: WarmStartKind,
+    parents: &'a Option<PyReadonlyArray1<'_, i64>>,
+) -> PyResult<WarmStart<'a>> {
+    let parents = parents
+        .as_ref()
+        .map(|p| index_vector(p, "parents"))
+        .transpose()?;
+    warm.with(parents).map_err(ToPyErr::to_pyerr)
 }
 
 fn repulsion_with(
-    gradient: &str,
+    method: RepulsionMethod,
     theta: f64,
     epsilon: f64,
     n_interp: usize,
     box_width: f64,
-) -> PyResult<Repulsion> {
-    match gradient {
-        "exact" => Ok(Repulsion::Exact),
-        "barnes_hut" => Ok(Repulsion::BarnesHut { theta }),
-        "fgt" => Ok(Repulsion::Fgt { epsilon }),
-        "fft" => Ok(Repulsion::Interpolation {
-            n_interp,
-            box_width,
-        }),
-        _ => Err(PyValueError::new_err(format!(
-            "`gradient` must be 'exact', 'barnes_hut', 'fgt' or 'fft', got {gradient:?}"
-        ))),
-    }
-}
-
-fn warm_start<'a>(warm: &str, parents: Option<&'a [i64]>) -> PyResult<WarmStart<'a>> {
-    Ok(match (warm, parents) {
-        ("previous", _) => WarmStart::Previous,
-        ("bounds", _) => WarmStart::Bounds,
-        ("parents", Some(p)) => WarmStart::Parents(p),
-        ("parents", None) => return Err(PyValueError::new_err("warm='parents' needs `parents`")),
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "`warm` must be 'previous', 'parents' or 'bounds', got {warm:?}"
-            )));
-        }
+) -> Repulsion {
+    method.with(&RepulsionParams {
+        theta,
+        epsilon,
+        n_interp,
+        box_width,
     })
 }
 
@@ -148,7 +69,7 @@ type AffinityOut<'py> = (
 /// excluded). Returns (P n x k, log_beta, evaluations, bisections, log_beta_lower,
 /// log_beta_upper, converged).
 #[pyfunction]
-#[pyo3(signature = (sqdist, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
+#[pyo3(signature = (sqdist, perplexity, order, parents=None, warm=Wrap(WarmStartKind::Previous), method=Wrap(RootMethod::Euler), tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities_knn<'py>(
     py: Python<'py>,
@@ -156,22 +77,17 @@ pub fn entropic_affinities_knn<'py>(
     perplexity: f64,
     order: PyReadonlyArray1<'py, i64>,
     parents: Option<PyReadonlyArray1<'py, i64>>,
-    warm: &str,
-    method: &str,
+    warm: Wrap<WarmStartKind>,
+    method: Wrap<RootMethod>,
     tol: f64,
     maxit: u32,
     chunk_size: usize,
     n_jobs: Option<isize>,
 ) -> PyResult<AffinityOut<'py>> {
-    let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
-    let (d2, k) = rows(&sqdist, "sqdist")?;
-    let n = d2.len().checked_div(k).unwrap_or(0);
+    let method = method.0;
+    let (d2, n, k) = rows_n(&sqdist, "sqdist")?;
     let order = order_arg(&order)?;
-    let parents = parents
-        .as_ref()
-        .map(|p| index_vector(p, "parents"))
-        .transpose()?;
-    let warm = warm_start(warm, parents)?;
+    let warm = warm_start(warm.0, &parents)?;
     let opts = RootOptions { method, tol, maxit };
     let a = enter(py, n_jobs, |cancel| {
         entropic_affinities(
@@ -210,7 +126,7 @@ type AffinityCsrOut<'py> = (
 /// converged. `compact`: int32 `indices` in, int32 / float32 CSR arrays out (else int64 /
 /// float64).
 #[pyfunction]
-#[pyo3(signature = (sqdist, indices, perplexity, order, parents=None, warm="previous", method="euler", tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None, compact=false))]
+#[pyo3(signature = (sqdist, indices, perplexity, order, parents=None, warm=Wrap(WarmStartKind::Previous), method=Wrap(RootMethod::Euler), tol=1e-10, maxit=20, chunk_size=2048, n_jobs=None, compact=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn entropic_affinities_csr<'py>(
     py: Python<'py>,
@@ -219,28 +135,27 @@ pub fn entropic_affinities_csr<'py>(
     perplexity: f64,
     order: PyReadonlyArray1<'py, i64>,
     parents: Option<PyReadonlyArray1<'py, i64>>,
-    warm: &str,
-    method: &str,
+    warm: Wrap<WarmStartKind>,
+    method: Wrap<RootMethod>,
     tol: f64,
     maxit: u32,
     chunk_size: usize,
     n_jobs: Option<isize>,
     compact: bool,
 ) -> PyResult<AffinityCsrOut<'py>> {
-    let method = method.parse::<RootMethod>().map_err(ToPyErr::to_pyerr)?;
-    let (d2, k) = rows(&sqdist, "sqdist")?;
-    let parents = parents
-        .as_ref()
-        .map(|p| index_vector(p, "parents"))
-        .transpose()?;
+    let (d2, n, k) = rows_n(&sqdist, "sqdist")?;
     let job = AffinityJob {
         d2,
-        n: d2.len().checked_div(k).unwrap_or(0),
+        n,
         k,
         perplexity,
-        opts: RootOptions { method, tol, maxit },
+        opts: RootOptions {
+            method: method.0,
+            tol,
+            maxit,
+        },
         order: order_arg(&order)?,
-        warm: warm_start(warm, parents)?,
+        warm: warm_start(warm.0, &parents)?,
         chunk_size,
     };
     let (csr, a) = if compact {
@@ -312,12 +227,7 @@ where
             cancel,
         )
     })?;
-    let out = (
-        p.indptr.into_pyarray(py).into_any(),
-        p.indices.into_pyarray(py).into_any(),
-        p.data.into_pyarray(py).into_any(),
-    );
-    Ok((out, a))
+    Ok((csr_out(py, p.indptr, p.indices, p.data), a))
 }
 
 /// embedding_objective(model, x, indptr, indices, data, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=True, n_jobs=None, n_interp=3, box_width=1.0)
@@ -326,17 +236,17 @@ where
 /// E = E+ + repulsion_weight E- and its gradient for model 'ee' | 'sne' | 'ssne' | 'tsne' at the
 /// embedding x (n x d), attraction given as CSR arrays. Returns (E, E+, E-, G).
 #[pyfunction]
-#[pyo3(signature = (model, x, indptr, indices, data, repulsion_weight=1.0, gradient="exact", theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3, box_width=1.0))]
+#[pyo3(signature = (model, x, indptr, indices, data, repulsion_weight=1.0, gradient=Wrap(RepulsionMethod::Exact), theta=0.5, epsilon=1e-6, need_objective=true, n_jobs=None, n_interp=3, box_width=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn embedding_objective<'py>(
     py: Python<'py>,
-    model: &str,
+    model: Wrap<Model>,
     x: PyReadonlyArray2<'py, f64>,
     indptr: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     repulsion_weight: f64,
-    gradient: &str,
+    gradient: Wrap<RepulsionMethod>,
     theta: f64,
     epsilon: f64,
     need_objective: bool,
@@ -344,23 +254,30 @@ pub fn embedding_objective<'py>(
     n_interp: usize,
     box_width: f64,
 ) -> PyResult<(f64, f64, f64, Bound<'py, PyArray2<f64>>)> {
-    let model = model.parse::<Model>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion_with(gradient, theta, epsilon, n_interp, box_width)?;
-    let (xs, dim) = rows(&x, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let rep = repulsion_with(gradient.0, theta, epsilon, n_interp, box_width);
+    let (xs, n, dim) = rows_n(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let ev = with_csr!(arrays, |w| enter(py, n_jobs, |cancel| {
-        vastml_embed::evaluate_with(
-            model,
-            xs,
-            dim,
-            &w,
-            repulsion_weight,
-            rep,
-            need_objective,
-            cancel,
-        )
-    })?);
+    let ev = with_csr!(arrays, |indptr, indices, data| enter(
+        py,
+        n_jobs,
+        |cancel| {
+            let w = Csr {
+                indptr,
+                indices,
+                data,
+            };
+            vastml_embed::evaluate_with(
+                model.0,
+                xs,
+                dim,
+                &w,
+                repulsion_weight,
+                rep,
+                need_objective,
+                cancel,
+            )
+        }
+    )?);
     Ok((
         ev.objective,
         ev.attractive,
@@ -381,13 +298,13 @@ type SumsOut<'py> = (
 /// Per point (self excluded): s0 = sum v K, s1 = sum v K^q, sx = sum v K^q x_m, with
 /// q = 1 (gaussian exp(-t)) or 2 (student 1/(1+t)), t the squared distance.
 #[pyfunction]
-#[pyo3(signature = (x, kernel="gaussian", method="exact", theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3, box_width=1.0))]
+#[pyo3(signature = (x, kernel=Wrap(Kernel::Gaussian), method=Wrap(RepulsionMethod::Exact), theta=0.5, epsilon=1e-6, weights=None, n_jobs=None, n_interp=3, box_width=1.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn kernel_sums<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    method: &str,
+    kernel: Wrap<Kernel>,
+    method: Wrap<RepulsionMethod>,
     theta: f64,
     epsilon: f64,
     weights: Option<PyReadonlyArray1<'py, f64>>,
@@ -395,13 +312,11 @@ pub fn kernel_sums<'py>(
     n_interp: usize,
     box_width: f64,
 ) -> PyResult<SumsOut<'py>> {
-    let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
-    let rep = repulsion_with(method, theta, epsilon, n_interp, box_width)?;
-    let (xs, dim) = rows(&x, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let rep = repulsion_with(method.0, theta, epsilon, n_interp, box_width);
+    let (xs, n, dim) = rows_n(&x, "x")?;
     let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
     let s = enter(py, n_jobs, |cancel| {
-        vastml_embed::nbody::kernel_sums(xs, dim, kernel, w, rep, cancel)
+        vastml_embed::nbody::kernel_sums(xs, dim, kernel.0, w, rep, cancel)
     })?;
     Ok((
         s.s0.into_pyarray(py),
@@ -427,8 +342,7 @@ pub fn tsne_repulsion<'py>(
     leaf: usize,
     symmetric: bool,
 ) -> PyResult<(f64, Bound<'py, PyArray2<f64>>)> {
-    let (xs, dim) = rows(&x, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let (xs, n, dim) = rows_n(&x, "x")?;
     let opts = vastml_embed::dualtree::DualOptions {
         leaf,
         symmetric,
@@ -460,6 +374,18 @@ pub struct PyTsnePairs {
 enum TsnePairsAny {
     Wide(vastml_embed::objective::TsnePairs<f64>),
     Compact(vastml_embed::objective::TsnePairs<f32>),
+}
+
+impl From<vastml_embed::objective::TsnePairs<f64>> for TsnePairsAny {
+    fn from(p: vastml_embed::objective::TsnePairs<f64>) -> Self {
+        TsnePairsAny::Wide(p)
+    }
+}
+
+impl From<vastml_embed::objective::TsnePairs<f32>> for TsnePairsAny {
+    fn from(p: vastml_embed::objective::TsnePairs<f32>) -> Self {
+        TsnePairsAny::Compact(p)
+    }
 }
 
 #[pymethods]
@@ -500,28 +426,16 @@ pub fn tsne_pairs<'py>(
 ) -> PyResult<PyTsnePairs> {
     let (xs, dim) = rows(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let inner = match &arrays {
-        CsrArrays::Wide(p, i, d) => {
-            let w = Csr {
-                indptr: slice(p, "indptr")?,
-                indices: slice(i, "indices")?,
-                data: slice(d, "data")?,
-            };
-            TsnePairsAny::Wide(enter(py, n_jobs, |_| {
-                vastml_embed::objective::TsnePairs::new(&w, xs, dim)
-            })?)
-        }
-        CsrArrays::Compact(p, i, d) => {
-            let w = Csr {
-                indptr: slice(p, "indptr")?,
-                indices: slice(i, "indices")?,
-                data: slice(d, "data")?,
-            };
-            TsnePairsAny::Compact(enter(py, n_jobs, |_| {
-                vastml_embed::objective::TsnePairs::new(&w, xs, dim)
-            })?)
-        }
-    };
+    let inner = with_csr!(arrays, |indptr, indices, data| {
+        let w = Csr {
+            indptr,
+            indices,
+            data,
+        };
+        TsnePairsAny::from(enter(py, n_jobs, |_| {
+            vastml_embed::objective::TsnePairs::new(&w, xs, dim)
+        })?)
+    });
     Ok(PyTsnePairs { inner })
 }
 
@@ -534,7 +448,7 @@ pub struct GdArgs {
     momentum: f64,
     exaggeration: f64,
     min_gain: f64,
-    gradient: String,
+    gradient: Wrap<RepulsionMethod>,
     theta: f64,
     n_interp: usize,
     box_width: f64,
@@ -546,12 +460,12 @@ pub struct GdArgs {
 impl GdArgs {
     fn parts(&self) -> PyResult<(Repulsion, GdOptions, GdRun)> {
         let rep = repulsion_with(
-            &self.gradient,
+            self.gradient.0,
             self.theta,
             0.0,
             self.n_interp,
             self.box_width,
-        )?;
+        );
         let opts = GdOptions {
             learning_rate: self.learning_rate,
             momentum: self.momentum,
@@ -600,8 +514,7 @@ pub fn tsne_gd<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<GdOut<'py>> {
     let (rep, opts, run) = options.parts()?;
-    let (xs, dim) = rows(&state.0, "x")?;
-    let n = xs.len().checked_div(dim).unwrap_or(0);
+    let (xs, n, dim) = rows_n(&state.0, "x")?;
     let mut x = xs.to_vec();
     let mut update = rows(&state.1, "update")?.0.to_vec();
     let mut gains = rows(&state.2, "gains")?.0.to_vec();
@@ -899,8 +812,6 @@ pub fn pe_reduced_hessian<'py>(
     ))
 }
 
-type CsrOut<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
-
 /// symmetrize_csr(n, indptr, indices, data, scale, n_jobs=None)
 /// --
 ///
@@ -919,15 +830,11 @@ pub fn symmetrize_csr<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<CsrOut<'py>> {
     let arrays = csr_arrays(indptr, indices, data)?;
-    with_csr!(arrays, |w| {
+    with_csr!(arrays, |indptr, indices, data| {
         let s = enter(py, n_jobs, |_cancel| {
-            vastml_embed::affinity::symmetrize_csr(n, w.indptr, w.indices, w.data, scale)
+            vastml_embed::affinity::symmetrize_csr(n, indptr, indices, data, scale)
         })?;
-        Ok((
-            s.indptr.into_pyarray(py).into_any(),
-            s.indices.into_pyarray(py).into_any(),
-            s.data.into_pyarray(py).into_any(),
-        ))
+        Ok(csr_out(py, s.indptr, s.indices, s.data))
     })
 }
 
@@ -949,15 +856,11 @@ pub fn knn_graph<'py>(
     eps: f64,
     n_jobs: Option<isize>,
 ) -> PyResult<KnnOut<'py>> {
-    let (pts, dim) = rows(&x, "x")?;
-    let n = pts.len().checked_div(dim).unwrap_or(0);
+    let (pts, n, dim) = rows_n(&x, "x")?;
     let g = enter(py, n_jobs, |_cancel| {
         vastml_spatial::knn_graph(pts, dim, k, eps)
     })?;
-    let idx = numpy::ndarray::Array2::from_shape_vec((n, k), g.indices)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?
-        .into_pyarray(py);
-    Ok((matrix(py, g.sqdist, n, k)?, idx))
+    Ok((matrix(py, g.sqdist, n, k)?, matrix(py, g.indices, n, k)?))
 }
 
 /// SourceSums(sources, kernel="gaussian", method="barnes_hut", theta=0.5, epsilon=1e-6)
@@ -974,20 +877,19 @@ pub struct PySourceSums {
 #[pymethods]
 impl PySourceSums {
     #[new]
-    #[pyo3(signature = (sources, kernel="gaussian", method="barnes_hut", theta=0.5, epsilon=1e-6))]
+    #[pyo3(signature = (sources, kernel=Wrap(Kernel::Gaussian), method=Wrap(RepulsionMethod::BarnesHut), theta=0.5, epsilon=1e-6))]
     fn new(
         py: Python<'_>,
         sources: PyReadonlyArray2<'_, f64>,
-        kernel: &str,
-        method: &str,
+        kernel: Wrap<Kernel>,
+        method: Wrap<RepulsionMethod>,
         theta: f64,
         epsilon: f64,
     ) -> PyResult<Self> {
-        let kernel = kernel.parse::<Kernel>().map_err(ToPyErr::to_pyerr)?;
-        let rep = repulsion_with(method, theta, epsilon, 3, 1.0)?;
+        let rep = repulsion_with(method.0, theta, epsilon, 3, 1.0);
         let (xs, dim) = rows(&sources, "sources")?;
         let inner = enter(py, Some(1), |_| {
-            vastml_embed::nbody::SourceSums::new(xs, dim, kernel, rep)
+            vastml_embed::nbody::SourceSums::new(xs, dim, kernel.0, rep)
         })?;
         Ok(PySourceSums { inner })
     }
@@ -1000,14 +902,13 @@ impl PySourceSums {
         targets: PyReadonlyArray2<'py, f64>,
         n_jobs: Option<isize>,
     ) -> PyResult<SumsOut<'py>> {
-        let (ts, dim) = rows(&targets, "targets")?;
+        let (ts, m, dim) = rows_n(&targets, "targets")?;
         if dim != self.inner.dim() {
             return Err(PyValueError::new_err(format!(
                 "`targets` must have {} columns (as the sources), got {dim}",
                 self.inner.dim()
             )));
         }
-        let m = ts.len().checked_div(dim).unwrap_or(0);
         let s = enter(py, n_jobs, |cancel| self.inner.at(ts, cancel))?;
         Ok((
             s.s0.into_pyarray(py),

@@ -15,66 +15,22 @@ use vastml_embed::lll::{
     z_m_zt, z_m_zt_keep, z_m_zt_sym,
 };
 
-use crate::arrays::{rows, vector};
+use crate::arrays::{csr_index, matrix, rows, vector, with_csr};
 use crate::door::enter;
 use crate::progress;
 
-fn matrix<'py, T: numpy::Element>(
-    py: Python<'py>,
-    v: Vec<T>,
-    r: usize,
-    c: usize,
-) -> PyResult<Bound<'py, PyArray2<T>>> {
-    numpy::ndarray::Array2::from_shape_vec((r, c), v)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-        .map(|a| a.into_pyarray(py))
-}
-
-fn ints<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyTypeError::new_err(format!("`{name}` must be a contiguous array")))
-}
-
-/// The index arrays of a CSR matrix in either width SciPy uses (int32 arrays are not copied).
-enum Index<'py> {
-    Wide(PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, i64>),
-    Compact(PyReadonlyArray1<'py, i32>, PyReadonlyArray1<'py, i32>),
-}
-
-fn index<'py>(indptr: &Bound<'py, PyAny>, indices: &Bound<'py, PyAny>) -> PyResult<Index<'py>> {
-    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
-        return Ok(Index::Wide(p, i));
-    }
-    if let (Ok(p), Ok(i)) = (indptr.extract(), indices.extract()) {
-        return Ok(Index::Compact(p, i));
-    }
-    Err(PyTypeError::new_err(
-        "`indptr` and `indices` must both be int64 or both int32 arrays",
-    ))
-}
-
 /// Runs `$body` with `$m` bound to the [`Csr`] of `$index` and `$data` (instantiated for both
 /// index widths).
-macro_rules! with_csr {
+macro_rules! with_lll_csr {
     ($index:expr, $data:expr, |$m:ident| $body:expr) => {
-        match &$index {
-            Index::Wide(p, i) => {
-                let $m = Csr {
-                    indptr: ints(p, "indptr")?,
-                    indices: ints(i, "indices")?,
-                    data: $data,
-                };
-                $body
-            }
-            Index::Compact(p, i) => {
-                let $m = Csr {
-                    indptr: ints(p, "indptr")?,
-                    indices: ints(i, "indices")?,
-                    data: $data,
-                };
-                $body
-            }
-        }
+        with_csr!($index, |indptr, indices| {
+            let $m = Csr {
+                indptr,
+                indices,
+                data: $data,
+            };
+            $body
+        })
     };
 }
 
@@ -219,7 +175,7 @@ pub fn lll_z_m_zt<'py>(
     let dg = diag.as_ref().map(|v| vector(v, "diag")).transpose()?;
     let l = n_landmarks;
     let res = match (&indptr, &m_indices, &m_data) {
-        (Some(p), Some(i), Some(v)) => with_csr!(index(p, i)?, vector(v, "m_data")?, |m| {
+        (Some(p), Some(i), Some(v)) => with_lll_csr!(csr_index(p, i)?, vector(v, "m_data")?, |m| {
             run(py, n_jobs, progress, |c| {
                 product(&z, l, dg, Some(m), c, keep_rows)
             })?
@@ -253,7 +209,7 @@ pub fn lll_csr_dense<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (xs, k) = rows(&x, "x")?;
     let n = x.shape()[0];
-    let out = with_csr!(index(&indptr, &indices)?, vector(&data, "data")?, |m| {
+    let out = with_lll_csr!(csr_index(&indptr, &indices)?, vector(&data, "data")?, |m| {
         enter(py, n_jobs, |cancel| csr_dense_product(m, xs, k, cancel))?
     });
     matrix(py, out, n, k)
@@ -280,9 +236,9 @@ pub fn lll_z_m_zt_sym<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
     let z = weights_arg(&indices, &weights)?;
-    let (ix, data) = (index(&indptr, &m_indices)?, vector(&m_data, "m_data")?);
+    let (ix, data) = (csr_index(&indptr, &m_indices)?, vector(&m_data, "m_data")?);
     let l = n_landmarks;
-    let out = with_csr!(ix, data, |m| run(py, n_jobs, progress, |c| z_m_zt_sym(
+    let out = with_lll_csr!(ix, data, |m| run(py, n_jobs, progress, |c| z_m_zt_sym(
         &z, l, m, c
     ))?);
     out.map(|o| matrix(py, o, n_landmarks, n_landmarks))
@@ -306,7 +262,7 @@ pub fn lll_sym_quadratic_form<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (vs, k) = rows(&v, "v")?;
-    let out = with_csr!(index(&indptr, &indices)?, vector(&data, "data")?, |m| {
+    let out = with_lll_csr!(csr_index(&indptr, &indices)?, vector(&data, "data")?, |m| {
         enter(py, n_jobs, |cancel| sym_quadratic_form(m, vs, k, cancel))?
     });
     matrix(py, out, k, k)
