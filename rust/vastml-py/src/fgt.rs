@@ -32,16 +32,6 @@ fn sample<'a>(a: &'a Option<PyReadonlyArray2<'_, f64>>, dim: usize) -> PyResult<
     check_dims(dim, sdim, "target_sample").map(|()| Some(s))
 }
 
-/// `G` of `m` targets and `n_weights` columns as a NumPy matrix.
-fn sums<'py>(
-    py: Python<'py>,
-    out: Result<Vec<f64>, vastml_fgt::FgtError>,
-    m: usize,
-    w: usize,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    matrix(py, out.map_err(ToPyErr::to_pyerr)?, m, w)
-}
-
 /// Raises the progress callable's exception if there was one, else the work's result.
 fn finish<T>(hook: Option<PyHook<str>>, out: PyResult<T>) -> PyResult<T> {
     hook.map_or(Ok(()), |h| h.finish())?;
@@ -51,7 +41,7 @@ fn finish<T>(hook: Option<PyHook<str>>, out: PyResult<T>) -> PyResult<T> {
 /// The planner's options, as the Python `GaussTransform` names them.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct PlanArgs {
+pub struct PlanArgs {
     bandwidth: f64,
     epsilon: f64,
     method: Wrap<Method>,
@@ -164,7 +154,7 @@ impl PyGaussTransform {
         let out = enter(py, n_jobs, |cancel| {
             self.inner.evaluate(tgt, w, n_weights, cancel)
         });
-        sums(py, out, m, n_weights)
+        matrix(py, out?, m, n_weights)
     }
 
     /// The method that runs ("direct", "direct-tree", "ifgt" or "ifgt-tree").
@@ -355,7 +345,7 @@ impl PySplitIfgt {
         let out = enter(py, n_jobs, |cancel| {
             self.inner.evaluate(tgt, coeffs, n_weights, cancel)
         });
-        sums(py, out, m, n_weights)
+        matrix(py, out?, m, n_weights)
     }
 
     /// The plan: clusters, truncation, terms, largest radius, whether a centre tree is used.

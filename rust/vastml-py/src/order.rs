@@ -74,7 +74,7 @@ impl ObjectiveArgs<'_> {
 }
 
 /// Optional row and column orders.
-type Orders = (Option<Vec<usize>>, Option<Vec<usize>>);
+pub type Orders = (Option<Vec<usize>>, Option<Vec<usize>>);
 
 /// The ones-only ConvoMap error of the matrix shown in the given orders.
 #[pyfunction]
@@ -95,7 +95,7 @@ pub fn convolution_error(
 
 /// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights,
 /// colour maps (n_cols x n_colours, row-major; empty for binary), stopped by the callback).
-type FitResult = (
+pub type FitResult = (
     Vec<usize>,
     Vec<usize>,
     f64,

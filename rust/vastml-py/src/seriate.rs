@@ -18,7 +18,7 @@ use crate::tsp::order_array;
 /// The iterated local search's parameters, as `seriate` names them for the core.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct IlsArgs {
+pub struct IlsArgs {
     neighbours: usize,
     kicks: Option<usize>,
     time_limit: Option<f64>,
@@ -45,7 +45,7 @@ impl From<IlsArgs> for IlsParams {
 }
 
 /// What `tsp_ils_order` returns: (order, length, first local optimum length, kicks, accepted).
-type IlsOut<'py> = (Bound<'py, PyArray1<i64>>, f64, f64, usize, usize);
+pub type IlsOut<'py> = (Bound<'py, PyArray1<i64>>, f64, f64, usize, usize);
 
 /// Open path through the rows of `x` (points) or the objects of the dissimilarity matrix `x`
 /// (`precomputed`) by 2-opt + Or-opt iterated local search, from `ends.0` to `ends.1`.

@@ -11,7 +11,7 @@ use crate::door::enter;
 /// `h2` (of the Gaussian), `epsilon`, `method`.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct HermiteArgs {
+pub struct HermiteArgs {
     order: usize,
     h1: f64,
     h2: f64,

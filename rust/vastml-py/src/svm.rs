@@ -25,13 +25,13 @@ use crate::errors::ToPyErr;
 use crate::progress::{self, PyHook};
 
 /// Examples borrowed from Python.
-enum PyX<'py> {
+pub enum PyX<'py> {
     Dense(PyReadonlyArray2<'py, f64>),
     Csr(PyCsr<'py>),
 }
 
 /// A CSR tuple `(indptr, indices, data, n_features)`.
-type PyCsr<'py> = (
+pub type PyCsr<'py> = (
     PyReadonlyArray1<'py, i64>,
     PyReadonlyArray1<'py, i64>,
     PyReadonlyArray1<'py, f64>,
@@ -73,7 +73,7 @@ fn to_py<T>(r: Result<T, SvmError>) -> PyResult<T> {
 }
 
 /// Class codes as NumPy holds them.
-type Labels<'py> = PyReadonlyArray1<'py, i64>;
+pub type Labels<'py> = PyReadonlyArray1<'py, i64>;
 
 /// Examples and their class codes.
 fn labelled<'a>(
@@ -111,7 +111,7 @@ fn finish<T>(hook: Option<PyHook<usize>>, out: PyResult<T>) -> PyResult<T> {
 /// A kernel as Python names it: `kernel`, `gamma`, `degree`, `coef0`.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct KernelArgs {
+pub struct KernelArgs {
     kernel: Wrap<KernelKind>,
     gamma: f64,
     degree: i32,
@@ -126,7 +126,7 @@ fn kernel_args(ob: &Bound<'_, PyAny>) -> PyResult<Kernel> {
 /// The passes of a `fit`: one per seed.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct ScheduleArgs {
+pub struct ScheduleArgs {
     seeds: Vec<u64>,
     shuffle: bool,
     #[pyo3(default)]
@@ -210,7 +210,7 @@ where
 /// `AmmModel`'s parameters, as `AMMClassifier` names them for the core.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct AmmArgs {
+pub struct AmmArgs {
     l2_penalty: f64,
     max_weights_per_class: usize,
     prune_every: u64,
@@ -355,7 +355,7 @@ impl PyAmm {
 /// `BsgdModel`'s parameters, as `BSGDClassifier` names them for the core.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct BsgdArgs {
+pub struct BsgdArgs {
     l2_penalty: f64,
     budget: usize,
     maintenance: Wrap<Maintenance>,
@@ -480,7 +480,7 @@ impl PyBsgd {
 /// `arow_fit`'s parameters.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct ArowArgs {
+pub struct ArowArgs {
     classes: Vec<usize>,
     update_damping: f64,
     bias: f64,
@@ -492,10 +492,10 @@ struct ArowArgs {
 
 /// The stacked AROW models: means `(k, d + 1)` and covariances `(k, d + 1, d + 1)` (or
 /// `(k, d + 1)` when diagonal).
-type ArowModels<'py> = (PyReadonlyArray2<'py, f64>, PyReadonlyArrayDyn<'py, f64>);
+pub type ArowModels<'py> = (PyReadonlyArray2<'py, f64>, PyReadonlyArrayDyn<'py, f64>);
 
 /// What `arow_fit` returns: (means, covariances, n_updates, chunks reported, stopped).
-type ArowOut<'py> = (
+pub type ArowOut<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
     Vec<usize>,
@@ -564,7 +564,7 @@ pub fn arow_fit<'py>(
 /// `llsvm_fit`'s parameters.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct LlsvmArgs {
+pub struct LlsvmArgs {
     classes: Vec<usize>,
     #[pyo3(from_py_with = kernel_args)]
     kernel: Kernel,
@@ -575,7 +575,7 @@ struct LlsvmArgs {
 }
 
 /// What `llsvm_fit` returns: (map_matrix (rank, B), coef (k, rank), n_iter per model, stopped).
-type LlsvmOut<'py> = (
+pub type LlsvmOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     Vec<usize>,
@@ -620,7 +620,7 @@ pub fn llsvm_fit<'py>(
 }
 
 /// The LLSVM model `(landmarks, map_matrix, coef)`.
-type LlsvmArrays<'py> = (
+pub type LlsvmArrays<'py> = (
     PyReadonlyArray2<'py, f64>,
     PyReadonlyArray2<'py, f64>,
     PyReadonlyArray2<'py, f64>,
@@ -655,6 +655,9 @@ pub fn llsvm_decision<'py>(
     by_rows(py, out, k)
 }
 
+/// Cluster centres and the label of every example.
+pub type Clusters<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>);
+
 /// LLSVM's k-means landmarks (BudgetedSVM's): (centers, labels).
 #[pyfunction]
 #[pyo3(signature = (x, k, max_iter=10, seed=0, n_jobs=None))]
@@ -665,7 +668,7 @@ pub fn llsvm_kmeans<'py>(
     max_iter: usize,
     seed: u64,
     n_jobs: Option<isize>,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<Clusters<'py>> {
     let ex = x.examples()?;
     let (c, l) = enter(py, n_jobs, |cancel| {
         vastml_svm::kmeans_landmarks(&ex, k, max_iter, seed, Control::new(cancel))
@@ -674,7 +677,7 @@ pub fn llsvm_kmeans<'py>(
 }
 
 /// What `kmeans` returns: (centers, labels, inertia, n_iter).
-type KmeansOut<'py> = (
+pub type KmeansOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<i64>>,
     f64,

@@ -14,7 +14,7 @@ use crate::door::enter;
 use crate::progress;
 
 /// An order as an int64 array.
-pub fn order_array(py: Python<'_>, order: &[usize]) -> Bound<'_, PyArray1<i64>> {
+pub fn order_array<'py>(py: Python<'py>, order: &[usize]) -> Bound<'py, PyArray1<i64>> {
     PyArray1::from_iter(py, order.iter().map(|&i| i as i64))
 }
 
@@ -26,7 +26,7 @@ pub fn order_to_py(py: Python<'_>, order: &[usize]) -> PyResult<Py<PyAny>> {
 /// TSP-means' parameters, as `TSPMeans` names them for the core.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct TspMeansArgs {
+pub struct TspMeansArgs {
     levels: Option<usize>,
     sample: usize,
     seed: u64,
@@ -62,7 +62,7 @@ impl From<TspMeansArgs> for TspMeansParams {
 
 /// What `tsp_means_order` returns: (order, (levels, n_kmeans, n_tsp, n_sweeps), (tree,
 /// sweeps, polish) seconds, path length, stopped by the progress hook).
-type TspMeansOut<'py> = (
+pub type TspMeansOut<'py> = (
     Bound<'py, PyArray1<i64>>,
     (usize, usize, usize, usize),
     (f64, f64, f64),
@@ -104,7 +104,7 @@ pub fn tsp_means_order<'py>(
 /// heuristic), `neighbours` and `or_opt`.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct PathArgs {
+pub struct PathArgs {
     method: Wrap<PathMethod>,
     init: Wrap<Start>,
     neighbours: usize,
