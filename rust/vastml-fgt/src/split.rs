@@ -23,7 +23,7 @@
 //! let (a, b) = src.split_at(1000 * 2);
 //! let (h, eps) = (0.3, 1e-6);
 //! let cancel = AtomicBool::new(false);
-//! let centers = split_centers(&src[..400], 2, h, eps, 2000, 2000, 1, Method::Ifgt, &cancel)
+//! let centers = split_centers(&src[..400], 2, h, eps, (2000, 2000, 1), Method::Ifgt, &cancel)
 //!     .unwrap()
 //!     .expect("the IFGT applies");
 //! let radii: Vec<f64> = cluster_radii(a, 2, &centers).unwrap().iter()
@@ -53,8 +53,8 @@ use crate::{Method, check_points, check_scalars, extent, plan};
 
 pub use crate::ifgt::cluster_radii;
 
-/// Cluster centres (row-major `k x dim`) for an IFGT over `n_sources` sources and
-/// `n_targets` targets, chosen by the farthest-point search of the single-machine planner
+/// Cluster centres (row-major `k x dim`) for an IFGT over `n_sources` sources, `n_targets`
+/// targets and `n_weights` weight columns (`sizes`), chosen by the farthest-point search of the single-machine planner
 /// run on `sample` (rows of the sources; a few tens of thousands are plenty).
 ///
 /// With `Method::Auto`, returns `None` when the data-free cost model says the IFGT is not
@@ -65,17 +65,12 @@ pub use crate::ifgt::cluster_radii;
 /// # Errors
 /// Bad sample, bandwidth or epsilon; `Method::Direct` / `DirectTree`;
 /// [`FgtError::Cancelled`].
-// One argument per input of the distributed planner (the Python driver passes them as is);
-// they share no struct of their own, so grouping them would add a type for one call.
-#[allow(clippy::too_many_arguments)]
 pub fn split_centers(
     sample: &[f64],
     dim: usize,
     bandwidth: f64,
     epsilon: f64,
-    n_sources: usize,
-    n_targets: usize,
-    n_weights: usize,
+    (n_sources, n_targets, n_weights): (usize, usize, usize),
     method: Method,
     cancel: &AtomicBool,
 ) -> Result<Option<Vec<f64>>> {

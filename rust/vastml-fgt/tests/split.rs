@@ -26,18 +26,8 @@ fn split_transform(
         .flat_map(|p| p.iter().copied())
         .take(500 * dim)
         .collect();
-    let Some(centers) = split_centers(
-        &sample,
-        dim,
-        h,
-        eps,
-        n,
-        targets.len() / dim,
-        n_weights,
-        method,
-        &cancel,
-    )?
-    else {
+    let sizes = (n, targets.len() / dim, n_weights);
+    let Some(centers) = split_centers(&sample, dim, h, eps, sizes, method, &cancel)? else {
         return Ok(None);
     };
     let mut radii = vec![0.0f64; centers.len() / dim];
@@ -110,7 +100,7 @@ fn coefficients_add_over_parts() {
     let src = uniform(&mut rng, 2000, 2);
     let q: Vec<f64> = (0..2000).map(|_| rng.random::<f64>()).collect();
     let cancel = AtomicBool::new(false);
-    let centers = split_centers(&src, 2, 0.3, 1e-6, 2000, 2000, 1, Method::Ifgt, &cancel)
+    let centers = split_centers(&src, 2, 0.3, 1e-6, (2000, 2000, 1), Method::Ifgt, &cancel)
         .unwrap()
         .unwrap();
     let radii = cluster_radii(&src, 2, &centers).unwrap();
@@ -136,7 +126,7 @@ fn radii_that_miss_a_part_are_rejected() {
     let mut rng = Pcg64::seed_from_u64(5);
     let src = uniform(&mut rng, 1000, 2);
     let cancel = AtomicBool::new(false);
-    let centers = split_centers(&src, 2, 0.3, 1e-6, 1000, 1000, 1, Method::Ifgt, &cancel)
+    let centers = split_centers(&src, 2, 0.3, 1e-6, (1000, 1000, 1), Method::Ifgt, &cancel)
         .unwrap()
         .unwrap();
     // radii from the first half only
@@ -150,8 +140,8 @@ fn radii_that_miss_a_part_are_rejected() {
 fn bad_arguments_are_rejected() {
     let cancel = AtomicBool::new(false);
     let pts = [0.0, 0.0, 1.0, 1.0];
-    assert!(split_centers(&pts, 2, 0.3, 1e-6, 2, 2, 1, Method::DirectTree, &cancel).is_err());
-    assert!(split_centers(&pts, 2, -1.0, 1e-6, 2, 2, 1, Method::Ifgt, &cancel).is_err());
+    assert!(split_centers(&pts, 2, 0.3, 1e-6, (2, 2, 1), Method::DirectTree, &cancel).is_err());
+    assert!(split_centers(&pts, 2, -1.0, 1e-6, (2, 2, 1), Method::Ifgt, &cancel).is_err());
     assert!(
         SplitIfgt::new(
             vec![0.0, 0.0],

@@ -245,9 +245,8 @@ pub fn split_ifgt_centers<'py>(
     method: Wrap<Method>,
 ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
     let (s, dim) = rows(&sample, "sample")?;
-    let (n, m, w) = sizes;
     let centers = enter(py, Some(1), |cancel| {
-        vastml_fgt::split_centers(s, dim, bandwidth, epsilon, n, m, w, method.0, cancel)
+        vastml_fgt::split_centers(s, dim, bandwidth, epsilon, sizes, method.0, cancel)
     })?;
     let as_matrix = |c: Vec<f64>| {
         let k = crate::arrays::n_rows(c.len(), dim);

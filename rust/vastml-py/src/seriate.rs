@@ -66,23 +66,13 @@ pub fn tsp_ils_order<'py>(
         .map(|a| slice(a, "init").map(indices_from_i64))
         .transpose()?;
     let (params, (start, end), init) = (IlsParams::from(params), ends, init.as_deref());
-    let r = enter(py, n_jobs, |c| match precomputed {
-        true => solve_cancellable(
-            &Dense::new(data, dim)?,
-            start,
-            end,
-            &params,
-            init,
-            Control::new(c),
-        ),
-        false => solve_cancellable(
-            &Points::new(data, dim)?,
-            start,
-            end,
-            &params,
-            init,
-            Control::new(c),
-        ),
+    let r = enter(py, n_jobs, |c| {
+        let ctl = Control::new(c);
+        if precomputed {
+            solve_cancellable(&Dense::new(data, dim)?, start, end, &params, init, ctl)
+        } else {
+            solve_cancellable(&Points::new(data, dim)?, start, end, &params, init, ctl)
+        }
     })?;
     Ok((
         order_array(py, &r.order),

@@ -14,9 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vastml_core::Control;
 use vastml_svm::{
-    Amm, AmmParams, Arow, ArowParams, Bsgd, BsgdParams, DcdOptions, EpochStats, Examples,
-    FitOutcome, Kernel, KernelKind, LlsvmModel, LlsvmParams, Maintenance, Schedule, SvmError,
-    UpdateOn,
+    Amm, AmmParams, Arow, ArowParams, Bsgd, BsgdParams, DcdOptions, EpochStats, Examples, Kernel,
+    KernelKind, LlsvmModel, LlsvmParams, Maintenance, Schedule, SvmError, UpdateOn,
 };
 
 use crate::arrays::{Wrap, matrix, rows, rows_n};
@@ -143,68 +142,51 @@ impl ScheduleArgs {
     }
 }
 
-/// `fit(x, y, schedule, progress)` of a model: (passes made, stopped by a callback).
-fn fit<F>(
-    py: Python<'_>,
-    (x, y): (PyX<'_>, Labels<'_>),
-    schedule: ScheduleArgs,
-    progress: Option<Py<PyAny>>,
-    run: F,
-) -> PyResult<(usize, bool)>
-where
-    F: FnOnce(
-            &Examples<'_>,
-            &[usize],
-            &Schedule<'_>,
-            Control<'_, usize>,
-        ) -> Result<FitOutcome, SvmError>
-        + Send,
-{
-    let (ex, y) = labelled(&x, &y)?;
-    let hook = progress::hook(progress, count_state);
-    let out = enter(py, Some(1), |cancel| {
-        run(
-            &ex,
-            &y,
-            &schedule.schedule(),
-            progress::control(cancel, hook.as_ref()),
-        )
-    });
-    finish(hook, out).map(|o| (o.n_iter, o.stopped))
-}
+/// The `#[pymethods]` of a model under training (a pyclass whose `inner` is an [`Amm`] or a
+/// [`Bsgd`]): `fit`, `epoch` (one partial_fit pass, run by `$epoch`), `decision_function`
+/// (`$n_classes` columns), then the class's own `$extra` methods.
+macro_rules! trainer_methods {
+    ($ty:ty, n_classes = $n_classes:expr, epoch = $epoch:expr, { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $ty {
+            /// Trains one pass per seed; returns (passes made, stopped by a callback).
+            #[pyo3(signature = (x, y, schedule, progress=None))]
+            fn fit(&mut self, py: Python<'_>, x: PyX<'_>, y: Labels<'_>, schedule: ScheduleArgs, progress: Option<Py<PyAny>>) -> PyResult<(usize, bool)> {
+                let ((ex, y), model) = (labelled(&x, &y)?, &mut self.inner);
+                let hook = progress::hook(progress, count_state);
+                let out = enter(py, Some(1), |cancel| {
+                    let control = progress::control(cancel, hook.as_ref());
+                    model.fit(&ex, &y, &schedule.schedule(), control)
+                });
+                finish(hook, out).map(|o| (o.n_iter, o.stopped))
+            }
 
-/// One `partial_fit` pass of a model: its statistics as a dict.
-fn epoch<'py, F>(
-    py: Python<'py>,
-    (x, y): (PyX<'py>, Labels<'py>),
-    run: F,
-) -> PyResult<Bound<'py, PyDict>>
-where
-    F: FnOnce(&Examples<'_>, &[usize], Control<'_>) -> Result<EpochStats, SvmError> + Send,
-{
-    let (ex, y) = labelled(&x, &y)?;
-    let s = enter(py, Some(1), |cancel| run(&ex, &y, Control::new(cancel)))?;
-    let d = PyDict::new(py);
-    d.set_item("n_updates", s.n_updates)?;
-    d.set_item("mean_loss", s.mean_loss)?;
-    d.set_item("n_pruned", s.n_pruned)?;
-    d.set_item("n_cloned", s.n_cloned)?;
-    Ok(d)
-}
+            /// One SGD pass (partial_fit): its statistics.
+            #[pyo3(signature = (x, y, shuffle=true, seed=0))]
+            fn epoch<'py>(&mut self, py: Python<'py>, x: PyX<'py>, y: Labels<'py>, shuffle: bool, seed: u64) -> PyResult<Bound<'py, PyDict>> {
+                let ((ex, y), model) = (labelled(&x, &y)?, &mut self.inner);
+                let s: EpochStats = enter(py, Some(1), |cancel| {
+                    ($epoch)(model, &ex, &y, (shuffle, seed), Control::new(cancel))
+                })?;
+                let d = PyDict::new(py);
+                d.set_item("n_updates", s.n_updates)?;
+                d.set_item("mean_loss", s.mean_loss)?;
+                d.set_item("n_pruned", s.n_pruned)?;
+                d.set_item("n_cloned", s.n_cloned)?;
+                Ok(d)
+            }
 
-/// Class scores of a model, shape (n, n_classes).
-fn decision<'py, F>(
-    py: Python<'py>,
-    x: PyX<'py>,
-    (n_classes, n_jobs): (usize, Option<isize>),
-    run: F,
-) -> PyResult<Bound<'py, PyArray2<f64>>>
-where
-    F: FnOnce(&Examples<'_>, Control<'_>) -> Result<Vec<f64>, SvmError> + Send,
-{
-    let ex = x.examples()?;
-    let out = enter(py, n_jobs, |cancel| run(&ex, Control::new(cancel)))?;
-    by_rows(py, out, n_classes)
+            /// Class scores, shape (n, n_classes).
+            #[pyo3(signature = (x, n_jobs=None))]
+            fn decision_function<'py>(&self, py: Python<'py>, x: PyX<'py>, n_jobs: Option<isize>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+                let (ex, model) = (x.examples()?, &self.inner);
+                let out = enter(py, n_jobs, |cancel| model.decision_with(&ex, Control::new(cancel)))?;
+                by_rows(py, out, ($n_classes)(self))
+            }
+
+            $($extra)*
+        }
+    };
 }
 
 /// `AmmModel`'s parameters, as `AMMClassifier` names them for the core.
@@ -242,115 +224,76 @@ pub struct PyAmm {
     inner: Amm,
 }
 
-#[pymethods]
-impl PyAmm {
-    #[new]
-    #[pyo3(signature = (n_features, n_classes, params, weights=None, weight_class=None, steps=0))]
-    fn new(
-        n_features: usize,
-        n_classes: usize,
-        params: AmmArgs,
-        weights: Option<PyReadonlyArray2<'_, f64>>,
-        weight_class: Option<PyReadonlyArray1<'_, i64>>,
-        steps: u64,
-    ) -> PyResult<Self> {
-        let params = AmmParams::from(params);
-        let inner = match (weights, weight_class) {
-            (Some(w), Some(c)) => {
-                let cls = to_py(vastml_svm::class_codes(contiguous(&c)?))?;
-                Amm::from_parts(
-                    params,
-                    n_features,
-                    n_classes,
-                    rows(&w, "weights")?.0,
-                    &cls,
-                    steps,
-                )
-            }
-            (None, None) => Amm::new(params, n_features, n_classes),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "pass both `weights` and `weight_class`, or neither",
-                ));
-            }
-        };
-        Ok(PyAmm {
-            inner: to_py(inner)?,
-        })
-    }
+trainer_methods!(
+    PyAmm,
+    n_classes = |m: &PyAmm| m.inner.n_classes(),
+    epoch = |m: &mut Amm, x, y, (shuffle, seed), c| m.epoch(x, y, shuffle, seed, false, c),
+    {
+        #[new]
+        #[pyo3(signature = (n_features, n_classes, params, weights=None, weight_class=None, steps=0))]
+        fn new(
+            n_features: usize,
+            n_classes: usize,
+            params: AmmArgs,
+            weights: Option<PyReadonlyArray2<'_, f64>>,
+            weight_class: Option<PyReadonlyArray1<'_, i64>>,
+            steps: u64,
+        ) -> PyResult<Self> {
+            let params = AmmParams::from(params);
+            let inner = match (weights, weight_class) {
+                (Some(w), Some(c)) => {
+                    let cls = to_py(vastml_svm::class_codes(contiguous(&c)?))?;
+                    Amm::from_parts(
+                        params,
+                        n_features,
+                        n_classes,
+                        rows(&w, "weights")?.0,
+                        &cls,
+                        steps,
+                    )
+                }
+                (None, None) => Amm::new(params, n_features, n_classes),
+                _ => {
+                    return Err(PyValueError::new_err(
+                        "pass both `weights` and `weight_class`, or neither",
+                    ));
+                }
+            };
+            Ok(PyAmm {
+                inner: to_py(inner)?,
+            })
+        }
 
-    /// Trains one pass per seed; returns (passes made, stopped by a callback).
-    #[pyo3(signature = (x, y, schedule, progress=None))]
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: PyX<'_>,
-        y: Labels<'_>,
-        schedule: ScheduleArgs,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<(usize, bool)> {
-        fit(py, (x, y), schedule, progress, |e, y, s, c| {
-            self.inner.fit(e, y, s, c)
-        })
-    }
+        /// Weights, shape (n_weights, n_features + 1), the bias weight last.
+        #[getter]
+        fn weights<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+            by_rows(py, self.inner.weights(), self.inner.dim() + 1)
+        }
 
-    /// One online SGD pass (partial_fit).
-    #[pyo3(signature = (x, y, shuffle=true, seed=0))]
-    fn epoch<'py>(
-        &mut self,
-        py: Python<'py>,
-        x: PyX<'py>,
-        y: Labels<'py>,
-        shuffle: bool,
-        seed: u64,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        epoch(py, (x, y), |e, y, c| {
-            self.inner.epoch(e, y, shuffle, seed, false, c)
-        })
-    }
+        /// Class code of every weight.
+        #[getter]
+        fn weight_class<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+            codes(py, self.inner.weight_classes())
+        }
 
-    /// Class scores, shape (n, n_classes).
-    #[pyo3(signature = (x, n_jobs=None))]
-    fn decision_function<'py>(
-        &self,
-        py: Python<'py>,
-        x: PyX<'py>,
-        n_jobs: Option<isize>,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        decision(py, x, (self.inner.n_classes(), n_jobs), |e, c| {
-            self.inner.decision_with(e, c)
-        })
-    }
+        /// SGD steps taken (t).
+        #[getter]
+        fn steps(&self) -> u64 {
+            self.inner.steps()
+        }
 
-    /// Weights, shape (n_weights, n_features + 1), the bias weight last.
-    #[getter]
-    fn weights<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        by_rows(py, self.inner.weights(), self.inner.dim() + 1)
-    }
+        /// Current GAMM clone probability.
+        #[getter]
+        fn clone_probability(&self) -> f64 {
+            self.inner.clone_probability()
+        }
 
-    /// Class code of every weight.
-    #[getter]
-    fn weight_class<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        codes(py, self.inner.weight_classes())
+        /// Restores the GAMM clone probability.
+        fn set_clone_probability(&mut self, p: f64) -> PyResult<()> {
+            to_py(self.inner.set_clone_probability(p))
+        }
     }
-
-    /// SGD steps taken (t).
-    #[getter]
-    fn steps(&self) -> u64 {
-        self.inner.steps()
-    }
-
-    /// Current GAMM clone probability.
-    #[getter]
-    fn clone_probability(&self) -> f64 {
-        self.inner.clone_probability()
-    }
-
-    /// Restores the GAMM clone probability.
-    fn set_clone_probability(&mut self, p: f64) -> PyResult<()> {
-        to_py(self.inner.set_clone_probability(p))
-    }
-}
+);
 
 /// `BsgdModel`'s parameters, as `BSGDClassifier` names them for the core.
 #[derive(FromPyObject)]
@@ -382,100 +325,61 @@ pub struct PyBsgd {
     dim: usize,
 }
 
-#[pymethods]
-impl PyBsgd {
-    #[new]
-    #[pyo3(signature = (n_features, n_classes, params, support_vectors=None, alphas=None, steps=0))]
-    fn new(
-        n_features: usize,
-        n_classes: usize,
-        params: BsgdArgs,
-        support_vectors: Option<PyReadonlyArray2<'_, f64>>,
-        alphas: Option<PyReadonlyArray2<'_, f64>>,
-        steps: u64,
-    ) -> PyResult<Self> {
-        let params = BsgdParams::from(params);
-        let inner = match (support_vectors, alphas) {
-            (Some(s), Some(a)) => {
-                let (sv, al) = (rows(&s, "support_vectors")?.0, rows(&a, "alphas")?.0);
-                Bsgd::from_parts(params, n_features, n_classes, sv, al, steps)
-            }
-            (None, None) => Bsgd::new(params, n_features, n_classes),
-            _ => {
-                return Err(PyValueError::new_err(
-                    "pass both `support_vectors` and `alphas`, or neither",
-                ));
-            }
-        };
-        let (inner, dim) = (to_py(inner)?, n_features);
-        Ok(PyBsgd {
-            inner,
-            n_classes,
-            dim,
-        })
-    }
+trainer_methods!(
+    PyBsgd,
+    n_classes = |m: &PyBsgd| m.n_classes,
+    epoch = |m: &mut Bsgd, x, y, (shuffle, seed), c| m.epoch(x, y, shuffle, seed, c),
+    {
+        #[new]
+        #[pyo3(signature = (n_features, n_classes, params, support_vectors=None, alphas=None, steps=0))]
+        fn new(
+            n_features: usize,
+            n_classes: usize,
+            params: BsgdArgs,
+            support_vectors: Option<PyReadonlyArray2<'_, f64>>,
+            alphas: Option<PyReadonlyArray2<'_, f64>>,
+            steps: u64,
+        ) -> PyResult<Self> {
+            let params = BsgdParams::from(params);
+            let inner = match (support_vectors, alphas) {
+                (Some(s), Some(a)) => {
+                    let (sv, al) = (rows(&s, "support_vectors")?.0, rows(&a, "alphas")?.0);
+                    Bsgd::from_parts(params, n_features, n_classes, sv, al, steps)
+                }
+                (None, None) => Bsgd::new(params, n_features, n_classes),
+                _ => {
+                    return Err(PyValueError::new_err(
+                        "pass both `support_vectors` and `alphas`, or neither",
+                    ));
+                }
+            };
+            let (inner, dim) = (to_py(inner)?, n_features);
+            Ok(PyBsgd {
+                inner,
+                n_classes,
+                dim,
+            })
+        }
 
-    /// Trains one pass per seed; returns (passes made, stopped by a callback).
-    #[pyo3(signature = (x, y, schedule, progress=None))]
-    fn fit(
-        &mut self,
-        py: Python<'_>,
-        x: PyX<'_>,
-        y: Labels<'_>,
-        schedule: ScheduleArgs,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<(usize, bool)> {
-        fit(py, (x, y), schedule, progress, |e, y, s, c| {
-            self.inner.fit(e, y, s, c)
-        })
-    }
+        /// Support vectors, shape (n_sv, n_features).
+        #[getter]
+        fn support_vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+            by_rows(py, self.inner.support_vectors().to_vec(), self.dim)
+        }
 
-    /// One SGD pass with budget maintenance (partial_fit).
-    #[pyo3(signature = (x, y, shuffle=true, seed=0))]
-    fn epoch<'py>(
-        &mut self,
-        py: Python<'py>,
-        x: PyX<'py>,
-        y: Labels<'py>,
-        shuffle: bool,
-        seed: u64,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        epoch(py, (x, y), |e, y, c| {
-            self.inner.epoch(e, y, shuffle, seed, c)
-        })
-    }
+        /// Coefficients, shape (n_sv, n_classes).
+        #[getter]
+        fn alphas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+            by_rows(py, self.inner.alphas(), self.n_classes)
+        }
 
-    /// Class scores, shape (n, n_classes).
-    #[pyo3(signature = (x, n_jobs=None))]
-    fn decision_function<'py>(
-        &self,
-        py: Python<'py>,
-        x: PyX<'py>,
-        n_jobs: Option<isize>,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        decision(py, x, (self.n_classes, n_jobs), |e, c| {
-            self.inner.decision_with(e, c)
-        })
+        /// SGD steps taken (t).
+        #[getter]
+        fn steps(&self) -> u64 {
+            self.inner.steps()
+        }
     }
-
-    /// Support vectors, shape (n_sv, n_features).
-    #[getter]
-    fn support_vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        by_rows(py, self.inner.support_vectors().to_vec(), self.dim)
-    }
-
-    /// Coefficients, shape (n_sv, n_classes).
-    #[getter]
-    fn alphas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        by_rows(py, self.inner.alphas(), self.n_classes)
-    }
-
-    /// SGD steps taken (t).
-    #[getter]
-    fn steps(&self) -> u64 {
-        self.inner.steps()
-    }
-}
+);
 
 /// `arow_fit`'s parameters.
 #[derive(FromPyObject)]
@@ -493,6 +397,48 @@ pub struct ArowArgs {
 /// The stacked AROW models: means `(k, d + 1)` and covariances `(k, d + 1, d + 1)` (or
 /// `(k, d + 1)` when diagonal).
 pub type ArowModels<'py> = (PyReadonlyArray2<'py, f64>, PyReadonlyArrayDyn<'py, f64>);
+
+impl ArowArgs {
+    /// The models of `dim` features from their stacked arrays.
+    fn models(&self, dim: usize, (means, covs): &ArowModels<'_>) -> PyResult<Vec<Arow>> {
+        let covs = covs
+            .as_slice()
+            .map_err(|e| PyTypeError::new_err(format!("`covariances`: {e}")))?;
+        let (update_damping, bias, diagonal) = (self.update_damping, self.bias, self.diagonal);
+        let p = ArowParams {
+            update_damping,
+            bias,
+            update_on: self.update_on.0,
+            diagonal,
+        };
+        let k = self.classes.len();
+        to_py(Arow::stack_from_parts(
+            dim,
+            p,
+            k,
+            rows(means, "means")?.0,
+            covs,
+        ))
+    }
+}
+
+/// The models' stacked means and covariances as NumPy arrays.
+fn arow_arrays<'py>(
+    py: Python<'py>,
+    models: &[Arow],
+    w: usize,
+    diagonal: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let (m, c) = Arow::unstack(models);
+    let covs = match diagonal {
+        true => by_rows(py, c, w)?.into_any(),
+        false => Array3::from_shape_vec((models.len(), w, w), c)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyarray(py)
+            .into_any(),
+    };
+    Ok((by_rows(py, m, w)?.into_any(), covs))
+}
 
 /// What `arow_fit` returns: (means, covariances, n_updates, chunks reported, stopped).
 pub type ArowOut<'py> = (
@@ -515,45 +461,23 @@ pub fn arow_fit<'py>(
     progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<ArowOut<'py>> {
-    let ((ex, y), a) = (labelled(&x, &y)?, params);
-    let p = ArowParams {
-        update_damping: a.update_damping,
-        bias: a.bias,
-        update_on: a.update_on.0,
-        diagonal: a.diagonal,
-    };
-    let covs = model
-        .1
-        .as_slice()
-        .map_err(|e| PyTypeError::new_err(format!("`covariances`: {e}")))?;
-    let mut models = to_py(Arow::stack_from_parts(
-        ex.dim(),
-        p,
-        a.classes.len(),
-        rows(&model.0, "means")?.0,
-        covs,
-    ))?;
+    let (ex, y) = labelled(&x, &y)?;
+    let mut models = params.models(ex.dim(), &model)?;
+    let (seeds, shuffle) = (&params.seeds, params.shuffle);
     let hook = progress::hook(progress, count_state);
     let out = enter(py, n_jobs, |cancel| {
         let control = progress::control(cancel, hook.as_ref());
         let schedule = Schedule {
-            seeds: &a.seeds,
-            shuffle: a.shuffle,
+            seeds,
+            shuffle,
             online: false,
         };
-        vastml_svm::arow_one_vs_rest(&mut models, &a.classes, &ex, &y, &schedule, control)
+        vastml_svm::arow_one_vs_rest(&mut models, &params.classes, &ex, &y, &schedule, control)
     });
     let out = finish(hook, out)?;
-    let ((m, c), w) = (Arow::unstack(&models), ex.dim() + 1);
-    let covs = match a.diagonal {
-        true => by_rows(py, c, w)?.into_any(),
-        false => Array3::from_shape_vec((models.len(), w, w), c)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?
-            .into_pyarray(py)
-            .into_any(),
-    };
+    let (means, covs) = arow_arrays(py, &models, ex.dim() + 1, params.diagonal)?;
     Ok((
-        by_rows(py, m, w)?.into_any(),
+        means,
         covs,
         out.n_updates,
         out.outcome.n_iter,
