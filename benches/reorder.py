@@ -226,7 +226,9 @@ def main(argv=None) -> int:
     if wanted("move"):
         rng = np.random.default_rng(0)
         M = (rng.random((2000, 400)) < 0.3).astype(np.uint32)
-        per, full = _core.time_moves(M, 0, "gbs", (25, 25), "zeros_and_ones", 300, 0, n_jobs=1)
+        objective = {"kernel": "gbs", "kernel_size": (25, 25), "kernel_weights": None,
+                     "padding": "zeros_and_ones", "error": "abs"}
+        per, full = _core.time_moves((M, 0), objective, 300, 0, n_jobs=1)
         for kind, secs in per:
             row = b.compare(
                 f"move {kind}",
@@ -248,7 +250,9 @@ def main(argv=None) -> int:
             "M = np.empty((n, n), dtype=np.uint32)\n"
             "for i in range(0, n, 500): M[i:i + 500] = rng.random((500, n)) < 0.3\n"
             "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "e = _core.convolution_error(M, 0, 'gbs', (3, 3), None, 'zeros_and_ones', 'abs')\n"
+            "obj = {'kernel': 'gbs', 'kernel_size': (3, 3), 'kernel_weights': None,\n"
+            "       'padding': 'zeros_and_ones', 'error': 'abs'}\n"
+            "e = _core.convolution_error((M, 0), obj, (None, None))\n"
             "r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
             "print((r1 - r0) * 1024, e)\n"
         )

@@ -153,10 +153,11 @@ def test_core_rejects_non_contiguous_arrays_directly():
     from vastml import _core
 
     x = np.asfortranarray(np.ones((10, 2)))
+    plan = {"bandwidth": 1.0, "epsilon": 1e-6, "method": "direct", "truncation": None, "n_clusters": None}
     with pytest.raises(TypeError, match="C-contiguous"):
-        _core.gauss_transform(x, np.ones((2, 2)), np.ones((10, 1)), 1.0, 1e-6, "direct", None)
+        _core.gauss_transform(x, np.ones((2, 2)), np.ones((10, 1)), plan)
     with pytest.raises(ValueError, match="dimension"):
-        _core.gauss_transform(np.ones((10, 2)), np.ones((2, 3)), np.ones((10, 1)), 1.0, 1e-6, "direct", None)
+        _core.gauss_transform(np.ones((10, 2)), np.ones((2, 3)), np.ones((10, 1)), plan)
 
 
 @settings(max_examples=30, deadline=None)

@@ -10,7 +10,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from vastml import _core
 from vastml.reorder import criterion, path_length, seriate, tsp_path
-from vastml.reorder._seriate import METHODS
+from vastml.reorder._seriate import METHODS, _ils_params
 
 
 def _perm(o, n):
@@ -49,7 +49,7 @@ def test_tsp_is_optimal_on_small_instances():
     for seed in range(5):
         X = np.random.default_rng(10 + seed).random((13, 2))
         exact = path_length(X, tsp_path(X, method="exact"))
-        o, L, *_ = _core.tsp_ils_order(X, False, None, None, 10, 500, None, 1, 30, 0, None)
+        o, L, *_ = _core.tsp_ils_order(X, False, (None, None), _ils_params(10, 500, None, 1, 30, 0))
         assert L == pytest.approx(path_length(X, o))
         assert L <= exact * 1.01
 
@@ -62,7 +62,7 @@ def test_tsp_is_never_longer_than_the_old_heuristic():
         new = path_length(X, seriate(X, random_state=0, time_limit=0.3))
         assert new <= old
         # seeded with the old path it cannot get longer, whatever the budget
-        o, L, *_ = _core.tsp_ils_order(X, False, None, None, 10, 10, None, 1, 30, 0,
+        o, L, *_ = _core.tsp_ils_order(X, False, (None, None), _ils_params(10, 10, None, 1, 30, 0),
                                          tsp_path(X).astype(np.int64))
         assert L <= old + 1e-9
 
@@ -70,8 +70,8 @@ def test_tsp_is_never_longer_than_the_old_heuristic():
 def test_tsp_on_a_precomputed_matrix_matches_points():
     X = np.random.default_rng(3).random((200, 3))
     D = np.ascontiguousarray(squareform(pdist(X)))
-    a = _core.tsp_ils_order(X, False, None, None, 10, 1000, None, 1, 30, 4, None)[0]
-    b = _core.tsp_ils_order(D, True, None, None, 10, 1000, None, 1, 30, 4, None)[0]
+    a = _core.tsp_ils_order(X, False, (None, None), _ils_params(10, 1000, None, 1, 30, 4))[0]
+    b = _core.tsp_ils_order(D, True, (None, None), _ils_params(10, 1000, None, 1, 30, 4))[0]
     assert np.array_equal(a, b)
 
 

@@ -14,35 +14,31 @@ class VastmlError(Exception):
     """Base class of vastml's own errors (parameter and shape errors are ValueError)."""
 
 def effective_n_jobs(n_jobs: int | None = None) -> int: ...
+# `plan`: bandwidth, epsilon, method, truncation, n_clusters (GaussTransform: also n_targets,
+# n_weights, measure).
 def gauss_transform(
     sources: npt.NDArray[np.float64],
     targets: npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
-    bandwidth: float,
-    epsilon: float = 1e-6,
-    method: str = "auto",
+    plan: dict[str, Any],
     n_jobs: int | None = None,
-    truncation: int | None = None,
-    n_clusters: int | None = None,
     progress: Callable[[int, float, str], bool] | None = None,
 ) -> npt.NDArray[np.float64]: ...
+
+# `params`: order, h1, h2, epsilon, method.
 def hermite_gauss_sum(
     sources: npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
     targets: npt.NDArray[np.float64],
-    order: int,
-    h1: float,
-    h2: float,
-    epsilon: float = 1e-6,
-    method: str = "auto",
+    params: dict[str, Any],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def erfc_sum(
     sources: npt.NDArray[np.float64],
     weights: npt.NDArray[np.float64],
     targets: npt.NDArray[np.float64],
-    epsilon: float = 1e-6,
-    method: str = "auto",
+    epsilon: float,
+    method: str,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 
@@ -153,16 +149,9 @@ class GaussTransform:
     def __new__(
         cls,
         sources: npt.NDArray[np.float64],
-        bandwidth: float,
-        epsilon: float = 1e-6,
-        method: str = "auto",
+        plan: dict[str, Any],
         n_jobs: int | None = None,
         target_sample: npt.NDArray[np.float64] | None = None,
-        n_targets: int | None = None,
-        n_weights: int = 1,
-        truncation: int | None = None,
-        n_clusters: int | None = None,
-        measure: bool = True,
         progress: Callable[[int, float, str], bool] | None = None,
     ) -> Self: ...
     def evaluate(
@@ -200,10 +189,8 @@ def split_ifgt_centers(
     sample: npt.NDArray[np.float64],
     bandwidth: float,
     epsilon: float,
-    n_sources: int,
-    n_targets: int,
-    n_weights: int = 1,
-    method: str = "auto",
+    sizes: tuple[int, int, int],
+    method: str,
 ) -> npt.NDArray[np.float64] | None: ...
 def split_ifgt_radii(
     sources: npt.NDArray[np.float64],
@@ -218,8 +205,8 @@ class SplitIfgt:
         centers: npt.NDArray[np.float64],
         radii: npt.NDArray[np.float64],
         bandwidth: float,
-        epsilon: float = 1e-6,
-        method: str = "ifgt",
+        epsilon: float,
+        method: str,
         target_sample: npt.NDArray[np.float64] | None = None,
     ) -> Self: ...
     def coefficients(
@@ -328,46 +315,31 @@ def llsvm_kmeans(
     x: _Examples, k: int, max_iter: int = 10, seed: int = 0, n_jobs: int | None = None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
 # vastml-order (matrix reordering); codes are uint32, n_colours 0 means binary.
+# A matrix is (codes, n_colours); an objective a dict of kernel, kernel_size, kernel_weights,
+# padding and error; orders (row_order, col_order), each a list or None.
+_Matrix = tuple[npt.NDArray[np.uint32], int]
+_Orders = tuple[list[int] | None, list[int] | None]
+
 def convolution_error(
-    codes: npt.NDArray[np.uint32],
-    n_colours: int,
-    kernel: str,
-    kernel_size: tuple[int, int],
-    kernel_weights: npt.NDArray[np.float64] | None,
-    padding: str,
-    error: str,
-    row_order: list[int] | None = None,
-    col_order: list[int] | None = None,
-    n_jobs: int | None = None,
+    matrix: _Matrix, objective: dict[str, Any], orders: _Orders, n_jobs: int | None = None
 ) -> float: ...
 def convomap_fit(
-    codes: npt.NDArray[np.uint32],
-    n_colours: int,
-    kernel: str,
-    kernel_size: tuple[int, int],
-    kernel_weights: npt.NDArray[np.float64] | None,
-    padding: str,
-    error: str,
-    row_order: list[int] | None,
-    col_order: list[int] | None,
+    matrix: _Matrix,
+    objective: dict[str, Any],
+    orders: _Orders,
     options: dict[str, Any],
     n_jobs: int | None = None,
     progress: Any = None,
 ) -> tuple[
     list[int], list[int], float, list[tuple[str, float]], list[tuple[str, float]], list[int], bool
 ]: ...
-def tsp_order(
-    codes: npt.NDArray[np.uint32], n_colours: int, axis: int, n_jobs: int | None = None
-) -> list[int]: ...
+def tsp_order(matrix: _Matrix, axis: int, n_jobs: int | None = None) -> list[int]: ...
+
+# `options`: col_order, bound, initial.
 def branch_and_bound_order(
-    codes: npt.NDArray[np.uint32],
-    n_colours: int,
-    kernel: str,
-    kernel_size: tuple[int, int],
-    kernel_weights: npt.NDArray[np.float64] | None,
-    col_order: list[int] | None,
-    bound: str,
-    initial: list[int] | None,
+    matrix: _Matrix,
+    objective: dict[str, Any],
+    options: dict[str, Any],
     n_jobs: int | None = None,
     progress: Any = None,
 ) -> tuple[list[int], float, int, bool]: ...
@@ -376,11 +348,8 @@ def planted_matrix(
 ) -> npt.NDArray[np.uint8]: ...
 def planted_categorical(size: int = 300, seed: int = ...) -> npt.NDArray[np.uint32]: ...
 def time_moves(
-    codes: npt.NDArray[np.uint32],
-    n_colours: int,
-    kernel: str,
-    kernel_size: tuple[int, int],
-    padding: str,
+    matrix: _Matrix,
+    objective: dict[str, Any],
     n_moves: int = 200,
     seed: int = 0,
     n_jobs: int | None = None,
@@ -388,29 +357,22 @@ def time_moves(
 def gradient_order(
     dissimilarities: npt.NDArray[np.float64], weighted: bool = False, n_jobs: int | None = None
 ) -> tuple[list[int], float, int]: ...
+# `params`: levels, sample, seed, parallel_sweep, neighbours, exact_max, polish_window,
+# local_kicks.
 def tsp_means_order(
     x: npt.NDArray[np.float64],
-    levels: int | None,
-    sample: int,
-    seed: int,
-    parallel_sweep: bool,
-    neighbours: int,
-    exact_max: int,
-    polish_window: int,
+    params: dict[str, Any],
     n_jobs: int | None = None,
-    local_kicks: int = 0,
     progress: Any = None,
 ) -> tuple[
     npt.NDArray[np.int64], tuple[int, int, int, int], tuple[float, float, float], float, bool
 ]: ...
+
+# `params`: method, init, neighbours, or_opt.
 def tsp_path_order(
     x: npt.NDArray[np.float64],
-    start: int | None,
-    end: int | None,
-    method: str,
-    init: str,
-    neighbours: int,
-    or_opt: bool,
+    ends: tuple[int | None, int | None],
+    params: dict[str, Any],
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.int64]: ...
 def olo_order(
@@ -419,18 +381,13 @@ def olo_order(
     merges: npt.NDArray[np.int64],
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.int64], float]: ...
+# `params`: neighbours, kicks, time_limit, runs, kick_window, seed.
 def tsp_ils_order(
     x: npt.NDArray[np.float64],
     precomputed: bool,
-    start: int | None,
-    end: int | None,
-    neighbours: int,
-    kicks: int | None,
-    time_limit: float | None,
-    runs: int,
-    kick_window: int,
-    seed: int,
-    init: npt.NDArray[np.int64] | None,
+    ends: tuple[int | None, int | None],
+    params: dict[str, Any],
+    init: npt.NDArray[np.int64] | None = None,
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.int64], float, float, int, int]: ...
 def pe_r_step(

@@ -161,7 +161,7 @@ def _plan_split(x, q, one_d, bandwidth, epsilon, method, n_targets, plan, client
     rng = np.random.default_rng(0)
     sample = x if n <= SPLIT_SAMPLE else x[np.sort(rng.choice(n, SPLIT_SAMPLE, replace=False))]
     centers = _core.split_ifgt_centers(
-        np.ascontiguousarray(sample), bandwidth, epsilon, n, n_targets, q.shape[1], method
+        np.ascontiguousarray(sample), bandwidth, epsilon, (n, n_targets, q.shape[1]), method
     )
     if centers is None:
         return None

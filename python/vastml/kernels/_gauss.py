@@ -188,7 +188,9 @@ def gauss_transform(
     x, y = _mapped(x, linear_map), _mapped(y, linear_map)
     with Progress(None, verbose=verbose, desc="gauss_transform planning") as progress:
         report = progress.report if progress.active else None
-        g = _core.gauss_transform(x, y, q, h, eps, method, n_jobs, truncation, n_clusters, report)
+        plan = {"bandwidth": h, "epsilon": eps, "method": method}
+        plan.update(truncation=truncation, n_clusters=n_clusters)
+        g = _core.gauss_transform(x, y, q, plan, n_jobs, report)
     return g[:, 0] if one_d else g
 
 
@@ -307,20 +309,17 @@ class GaussTransform:
         mapped = _mapped(self._sources, self._map)
         sample = None if self._target_sample is None else _mapped(self._target_sample, self._map)
         report = progress.report if progress is not None and progress.active else None
-        self._core = _core.GaussTransform(
-            mapped,
-            self._h,
-            self.epsilon,
-            method or self.method,
-            self.n_jobs,
-            sample,
-            self.n_targets,
-            self.n_weights,
-            self.truncation,
-            self.n_clusters,
-            True,
-            report,
-        )
+        plan = {
+            "bandwidth": self._h,
+            "epsilon": self.epsilon,
+            "method": method or self.method,
+            "n_targets": self.n_targets,
+            "n_weights": self.n_weights,
+            "truncation": self.truncation,
+            "n_clusters": self.n_clusters,
+            "measure": True,
+        }
+        self._core = _core.GaussTransform(mapped, plan, self.n_jobs, sample, report)
         self.method_ = self._core.method
         self.info_ = self._core.info()
         self.stopped_early_ = bool(self.info_.pop("stopped", False))

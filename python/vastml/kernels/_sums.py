@@ -103,15 +103,18 @@ def hermite_gauss_sum(
     h1 = positive_float(h1, "h1")
     h2 = np.sqrt(2.0) * h1 if h2 is None else positive_float(h2, "h2")
     q = _line_weights(weights, x.shape[0])
+    params = {
+        "order": int(order),
+        "h1": h1,
+        "h2": float(h2),
+        "epsilon": open_unit_float(epsilon, "epsilon"),
+        "method": choice(method, "method", SUM_METHODS),
+    }
     return _core.hermite_gauss_sum(
         x,
         q,
         y,
-        int(order),
-        h1,
-        float(h2),
-        open_unit_float(epsilon, "epsilon"),
-        choice(method, "method", SUM_METHODS),
+        params,
         n_jobs_arg(n_jobs),
     )
 

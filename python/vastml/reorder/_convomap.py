@@ -19,6 +19,7 @@ from vastml.reorder._objective import (
     as_codes,
     check_choice,
     kernel_args,
+    objective_args,
 )
 
 if TYPE_CHECKING:
@@ -403,16 +404,13 @@ class ConvoMap(TransformerMixin, BaseEstimator):
                 restarts=p["restarts"] if p["method"] == "pls" else 0,
                 polish=p["polish"] if p["method"] == "pls" else 0,
             )
+            objective = objective_args(
+                p["kernel"], p["kernel_size"], p["kernel_weights"], p["padding"], p["error"]
+            )
             result = _core.convomap_fit(
-                codes,
-                n_colours,
-                p["kernel"],
-                p["kernel_size"],
-                p["kernel_weights"],
-                p["padding"],
-                p["error"],
-                r0,
-                c0,
+                (codes, n_colours),
+                objective,
+                (r0, c0),
                 options,
                 n_jobs=self.n_jobs,
                 progress=hook if progress.active else None,

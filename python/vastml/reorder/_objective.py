@@ -112,6 +112,17 @@ def kernel_args(
 check_choice = choice
 
 
+def objective_args(kernel, kernel_size, kernel_weights, padding="zero", error="abs"):
+    """The objective dict of the `_core` ConvoMap functions."""
+    return {
+        "kernel": kernel,
+        "kernel_size": kernel_size,
+        "kernel_weights": kernel_weights,
+        "padding": padding,
+        "error": error,
+    }
+
+
 def check_order(order: ArrayLike | None, n: int, name: str) -> list[int] | None:
     if order is None:
         return None
@@ -171,6 +182,5 @@ def convolution_error(
     check_choice(error, "error", ERRORS)
     rows = check_order(row_order, codes.shape[0], "row_order")
     cols = check_order(col_order, codes.shape[1], "col_order")
-    return _core.convolution_error(
-        codes, n_colours, name, size, weights, padding, error, rows, cols, n_jobs=None
-    )
+    objective = objective_args(name, size, weights, padding, error)
+    return _core.convolution_error((codes, n_colours), objective, (rows, cols), n_jobs=None)

@@ -8,7 +8,13 @@ import numpy as np
 
 from vastml import _core
 from vastml._progress import Progress
-from vastml.reorder._objective import as_codes, check_choice, check_order, kernel_args
+from vastml.reorder._objective import (
+    as_codes,
+    check_choice,
+    check_order,
+    kernel_args,
+    objective_args,
+)
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, IntArray
@@ -35,7 +41,7 @@ def tsp_order(
     if axis not in (0, 1):
         raise ValueError(f"`axis` must be 0 or 1, got {axis!r}")
     codes, n_colours, _ = as_codes(matrix, categorical)
-    return np.asarray(_core.tsp_order(codes, n_colours, axis, n_jobs=n_jobs), dtype=np.intp)
+    return np.asarray(_core.tsp_order((codes, n_colours), axis, n_jobs=n_jobs), dtype=np.intp)
 
 
 def branch_and_bound_order(
@@ -114,8 +120,9 @@ def branch_and_bound_order(
     init = check_order(initial, codes.shape[0], "initial")
     with Progress(callbacks, callback_every=callback_every, verbose=verbose,
                   desc="branch_and_bound_order") as progress:
+        options = {"col_order": cols, "bound": bound, "initial": init}
         order, err, _nodes, _stopped = _core.branch_and_bound_order(
-            codes, n_colours, name, size, weights, cols, bound, init, n_jobs=n_jobs,
+            (codes, n_colours), objective_args(name, size, weights), options, n_jobs=n_jobs,
             progress=progress.report if progress.active else None,
         )
     return np.asarray(order, dtype=np.intp), float(err)

@@ -98,21 +98,31 @@ def _tsp(
     n = prob.n
     tl = default_time_limit(n) if time_limit is None else time_limit
     if not progress.active:
-        order, length, *_ = _core.tsp_ils_order(
-            x, pre, None, None, n_neighbors, None, tl, 2, 30, seed, None, n_jobs=n_jobs
-        )
+        params = _ils_params(n_neighbors, None, tl, 2, 30, seed)
+        order, length, *_ = _core.tsp_ils_order(x, pre, (None, None), params, n_jobs=n_jobs)
         return order, length
     # in chunks so that callbacks and the bar see the path shorten
     chunks = 10
     start: Any = None
     for it in range(1, chunks + 1):
-        order, length, *_ = _core.tsp_ils_order(
-            x, pre, None, None, n_neighbors, None, tl / chunks, 2, 30, seed + it, start, n_jobs=n_jobs
-        )
+        params = _ils_params(n_neighbors, None, tl / chunks, 2, 30, seed + it)
+        order, length, *_ = _core.tsp_ils_order(x, pre, (None, None), params, start, n_jobs=n_jobs)
         start = order
         if progress.report(it, length, order):
             break
     return order, length
+
+
+def _ils_params(neighbours, kicks, time_limit, runs, kick_window, seed):
+    """The parameter dict of ``_core.tsp_ils_order``."""
+    return {
+        "neighbours": neighbours,
+        "kicks": kicks,
+        "time_limit": time_limit,
+        "runs": runs,
+        "kick_window": kick_window,
+        "seed": seed,
+    }
 
 
 def _linkage(prob: _Problem, method: str) -> np.ndarray:

@@ -144,9 +144,10 @@ class TSPMeans(BaseEstimator):
         seed = seed_of(self.random_state)
         with Progress(self.callbacks, callback_every=self.callback_every, verbose=self.verbose,
                       desc="TSPMeans") as progress:
+            params = {"levels": levels, "sample": sample, "seed": seed, "parallel_sweep": parallel}
+            params.update(neighbours=nb, exact_max=10, polish_window=window, local_kicks=kicks)
             order, counts, secs, length, stopped = _core.tsp_means_order(
-                x, levels, sample, seed, parallel, nb, 10, window,
-                n_jobs=n_jobs_arg(self.n_jobs), local_kicks=kicks,
+                x, params, n_jobs=n_jobs_arg(self.n_jobs),
                 progress=progress.report if progress.active else None,
             )
         self.order_ = order
@@ -223,7 +224,7 @@ def tsp_path(
         raise ValueError("`start` and `end` must differ")
     if method == "exact" and n - (start is not None) - (end is not None) > 16:
         raise ValueError("method='exact' takes at most 16 free rows; use method='heuristic'")
-    return _core.tsp_path_order(
-        x, start, end, method, init, check_int(n_neighbors, "n_neighbors", low=1),
-        check_bool(or_opt, "or_opt"), n_jobs=n_jobs_arg(n_jobs),
-    )
+    params = {"method": method, "init": init}
+    params.update(neighbours=check_int(n_neighbors, "n_neighbors", low=1))
+    params.update(or_opt=check_bool(or_opt, "or_opt"))
+    return _core.tsp_path_order(x, (start, end), params, n_jobs=n_jobs_arg(n_jobs))

@@ -239,18 +239,7 @@ class AMMClassifier(BudgetedClassifier):
         -------
         self
         """
-        self._check_params()
-        first = not hasattr(self, "classes_")
-        if first and classes is None:
-            raise ValueError("`classes` must be passed on the first call to partial_fit")
-        Xv, y = self._fit_data(X, y, reset=first)
-        if first:
-            self._set_classes(y, classes)
-            self._check_memory(Xv.shape[1], len(self.classes_))
-            model = self._new_model(Xv.shape[1], len(self.classes_))
-            self.n_iter_ = 0
-        else:
-            model = self._model()
+        model, Xv, y, first = self._partial_fit_model(X, y, classes)
         codes = self._encode(y)
         seed = self._seeds(1)[0] if first else int(np.random.default_rng(self.t_).integers(2**62))
         model.epoch(core_examples(Xv), codes, shuffle=bool(self.shuffle), seed=seed)

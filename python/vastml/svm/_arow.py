@@ -242,15 +242,9 @@ class AROWClassifier(BudgetedClassifier):
         -------
         self
         """
-        self._check_params()
-        first = not hasattr(self, "classes_")
-        if first and classes is None:
-            raise ValueError("`classes` must be passed on the first call to partial_fit")
-        Xv, y = self._fit_data(X, y, reset=first)
+        Xv, y, first = self._partial_fit_data(X, y, classes)
         if first:
-            self._set_classes(y, classes)
             self.mean_, self.covariance_ = self._fresh(Xv.shape[1])
-            self.n_iter_ = 0
         codes = self._encode(y)
         seed = int(np.random.default_rng(int(self.n_iter_) + int(codes.sum())).integers(2**62))
         self._passes(Xv, codes, [seed], None)

@@ -199,6 +199,28 @@ class BudgetedClassifier(ClassifierMixin, BaseEstimator):
         self._store(model)
         return self
 
+    def _partial_fit_data(self, X, y, classes):
+        """``(X, y, first)`` of a ``partial_fit`` call, validated; the first call (``first``)
+        also sets ``classes_`` (from ``classes``, required then) and ``n_iter_ = 0``."""
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ValueError("`classes` must be passed on the first call to partial_fit")
+        Xv, y = self._fit_data(X, y, reset=first)
+        if first:
+            self._set_classes(y, classes)
+            self.n_iter_ = 0
+        return Xv, y, first
+
+    def _partial_fit_model(self, X, y, classes):
+        """``(model, X, y, first)`` of a ``partial_fit`` call: a new core model on the first
+        call (after the memory check), else the fitted one."""
+        Xv, y, first = self._partial_fit_data(X, y, classes)
+        if first:
+            self._check_memory(Xv.shape[1], len(self.classes_))
+            return self._new_model(Xv.shape[1], len(self.classes_)), Xv, y, first
+        return self._model(), Xv, y, first
+
     def _n_passes(self) -> int:
         return int(self.max_iter)
 

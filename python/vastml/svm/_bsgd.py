@@ -182,18 +182,7 @@ class BSGDClassifier(BudgetedClassifier):
         -------
         self
         """
-        self._check_params()
-        first = not hasattr(self, "classes_")
-        if first and classes is None:
-            raise ValueError("`classes` must be passed on the first call to partial_fit")
-        Xv, y = self._fit_data(X, y, reset=first)
-        if first:
-            self._set_classes(y, classes)
-            self._check_memory(Xv.shape[1], len(self.classes_))
-            model = self._new_model(Xv.shape[1], len(self.classes_))
-            self.n_iter_ = 0
-        else:
-            model = self._model()
+        model, Xv, y, _ = self._partial_fit_model(X, y, classes)
         seed = int(np.random.default_rng(getattr(self, "t_", 0)).integers(2**62))
         model.epoch(core_examples(Xv), self._encode(y), shuffle=bool(self.shuffle), seed=seed)
         self.n_iter_ += 1

@@ -51,6 +51,17 @@ pub(crate) struct Context<'a> {
     pub coefficient_seconds: std::cell::Cell<Option<f64>>,
 }
 
+impl Context<'_> {
+    /// The bandwidth, error bound and cut-off an IFGT plan of this problem must reach.
+    fn accuracy(&self) -> ifgt::Accuracy {
+        ifgt::Accuracy {
+            h: self.h,
+            epsilon: self.epsilon,
+            cutoff: self.ifgt_cutoff,
+        }
+    }
+}
+
 /// The outcome of [`Context::choose`].
 pub(crate) struct Chosen {
     pub engine: Engine,
@@ -90,11 +101,9 @@ impl Context<'_> {
             Some((_, clustering, seeds)) => Ok(Some(IfgtPlan::new(
                 self.sources,
                 self.dim,
-                self.h,
-                self.epsilon,
+                self.accuracy(),
                 clustering,
                 &seeds,
-                self.ifgt_cutoff,
                 with_tree,
             )?)),
             None => Ok(None),
@@ -131,7 +140,13 @@ impl Context<'_> {
             let terms = monomials::n_terms(dim, u.truncation - 1);
             let reach = (((self.ifgt_cutoff / u.max_radius) + 1.0).powi(dim as i32))
                 .min(u.n_clusters as f64);
-            plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false)
+            plan::ifgt_cost(
+                plan::Size { n, m, dim, w },
+                u.n_clusters,
+                terms,
+                reach,
+                false,
+            )
         });
         let rough_best = [Some(direct), tree_rough, ifgt_rough]
             .into_iter()
@@ -173,8 +188,8 @@ impl Context<'_> {
                     let reach = p.mean_clusters_in_reach(&sample);
                     let terms = p.n_terms() as f64;
                     let k = p.n_clusters();
-                    let flat = plan::ifgt_cost(n, m, dim, w, k, terms, reach, false);
-                    let treed = plan::ifgt_cost(n, m, dim, w, k, terms, reach, true);
+                    let flat = plan::ifgt_cost(plan::Size { n, m, dim, w }, k, terms, reach, false);
+                    let treed = plan::ifgt_cost(plan::Size { n, m, dim, w }, k, terms, reach, true);
                     cands.push(Candidate {
                         method: Method::IfgtTree,
                         estimate: treed,

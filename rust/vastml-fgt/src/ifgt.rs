@@ -399,7 +399,7 @@ fn csr_of_labels(labels: &[usize], k: usize) -> (Vec<usize>, Vec<usize>) {
 
 /// Per centre (row-major `k x dim`), the largest distance to a source whose nearest centre
 /// it is (0 for a centre no source is nearest to). The radii over several sets of sources
-/// combine by an element-wise maximum; with them, [`IfgtPlan::from_centers`] builds a plan
+/// combine by an element-wise maximum; with them, [`SplitIfgt`](crate::SplitIfgt) builds a plan
 /// whose guarantee covers every source.
 ///
 /// # Errors
@@ -491,20 +491,26 @@ pub(crate) struct IfgtPlan {
     center_tree: Option<KdTree>,
 }
 
+/// What an IFGT plan must reach: the bandwidth `h`, the error bound `epsilon` and the
+/// cut-off radius beyond which a cluster is not evaluated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accuracy {
+    pub h: f64,
+    pub epsilon: f64,
+    pub cutoff: f64,
+}
+
 impl IfgtPlan {
     /// Algorithm 2, steps 2-4 (without the weights): cluster into K clusters, re-centre
     /// each cluster on the better of its seed and its mean with the radius *recomputed*
     /// about that centre (the public code keeps stale radii), update p_max from the actual
     /// radius, and pick each source's truncation.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         sources: &[f64],
         dim: usize,
-        h: f64,
-        epsilon: f64,
+        accuracy: Accuracy,
         clustering: Clustering,
         seeds: &[usize],
-        cutoff: f64,
         use_tree: bool,
     ) -> Result<Self> {
         let k = clustering.n_clusters();
@@ -528,29 +534,24 @@ impl IfgtPlan {
                 centers[c * dim..(c + 1) * dim].copy_from_slice(seed_pt);
             }
         }
-        let mut plan =
-            IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, true)?;
+        let mut plan = IfgtPlan::from_centers_inner(centers, radii, dim, accuracy, use_tree, true)?;
         plan.set_members(sources, offsets, members);
         Ok(plan)
     }
 
     /// As [`IfgtPlan::new`] without seeds and without requiring that epsilon be reachable:
     /// the start of a fixed-p plan ([`IfgtPlan::with_fixed_truncation`]).
-    #[allow(clippy::too_many_arguments)]
     pub fn new_unbounded(
         sources: &[f64],
         dim: usize,
-        h: f64,
-        epsilon: f64,
+        accuracy: Accuracy,
         clustering: Clustering,
-        _seeds: &[usize],
-        cutoff: f64,
         use_tree: bool,
     ) -> Result<Self> {
         let (offsets, members) = clustering.members();
         let Clustering { centers, radii, .. } = clustering;
         let mut plan =
-            IfgtPlan::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, false)?;
+            IfgtPlan::from_centers_inner(centers, radii, dim, accuracy, use_tree, false)?;
         plan.set_members(sources, offsets, members);
         Ok(plan)
     }
@@ -563,25 +564,21 @@ impl IfgtPlan {
         centers: Vec<f64>,
         radii: Vec<f64>,
         dim: usize,
-        h: f64,
-        epsilon: f64,
-        cutoff: f64,
+        accuracy: Accuracy,
         use_tree: bool,
     ) -> Result<Self> {
-        Self::from_centers_inner(centers, radii, dim, h, epsilon, cutoff, use_tree, true)
+        Self::from_centers_inner(centers, radii, dim, accuracy, use_tree, true)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn from_centers_inner(
         centers: Vec<f64>,
         radii: Vec<f64>,
         dim: usize,
-        h: f64,
-        epsilon: f64,
-        cutoff: f64,
+        accuracy: Accuracy,
         use_tree: bool,
         require_bound: bool,
     ) -> Result<Self> {
+        let Accuracy { h, epsilon, cutoff } = accuracy;
         let k = radii.len();
         let rx = radii.iter().copied().fold(0.0f64, f64::max);
         let reached = truncation_number(rx, cutoff + rx, h, epsilon, MAX_TRUNCATION);

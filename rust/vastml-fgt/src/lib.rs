@@ -300,6 +300,8 @@ impl GaussTransform {
     ///
     /// # Errors
     /// As [`GaussTransform::new`], plus [`FgtError::Cancelled`] when `cancel` is set.
+    // The short form of `plan_with` for the common case (targets known): a struct would
+    // make it `plan_with` again.
     #[allow(clippy::too_many_arguments)]
     pub fn plan(
         sources: &[f64],
@@ -409,6 +411,11 @@ impl GaussTransform {
             cutoff: ifgt_cutoff,
             max_clusters: usize::MAX,
         };
+        let accuracy = ifgt::Accuracy {
+            h,
+            epsilon,
+            cutoff: ifgt_cutoff,
+        };
         let ctx = auto::Context {
             sources,
             dim,
@@ -442,44 +449,21 @@ impl GaussTransform {
                             ifgt::fixed_clustering(sources, dim, k, h, cancel)?;
                         match options.truncation {
                             // any p will do here; the fixed one replaces it below
-                            Some(_) => IfgtPlan::new_unbounded(
-                                sources,
-                                dim,
-                                h,
-                                epsilon,
-                                clustering,
-                                &seeds,
-                                ifgt_cutoff,
-                                tree,
-                            )?,
-                            None => IfgtPlan::new(
-                                sources,
-                                dim,
-                                h,
-                                epsilon,
-                                clustering,
-                                &seeds,
-                                ifgt_cutoff,
-                                tree,
-                            )?,
+                            Some(_) => {
+                                IfgtPlan::new_unbounded(sources, dim, accuracy, clustering, tree)?
+                            }
+                            None => {
+                                IfgtPlan::new(sources, dim, accuracy, clustering, &seeds, tree)?
+                            }
                         }
                     }
                     None => match ctx.build_ifgt(tree, usize::MAX, cancel)? {
                         Some(p) => p,
                         None if options.truncation.is_some() => {
                             let k = max_clusters(n, dim, range, h);
-                            let (clustering, seeds) =
+                            let (clustering, _) =
                                 ifgt::fixed_clustering(sources, dim, k, h, cancel)?;
-                            IfgtPlan::new_unbounded(
-                                sources,
-                                dim,
-                                h,
-                                epsilon,
-                                clustering,
-                                &seeds,
-                                ifgt_cutoff,
-                                tree,
-                            )?
+                            IfgtPlan::new_unbounded(sources, dim, accuracy, clustering, tree)?
                         }
                         None => {
                             return Err(invalid(
@@ -648,6 +632,8 @@ impl GaussTransform {
 ///
 /// # Errors
 /// As [`GaussTransform::plan`] and [`GaussTransform::evaluate`].
+// The one-shot form mirrors the mathematical definition, one argument per input; the
+// planner's struct form is `GaussTransform::plan_with`.
 #[allow(clippy::too_many_arguments)]
 pub fn gauss_transform(
     sources: &[f64],

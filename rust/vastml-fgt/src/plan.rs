@@ -91,18 +91,25 @@ fn gamma_half_plus_one(dim: usize) -> f64 {
     g
 }
 
+/// The size of a Gauss transform: `n` sources and `m` targets in `dim` dimensions, `w`
+/// weight columns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Size {
+    pub n: usize,
+    pub m: usize,
+    pub dim: usize,
+    pub w: usize,
+}
+
 /// Cost in ns of the IFGT given K, the number of terms and the mean clusters in reach.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn ifgt_cost(
-    n: usize,
-    m: usize,
-    dim: usize,
-    w: usize,
+    size: Size,
     n_clusters: usize,
     terms: f64,
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
+    let Size { n, m, dim, w } = size;
     let d = dim as f64;
     let k = n_clusters as f64;
     let clustering = n as f64 * k * d * ns::CLUSTERING_PER_DIM;

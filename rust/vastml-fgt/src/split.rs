@@ -23,7 +23,7 @@
 //! let (a, b) = src.split_at(1000 * 2);
 //! let (h, eps) = (0.3, 1e-6);
 //! let cancel = AtomicBool::new(false);
-//! let centers = split_centers(&src[..400], 2, h, eps, 2000, 2000, 1, Method::Ifgt, &cancel)
+//! let centers = split_centers(&src[..400], 2, h, eps, (2000, 2000, 1), Method::Ifgt, &cancel)
 //!     .unwrap()
 //!     .expect("the IFGT applies");
 //! let radii: Vec<f64> = cluster_radii(a, 2, &centers).unwrap().iter()
@@ -47,14 +47,14 @@ use std::sync::atomic::AtomicBool;
 
 use crate::bounds::cutoff_radius;
 use crate::error::{FgtError, Result, invalid};
-use crate::ifgt::{IfgtPlan, IfgtProblem, choose_clustering, choose_parameters_uniform};
+use crate::ifgt::{Accuracy, IfgtPlan, IfgtProblem, choose_clustering, choose_parameters_uniform};
 use crate::monomials;
 use crate::{Method, check_points, check_scalars, extent, plan};
 
 pub use crate::ifgt::cluster_radii;
 
-/// Cluster centres (row-major `k x dim`) for an IFGT over `n_sources` sources and
-/// `n_targets` targets, chosen by the farthest-point search of the single-machine planner
+/// Cluster centres (row-major `k x dim`) for an IFGT over `n_sources` sources, `n_targets`
+/// targets and `n_weights` weight columns (`sizes`), chosen by the farthest-point search of the single-machine planner
 /// run on `sample` (rows of the sources; a few tens of thousands are plenty).
 ///
 /// With `Method::Auto`, returns `None` when the data-free cost model says the IFGT is not
@@ -65,15 +65,12 @@ pub use crate::ifgt::cluster_radii;
 /// # Errors
 /// Bad sample, bandwidth or epsilon; `Method::Direct` / `DirectTree`;
 /// [`FgtError::Cancelled`].
-#[allow(clippy::too_many_arguments)]
 pub fn split_centers(
     sample: &[f64],
     dim: usize,
     bandwidth: f64,
     epsilon: f64,
-    n_sources: usize,
-    n_targets: usize,
-    n_weights: usize,
+    (n_sources, n_targets, n_weights): (usize, usize, usize),
     method: Method,
     cancel: &AtomicBool,
 ) -> Result<Option<Vec<f64>>> {
@@ -105,7 +102,13 @@ pub fn split_centers(
         let terms = monomials::n_terms(dim, u.truncation - 1);
         let reach =
             (((problem.cutoff / u.max_radius) + 1.0).powi(dim as i32)).min(u.n_clusters as f64);
-        let ifgt = plan::ifgt_cost(n, m, dim, w, u.n_clusters, terms, reach, false);
+        let ifgt = plan::ifgt_cost(
+            plan::Size { n, m, dim, w },
+            u.n_clusters,
+            terms,
+            reach,
+            false,
+        );
         let tree_radius = cutoff_radius(h, epsilon, None);
         // The uniform model overestimates the tree by up to ~5x: only a clear IFGT win counts.
         let tree = if tree_radius < diag {
@@ -172,15 +175,37 @@ impl SplitIfgt {
             return Err(invalid("radii", "must be finite and non-negative"));
         }
         let cutoff = cutoff_radius(bandwidth, epsilon, None);
-        let mut plan =
-            IfgtPlan::from_centers(centers, radii, dim, bandwidth, epsilon, cutoff, false)?;
+        let mut plan = IfgtPlan::from_centers(
+            centers,
+            radii,
+            dim,
+            Accuracy {
+                h: bandwidth,
+                epsilon,
+                cutoff,
+            },
+            false,
+        )?;
         let use_tree = match method {
             Method::IfgtTree => true,
             Method::Auto if !target_sample.is_empty() => {
                 check_points(target_sample, dim, "target_sample")?;
                 let reach = plan.mean_clusters_in_reach(target_sample);
                 let terms = plan.n_terms() as f64;
-                let cost = |tree| plan::ifgt_cost(1, 1, dim, 1, k, terms, reach, tree);
+                let cost = |tree| {
+                    plan::ifgt_cost(
+                        plan::Size {
+                            n: 1,
+                            m: 1,
+                            dim,
+                            w: 1,
+                        },
+                        k,
+                        terms,
+                        reach,
+                        tree,
+                    )
+                };
                 cost(true) < cost(false)
             }
             _ => false,

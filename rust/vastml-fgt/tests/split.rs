@@ -11,16 +11,12 @@ fn uniform(rng: &mut Pcg64, n: usize, dim: usize) -> Vec<f64> {
     (0..n * dim).map(|_| rng.random::<f64>()).collect()
 }
 
-/// Plans from a sample, combines radii and coefficients over `parts`, evaluates `targets`.
-#[allow(clippy::too_many_arguments)]
+/// Plans from a sample, combines radii and coefficients over `parts`, evaluates `targets`
+/// with bandwidth `h`, error bound `eps` and `method`.
 fn split_transform(
-    parts: &[&[f64]],
-    weights: &[&[f64]],
-    n_weights: usize,
+    (parts, weights, n_weights): (&[&[f64]], &[&[f64]], usize),
     dim: usize,
-    h: f64,
-    eps: f64,
-    method: Method,
+    (h, eps, method): (f64, f64, Method),
     targets: &[f64],
 ) -> vastml_fgt::Result<Option<(SplitIfgt, Vec<f64>)>> {
     let cancel = AtomicBool::new(false);
@@ -30,18 +26,8 @@ fn split_transform(
         .flat_map(|p| p.iter().copied())
         .take(500 * dim)
         .collect();
-    let Some(centers) = split_centers(
-        &sample,
-        dim,
-        h,
-        eps,
-        n,
-        targets.len() / dim,
-        n_weights,
-        method,
-        &cancel,
-    )?
-    else {
+    let sizes = (n, targets.len() / dim, n_weights);
+    let Some(centers) = split_centers(&sample, dim, h, eps, sizes, method, &cancel)? else {
         return Ok(None);
     };
     let mut radii = vec![0.0f64; centers.len() / dim];
@@ -92,7 +78,7 @@ fn three_parts_meet_epsilon_in_2d_and_3d() {
             let ws: Vec<&[f64]> = cuts.windows(2).map(|c| &q[c[0] * 2..c[1] * 2]).collect();
             for eps in [1e-3, 1e-6] {
                 let Some((plan, g)) =
-                    split_transform(&parts, &ws, 2, dim, h, eps, method, &tgt).unwrap()
+                    split_transform((&parts, &ws, 2), dim, (h, eps, method), &tgt).unwrap()
                 else {
                     assert_eq!(method, Method::Auto, "explicit IFGT must plan");
                     continue;
@@ -114,7 +100,7 @@ fn coefficients_add_over_parts() {
     let src = uniform(&mut rng, 2000, 2);
     let q: Vec<f64> = (0..2000).map(|_| rng.random::<f64>()).collect();
     let cancel = AtomicBool::new(false);
-    let centers = split_centers(&src, 2, 0.3, 1e-6, 2000, 2000, 1, Method::Ifgt, &cancel)
+    let centers = split_centers(&src, 2, 0.3, 1e-6, (2000, 2000, 1), Method::Ifgt, &cancel)
         .unwrap()
         .unwrap();
     let radii = cluster_radii(&src, 2, &centers).unwrap();
@@ -140,7 +126,7 @@ fn radii_that_miss_a_part_are_rejected() {
     let mut rng = Pcg64::seed_from_u64(5);
     let src = uniform(&mut rng, 1000, 2);
     let cancel = AtomicBool::new(false);
-    let centers = split_centers(&src, 2, 0.3, 1e-6, 1000, 1000, 1, Method::Ifgt, &cancel)
+    let centers = split_centers(&src, 2, 0.3, 1e-6, (1000, 1000, 1), Method::Ifgt, &cancel)
         .unwrap()
         .unwrap();
     // radii from the first half only
@@ -154,8 +140,8 @@ fn radii_that_miss_a_part_are_rejected() {
 fn bad_arguments_are_rejected() {
     let cancel = AtomicBool::new(false);
     let pts = [0.0, 0.0, 1.0, 1.0];
-    assert!(split_centers(&pts, 2, 0.3, 1e-6, 2, 2, 1, Method::DirectTree, &cancel).is_err());
-    assert!(split_centers(&pts, 2, -1.0, 1e-6, 2, 2, 1, Method::Ifgt, &cancel).is_err());
+    assert!(split_centers(&pts, 2, 0.3, 1e-6, (2, 2, 1), Method::DirectTree, &cancel).is_err());
+    assert!(split_centers(&pts, 2, -1.0, 1e-6, (2, 2, 1), Method::Ifgt, &cancel).is_err());
     assert!(
         SplitIfgt::new(
             vec![0.0, 0.0],
@@ -199,7 +185,7 @@ proptest! {
         let parts = [&src[..a * dim], &src[a * dim..b * dim], &src[b * dim..]];
         let ws = [&q[..a], &q[a..b], &q[b..]];
         let eps = 1e-5;
-        if let Some((_, g)) = split_transform(&parts, &ws, 1, dim, h, eps, Method::Ifgt, &tgt).unwrap() {
+        if let Some((_, g)) = split_transform((&parts, &ws, 1), dim, (h, eps, Method::Ifgt), &tgt).unwrap() {
             let exact = direct_reference(&src, &tgt, dim, &q, 1, h);
             let err = worst_scaled_error(&g, &exact, &q, 1);
             prop_assert!(err <= eps, "error {err:e}");

@@ -347,7 +347,7 @@ impl Arrangement {
     }
 
     /// Weighted overlap of original rows (`axis` 0) or columns `a` and `b` when `b` is displayed
-    /// `d` positions after `a`: Σ_dc K[d][dc] · |a ∩ shift(b, dc)|, summed over layers (the
+    /// `d` positions after `a`: `Σ_dc K[d][dc] · |a ∩ shift(b, dc)|`, summed over layers (the
     /// other axis in its current order, padding bits of `b` included).
     pub fn pair_similarity(&self, axis: usize, a: usize, b: usize, d: isize) -> u128 {
         self.contrib(axis, a as u32, Src::Real(b as u32), d)

@@ -82,6 +82,30 @@ pub(crate) fn checked_cells(a: usize, b: usize, name: &'static str) -> Result<us
         .ok_or_else(|| invalid(name, format!("{a} x {b} cells overflow the address space")))
 }
 
+/// `FromStr` for an option enum: each spelling maps to a variant; anything else is an
+/// [`OrderError::InvalidParameter`] naming `param` and listing the spellings.
+macro_rules! parse_option {
+    ($ty:ty, $param:literal, { $($text:literal => $variant:expr),+ $(,)? }) => {
+        impl std::str::FromStr for $ty {
+            type Err = $crate::error::OrderError;
+            fn from_str(s: &str) -> Result<Self, $crate::error::OrderError> {
+                match s {
+                    $($text => Ok($variant),)+
+                    o => Err($crate::error::invalid(
+                        $param,
+                        format!(
+                            "must be one of {}, got {o:?}",
+                            [$(concat!("'", $text, "'")),+].join(", ")
+                        ),
+                    )),
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use parse_option;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::error::invalid;
+use crate::error::parse_option;
 use crate::pls::{PlsParams, Step, pls};
 use crate::search::{Axes, Progress, SearchParams, local_search};
 use crate::{Arrangement, Matrix, MoveKind, Objective, OrderError};
@@ -43,33 +44,11 @@ pub enum Init {
 /// The search after the start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Method {
-    /// The parallel P-LS pipeline ([`crate::pls`]).
+    /// The parallel P-LS pipeline ([`crate::pls()`]).
     #[default]
     Pls,
     /// One local search ([`crate::local_search`]).
     LocalSearch,
-}
-
-/// `FromStr` for an option enum: each spelling maps to a variant; anything else is an
-/// [`OrderError::InvalidParameter`] naming `param` and listing the spellings.
-macro_rules! parse_option {
-    ($ty:ty, $param:literal, { $($text:literal => $variant:expr),+ $(,)? }) => {
-        impl std::str::FromStr for $ty {
-            type Err = OrderError;
-            fn from_str(s: &str) -> Result<Self, OrderError> {
-                match s {
-                    $($text => Ok($variant),)+
-                    o => Err(invalid(
-                        $param,
-                        format!(
-                            "must be one of {}, got {o:?}",
-                            [$(concat!("'", $text, "'")),+].join(", ")
-                        ),
-                    )),
-                }
-            }
-        }
-    };
 }
 
 parse_option!(Init, "init", { "tsp" => Init::Tsp, "none" => Init::None });

@@ -33,10 +33,10 @@
 //! and insertion-tested from their parent's frame; only survivors get a frame of their own.
 //!
 //! From [`SETS_MIN`] to [`SETS_MAX`] objects both criteria are instead solved by a bounded
-//! dynamic programme over the sets of placed objects with a meet in the middle ([`dp`]): the
+//! dynamic programme over the sets of placed objects with a meet in the middle (`dp`): the
 //! value of a completion only depends on the prefix through its set, so each set is kept once
 //! with its best chain, and only sets up to half of the objects are needed. The weighted
-//! criterion is also a sum over the cuts of the prefixes (see [`weighted_dp`]): up to
+//! criterion is also a sum over the cuts of the prefixes (see `weighted_dp`): up to
 //! [`DP_MAX`] objects it is solved by the plain O(2^n n) dynamic programme.
 
 use std::collections::HashMap;
@@ -773,7 +773,7 @@ pub fn gradient_order(
     gradient_order_with(d, n, kind, cancel, 20 + 2 * n)
 }
 
-/// Smallest n solved by the bounded dynamic programme over sets ([`dp`]; below, the branch
+/// Smallest n solved by the bounded dynamic programme over sets (`dp`; below, the branch
 /// and bound is as fast).
 pub const SETS_MIN: usize = 16;
 /// Largest n of the bounded dynamic programme over sets (sets are 32-bit masks); larger n use
@@ -827,8 +827,8 @@ fn validate(d: &[f64], n: usize) -> Result<(), OrderError> {
     Ok(())
 }
 
-/// Largest n for which the weighted criterion is solved by the full [`weighted_dp`] (2^n
-/// values: 8 MB at n = 20); larger n use the bounded dynamic programme ([`dp`]), which prunes
+/// Largest n for which the weighted criterion is solved by the full `weighted_dp` (2^n
+/// values: 8 MB at n = 20); larger n use the bounded dynamic programme (`dp`), which prunes
 /// most sets.
 pub const DP_MAX: usize = 20;
 

@@ -4,6 +4,7 @@
 //! [`Kernel::sum`]; the normalised kernel is `raw / sum`. Integer weights make the error
 //! arithmetic exact, so incremental updates equal full recomputation bit for bit.
 
+use crate::error::parse_option;
 use crate::error::{OrderError, invalid};
 
 /// Kernel families of the thesis.
@@ -21,26 +22,14 @@ pub enum KernelKind {
     CrossGbe,
 }
 
-impl std::str::FromStr for KernelKind {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        Ok(match s {
-            "gbs" => Self::Gbs,
-            "gbe" => Self::Gbe,
-            "uniform" => Self::Uniform,
-            "cross_gbs" => Self::CrossGbs,
-            "cross_gbe" | "cgbs_thesis_tables" => Self::CrossGbe,
-            other => {
-                return Err(invalid(
-                    "kernel",
-                    format!(
-                        "unknown kernel {other:?}; expected gbs, gbe, uniform, cross_gbs, cross_gbe or cgbs_thesis_tables"
-                    ),
-                ));
-            }
-        })
-    }
-}
+parse_option!(KernelKind, "kernel", {
+    "gbs" => Self::Gbs,
+    "gbe" => Self::Gbe,
+    "uniform" => Self::Uniform,
+    "cross_gbs" => Self::CrossGbs,
+    "cross_gbe" => Self::CrossGbe,
+    "cgbs_thesis_tables" => Self::CrossGbe,
+});
 
 /// A row- and column-symmetric kernel with odd sizes and integer weights.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +46,7 @@ impl Kernel {
     ///
     /// # Errors
     /// [`OrderError::InvalidParameter`] for even or zero sizes, more than
-    /// [`MAX_KERNEL_WEIGHTS`] weights, or a GBE too large for 64-bit integer weights
+    /// `MAX_KERNEL_WEIGHTS` (2^24) weights, or a GBE too large for 64-bit integer weights
     /// (`max(rows, cols) > 61`).
     pub fn new(kind: KernelKind, rows: usize, cols: usize) -> Result<Self, OrderError> {
         check_size(rows, cols)?;

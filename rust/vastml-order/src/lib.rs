@@ -46,7 +46,7 @@ pub use kernel::{Kernel, KernelKind};
 pub use matrix::{ErrorKind, Matrix, Padding, dense_error};
 pub use moves::{Move, MoveConfig, MoveKind, Proposal, Recolour, random_move, random_proposal};
 pub use pls::{PlsParams, PlsReport, Step, block_ordering, pls, split_search};
-pub use rectangles::{Rect, Tolerance, max_rectangle};
+pub use rectangles::{Area, Rect, Tolerance, max_rectangle};
 pub use search::{
     Axes, MoveWeights, Progress, SearchParams, SearchReport, local_search, time_moves,
 };

@@ -1,6 +1,7 @@
 //! The input matrix (bit layers in original order), paddings, error kinds, and the dense
 //! oracle of the objective (spec §4).
 
+use crate::error::parse_option;
 use crate::error::{OrderError, invalid};
 use crate::kernel::Kernel;
 
@@ -17,25 +18,12 @@ pub enum Padding {
     Cyclic,
 }
 
-impl std::str::FromStr for Padding {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        Ok(match s {
-            "zeros_and_ones" => Self::ZerosAndOnes,
-            "extension" => Self::Extension,
-            "zero" => Self::Zero,
-            "cyclic" => Self::Cyclic,
-            other => {
-                return Err(invalid(
-                    "padding",
-                    format!(
-                        "unknown padding {other:?}; expected zeros_and_ones, extension, zero or cyclic"
-                    ),
-                ));
-            }
-        })
-    }
-}
+parse_option!(Padding, "padding", {
+    "zeros_and_ones" => Self::ZerosAndOnes,
+    "extension" => Self::Extension,
+    "zero" => Self::Zero,
+    "cyclic" => Self::Cyclic,
+});
 
 /// Per-cell error of a one: `|1 - conv|` or `(1 - conv)^2` (spec §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,19 +34,7 @@ pub enum ErrorKind {
     Quadratic,
 }
 
-impl std::str::FromStr for ErrorKind {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "abs" => Ok(Self::Abs),
-            "quadratic" => Ok(Self::Quadratic),
-            other => Err(invalid(
-                "error",
-                format!("unknown error kind {other:?}; expected abs or quadratic"),
-            )),
-        }
-    }
-}
+parse_option!(ErrorKind, "error", { "abs" => Self::Abs, "quadratic" => Self::Quadratic });
 
 /// Number of u64 words for `bits` bits.
 pub(crate) fn words(bits: usize) -> usize {

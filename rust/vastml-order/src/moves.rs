@@ -4,7 +4,7 @@ use rand::{Rng, RngExt};
 
 use crate::arrangement::{Arrangement, Segment};
 use crate::error::{OrderError, invalid};
-use crate::rectangles::{Tolerance, max_rectangle};
+use crate::rectangles::{Area, Tolerance, max_rectangle};
 
 /// The move types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -322,7 +322,8 @@ fn swap_rectangles(
     }
     let (r1, c, l) = p1?;
     let cell = |r: usize, c: usize| arr.cell(axis, l, r, c);
-    let rect1 = max_rectangle(&cell, lo, hi, n, r1, c, &cfg.tolerance, None);
+    let area = Area::new(lo, hi, n, cfg.tolerance);
+    let rect1 = max_rectangle(&cell, &area, (r1, c), None);
     let mut p2 = None;
     for _ in 0..20 {
         let r = rng.random_range(lo..hi);
@@ -331,16 +332,7 @@ fn swap_rectangles(
             break;
         }
     }
-    let rect2 = max_rectangle(
-        &cell,
-        lo,
-        hi,
-        n,
-        p2?,
-        c,
-        &cfg.tolerance,
-        Some((rect1.left, rect1.right)),
-    );
+    let rect2 = max_rectangle(&cell, &area, (p2?, c), Some((rect1.left, rect1.right)));
     let (upper, lower) = if rect1.top < rect2.top {
         (rect1, rect2)
     } else {
@@ -374,7 +366,8 @@ fn swap_rectangles_recolour(
     let (r1, c) = (rng.random_range(lo..hi), rng.random_range(0..n));
     let l1 = layer_at(r1, c)?;
     let cell1 = |r: usize, c: usize| arr.cell(axis, l1, r, c);
-    let rect1 = max_rectangle(&cell1, lo, hi, n, r1, c, &cfg.tolerance, None);
+    let area = Area::new(lo, hi, n, cfg.tolerance);
+    let rect1 = max_rectangle(&cell1, &area, (r1, c), None);
     let mut p2 = None;
     for _ in 0..20 {
         let r = rng.random_range(lo..hi);
@@ -386,16 +379,7 @@ fn swap_rectangles_recolour(
     let r2 = p2?;
     let l2 = layer_at(r2, c)?;
     let cell2 = |r: usize, c: usize| arr.cell(axis, l2, r, c);
-    let rect2 = max_rectangle(
-        &cell2,
-        lo,
-        hi,
-        n,
-        r2,
-        c,
-        &cfg.tolerance,
-        Some((rect1.left, rect1.right)),
-    );
+    let rect2 = max_rectangle(&cell2, &area, (r2, c), Some((rect1.left, rect1.right)));
     let (upper, lower) = if rect1.top < rect2.top {
         (rect1, rect2)
     } else {

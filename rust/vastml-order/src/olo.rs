@@ -274,58 +274,66 @@ pub fn optimal_leaf_order<M: Metric>(
         }
     }
     let mut out = Vec::with_capacity(n);
-    trace(&tree, &tri, &d, n, root, bi, bj, &mut out);
+    let trace = Trace {
+        tree: &tree,
+        tri: &tri,
+        d: &d,
+        n,
+    };
+    trace.path(root, bi, bj, &mut out);
     let order: Vec<usize> = out.into_iter().map(|p| la[p]).collect();
     let length = order.windows(2).map(|w| m.d(w[0], w[1])).sum();
     Ok((order, length))
 }
 
-/// Appends the positions of the optimal path of node `v` from position `i` to position `j`.
-#[allow(clippy::too_many_arguments)]
-fn trace(
-    tree: &Tree,
-    tri: &Tri,
-    d: &dyn Fn(usize, usize) -> f64,
+/// What [`Trace::path`] reads: the dendrogram, the table of optimal path costs, the
+/// dissimilarity and the number of leaves.
+struct Trace<'a> {
+    tree: &'a Tree,
+    tri: &'a Tri,
+    d: &'a dyn Fn(usize, usize) -> f64,
     n: usize,
-    v: usize,
-    i: usize,
-    j: usize,
-    out: &mut Vec<usize>,
-) {
-    if v < n {
-        out.push(i);
-        return;
-    }
-    let (_, mid, _) = tree.range[v];
-    if i >= mid {
-        // i in the right part: trace j -> i and reverse that piece
-        let at = out.len();
-        trace(tree, tri, d, n, v, j, i, out);
-        out[at..].reverse();
-        return;
-    }
-    let [a, b] = tree.kids[v - n];
-    let (l, r) = if tree.range[a].0 == tree.range[v].0 {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    let (ks, ke) = opposite(tree, l, n, i);
-    let (hs, he) = opposite(tree, r, n, j);
-    let target = tri.get(i, j);
-    let (mut bk, mut bh, mut best) = (ks, hs, f64::INFINITY);
-    for k in ks..ke {
-        let mik = tri.get(i, k);
-        for h in hs..he {
-            let c = mik + d(k, h) + tri.get(h, j);
-            if c < best {
-                (bk, bh, best) = (k, h, c);
+}
+
+impl Trace<'_> {
+    /// Appends the positions of the optimal path of node `v` from position `i` to position `j`.
+    fn path(&self, v: usize, i: usize, j: usize, out: &mut Vec<usize>) {
+        let Trace { tree, tri, d, n } = *self;
+        if v < n {
+            out.push(i);
+            return;
+        }
+        let (_, mid, _) = tree.range[v];
+        if i >= mid {
+            // i in the right part: trace j -> i and reverse that piece
+            let at = out.len();
+            self.path(v, j, i, out);
+            out[at..].reverse();
+            return;
+        }
+        let [a, b] = tree.kids[v - n];
+        let (l, r) = if tree.range[a].0 == tree.range[v].0 {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let (ks, ke) = opposite(tree, l, n, i);
+        let (hs, he) = opposite(tree, r, n, j);
+        let target = tri.get(i, j);
+        let (mut bk, mut bh, mut best) = (ks, hs, f64::INFINITY);
+        for k in ks..ke {
+            let mik = tri.get(i, k);
+            for h in hs..he {
+                let c = mik + d(k, h) + tri.get(h, j);
+                if c < best {
+                    (bk, bh, best) = (k, h, c);
+                }
             }
         }
+        debug_assert!((best - target).abs() <= 1e-9 * target.abs().max(1.0));
+        self.path(l, i, bk, out);
+        self.path(r, bh, j, out);
     }
-    debug_assert!((best - target).abs() <= 1e-9 * target.abs().max(1.0));
-    trace(tree, tri, d, n, l, i, bk, out);
-    trace(tree, tri, d, n, r, bh, j, out);
 }
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 
 use crate::bnb::Bound;
 use crate::error::invalid;
+use crate::error::parse_option;
 use crate::fit::FitParams;
 use crate::pls::{PlsParams, Step};
 use crate::rectangles::Tolerance;
 use crate::search::{Progress, SearchParams};
-use crate::{ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective, OrderError};
+use crate::{
+    ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective, OrderError, Padding,
+};
 
 /// A matrix of row-major colour codes: binary (`n_colours == 0`, codes 0 and 1) or
 /// categorical with `n_colours` colours.
@@ -37,43 +40,31 @@ pub fn matrix_from_codes(
     Matrix::binary(n_rows, n_cols, &bits)
 }
 
-/// The ConvoMap objective from its names: `kernel` ("gbs", ...) of `kernel_size` (rows,
-/// columns), or explicit `weights` (rows, columns, row-major values) that take precedence,
-/// `padding` ("zeros_and_ones", "zero") and `error` ("abs", "sq").
+/// The ConvoMap objective: a `kernel` of `kernel_size` (rows, columns), or explicit
+/// `weights` (rows, columns, row-major values) that take precedence, with `padding` and
+/// `error`.
 ///
 /// # Errors
-/// An unknown name or a bad kernel.
+/// A bad kernel size or bad weights.
 pub fn objective(
-    kernel: &str,
+    kernel: KernelKind,
     kernel_size: (usize, usize),
     weights: Option<(usize, usize, &[f64])>,
-    padding: &str,
-    error: &str,
+    padding: Padding,
+    error: ErrorKind,
 ) -> Result<Objective, OrderError> {
     let kernel = match weights {
         Some((r, c, w)) => Kernel::from_weights(r, c, w)?,
-        None => Kernel::new(kernel.parse::<KernelKind>()?, kernel_size.0, kernel_size.1)?,
+        None => Kernel::new(kernel, kernel_size.0, kernel_size.1)?,
     };
     Ok(Objective {
         kernel,
-        padding: padding.parse()?,
-        kind: error.parse::<ErrorKind>()?,
+        padding,
+        kind: error,
     })
 }
 
-impl std::str::FromStr for Bound {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "fast" => Ok(Bound::Fast),
-            "slow" => Ok(Bound::Slow),
-            o => Err(invalid(
-                "bound",
-                format!("must be 'fast' or 'slow', got {o:?}"),
-            )),
-        }
-    }
-}
+parse_option!(Bound, "bound", { "fast" => Bound::Fast, "slow" => Bound::Slow });
 
 /// Indices handed over as `i64` (NumPy's default integer), as `usize`; a negative one becomes
 /// `usize::MAX`, which the receiving function rejects as out of range.
@@ -99,19 +90,10 @@ pub enum PathMethod {
     Heuristic,
 }
 
-impl std::str::FromStr for PathMethod {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "exact" => Ok(PathMethod::Exact),
-            "heuristic" => Ok(PathMethod::Heuristic),
-            o => Err(invalid(
-                "method",
-                format!("must be 'exact' or 'heuristic', got {o:?}"),
-            )),
-        }
-    }
-}
+parse_option!(PathMethod, "method", {
+    "exact" => PathMethod::Exact,
+    "heuristic" => PathMethod::Heuristic,
+});
 
 /// The options of a ConvoMap fit, as the Python estimator spells them.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,7 +298,8 @@ mod tests {
     fn codes_become_the_matrix_they_spell_and_bad_codes_name_the_cell() {
         let m = matrix_from_codes(2, 2, &[1, 0, 0, 1], 0).unwrap();
         let direct = Matrix::binary(2, 2, &[1, 0, 0, 1]).unwrap();
-        let obj = objective("gbs", (3, 3), None, "zero", "abs").unwrap();
+        let (gbs, zero, abs) = (KernelKind::Gbs, Padding::Zero, ErrorKind::Abs);
+        let obj = objective(gbs, (3, 3), None, zero, abs).unwrap();
         let a = crate::Arrangement::new(m, obj.clone(), None, None)
             .unwrap()
             .error();
@@ -329,9 +312,9 @@ mod tests {
             .to_string();
         assert!(e.contains("found 256 at row 1, column 0"), "{e}");
         assert!(matrix_from_codes(1, 3, &[0, 2, 1], 3).is_ok());
-        assert!(objective("nope", (3, 3), None, "zero", "abs").is_err());
-        assert!(objective("gbs", (3, 3), None, "zero", "cube").is_err());
+        assert!("nope".parse::<KernelKind>().is_err());
+        assert!("cube".parse::<ErrorKind>().is_err());
         let w = [1.0; 9];
-        assert!(objective("ignored", (1, 1), Some((3, 3, &w)), "zero", "abs").is_ok());
+        assert!(objective(gbs, (1, 1), Some((3, 3, &w)), zero, abs).is_ok());
     }
 }

@@ -50,8 +50,8 @@ pub struct PairTable {
 }
 
 impl PairTable {
-    /// The table of `axis` of `arr` (which must have the pair form, see
-    /// [`Arrangement::pair_form`]).
+    /// The table of `axis` of `arr` (which must have the pair form: abs error, zero or
+    /// ZerosAndOnes padding).
     ///
     /// # Errors
     /// An objective that is not of the pair form, or a table above [`MAX_TABLE_ENTRIES`].

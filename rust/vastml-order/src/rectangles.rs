@@ -50,6 +50,32 @@ pub struct Rect {
     pub right: usize,
 }
 
+/// Where rectangles are searched: rows `lo..hi` of a grid of `n_cols` columns, with the
+/// noise tolerance `tol`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Area {
+    /// First row searched.
+    pub lo: usize,
+    /// One past the last row searched.
+    pub hi: usize,
+    /// Number of columns.
+    pub n_cols: usize,
+    /// How many zeros a rectangle may swallow.
+    pub tol: Tolerance,
+}
+
+impl Area {
+    /// Rows `lo..hi` of a grid of `n_cols` columns, with tolerance `tol`.
+    pub fn new(lo: usize, hi: usize, n_cols: usize, tol: Tolerance) -> Self {
+        Area {
+            lo,
+            hi,
+            n_cols,
+            tol,
+        }
+    }
+}
+
 /// Alg. 1 with tolerance: the span of rows around `r` in column `c`, within `[lo_b, hi_b]`.
 fn boundary(
     cell: &impl Fn(usize, usize) -> bool,
@@ -94,17 +120,16 @@ fn boundary(
 
 /// Alg. 2: along row `r` from column `c` in one direction, the distinct row spans
 /// (farthest column for each span), starting with column `c` itself.
-#[allow(clippy::too_many_arguments)]
 fn limits(
     cell: &impl Fn(usize, usize) -> bool,
-    lo: usize,
-    hi: usize,
-    n: usize,
-    r: usize,
-    c: usize,
+    area: &Area,
+    (r, c): (usize, usize),
     right: bool,
-    tol: &Tolerance,
 ) -> Vec<(usize, (usize, usize))> {
+    let Area {
+        lo, hi, n_cols: n, ..
+    } = *area;
+    let tol = &area.tol;
     let mut cur = boundary(cell, r, c, lo, hi - 1, tol);
     let mut out = Vec::new();
     let mut pc = c;
@@ -135,21 +160,16 @@ fn limits(
     out
 }
 
-/// Alg. 3: the best rectangle containing (r, c) among rows `lo..hi`. The score is
+/// Alg. 3: the best rectangle of `area` containing cell `(r, c)`. The score is
 /// width·√height, or √height · (column overlap with `overlap`) when given.
-#[allow(clippy::too_many_arguments)]
 pub fn max_rectangle(
     cell: &impl Fn(usize, usize) -> bool,
-    lo: usize,
-    hi: usize,
-    n: usize,
-    r: usize,
-    c: usize,
-    tol: &Tolerance,
+    area: &Area,
+    (r, c): (usize, usize),
     overlap: Option<(usize, usize)>,
 ) -> Rect {
-    let left = limits(cell, lo, hi, n, r, c, false, tol);
-    let right = limits(cell, lo, hi, n, r, c, true, tol);
+    let left = limits(cell, area, (r, c), false);
+    let right = limits(cell, area, (r, c), true);
     let mut best = Rect {
         top: r,
         bottom: r,
@@ -181,10 +201,10 @@ pub fn max_rectangle(
         let ones = (best.left..=best.right).filter(|&j| cell(row, j)).count();
         ones as f64 / (best.right - best.left + 1) as f64
     };
-    while best.top < r && density(best.top) < tol.min_density {
+    while best.top < r && density(best.top) < area.tol.min_density {
         best.top += 1;
     }
-    while best.bottom > r && density(best.bottom) < tol.min_density {
+    while best.bottom > r && density(best.bottom) < area.tol.min_density {
         best.bottom -= 1;
     }
     best
@@ -202,7 +222,7 @@ mod tests {
     fn noise_examples() {
         let g = ["101", "111", "111"];
         let cell = grid(&g);
-        let exact = max_rectangle(&cell, 0, 3, 3, 2, 2, &Tolerance::exact(), None);
+        let exact = max_rectangle(&cell, &Area::new(0, 3, 3, Tolerance::exact()), (2, 2), None);
         assert_eq!(
             (exact.top, exact.bottom, exact.left, exact.right),
             (1, 2, 0, 2)
@@ -213,7 +233,7 @@ mod tests {
             per_ones: 4,
             min_density: 0.6,
         };
-        let loose = max_rectangle(&cell, 0, 3, 3, 2, 2, &tol, None);
+        let loose = max_rectangle(&cell, &Area::new(0, 3, 3, tol), (2, 2), None);
         assert_eq!((loose.top, loose.bottom), (0, 2));
         let g = ["000", "111", "111"];
         let cell = grid(&g);
@@ -221,7 +241,7 @@ mod tests {
             zeros: 1,
             ..Tolerance::default()
         };
-        let rect = max_rectangle(&cell, 0, 3, 3, 2, 1, &t, None);
+        let rect = max_rectangle(&cell, &Area::new(0, 3, 3, t), (2, 1), None);
         assert_eq!(rect.top, 1);
     }
 
@@ -230,9 +250,14 @@ mod tests {
         // A staircase in which the right and left lists of the red point are known.
         let g = ["11111", "11111", "11111", "01111", "00111"];
         let cell = grid(&g);
-        let l = limits(&cell, 0, 5, 5, 2, 4, false, &Tolerance::exact());
+        let l = limits(
+            &cell,
+            &Area::new(0, 5, 5, Tolerance::exact()),
+            (2, 4),
+            false,
+        );
         assert_eq!(l, vec![(2, (0, 4)), (1, (0, 3)), (0, (0, 2))]);
-        let rect = max_rectangle(&cell, 0, 5, 5, 2, 4, &Tolerance::exact(), None);
+        let rect = max_rectangle(&cell, &Area::new(0, 5, 5, Tolerance::exact()), (2, 4), None);
         // candidates: 3x5 (w 3, h 5) = 6.7, 4x4 = 8, 5x3 = 8.66
         assert_eq!((rect.left, rect.right, rect.top, rect.bottom), (0, 4, 0, 2));
     }

@@ -1,6 +1,7 @@
 //! The planted test matrices of the thesis (spec §15.1-§15.2), drawn with `java.util.Random`
 //! exactly as the reference generator does, so the published "Original" errors reproduce.
 
+use crate::error::parse_option;
 use crate::error::{OrderError, checked_cells, invalid, try_filled};
 
 /// `java.util.Random`: the 48-bit linear congruential generator.
@@ -60,25 +61,12 @@ pub enum Pattern {
     BandedBlocks,
 }
 
-impl std::str::FromStr for Pattern {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        Ok(match s {
-            "nested" => Self::Nested,
-            "banded" => Self::Banded,
-            "blocks" => Self::Blocks,
-            "banded_blocks" => Self::BandedBlocks,
-            o => {
-                return Err(invalid(
-                    "pattern",
-                    format!(
-                        "unknown pattern {o:?}; expected nested, banded, blocks or banded_blocks"
-                    ),
-                ));
-            }
-        })
-    }
-}
+parse_option!(Pattern, "pattern", {
+    "nested" => Self::Nested,
+    "banded" => Self::Banded,
+    "blocks" => Self::Blocks,
+    "banded_blocks" => Self::BandedBlocks,
+});
 
 /// A planted `size` x `size` binary matrix (row-major) with each bit flipped with probability
 /// `noise`, drawn as the reference generator does (spec §15.1). `size = 300` with the thesis

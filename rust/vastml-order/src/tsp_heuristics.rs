@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use vastml_spatial::KdTree;
 
+use crate::error::parse_option;
 use crate::error::{OrderError, invalid};
 
 /// How the first path is built before local search.
@@ -31,20 +32,13 @@ pub enum Start {
     NearestNeighbour,
 }
 
-impl std::str::FromStr for Start {
-    type Err = OrderError;
-    fn from_str(s: &str) -> Result<Self, OrderError> {
-        match s {
-            "greedy" => Ok(Start::Greedy),
-            "space_filling" | "hilbert" => Ok(Start::SpaceFilling),
-            "nearest_neighbour" | "nearest_neighbor" => Ok(Start::NearestNeighbour),
-            _ => Err(invalid(
-                "start",
-                format!("unknown start {s:?}; use greedy, space_filling or nearest_neighbour"),
-            )),
-        }
-    }
-}
+parse_option!(Start, "start", {
+    "greedy" => Start::Greedy,
+    "space_filling" => Start::SpaceFilling,
+    "hilbert" => Start::SpaceFilling,
+    "nearest_neighbour" => Start::NearestNeighbour,
+    "nearest_neighbor" => Start::NearestNeighbour,
+});
 
 /// Parameters of [`solve_path`].
 #[derive(Debug, Clone)]
@@ -715,15 +709,12 @@ impl Local<'_> {
 /// neighbour lists `nb` (`k` per city). With `fix_start` / `fix_end` the first / last city stays.
 /// Returns the number of improving moves. Stops early (the path stays a valid permutation)
 /// when `cancel` is raised; the caller checks the flag.
-#[allow(clippy::too_many_arguments)]
 pub fn improve_path(
     x: &[f64],
     dim: usize,
     path: &mut Vec<usize>,
-    nb: &[usize],
-    k: usize,
-    fix_start: bool,
-    fix_end: bool,
+    (nb, k): (&[usize], usize),
+    (fix_start, fix_end): (bool, bool),
     params: &PathParams,
     cancel: &AtomicBool,
 ) -> usize {
@@ -860,17 +851,8 @@ pub(crate) fn solve_path_unchecked(
             o
         }
     };
-    improve_path(
-        x,
-        dim,
-        &mut path,
-        &nb,
-        k,
-        start.is_some(),
-        end.is_some(),
-        params,
-        cancel,
-    );
+    let fixed = (start.is_some(), end.is_some());
+    improve_path(x, dim, &mut path, (&nb, k), fixed, params, cancel);
     cancelled(cancel)?;
     let m = path.len();
     if params.kicks_per_city > 0 && m > 8 {
@@ -937,7 +919,13 @@ pub fn polish_windows(
             let fix_start = !(first && ci == 0);
             let fix_end = !last;
             improve_path(
-                &buf, dim, &mut path, &nb, k, fix_start, fix_end, params, flag,
+                &buf,
+                dim,
+                &mut path,
+                (&nb, k),
+                (fix_start, fix_end),
+                params,
+                flag,
             );
             let old: Vec<usize> = chunk.to_vec();
             for (t, &p) in path.iter().enumerate() {

@@ -543,7 +543,7 @@ impl<M: Metric> Search<'_, M> {
                     }
                 }
                 if let Some((gain, u, w, keep)) = best {
-                    self.move_segment(p, s, e, nx, u, w, keep);
+                    self.move_segment([p, s, e, nx], (u, w, keep));
                     for v in [p, s, e, nx, u, w] {
                         self.push(v);
                     }
@@ -556,17 +556,7 @@ impl<M: Metric> Search<'_, M> {
 
     /// Moves the segment s..e (p before s, nx after e) between the adjacent cities u, w
     /// (w follows u in the orientation where s..e runs forward); `keep` = s next to u.
-    #[allow(clippy::too_many_arguments)]
-    fn move_segment(
-        &mut self,
-        p: usize,
-        s: usize,
-        e: usize,
-        nx: usize,
-        u: usize,
-        w: usize,
-        keep: bool,
-    ) {
+    fn move_segment(&mut self, [p, s, e, nx]: [usize; 4], (u, w, keep): (usize, usize, bool)) {
         // orient (u, w) like p -> s
         let s_fwd = self.tour.next(p) == s;
         let uw_fwd = self.tour.next(u) == w;

@@ -21,16 +21,12 @@ fn shuffled(rng: &mut Pcg64, n: usize) -> Vec<usize> {
     v
 }
 
-#[allow(clippy::too_many_arguments)]
 fn random_arr(
     seed: u64,
-    m: usize,
-    n: usize,
+    (m, n): (usize, usize),
     colours: usize,
     density: f64,
-    kind: KernelKind,
-    kr: usize,
-    kc: usize,
+    kernel: Kernel,
     padding: Padding,
 ) -> Arrangement {
     let mut rng = Pcg64::seed_from_u64(seed);
@@ -46,7 +42,7 @@ fn random_arr(
         Matrix::categorical(m, n, &v, colours).unwrap()
     };
     let obj = Objective {
-        kernel: Kernel::new(kind, kr, kc).unwrap(),
+        kernel,
         padding,
         kind: ErrorKind::Abs,
     };
@@ -97,7 +93,7 @@ proptest! {
         zero in any::<bool>(),
     ) {
         let padding = if zero { Padding::Zero } else { Padding::ZerosAndOnes };
-        let arr = random_arr(seed, m, n, colours, density, KINDS[kind], 2 * kr + 1, 2 * kc + 1, padding);
+        let arr = random_arr(seed, (m, n), colours, density, Kernel::new(KINDS[kind], 2 * kr + 1, 2 * kc + 1).unwrap(), padding);
         let mut rng = Pcg64::seed_from_u64(seed ^ 0xABCD);
         for axis in 0..2 {
             if !table_fits(&arr, axis) {
@@ -159,7 +155,7 @@ proptest! {
         zero in any::<bool>(),
     ) {
         let padding = if zero { Padding::Zero } else { Padding::ZerosAndOnes };
-        let mut arr = random_arr(seed, m, n, colours, density, KernelKind::Gbs, 2 * kr + 1, 2 * kr + 1, padding);
+        let mut arr = random_arr(seed, (m, n), colours, density, Kernel::new(KernelKind::Gbs, 2 * kr + 1, 2 * kr + 1).unwrap(), padding);
         let before = arr.raw_error();
         let cancel = AtomicBool::new(false);
         let rep = polish(&mut arr, &[0, 1], 3, usize::MAX, None, &cancel).unwrap();
@@ -194,7 +190,14 @@ proptest! {
 /// Objectives that are not of the pair form are left unchanged.
 #[test]
 fn polish_skips_other_objectives() {
-    let mut arr = random_arr(1, 12, 10, 1, 0.4, KernelKind::Gbs, 3, 3, Padding::Cyclic);
+    let mut arr = random_arr(
+        1,
+        (12, 10),
+        1,
+        0.4,
+        Kernel::new(KernelKind::Gbs, 3, 3).unwrap(),
+        Padding::Cyclic,
+    );
     assert!(!table_fits(&arr, 0));
     assert!(PairTable::build(&arr, 0).is_err());
     let (r, c, e) = (arr.order(0), arr.order(1), arr.raw_error());
@@ -218,13 +221,10 @@ fn pls_with_flip_rounds_and_polish() {
     let cancel = AtomicBool::new(false);
     let arr = random_arr(
         5,
-        40,
-        36,
+        (40, 36),
         1,
         0.35,
-        KernelKind::Gbs,
-        7,
-        7,
+        Kernel::new(KernelKind::Gbs, 7, 7).unwrap(),
         Padding::ZerosAndOnes,
     );
     let params = |restarts, polish| PlsParams {
@@ -267,13 +267,10 @@ fn polish_deadline() {
     let cancel = AtomicBool::new(false);
     let arr = random_arr(
         9,
-        30,
-        30,
+        (30, 30),
         1,
         0.4,
-        KernelKind::Gbs,
-        5,
-        5,
+        Kernel::new(KernelKind::Gbs, 5, 5).unwrap(),
         Padding::ZerosAndOnes,
     );
     let mut a = arr.clone();

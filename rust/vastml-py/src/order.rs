@@ -1,11 +1,12 @@
 //! Bindings of `vastml-order`: ConvoMap objective, local search, P-LS, branch and bound, TSP.
 //!
-//! Matrices arrive as C-contiguous uint32 codes with `n_colours` (0 = binary: codes 0/1).
+//! A matrix arrives as `(codes, n_colours)`: C-contiguous uint32 codes (`n_colours` 0 =
+//! binary, codes 0/1); an objective as a dict of kernel, kernel_size, kernel_weights, padding
+//! and error.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -13,8 +14,12 @@ use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
 use vastml_order::fit::fit;
 use vastml_order::options::{FitOptions, matrix_from_codes};
 use vastml_order::tsp::{hamming_distances, tsp_path_with};
-use vastml_order::{Arrangement, Control, MoveKind, Objective, OrderError, Pattern, Progress};
+use vastml_order::{
+    Arrangement, Control, ErrorKind, KernelKind, Matrix, MoveKind, Objective, OrderError, Padding,
+    Pattern, Progress,
+};
 
+use crate::arrays::{Wrap, matrix};
 use crate::door::enter;
 use crate::errors::ToPyErr;
 use crate::progress;
@@ -24,31 +29,111 @@ fn perr(e: OrderError) -> PyErr {
     e.to_pyerr()
 }
 
-fn matrix(codes: &PyReadonlyArray2<'_, u32>, n_colours: usize) -> PyResult<vastml_order::Matrix> {
-    let s = codes
-        .as_slice()
-        .map_err(|_| PyTypeError::new_err("`matrix` must be a C-contiguous uint32 array"))?;
-    matrix_from_codes(codes.shape()[0], codes.shape()[1], s, n_colours).map_err(perr)
+/// A matrix as `(codes, n_colours)`.
+#[derive(FromPyObject)]
+pub struct MatrixArgs<'py>(PyReadonlyArray2<'py, u32>, usize);
+
+impl MatrixArgs<'_> {
+    fn matrix(&self) -> PyResult<Matrix> {
+        let MatrixArgs(codes, n_colours) = self;
+        let s = codes
+            .as_slice()
+            .map_err(|_| PyTypeError::new_err("`matrix` must be a C-contiguous uint32 array"))?;
+        let (m, n) = (codes.shape()[0], codes.shape()[1]);
+        matrix_from_codes(m, n, s, *n_colours).map_err(perr)
+    }
 }
 
-fn objective(
-    kernel: &str,
+/// A ConvoMap objective: kernel (name, size, optional weights), padding and error kind.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct ObjectiveArgs<'py> {
+    kernel: Wrap<KernelKind>,
     kernel_size: (usize, usize),
-    weights: Option<PyReadonlyArray2<'_, f64>>,
-    padding: &str,
-    error: &str,
-) -> PyResult<Objective> {
-    let w = match &weights {
-        Some(w) => Some((
-            w.shape()[0],
-            w.shape()[1],
-            w.as_slice().map_err(|_| {
-                PyTypeError::new_err("`kernel` weights must be a C-contiguous float64 array")
-            })?,
-        )),
-        None => None,
-    };
-    vastml_order::options::objective(kernel, kernel_size, w, padding, error).map_err(perr)
+    kernel_weights: Option<PyReadonlyArray2<'py, f64>>,
+    padding: Wrap<Padding>,
+    error: Wrap<ErrorKind>,
+}
+
+impl ObjectiveArgs<'_> {
+    fn objective(&self) -> PyResult<Objective> {
+        let weights = match &self.kernel_weights {
+            Some(w) => Some((
+                w.shape()[0],
+                w.shape()[1],
+                w.as_slice().map_err(|_| {
+                    PyTypeError::new_err("`kernel` weights must be a C-contiguous float64 array")
+                })?,
+            )),
+            None => None,
+        };
+        let (kind, size) = (self.kernel.0, self.kernel_size);
+        let (padding, error) = (self.padding.0, self.error.0);
+        vastml_order::options::objective(kind, size, weights, padding, error).map_err(perr)
+    }
+}
+
+/// Optional row and column orders.
+pub type Orders = (Option<Vec<usize>>, Option<Vec<usize>>);
+
+/// The ones-only ConvoMap error of the matrix shown in the given orders.
+#[pyfunction]
+#[pyo3(signature = (matrix, objective, orders, n_jobs=None))]
+pub fn convolution_error(
+    py: Python<'_>,
+    matrix: MatrixArgs<'_>,
+    objective: ObjectiveArgs<'_>,
+    orders: Orders,
+    n_jobs: Option<isize>,
+) -> PyResult<f64> {
+    let (m, obj) = (matrix.matrix()?, objective.objective()?);
+    let (rows, cols) = (orders.0.as_deref(), orders.1.as_deref());
+    enter(py, n_jobs, |cancel| {
+        Arrangement::new_cancellable(m, obj, rows, cols, cancel).map(|a| a.error())
+    })
+}
+
+/// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights,
+/// colour maps (n_cols x n_colours, row-major; empty for binary), stopped by the callback).
+pub type FitResult = (
+    Vec<usize>,
+    Vec<usize>,
+    f64,
+    Vec<(String, f64)>,
+    Vec<(String, f64)>,
+    Vec<u8>,
+    bool,
+);
+
+/// The [`FitOptions`] of the dict the estimator passes (one key per field).
+fn fit_options(d: &Bound<'_, PyDict>) -> PyResult<FitOptions> {
+    macro_rules! options {
+        ($($field:ident),+) => {
+            FitOptions { $($field: item(d, stringify!($field))?),+ }
+        };
+    }
+    Ok(options!(
+        init,
+        method,
+        moves,
+        max_iter,
+        segment_length,
+        reaction,
+        stop_threshold,
+        accept_ties,
+        axes,
+        swap_radius,
+        max_block,
+        tolerance,
+        schedule,
+        n_blocks,
+        seed,
+        recolor,
+        kmax_k,
+        restarts,
+        time_budget,
+        polish
+    ))
 }
 
 fn item<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
@@ -60,125 +145,44 @@ fn item<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
     v.extract::<T>().map_err(Into::into)
 }
 
-/// The [`FitOptions`] of the dict the estimator passes (one key per field).
-fn fit_options(d: &Bound<'_, PyDict>) -> PyResult<FitOptions> {
-    Ok(FitOptions {
-        init: item(d, "init")?,
-        method: item(d, "method")?,
-        moves: item(d, "moves")?,
-        max_iter: item(d, "max_iter")?,
-        segment_length: item(d, "segment_length")?,
-        reaction: item(d, "reaction")?,
-        stop_threshold: item(d, "stop_threshold")?,
-        accept_ties: item(d, "accept_ties")?,
-        axes: item(d, "axes")?,
-        swap_radius: item(d, "swap_radius")?,
-        max_block: item(d, "max_block")?,
-        tolerance: item(d, "tolerance")?,
-        schedule: item(d, "schedule")?,
-        n_blocks: item(d, "n_blocks")?,
-        seed: item(d, "seed")?,
-        recolor: item(d, "recolor")?,
-        kmax_k: item(d, "kmax_k")?,
-        restarts: item(d, "restarts")?,
-        time_budget: item(d, "time_budget")?,
-        polish: item(d, "polish")?,
-    })
-}
-
-/// convolution_error(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order, col_order, n_jobs=None)
-/// --
-///
-/// The ones-only ConvoMap error of the matrix shown in the given orders.
+/// TSP initial order (optional) then local search or the P-LS pipeline; `progress(stage,
+/// step, error)` is called along the way (True stops).
 #[pyfunction]
-#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order=None, col_order=None, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn convolution_error(
-    py: Python<'_>,
-    codes: PyReadonlyArray2<'_, u32>,
-    n_colours: usize,
-    kernel: &str,
-    kernel_size: (usize, usize),
-    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
-    padding: &str,
-    error: &str,
-    row_order: Option<Vec<usize>>,
-    col_order: Option<Vec<usize>>,
-    n_jobs: Option<isize>,
-) -> PyResult<f64> {
-    let m = matrix(&codes, n_colours)?;
-    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
-    enter(py, n_jobs, |cancel: &AtomicBool| {
-        Arrangement::new_cancellable(m, obj, row_order.as_deref(), col_order.as_deref(), cancel)
-            .map(|a| a.error())
-    })
-}
-
-/// Result of `convomap_fit`: (row_order, col_order, error, history, move_weights,
-/// colour maps (n_cols x n_colours, row-major; empty for binary), stopped by the callback).
-type FitResult = (
-    Vec<usize>,
-    Vec<usize>,
-    f64,
-    Vec<(String, f64)>,
-    Vec<(String, f64)>,
-    Vec<u8>,
-    bool,
-);
-
-/// convomap_fit(codes, n_colours, kernel, kernel_size, kernel_weights, padding, error, row_order, col_order, options, n_jobs=None, progress=None)
-/// --
-///
-/// TSP initial order (optional) then local search or the P-LS pipeline. `options` is a dict
-/// with one key per field of `vastml_order::options::FitOptions`; `progress(stage, step,
-/// error)` is called along the way (True stops).
-#[pyfunction]
-#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
-    row_order, col_order, options, n_jobs=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (matrix, objective, orders, options, n_jobs=None, progress=None))]
 pub fn convomap_fit(
     py: Python<'_>,
-    codes: PyReadonlyArray2<'_, u32>,
-    n_colours: usize,
-    kernel: &str,
-    kernel_size: (usize, usize),
-    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
-    padding: &str,
-    error: &str,
-    row_order: Option<Vec<usize>>,
-    col_order: Option<Vec<usize>>,
+    matrix: MatrixArgs<'_>,
+    objective: ObjectiveArgs<'_>,
+    orders: Orders,
     options: &Bound<'_, PyDict>,
     n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<FitResult> {
-    let m = matrix(&codes, n_colours)?;
-    let obj = objective(kernel, kernel_size, kernel_weights, padding, error)?;
+    let (m, obj) = (matrix.matrix()?, objective.objective()?);
     let callback_error: Arc<Mutex<Option<PyErr>>> = Default::default();
     let hook = progress.map(|cb| python_progress(cb, callback_error.clone()));
     let params = fit_options(options)?.params(hook).map_err(perr)?;
-    let (rows, cols) = (row_order.as_deref(), col_order.as_deref());
-    let result = enter(py, n_jobs, |cancel: &AtomicBool| {
+    let (rows, cols) = (orders.0.as_deref(), orders.1.as_deref());
+    let result = enter(py, n_jobs, |cancel| {
         fit(m, obj, rows, cols, &params, cancel)
     });
     if let Some(e) = callback_error.lock().ok().and_then(|mut g| g.take()) {
         return Err(e);
     }
     let r = result?;
-    let maps = r.colour_maps;
     Ok((
         r.row_order,
         r.col_order,
         r.error,
         r.history,
         r.move_weights,
-        maps,
+        r.colour_maps,
         r.stopped,
     ))
 }
 
 /// A Rust progress hook that calls the Python `callback(stage, step, error)`: a true result
-/// asks the fit to stop; an exception it raises stops the fit and is kept in `slot` to be
-/// raised after.
+/// asks the fit to stop; an exception it raises stops the fit and is kept in `slot`.
 fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
     Progress(Arc::new(move |stage: &str, step: usize, err: f64| {
         Python::attach(|py| match cb.call1(py, (stage, step, err)) {
@@ -193,93 +197,78 @@ fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
     }))
 }
 
-/// tsp_order(codes, n_colours, axis) -> list[int]
-/// --
-///
 /// Greedy + 2-opt open path over the rows (axis 0) or columns (axis 1), Hamming distances.
 #[pyfunction]
-#[pyo3(signature = (codes, n_colours, axis, n_jobs=None))]
+#[pyo3(signature = (matrix, axis, n_jobs=None))]
 pub fn tsp_order(
     py: Python<'_>,
-    codes: PyReadonlyArray2<'_, u32>,
-    n_colours: usize,
+    matrix: MatrixArgs<'_>,
     axis: usize,
     n_jobs: Option<isize>,
 ) -> PyResult<Vec<usize>> {
     if axis > 1 {
         return Err(PyValueError::new_err("`axis` must be 0 or 1"));
     }
-    let m = matrix(&codes, n_colours)?;
+    let m = matrix.matrix()?;
     let n = if axis == 0 { m.n_rows() } else { m.n_cols() };
-    enter(py, n_jobs, |c: &AtomicBool| {
+    enter(py, n_jobs, |c| {
         tsp_path_with(&hamming_distances(&m, axis), n, Control::new(c))
     })
 }
 
-/// branch_and_bound_order(codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None, progress=None)
-/// --
-///
+/// Branch and bound's options: the column order, the lower bound and an initial row order.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct BnbArgs {
+    col_order: Option<Vec<usize>>,
+    bound: Wrap<LowerBound>,
+    initial: Option<Vec<usize>>,
+}
+
 /// Exact row order minimising the ConvoMap error with zero padding: (order, error, nodes,
-/// stopped). `progress(k, cost, order)` is called at every better incumbent; True stops
-/// with the best order so far.
+/// stopped); `progress(k, cost, order)` at every better incumbent (True stops).
 #[pyfunction]
-#[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, col_order, bound, initial, n_jobs=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (matrix, objective, options, n_jobs=None, progress=None))]
 pub fn branch_and_bound_order(
     py: Python<'_>,
-    codes: PyReadonlyArray2<'_, u32>,
-    n_colours: usize,
-    kernel: &str,
-    kernel_size: (usize, usize),
-    kernel_weights: Option<PyReadonlyArray2<'_, f64>>,
-    col_order: Option<Vec<usize>>,
-    bound: &str,
-    initial: Option<Vec<usize>>,
+    matrix: MatrixArgs<'_>,
+    objective: ObjectiveArgs<'_>,
+    options: BnbArgs,
     n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(Vec<usize>, f64, u64, bool)> {
-    let m = matrix(&codes, n_colours)?;
-    let obj = objective(kernel, kernel_size, kernel_weights, "zero", "abs")?;
-    let bound: LowerBound = bound.parse().map_err(perr)?;
+    let (m, obj) = (matrix.matrix()?, objective.objective()?);
+    let (cols, initial) = (options.col_order.as_deref(), options.initial.as_deref());
     let hook = progress::hook(progress, order_to_py);
-    let r = enter(py, n_jobs, |cancel: &AtomicBool| {
-        let pc = PairCosts::convomap(&m, &obj, col_order.as_deref())?;
-        let control = progress::control(cancel, hook.as_ref());
-        let r = branch_and_bound(&pc, initial.as_deref(), bound, control)?;
-        let err =
-            Arrangement::new_cancellable(m, obj, Some(&r.order), col_order.as_deref(), cancel)?
-                .error();
+    let r = enter(py, n_jobs, |cancel| {
+        let pc = PairCosts::convomap(&m, &obj, cols)?;
+        let r = branch_and_bound(
+            &pc,
+            initial,
+            options.bound.0,
+            progress::control(cancel, hook.as_ref()),
+        )?;
+        let err = Arrangement::new_cancellable(m, obj, Some(&r.order), cols, cancel)?.error();
         Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
     });
-    if let Some(h) = &hook {
-        h.finish()?;
-    }
+    hook.map_or(Ok(()), |h| h.finish())?;
     r
 }
 
-/// planted_matrix(pattern, size=300, noise=0.0, seed=545173132)
-/// --
-///
 /// The thesis's planted binary matrix (java.util.Random draws), uint8 size x size.
 #[pyfunction]
 #[pyo3(signature = (pattern, size=300, noise=0.0, seed=vastml_order::THESIS_SEED))]
 pub fn planted_matrix<'py>(
     py: Python<'py>,
-    pattern: &str,
+    pattern: Wrap<Pattern>,
     size: usize,
     noise: f64,
     seed: i64,
 ) -> PyResult<Bound<'py, PyArray2<u8>>> {
-    let p: Pattern = pattern.parse().map_err(perr)?;
-    let v = vastml_order::planted(p, size, noise, seed).map_err(perr)?;
-    numpy::ndarray::Array2::from_shape_vec((size, size), v)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-        .map(|a| a.into_pyarray(py))
+    let v = vastml_order::planted(pattern.0, size, noise, seed).map_err(perr)?;
+    matrix(py, v, size, size)
 }
 
-/// planted_categorical(size=300, seed=545173132)
-/// --
-///
 /// The thesis's categorical planted matrix (6 colours), uint32 size x size.
 #[pyfunction]
 #[pyo3(signature = (size=300, seed=vastml_order::THESIS_SEED))]
@@ -289,48 +278,35 @@ pub fn planted_categorical<'py>(
     seed: i64,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
     let v = vastml_order::planted_categorical(size, seed).map_err(perr)?;
-    numpy::ndarray::Array2::from_shape_vec((size, size), v)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
-        .map(|a| a.into_pyarray(py))
+    matrix(py, v, size, size)
 }
 
-/// time_moves(codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None)
-/// --
-///
 /// Benchmark hook: mean seconds of one incremental move evaluation per move kind, and of one
 /// full error recomputation (on the pool of n_jobs threads).
 #[pyfunction]
-#[pyo3(signature = (codes, n_colours, kernel, kernel_size, padding, n_moves=200, seed=0, n_jobs=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (matrix, objective, n_moves=200, seed=0, n_jobs=None))]
 pub fn time_moves(
     py: Python<'_>,
-    codes: PyReadonlyArray2<'_, u32>,
-    n_colours: usize,
-    kernel: &str,
-    kernel_size: (usize, usize),
-    padding: &str,
+    matrix: MatrixArgs<'_>,
+    objective: ObjectiveArgs<'_>,
     n_moves: usize,
     seed: u64,
     n_jobs: Option<isize>,
 ) -> PyResult<(Vec<(String, f64)>, f64)> {
-    let m = matrix(&codes, n_colours)?;
-    let obj = objective(kernel, kernel_size, None, padding, "abs")?;
-    enter(py, n_jobs, |_c: &AtomicBool| {
+    let (m, obj) = (matrix.matrix()?, objective.objective()?);
+    enter(py, n_jobs, |_| {
         let mut arr = Arrangement::new(m, obj, None, None)?;
         let (per, full) = vastml_order::time_moves(&mut arr, &MoveKind::ALL, n_moves, seed);
-        Ok::<_, OrderError>((
-            per.into_iter()
-                .map(|(k, s)| (k.name().to_string(), s))
-                .collect(),
-            full,
-        ))
+        let named = per
+            .into_iter()
+            .map(|(k, s)| (k.name().to_string(), s))
+            .collect();
+        Ok::<_, OrderError>((named, full))
     })
 }
 
-/// gradient_order(dissimilarities, weighted=False, n_jobs=None) -> (order, value, nodes)
-/// --
-///
-/// Branch and bound maximising the anti-Robinson within-row-and-column gradient.
+/// Branch and bound maximising the anti-Robinson within-row-and-column gradient: (order,
+/// value, nodes).
 #[pyfunction]
 #[pyo3(signature = (dissimilarities, weighted=false, n_jobs=None))]
 pub fn gradient_order(
@@ -345,12 +321,13 @@ pub fn gradient_order(
             "`dissimilarities` must be a square matrix",
         ));
     }
+    use vastml_order::gradient::Gradient;
     let kind = if weighted {
-        vastml_order::gradient::Gradient::Weighted
+        Gradient::Weighted
     } else {
-        vastml_order::gradient::Gradient::Unweighted
+        Gradient::Unweighted
     };
-    enter(py, n_jobs, |cancel: &AtomicBool| {
+    enter(py, n_jobs, |cancel| {
         vastml_order::gradient::gradient_order(d, n, kind, cancel)
             .map(|r| (r.order, r.value, r.nodes))
     })

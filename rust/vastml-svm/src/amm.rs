@@ -40,7 +40,7 @@ use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
-use crate::data::{Examples, Gathered, Row, check_labels, check_positive, try_reserve_rows};
+use crate::data::{Examples, Gathered, Row, Rows, check_labels, check_positive, try_reserve_rows};
 use crate::error::{SvmError, invalid, shape};
 use vastml_core::{Control, Halt};
 
@@ -747,30 +747,30 @@ impl Amm {
         batch: bool,
         control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
-        self.epoch_with(data, labels, shuffle, seed, batch, false, control)
+        let kind = if batch { Pass::Batch } else { Pass::Online };
+        self.epoch_with(data, labels, shuffle, seed, kind, control)
     }
 
     /// [`Amm::epoch`] with BudgetedSVM's batch initialisation: with
-    /// [`AmmParams::budgetedsvm`] and `initial = true` (the online pass that starts batch
-    /// AMM, `batch = false`) every example is assigned to its best true-class weight *before*
+    /// [`AmmParams::budgetedsvm`] and [`Pass::Initial`] (the online pass that starts batch
+    /// AMM) every example is assigned to its best true-class weight *before*
     /// its step, as `trainAMMbatch` does, those assignments are the first batch epoch's (call
     /// [`Amm::reassign`] only before the later ones), and there is no pruning in this pass.
     /// In that mode batch epochs keep their assignments (a clone gets examples from the next
-    /// reassignment on). `initial` is ignored without `budgetedsvm`.
+    /// reassignment on). [`Pass::Initial`] is [`Pass::Online`] without `budgetedsvm`.
     ///
     /// # Errors
     /// As [`Amm::epoch`].
-    #[allow(clippy::too_many_arguments)]
     pub fn epoch_with(
         &mut self,
         data: &Examples<'_>,
         labels: &[usize],
         shuffle: bool,
         seed: u64,
-        batch: bool,
-        initial: bool,
+        kind: Pass,
         control: Control<'_>,
     ) -> Result<EpochStats, SvmError> {
+        let (batch, initial) = (kind == Pass::Batch, kind == Pass::Initial);
         self.check_data(data)?;
         check_labels(labels, data.len(), self.n_classes)?;
         let n = data.len();
@@ -802,7 +802,7 @@ impl Amm {
             }
             let assigned = if use_z { Some(self.z[i]) } else { None };
             let x = match &gathered {
-                Some(g) => g.view().row(k),
+                Some(g) => g.row(k),
                 None => data.row(i),
             };
             let (loss, id) = self.step(x, labels[i], assigned, &mut rng, &mut stats);
@@ -851,8 +851,12 @@ impl Amm {
             if batch && !(bsvm && e == 1) {
                 self.reassign_with(data, labels, inner)?;
             }
-            let initial = bsvm && e == 0;
-            self.epoch_with(data, labels, schedule.shuffle, seed, batch, initial, inner)?;
+            let kind = match (batch, bsvm && e == 0) {
+                (true, _) => Pass::Batch,
+                (false, true) => Pass::Initial,
+                (false, false) => Pass::Online,
+            };
+            self.epoch_with(data, labels, schedule.shuffle, seed, kind, inner)?;
             if let Some(out) =
                 FitOutcome::after(e + 1, control.report(e + 1, || f64::NAN, &self.n_weights()))?
             {
@@ -1107,6 +1111,18 @@ impl FitOutcome {
             Err(Halt::Cancelled) => Err(SvmError::Cancelled),
         }
     }
+}
+
+/// The kind of pass [`Amm::epoch_with`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// An online SGD pass.
+    Online,
+    /// The online pass that starts batch AMM (with [`AmmParams::budgetedsvm`], it records
+    /// every example's assignment before its step).
+    Initial,
+    /// A batch pass over the current assignments.
+    Batch,
 }
 
 /// The identity or a seeded random permutation of `0..n`.

@@ -15,8 +15,8 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 
 use crate::amm::{FitOutcome, Schedule, permutation, poll_mask};
-use crate::data::{Examples, Gathered, Row, check_positive};
-use crate::error::{SvmError, invalid, shape};
+use crate::data::{Examples, Gathered, Row, Rows, check_positive};
+use crate::error::{SvmError, invalid, parse_choice, shape};
 use vastml_core::Control;
 
 /// How many examples ahead a full-covariance epoch prefetches (an update takes about a
@@ -31,6 +31,18 @@ pub enum UpdateOn {
     Margin,
     /// Only on mistakes, `y mu.x <= 0` (the thesis's wording).
     Mistake,
+}
+
+impl std::str::FromStr for UpdateOn {
+    type Err = SvmError;
+    /// `"margin"` or `"mistake"`.
+    fn from_str(s: &str) -> Result<Self, SvmError> {
+        parse_choice(
+            s,
+            "update_on",
+            &[("margin", UpdateOn::Margin), ("mistake", UpdateOn::Mistake)],
+        )
+    }
 }
 
 /// One binary AROW model.
@@ -288,9 +300,9 @@ impl Arow {
     /// depends on the mean only), so when k+1 will update too, its `Sigma_new x_{k+1}` is
     /// computed row by row inside the rank-one update of k. Rows a few examples ahead are
     /// prefetched, which hides the cache miss of a random-order read.
-    fn epoch_full(
+    fn epoch_full<R: Rows>(
         &mut self,
-        data: &Examples<'_>,
+        data: &R,
         targets: &[f64],
         order: &[usize],
         control: Control<'_>,
@@ -308,7 +320,7 @@ impl Arow {
                 control.check()?;
             }
             if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
-                data.prefetch(ahead);
+                data.row(ahead).prefetch(2048);
             }
             let (x, y) = (data.row(i), targets[i]);
             let m = match next_margin.take() {
@@ -368,6 +380,17 @@ impl Arow {
         if targets.len() != data.len() {
             return Err(shape("y", "one target per example"));
         }
+        self.pass(data, targets, order, control)
+    }
+
+    /// [`Arow::epoch`] after its checks, over the examples or a gathered copy of them.
+    fn pass<R: Rows>(
+        &mut self,
+        data: &R,
+        targets: &[f64],
+        order: &[usize],
+        control: Control<'_>,
+    ) -> Result<usize, SvmError> {
         if !self.diagonal {
             return self.epoch_full(data, targets, order, control);
         }
@@ -423,9 +446,14 @@ pub fn arow_one_vs_rest(
     if labels.len() != data.len() {
         return Err(shape("y", "one label per example"));
     }
-    let mut n_updates = vec![0; models.len()];
-    let mut chunk_no = 0;
-    let inner = Control::new(control.cancel_flag());
+    if let Some(m) = models.iter().find(|m| m.dim != data.dim()) {
+        let features = format!("{} features, the model has {}", data.dim(), m.dim);
+        return Err(shape("X", features));
+    }
+    let mut done = ArowOutcome {
+        n_updates: vec![0; models.len()],
+        outcome: FitOutcome::ran(0),
+    };
     for &seed in schedule.seeds {
         let mut rng = Pcg64::seed_from_u64(seed);
         let order = permutation(data.len(), schedule.shuffle, &mut rng);
@@ -439,43 +467,61 @@ pub fn arow_one_vs_rest(
         } else {
             None
         };
-        let (view, pass_labels, order): (Examples<'_>, Vec<usize>, Vec<usize>) = match &gathered {
-            Some(g) => (
-                g.view(),
-                order.iter().map(|&i| labels[i]).collect(),
-                (0..order.len()).collect(),
-            ),
-            None => (*data, labels.to_vec(), order),
-        };
-        let targets: Vec<Vec<f64>> = classes
-            .iter()
-            .map(|&c| {
-                pass_labels
-                    .iter()
-                    .map(|&l| if l == c { 1.0 } else { -1.0 })
-                    .collect()
-            })
-            .collect();
-        let size = order.len().div_ceil(CHUNKS_PER_PASS).max(1);
-        for part in order.chunks(size) {
-            let done: Vec<usize> = models
-                .par_iter_mut()
-                .zip(targets.par_iter())
-                .map(|(m, t)| m.epoch(&view, t, part, inner))
-                .collect::<Result<_, _>>()?;
-            n_updates.iter_mut().zip(&done).for_each(|(a, b)| *a += b);
-            chunk_no += 1;
-            let total: usize = n_updates.iter().sum();
-            let report = control.report(chunk_no, || f64::NAN, &total);
-            if let Some(outcome) = FitOutcome::after(chunk_no, report)? {
-                return Ok(ArowOutcome { n_updates, outcome });
+        let pass = match &gathered {
+            Some(g) => {
+                let labels: Vec<usize> = order.iter().map(|&i| labels[i]).collect();
+                let in_order: Vec<usize> = (0..order.len()).collect();
+                let examples = (g, &labels[..], &in_order[..]);
+                one_vs_rest_pass(models, classes, examples, &mut done, &control)
             }
+            None => one_vs_rest_pass(models, classes, (data, labels, &order), &mut done, &control),
+        };
+        if pass? {
+            done.outcome.stopped = true;
+            return Ok(done);
         }
     }
-    Ok(ArowOutcome {
-        n_updates,
-        outcome: FitOutcome::ran(chunk_no),
-    })
+    Ok(done)
+}
+
+/// One pass of [`arow_one_vs_rest`] over `(rows, labels, order)`, in [`CHUNKS_PER_PASS`]
+/// reported chunks, counted in `done`. Returns whether the hook asked to stop.
+fn one_vs_rest_pass<R: Rows>(
+    models: &mut [Arow],
+    classes: &[usize],
+    (rows, labels, order): (&R, &[usize], &[usize]),
+    done: &mut ArowOutcome,
+    control: &Control<'_, usize>,
+) -> Result<bool, SvmError> {
+    let inner = Control::new(control.cancel_flag());
+    let targets: Vec<Vec<f64>> = classes
+        .iter()
+        .map(|&c| {
+            labels
+                .iter()
+                .map(|&l| if l == c { 1.0 } else { -1.0 })
+                .collect()
+        })
+        .collect();
+    let size = order.len().div_ceil(CHUNKS_PER_PASS).max(1);
+    for part in order.chunks(size) {
+        let made: Vec<usize> = models
+            .par_iter_mut()
+            .zip(targets.par_iter())
+            .map(|(m, t)| m.pass(rows, t, part, inner))
+            .collect::<Result<_, _>>()?;
+        done.n_updates
+            .iter_mut()
+            .zip(&made)
+            .for_each(|(a, b)| *a += b);
+        done.outcome.n_iter += 1;
+        let total: usize = done.n_updates.iter().sum();
+        let report = control.report(done.outcome.n_iter, || f64::NAN, &total);
+        if FitOutcome::after(done.outcome.n_iter, report)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Margins `mu_k . x` of several models, row-major `(n, models.len())`, parallel over examples.

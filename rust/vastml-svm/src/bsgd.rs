@@ -25,7 +25,7 @@ use vastml_core::{Control, Halt};
 /// work plus a golden-section search per candidate, so a few dozen steps are milliseconds.
 const CANCEL_EVERY_STEP: usize = 32;
 use crate::data::{Examples, Row, check_labels, check_positive, dot, try_reserve_rows};
-use crate::error::{SvmError, invalid, shape};
+use crate::error::{SvmError, invalid, parse_choice, shape};
 use crate::kernel::{Kernel, exp_in_place};
 
 /// How BSGD keeps its budget.
@@ -44,6 +44,24 @@ pub enum Maintenance {
     /// `A_RR - A_Rp A_pR / A_pp`, so a maintenance step costs O(B^2); `A` is recomputed
     /// from `K` (O(B^3)) once every `B` steps against round-off drift.
     Project,
+}
+
+impl std::str::FromStr for Maintenance {
+    type Err = SvmError;
+    /// `"merge"`, `"remove"` (the smallest), `"remove-random"` or `"project"`.
+    fn from_str(s: &str) -> Result<Self, SvmError> {
+        use Maintenance as M;
+        parse_choice(
+            s,
+            "maintenance",
+            &[
+                ("merge", M::Merge),
+                ("remove", M::RemoveSmallest),
+                ("remove-random", M::RemoveRandom),
+                ("project", M::Project),
+            ],
+        )
+    }
 }
 
 /// Golden-section search tolerance on `h`.

@@ -3,29 +3,20 @@
 //! Sparse input is never densified: every learner touches a row only through [`Row`], whose
 //! operations cost O(nnz) for sparse rows.
 
+use vastml_core::{Csr, Points};
+
 use crate::error::{SvmError, invalid, shape};
 
-/// A borrowed set of examples (rows), dense or CSR.
+/// A borrowed, checked set of examples (rows): dense ([`Points`]) or CSR ([`Csr`]).
+///
+/// Both views are validated once by `vastml_core` (shape, column range, finite values, at
+/// least one row); the learners read them in place.
 #[derive(Debug, Clone, Copy)]
 pub enum Examples<'a> {
-    /// Row-major `n x dim` values.
-    Dense {
-        /// The values, `n * dim` of them.
-        values: &'a [f64],
-        /// Number of columns.
-        dim: usize,
-    },
+    /// Row-major dense rows.
+    Dense(Points<'a>),
     /// Compressed sparse rows (scipy's CSR layout, 64-bit indices).
-    Csr {
-        /// Row pointers, `n + 1` of them, starting at 0 and non-decreasing.
-        indptr: &'a [i64],
-        /// Column of each stored value, in `0..dim`.
-        indices: &'a [i64],
-        /// The stored values.
-        data: &'a [f64],
-        /// Number of columns.
-        dim: usize,
-    },
+    Csr(Csr<'a, i64, f64>),
 }
 
 /// One example.
@@ -37,85 +28,49 @@ pub enum Row<'a> {
     Sparse(&'a [i64], &'a [f64]),
 }
 
+impl<'a> From<Points<'a>> for Examples<'a> {
+    fn from(points: Points<'a>) -> Self {
+        Examples::Dense(points)
+    }
+}
+
+impl<'a> From<Csr<'a, i64, f64>> for Examples<'a> {
+    fn from(matrix: Csr<'a, i64, f64>) -> Self {
+        Examples::Csr(matrix)
+    }
+}
+
 impl<'a> Examples<'a> {
-    /// Dense examples: `values` row-major with `dim` columns.
+    /// Dense examples: `values` row-major with `dim` columns (checked by [`Points::new`]).
     ///
     /// # Errors
     /// [`SvmError::InvalidParameter`] if `dim == 0`, [`SvmError::ShapeMismatch`] if the length is
     /// not a multiple of `dim`, [`SvmError::Empty`] without rows, [`SvmError::NonFinite`] on NaN/inf.
     pub fn dense(values: &'a [f64], dim: usize) -> Result<Self, SvmError> {
-        if dim == 0 {
-            return Err(invalid("dim", "must be at least 1"));
-        }
-        if values.len() % dim != 0 {
-            return Err(shape(
-                "X",
-                format!("{} values are not a multiple of dim = {dim}", values.len()),
-            ));
-        }
-        if values.is_empty() {
-            return Err(SvmError::Empty { name: "X" });
-        }
-        if !values.iter().all(|v| v.is_finite()) {
-            return Err(SvmError::NonFinite { name: "X" });
-        }
-        Ok(Examples::Dense { values, dim })
+        Ok(Points::new("X", values, dim)?.into())
     }
 
-    /// CSR examples with `dim` columns.
+    /// CSR examples with `dim` columns (checked by [`Csr::new`]).
     ///
     /// # Errors
-    /// [`SvmError::ShapeMismatch`] unless `indptr` starts at 0, is non-decreasing and ends at
-    /// `indices.len() == data.len()`, and every index lies in `0..dim`; [`SvmError::Empty`]
-    /// without rows; [`SvmError::NonFinite`] on NaN/inf values.
+    /// [`SvmError::ShapeMismatch`] unless `indices.len() == data.len() == indptr[n]`;
+    /// [`SvmError::InvalidParameter`] unless `indptr` starts at 0 and is non-decreasing and
+    /// every index lies in `0..dim`; [`SvmError::Empty`] without rows; [`SvmError::NonFinite`]
+    /// on NaN/inf values.
     pub fn csr(
         indptr: &'a [i64],
         indices: &'a [i64],
         data: &'a [f64],
         dim: usize,
     ) -> Result<Self, SvmError> {
-        if dim == 0 {
-            return Err(invalid("dim", "must be at least 1"));
-        }
-        if indptr.len() < 2 {
-            return Err(SvmError::Empty { name: "X" });
-        }
-        if indptr[0] != 0 || indptr.windows(2).any(|w| w[1] < w[0]) {
-            return Err(shape("indptr", "must start at 0 and be non-decreasing"));
-        }
-        let nnz = indptr[indptr.len() - 1];
-        if nnz < 0 || nnz as usize != indices.len() || indices.len() != data.len() {
-            return Err(shape(
-                "indices",
-                format!(
-                    "indptr ends at {nnz} but there are {} indices and {} values",
-                    indices.len(),
-                    data.len()
-                ),
-            ));
-        }
-        if indices.iter().any(|&j| j < 0 || j as usize >= dim) {
-            return Err(shape(
-                "indices",
-                format!("column indices must lie in 0..{dim}"),
-            ));
-        }
-        if !data.iter().all(|v| v.is_finite()) {
-            return Err(SvmError::NonFinite { name: "X" });
-        }
-        Ok(Examples::Csr {
-            indptr,
-            indices,
-            data,
-            dim,
-        })
+        Ok(Csr::new("X", indptr, indices, data, dim)?.into())
     }
 
     /// Number of examples.
     pub fn len(&self) -> usize {
         match self {
-            Examples::Dense { values, dim } => values.len() / dim,
-            Examples::Csr { indptr, .. } => indptr.len() - 1,
+            Examples::Dense(p) => p.len(),
+            Examples::Csr(m) => m.n_rows(),
         }
     }
 
@@ -127,21 +82,56 @@ impl<'a> Examples<'a> {
     /// Number of columns.
     pub fn dim(&self) -> usize {
         match self {
-            Examples::Dense { dim, .. } | Examples::Csr { dim, .. } => *dim,
+            Examples::Dense(p) => p.dim(),
+            Examples::Csr(m) => m.n_cols(),
         }
     }
 
-    /// Asks the CPU to start loading example `i` into cache (a hint: no effect on results;
-    /// a no-op off x86_64). Random-order epochs call it a few examples ahead, so that the
-    /// row's cache misses overlap the work on the current example.
+    /// Example `i` (panics if `i >= len()`; callers index within range).
     #[inline]
-    pub(crate) fn prefetch(&self, i: usize) {
+    pub fn row(&self, i: usize) -> Row<'a> {
+        match self {
+            Examples::Dense(p) => Row::Dense(p.row(i)),
+            Examples::Csr(m) => {
+                let (indices, values) = m.row(i);
+                Row::Sparse(indices, values)
+            }
+        }
+    }
+
+    /// Hints the CPU to load the first two cache lines of row `i` (no effect on results; a
+    /// no-op off x86-64).
+    #[inline]
+    pub fn prefetch_row(&self, i: usize) {
+        self.row(i).prefetch(128);
+    }
+}
+
+/// Rows read by index: the examples themselves, or a [`Gathered`] copy of them.
+pub(crate) trait Rows: Sync {
+    /// Row `i`.
+    fn row(&self, i: usize) -> Row<'_>;
+}
+
+impl Rows for Examples<'_> {
+    #[inline]
+    fn row(&self, i: usize) -> Row<'_> {
+        Examples::row(self, i)
+    }
+}
+
+impl Row<'_> {
+    /// Asks the CPU to start loading the row into cache, at most `max_bytes` of each of its
+    /// slices plus their last line (a hint: no effect on results; a no-op off x86-64).
+    /// Random-order passes call it a few examples ahead, so that the row's cache misses
+    /// overlap the work on the current example.
+    #[inline]
+    pub fn prefetch(&self, max_bytes: usize) {
         #[cfg(target_arch = "x86_64")]
         {
-            fn lines<T>(s: &[T]) {
+            fn lines<T>(s: &[T], max_bytes: usize) {
                 let (p, bytes) = (s.as_ptr().cast::<u8>(), std::mem::size_of_val(s));
-                // At most 32 lines (2 KiB) per array: longer rows stream on their own.
-                for o in (0..bytes.min(2048))
+                for o in (0..bytes.min(max_bytes))
                     .step_by(64)
                     .chain([bytes.saturating_sub(1)])
                 {
@@ -155,78 +145,17 @@ impl<'a> Examples<'a> {
                 }
             }
             match *self {
-                Examples::Dense { values, dim } => lines(&values[i * dim..(i + 1) * dim]),
-                Examples::Csr {
-                    indptr,
-                    indices,
-                    data,
-                    ..
-                } => {
-                    let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
-                    lines(&indices[a..b]);
-                    lines(&data[a..b]);
+                Row::Dense(x) => lines(x, max_bytes),
+                Row::Sparse(ix, v) => {
+                    lines(ix, max_bytes);
+                    lines(v, max_bytes);
                 }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        let _ = max_bytes;
     }
 
-    /// Example `i` (panics if `i >= len()`; callers index within range).
-    pub fn row(&self, i: usize) -> Row<'a> {
-        match *self {
-            Examples::Dense { values, dim } => Row::Dense(&values[i * dim..(i + 1) * dim]),
-            Examples::Csr {
-                indptr,
-                indices,
-                data,
-                ..
-            } => {
-                let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
-                Row::Sparse(&indices[a..b], &data[a..b])
-            }
-        }
-    }
-}
-
-impl Examples<'_> {
-    /// Hints the CPU to load row `i` into cache (no effect on results; a no-op off x86-64).
-    #[inline]
-    pub fn prefetch_row(&self, i: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            // the first two cache lines of the row's values (and of its indices)
-            let (a, b): (&[i64], &[f64]) = match *self {
-                Examples::Dense { values, dim } => (&[], &values[i * dim..(i + 1) * dim]),
-                Examples::Csr {
-                    indptr,
-                    indices,
-                    data,
-                    ..
-                } => {
-                    let (s, e) = (indptr[i] as usize, indptr[i + 1] as usize);
-                    (&indices[s..e], &data[s..e])
-                }
-            };
-            // SAFETY: prefetch is a hint; every pointer points into a live slice.
-            unsafe {
-                for k in [0, 8] {
-                    if let Some(p) = a.get(k) {
-                        _mm_prefetch((p as *const i64).cast::<i8>(), _MM_HINT_T0);
-                    }
-                    if let Some(p) = b.get(k) {
-                        _mm_prefetch((p as *const f64).cast::<i8>(), _MM_HINT_T0);
-                    }
-                }
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
-    }
-}
-
-impl Row<'_> {
     /// `x . w[..dim]`.
     #[inline]
     pub fn dot(&self, w: &[f64]) -> f64 {
@@ -312,10 +241,12 @@ impl Row<'_> {
 /// is about twice as fast for the cheap linear steps. Used only up to [`GATHER_LIMIT`] bytes,
 /// since it holds a second copy of the data during the epoch.
 pub(crate) struct Gathered {
-    dense: Vec<f64>,
-    indptr: Vec<i64>,
+    /// The dense rows one after the other, or the values of the non-zeros.
+    values: Vec<f64>,
+    /// Column of every non-zero (sparse rows only).
     indices: Vec<i64>,
-    data: Vec<f64>,
+    /// Where each sparse row starts in `values`, `n + 1` offsets (sparse rows only).
+    starts: Vec<usize>,
     dim: usize,
     sparse: bool,
 }
@@ -326,70 +257,46 @@ pub(crate) const GATHER_LIMIT: usize = 512 << 20;
 impl Gathered {
     /// `Some(copy in order)` when the data are small enough, else `None`.
     pub(crate) fn new(ex: &Examples<'_>, order: &[usize]) -> Option<Self> {
-        let dim = ex.dim();
-        match *ex {
-            Examples::Dense { values, .. } => {
-                if values.len() * 8 > GATHER_LIMIT {
-                    return None;
+        let (bytes, sparse) = match ex {
+            Examples::Dense(p) => (p.as_slice().len() * 8, false),
+            Examples::Csr(m) => (m.nnz() * 16, true),
+        };
+        if bytes > GATHER_LIMIT {
+            return None;
+        }
+        let mut g = Gathered {
+            values: Vec::with_capacity(bytes / 8),
+            indices: Vec::with_capacity(if sparse { bytes / 16 } else { 0 }),
+            starts: Vec::with_capacity(if sparse { order.len() + 1 } else { 0 }),
+            dim: ex.dim(),
+            sparse,
+        };
+        if sparse {
+            g.starts.push(0);
+        }
+        for &i in order {
+            match ex.row(i) {
+                Row::Dense(x) => g.values.extend_from_slice(x),
+                Row::Sparse(ix, v) => {
+                    g.indices.extend_from_slice(ix);
+                    g.values.extend_from_slice(v);
+                    g.starts.push(g.values.len());
                 }
-                let mut dense = Vec::with_capacity(values.len());
-                for &i in order {
-                    dense.extend_from_slice(&values[i * dim..(i + 1) * dim]);
-                }
-                Some(Gathered {
-                    dense,
-                    indptr: Vec::new(),
-                    indices: Vec::new(),
-                    data: Vec::new(),
-                    dim,
-                    sparse: false,
-                })
-            }
-            Examples::Csr {
-                indptr,
-                indices,
-                data,
-                ..
-            } => {
-                if data.len() * 16 > GATHER_LIMIT {
-                    return None;
-                }
-                let mut ip = Vec::with_capacity(indptr.len());
-                let mut ix = Vec::with_capacity(indices.len());
-                let mut dv = Vec::with_capacity(data.len());
-                ip.push(0i64);
-                for &i in order {
-                    let (a, b) = (indptr[i] as usize, indptr[i + 1] as usize);
-                    ix.extend_from_slice(&indices[a..b]);
-                    dv.extend_from_slice(&data[a..b]);
-                    ip.push(ix.len() as i64);
-                }
-                Some(Gathered {
-                    dense: Vec::new(),
-                    indptr: ip,
-                    indices: ix,
-                    data: dv,
-                    dim,
-                    sparse: true,
-                })
             }
         }
+        Some(g)
     }
+}
 
-    /// The gathered examples (row k is example `order[k]`).
-    pub(crate) fn view(&self) -> Examples<'_> {
+impl Rows for Gathered {
+    /// Row k of the copy, example `order[k]`.
+    #[inline]
+    fn row(&self, k: usize) -> Row<'_> {
         if self.sparse {
-            Examples::Csr {
-                indptr: &self.indptr,
-                indices: &self.indices,
-                data: &self.data,
-                dim: self.dim,
-            }
+            let (a, b) = (self.starts[k], self.starts[k + 1]);
+            Row::Sparse(&self.indices[a..b], &self.values[a..b])
         } else {
-            Examples::Dense {
-                values: &self.dense,
-                dim: self.dim,
-            }
+            Row::Dense(&self.values[k * self.dim..(k + 1) * self.dim])
         }
     }
 }

@@ -54,12 +54,44 @@ pub(crate) fn shape(name: &'static str, reason: impl Into<String>) -> SvmError {
     }
 }
 
+/// The value `s` stands for in `table` of (spelling, value) pairs; anything else is an
+/// [`SvmError::InvalidParameter`] naming `param` and listing the spellings.
+pub(crate) fn parse_choice<T: Copy>(
+    s: &str,
+    param: &'static str,
+    table: &[(&str, T)],
+) -> Result<T, SvmError> {
+    let found = table.iter().find(|(spelling, _)| *spelling == s);
+    found.map(|&(_, v)| v).ok_or_else(|| {
+        let spellings: Vec<String> = table.iter().map(|(t, _)| format!("'{t}'")).collect();
+        let reason = format!("must be one of {}, got {s:?}", spellings.join(", "));
+        invalid(param, reason)
+    })
+}
+
 impl From<Halt> for SvmError {
     /// A cancelled loop is [`SvmError::Cancelled`]. A loop stopped by its progress hook is not
     /// an error for the drivers that report ([`crate::Amm::fit`] and the others say so in
     /// their result); a loop that cannot stop cleanly maps it to `Cancelled` too.
     fn from(_: Halt) -> Self {
         SvmError::Cancelled
+    }
+}
+
+impl From<vastml_core::Error> for SvmError {
+    /// A failed input check of `vastml_core` ([`vastml_core::Points`], [`vastml_core::Csr`]).
+    fn from(e: vastml_core::Error) -> Self {
+        use vastml_core::Error as E;
+        match e {
+            E::InvalidParameter { name, reason } => SvmError::InvalidParameter { name, reason },
+            E::NonFinite { name, .. } => SvmError::NonFinite { name },
+            E::Empty { name } => SvmError::Empty { name },
+            E::ShapeMismatch {
+                name,
+                expected,
+                actual,
+            } => shape(name, format!("expected length {expected}, got {actual}")),
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! Widths use scikit-learn's convention: `Gaussian { gamma }` is `exp(-gamma ||x - y||^2)`.
 //! BudgetedSVM's `-g g` means `exp(-g/2 ||x - y||^2)`, i.e. `gamma = g / 2` here.
 
-use crate::error::{SvmError, invalid};
+use crate::error::{SvmError, invalid, parse_choice};
 
 /// A kernel function.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,7 +36,67 @@ pub enum Kernel {
     },
 }
 
+/// A kernel's family, as scikit-learn spells it (`"rbf"`, `"exponential"`, `"poly"`,
+/// `"linear"`, `"sigmoid"`; `"gaussian"` and `"polynomial"` too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// [`Kernel::Gaussian`].
+    Gaussian,
+    /// [`Kernel::Exponential`].
+    Exponential,
+    /// [`Kernel::Polynomial`].
+    Polynomial,
+    /// [`Kernel::Linear`].
+    Linear,
+    /// [`Kernel::Sigmoid`].
+    Sigmoid,
+}
+
+impl std::str::FromStr for KernelKind {
+    type Err = SvmError;
+    fn from_str(s: &str) -> Result<Self, SvmError> {
+        use KernelKind as K;
+        parse_choice(
+            s,
+            "kernel",
+            &[
+                ("rbf", K::Gaussian),
+                ("gaussian", K::Gaussian),
+                ("exponential", K::Exponential),
+                ("poly", K::Polynomial),
+                ("polynomial", K::Polynomial),
+                ("linear", K::Linear),
+                ("sigmoid", K::Sigmoid),
+            ],
+        )
+    }
+}
+
 impl Kernel {
+    /// The kernel of family `kind` with scikit-learn's parameters: `gamma` is the width of
+    /// the Gaussian and exponential kernels and the slope of the sigmoid, `coef0` the offset
+    /// of the polynomial and sigmoid; the parameters a family does not use are ignored.
+    ///
+    /// # Errors
+    /// As [`Kernel::validate`].
+    pub fn new(kind: KernelKind, gamma: f64, degree: i32, coef0: f64) -> Result<Self, SvmError> {
+        let kernel = match kind {
+            KernelKind::Gaussian => Kernel::Gaussian { gamma },
+            KernelKind::Exponential => Kernel::Exponential { gamma },
+            KernelKind::Polynomial => Kernel::Polynomial {
+                degree,
+                coef: coef0,
+            },
+            KernelKind::Linear => Kernel::Linear,
+            KernelKind::Sigmoid => Kernel::Sigmoid {
+                slope: gamma,
+                coef: coef0,
+            },
+        };
+        kernel.validate()?;
+        Ok(kernel)
+    }
+
     /// Checks the parameters.
     ///
     /// # Errors

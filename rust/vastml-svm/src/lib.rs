@@ -40,14 +40,14 @@ mod error;
 mod kernel;
 mod llsvm;
 
-pub use amm::{Amm, AmmParams, EpochStats, FitOutcome, Schedule, argmax_rows};
+pub use amm::{Amm, AmmParams, EpochStats, FitOutcome, Pass, Schedule, argmax_rows};
 pub use arow::{
     Arow, ArowOutcome, ArowParams, CHUNKS_PER_PASS, UpdateOn, arow_decision, arow_one_vs_rest,
 };
 pub use bsgd::{Bsgd, BsgdParams, Maintenance, Merge, golden_section, merge_pair};
 pub use data::{Examples, Row, class_codes};
 pub use error::SvmError;
-pub use kernel::{Kernel, exp_in_place};
+pub use kernel::{Kernel, KernelKind, exp_in_place};
 pub use llsvm::{
     DcdOptions, LlsvmFit, LlsvmModel, LlsvmParams, Nystrom, OneVsRest, dual_cd, dual_cd_full,
     dual_cd_one_vs_rest, kmeans, kmeans_landmarks, llsvm_decision, llsvm_fit, symmetric_eigen,

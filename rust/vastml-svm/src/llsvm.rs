@@ -785,18 +785,9 @@ pub fn kmeans(
 ) -> Result<vastml_spatial::KMeans, SvmError> {
     let cancel = control.cancel_flag();
     Ok(match *data {
-        Examples::Dense { values, dim } => {
-            vastml_spatial::kmeans_with(values, dim, k, max_iter, tol, seed, cancel)?
+        Examples::Dense(p) => {
+            vastml_spatial::kmeans_with(p.as_slice(), p.dim(), k, max_iter, tol, seed, cancel)?
         }
-        Examples::Csr {
-            indptr,
-            indices,
-            data: vals,
-            dim,
-        } => {
-            let points = vastml_core::Csr::new("X", indptr, indices, vals, dim)
-                .map_err(vastml_spatial::SpatialError::from)?;
-            vastml_spatial::kmeans_csr_with(points, k, max_iter, tol, seed, cancel)?
-        }
+        Examples::Csr(m) => vastml_spatial::kmeans_csr_with(m, k, max_iter, tol, seed, cancel)?,
     })
 }

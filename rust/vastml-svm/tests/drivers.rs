@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicBool;
 use vastml_core::Control;
 use vastml_svm::{
     Amm, AmmParams, Bsgd, BsgdParams, DcdOptions, Examples, FitOutcome, Kernel, LlsvmModel,
-    LlsvmParams, Maintenance, Nystrom, Schedule, SvmError, dual_cd, llsvm_decision, llsvm_fit,
+    LlsvmParams, Maintenance, Nystrom, Pass, Schedule, SvmError, dual_cd, llsvm_decision,
+    llsvm_fit,
 };
 
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
@@ -68,12 +69,16 @@ fn amm_fit_equals_the_passes_it_schedules_and_reports_each() {
     // the schedule by hand: BudgetedSVM's batch AMM (initial pass, then batch passes with a
     // reassignment before all but the first)
     let mut by_hand = Amm::new(params.clone(), 3, 3).unwrap();
+    let kind = |e: usize| match e {
+        0 => Pass::Initial,
+        _ => Pass::Batch,
+    };
     for (e, &s) in seeds.iter().enumerate() {
         if e > 1 {
             by_hand.reassign(&ex, &y).unwrap();
         }
         by_hand
-            .epoch_with(&ex, &y, true, s, e > 0, e == 0, Control::none())
+            .epoch_with(&ex, &y, true, s, kind(e), Control::none())
             .unwrap();
     }
     assert_eq!(bits(&fitted.weights()), bits(&by_hand.weights()));
