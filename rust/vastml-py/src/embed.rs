@@ -951,8 +951,8 @@ pub fn knn_graph<'py>(
 ) -> PyResult<KnnOut<'py>> {
     let (pts, dim) = rows(&x, "x")?;
     let n = pts.len().checked_div(dim).unwrap_or(0);
-    let g = enter(py, n_jobs, |_cancel| {
-        vastml_spatial::knn_graph(pts, dim, k, eps)
+    let g = enter(py, n_jobs, |cancel| {
+        vastml_spatial::knn_graph_with(pts, dim, k, eps, cancel)
     })?;
     let idx = numpy::ndarray::Array2::from_shape_vec((n, k), g.indices)
         .map_err(|e| PyValueError::new_err(e.to_string()))?

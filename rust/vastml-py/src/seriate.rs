@@ -7,7 +7,7 @@ use std::time::Duration;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use vastml_order::Control;
-use vastml_order::olo::optimal_leaf_order;
+use vastml_order::olo::optimal_leaf_order_with;
 use vastml_order::options::{indices_from_i64, pairs_from_i64};
 use vastml_order::tsp_ils::{Dense, IlsParams, IlsResult, Points, solve_cancellable};
 
@@ -111,11 +111,11 @@ pub fn olo_order<'py>(
         ));
     }
     let pairs = pairs_from_i64(mg);
-    let (order, length) = enter(py, n_jobs, |_c: &AtomicBool| {
+    let (order, length) = enter(py, n_jobs, |c: &AtomicBool| {
         if precomputed {
-            optimal_leaf_order(&pairs, &Dense::new(data, dim)?)
+            optimal_leaf_order_with(&pairs, &Dense::new(data, dim)?, Control::new(c))
         } else {
-            optimal_leaf_order(&pairs, &Points::new(data, dim)?)
+            optimal_leaf_order_with(&pairs, &Points::new(data, dim)?, Control::new(c))
         }
     })?;
     Ok((to_i64(order).into_pyarray(py), length))
