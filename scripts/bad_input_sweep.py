@@ -203,7 +203,11 @@ def bad_numbers(default):
     return {k: BAD_NUMBERS[k] for k in keys}
 BAD_CHOICE = "'no-such-option'"
 # Fitted attributes documented to be NaN in some settings.
-DOCUMENTED_NAN = {"log_marginal_likelihood_value_"}
+# beta_: the widths of duplicated points, which no width reaches the perplexity for (NaN, with
+# a warning, as documented by entropic_affinities).
+DOCUMENTED_NAN = {"log_marginal_likelihood_value_", "beta_"}
+# What an objective argument (an EmbeddingObjective) is tried with.
+BAD_OBJECTIVES = {"none": "None", "array": "P", "string": "'tsne'", "function": "len"}
 
 HELPERS = """
 def _with(a, v):
@@ -331,6 +335,11 @@ def function_cases() -> list[Case]:
             for pname, (pos, expr) in args.items():
                 par = sig.parameters[pname]
                 default = par.default
+                if expr == "obj":
+                    for kind, bad in BAD_OBJECTIVES.items():
+                        cases.append(Case(f"{key}[{pname}={kind}]",
+                                          "out = " + _replace(key, sig, args, pname, bad)))
+                    continue
                 if expr is not None and par.default is inspect.Parameter.empty and _arrayish(expr):
                     for kind, tmpl in BAD_ARRAYS.items():
                         bad = tmpl.format(a=expr)

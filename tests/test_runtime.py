@@ -15,7 +15,8 @@ from vastml import _core
 def test_effective_n_jobs_rules():
     cpus = os.cpu_count()
     assert _core.effective_n_jobs(1) == 1
-    assert _core.effective_n_jobs(3) == 3
+    assert _core.effective_n_jobs(3) == min(3, cpus)
+    assert _core.effective_n_jobs(2**62) == cpus  # clamped to the cores, as n_jobs_arg does
     assert _core.effective_n_jobs(-1) == cpus
     assert _core.effective_n_jobs(-2) == max(cpus - 1, 1)
     assert _core.effective_n_jobs(None) >= 1
