@@ -340,3 +340,141 @@ def test_entropic_affinities_warn_about_duplicated_points():
     rows = P[np.flatnonzero(stuck)[:3]].toarray()
     np.testing.assert_allclose(rows.sum(axis=1), 1.0)
     assert all(np.ptp(r[r > 0]) == 0 for r in rows)
+
+
+# Cases found by scripts/bad_input_sweep.py (each fixed at the validation that lets it through).
+
+
+def test_n_jobs_beyond_the_cores_is_clamped_not_a_hang():
+    # ConvoMap passed n_jobs=2**62 to Rust, which tried to start 2**62 threads (ignoring Ctrl-C)
+    r = _run_limited(
+        """
+        from vastml import _core
+        import os
+        R.ConvoMap(kernel_size=3, max_iter=5, n_jobs=2**62, random_state=0).fit(B)
+        print("DONE", _core.effective_n_jobs(2**62) == os.cpu_count())
+        """
+    )
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "DONE True" in r.stdout
+
+
+def _objective():
+    from vastml.embed import EmbeddingObjective
+
+    P = np.abs(RNG.normal(size=(20, 20)))
+    P = P + P.T
+    np.fill_diagonal(P, 0)
+    return EmbeddingObjective("tsne", P / P.sum())
+
+
+@pytest.mark.parametrize("bad", [None, np.eye(20), "tsne", len])
+def test_embedding_functions_refuse_what_is_not_an_objective(bad):
+    from vastml import embed as E
+
+    Y = RNG.normal(size=(20, 2))
+    for call in (
+        lambda: E.diag_hessian(bad, Y),
+        lambda: E.embedding_hessian(bad, Y),
+        lambda: E.homotopy(bad, Y, max_iter=2),
+        lambda: E.tsne_gradient_descent(bad, Y, max_iter=2, learning_rate=1.0, momentum=0.5),
+    ):
+        with pytest.raises(TypeError, match="`objective`"):
+            call()
+    if not callable(bad):
+        with pytest.raises(TypeError, match="`objective`"):
+            E.minimize(bad, Y, max_iter=2)
+
+
+@pytest.mark.parametrize("Y", [None, 3.0, np.zeros(20)])
+def test_embedding_functions_check_the_embedding(Y):
+    from vastml import embed as E
+
+    f = _objective()
+    for call in (
+        lambda: E.diag_hessian(f, Y),
+        lambda: E.embedding_hessian(f, Y),
+        lambda: E.tsne_gradient_descent(f, Y, max_iter=2, learning_rate=1.0, momentum=0.5),
+    ):
+        with pytest.raises((ValueError, TypeError), match="`X`"):
+            call()
+
+
+def test_lsmi_checks_its_kernels_and_its_matching():
+    from vastml.matching import lsmi
+
+    K = np.exp(-((X[:20, None, 0] - X[None, :20, 0]) ** 2))
+    perm = np.arange(20)
+    with pytest.raises(ValueError, match="`kernel_x` must be a square"):
+        lsmi(K[:1], K, perm)
+    with pytest.raises(ValueError, match="`kernel_y` must be 20 x 20"):
+        lsmi(K, K[:-1, :-1], perm)
+    with pytest.raises(TypeError, match="`match`"):
+        lsmi(K, K, perm.astype(float))
+    with pytest.raises(ValueError, match="`match`"):
+        lsmi(K, K, np.zeros(20, dtype=int))
+    smi, _ = lsmi(K, K, perm)
+    assert np.isfinite(smi)
+
+
+_TGD = "E.tsne_gradient_descent(_objective(), Y, max_iter=2, learning_rate=1.0, momentum=0.5"
+_CG = "K.conjugate_gradient(lambda v, eps: 2 * v, np.ones(3)"
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        ("E.diag_hessian(_objective(), Y, ridge=nan)", "ridge"),
+        ("E.embedding_objective('tsne', Y, W, theta=nan)", "theta"),
+        ("E.embedding_objective('tsne', Y, W, epsilon=nan)", "epsilon"),
+        ("E.minimize(_objective(), Y, gscale=nan)", "gscale"),
+        ("E.homotopy(_objective(), Y, gscale=nan)", "gscale"),
+        (f"{_TGD}, tol=nan)", "tol"),
+        (f"{_TGD}, tol_offset=nan)", "tol_offset"),
+        (f"{_TGD}, objective_every=0)", "objective_every"),
+        (f"{_TGD}, relabel_every=nan)", "relabel_every"),
+        ("E.entropic_affinities(Y, perplexity=5.0, maxit=2**62)", "maxit"),
+        ("E.ParametricEmbedding(ftol=nan, max_iter=5).fit(Pr)", "ftol"),
+        ("E.ParametricEmbedding(tol_phi=nan, max_iter=5).fit(Pr)", "tol_phi"),
+        ("E.ParametricEmbedding(max_newton_iter=-1, max_iter=5).fit(Pr)", "max_newton_iter"),
+        (f"{_CG}, tol=nan)", "tol"),
+        (f"{_CG}, delta=nan)", "delta"),
+        (f"{_CG}, max_iter=nan)", "max_iter"),
+        (f"{_CG}, start_iteration=nan)", "start_iteration"),
+        ("K.normal_reference_functional(4, nan)", "std"),
+        ("K.normal_reference_functional(4, 0.0)", "std"),
+        ("K.normal_reference_functional(2**62, 1.0)", "derivative_order"),
+        ("K.robust_scale([])", "x"),
+        ("K.robust_scale([1.0])", "x"),
+        ("M.sinkhorn(np.ones((3, 3)), tol=nan)", "tol"),
+        ("M.smooth_kernel(np.ones((3, 3)), nan)", "power"),
+        ("M.smooth_kernel(np.ones((3, 3)), -1.0)", "power"),
+        ("R.ConvoMap(stop_threshold=nan).fit(B)", "stop_threshold"),
+        ("R.knn_accuracy(np.arange(24).astype(object) + 0.5, np.arange(24) % 2)", "order"),
+        ("E.gaussian_knn_affinity(Y, bandwidth=nan)", "bandwidth"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(call, name):
+    from vastml import embed as E
+    from vastml import kernels as K
+    from vastml import matching as M
+
+    nan = float("nan")
+    Y = RNG.normal(size=(20, 2))
+    W = _objective().W
+    Pr = np.abs(RNG.normal(size=(20, 3))) + 0.01
+    Pr /= Pr.sum(axis=1, keepdims=True)
+    with pytest.raises((ValueError, TypeError), match=f"`{name}`"):
+        eval(call)
+
+
+def test_huge_bandwidths_give_finite_values_not_overflow_errors():
+    from vastml import embed as E
+    from vastml import kernels as K
+
+    x = RNG.normal(size=60)
+    assert np.isfinite(K.density_derivative(x, x[:5], 2, bandwidth=1e300)).all()
+    assert np.isfinite(K.density_functional(x, 2, bandwidth=1e300))
+    assert K.normal_reference_functional(4, 1e300) == 0.0
+    W = E.gaussian_knn_affinity(X, n_neighbors=5, bandwidth=1e300)
+    assert np.allclose(W.data, 1.0)

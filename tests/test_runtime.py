@@ -15,7 +15,8 @@ from vastml import _core
 def test_effective_n_jobs_rules():
     cpus = os.cpu_count()
     assert _core.effective_n_jobs(1) == 1
-    assert _core.effective_n_jobs(3) == 3
+    assert _core.effective_n_jobs(3) == min(3, cpus)
+    assert _core.effective_n_jobs(2**62) == cpus  # clamped to the cores, as n_jobs_arg does
     assert _core.effective_n_jobs(-1) == cpus
     assert _core.effective_n_jobs(-2) == max(cpus - 1, 1)
     assert _core.effective_n_jobs(None) >= 1
@@ -69,3 +70,62 @@ def test_ctrl_c_interrupts_a_long_convolution_error():
         B = (np.random.default_rng(0).random((6000, 6000)) < 0.3).astype(np.uint8)
     """
     assert seconds_to_stop(setup, "convolution_error(B, kernel_size=301)", timeout=600) < 20
+
+
+# Ctrl-C in the loops that did not poll the cancel flag before: optimal leaf ordering, the
+# kd-tree build and kNN queries, the IFGT coefficient pass and LLSVM's Nystrom
+# eigendecomposition. Each call runs for many seconds (minutes on a loaded machine); each stops
+# within a fraction of a second on a quiet one, the bound leaves room for a loaded one.
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_optimal_leaf_ordering():
+    setup = """
+        import numpy as np
+        from scipy.cluster.hierarchy import linkage
+        from vastml import _core
+        x = np.random.default_rng(0).normal(size=(4_000, 2))
+        merges = np.ascontiguousarray(linkage(x, "average")[:, :2].astype(np.int64))
+    """
+    call = "_core.olo_order(x, False, merges)"
+    assert seconds_to_stop(setup, call, timeout=600) < 20
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_the_kd_tree_knn_graph():
+    setup = """
+        import numpy as np
+        from vastml.embed import knn_sqdist
+        x = np.random.default_rng(0).normal(size=(800_000, 3))
+    """
+    call = 'knn_sqdist(x, 30, neighbors_method="approx")'
+    # the call runs for 15 s or more on a loaded machine: stopping within 5 s needs the polls
+    assert seconds_to_stop(setup, call, wait=0.5, timeout=600) < 5
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_the_ifgt_coefficients():
+    # many sources, one target, a narrow bandwidth: the coefficient pass is the work
+    setup = """
+        import numpy as np
+        from vastml.kernels import GaussTransform
+        x = np.random.default_rng(0).uniform(size=(1_500_000, 3))
+        gt = GaussTransform(x, bandwidth=0.2, epsilon=1e-10, method="ifgt")
+    """
+    call = "gt(x[:1])"
+    # the call runs for 10 s or more on a loaded machine: stopping within 5 s needs the polls
+    assert seconds_to_stop(setup, call, wait=0.5, timeout=600) < 5
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+def test_ctrl_c_interrupts_the_nystrom_eigendecomposition():
+    # 2,000 random landmarks: the Jacobi sweeps over the 2,000 x 2,000 kernel matrix are the work
+    setup = """
+        import numpy as np
+        from vastml.svm import LLSVMClassifier
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(2500, 5))
+        y = (X[:, 0] > 0).astype(int)
+        clf = LLSVMClassifier(n_landmarks=2000, landmarks="random", random_state=0)
+    """
+    assert seconds_to_stop(setup, "clf.fit(X, y)", wait=2.0, timeout=600) < 20

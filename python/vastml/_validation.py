@@ -234,3 +234,73 @@ def n_jobs_arg(v: Any, name: str = "n_jobs") -> int | None:
     if v < -cores:
         return -cores
     return v
+
+
+def check_objective(objective: Any, needs: Collection[str] = (), name: str = "objective") -> Any:
+    """``objective`` if it is callable and has every attribute in ``needs``; TypeError naming
+    ``name`` otherwise (an array or a string passed where an objective belongs).
+
+    Examples
+    --------
+    >>> from vastml._validation import check_objective
+    >>> check_objective(None, ("W",))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: `objective` must be an embedding objective (...) with `W`, got NoneType
+    """
+    if not callable(objective) or not all(hasattr(objective, a) for a in needs):
+        what = " with " + ", ".join(f"`{a}`" for a in needs) if needs else ""
+        raise TypeError(
+            f"`{name}` must be an embedding objective (such as vastml.embed.EmbeddingObjective)"
+            f"{what}, got {type(objective).__name__}"
+        )
+    return objective
+
+
+def as_permutation(order: Any, n: int, name: str) -> np.ndarray:
+    """``order`` as an int64 array holding a permutation of ``range(n)``; TypeError for
+    non-integers (floats, strings, sparse), ValueError for anything else that is not one.
+
+    Examples
+    --------
+    >>> from vastml._validation import as_permutation
+    >>> as_permutation([2, 0, 1], 3, "order").tolist()
+    [2, 0, 1]
+    >>> as_permutation([0.0, 1.0], 2, "order")
+    Traceback (most recent call last):
+    TypeError: `order` must be a permutation of range(2) (integers), got dtype float64
+    """
+    reject_sparse(order, name)
+    o = np.asarray(order)
+    if o.dtype == object:
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in o.ravel()):
+            raise TypeError(f"`{name}` must be a permutation of range({n}) (integers)")
+        o = o.astype(np.int64)
+    if o.dtype.kind not in "iu":
+        raise TypeError(
+            f"`{name}` must be a permutation of range({n}) (integers), got dtype {o.dtype}"
+        )
+    if o.ndim != 1 or o.shape[0] != n or not np.array_equal(np.sort(o), np.arange(n)):
+        raise ValueError(f"`{name}` must be a permutation of range({n}), got shape {o.shape}")
+    return o.astype(np.int64)
+
+
+def as_square_matrix(x: Any, name: str, n: int | None = None) -> np.ndarray:
+    """``x`` as a finite float64 square matrix (of side ``n`` when given).
+
+    Examples
+    --------
+    >>> from vastml._validation import as_square_matrix
+    >>> as_square_matrix([[1, 2], [3, 4]], "K").shape
+    (2, 2)
+    >>> as_square_matrix([[1, 2]], "K")
+    Traceback (most recent call last):
+    ValueError: `K` must be a square matrix, got shape (1, 2)
+    """
+    a = as_float_array(x, name)
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+        raise ValueError(f"`{name}` must be a square matrix, got shape {a.shape}")
+    if n is not None and a.shape[0] != n:
+        raise ValueError(f"`{name}` must be {n} x {n} to match the other arguments, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values")
+    return a

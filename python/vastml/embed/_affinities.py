@@ -352,8 +352,8 @@ def entropic_affinities(
     choice(metric, "metric", ("euclidean",))
     choice(method, "method", ROOT_METHODS)
     tol = positive_float(tol, "tol")
-    if not (isinstance(maxit, numbers.Integral) and maxit >= 1):
-        raise ValueError(f"`maxit` must be a positive int, got {maxit!r}")
+    if not (isinstance(maxit, numbers.Integral) and 1 <= maxit < 2**31):
+        raise ValueError(f"`maxit` must be an int in [1, 2**31), got {maxit!r}")
     n_jobs = n_jobs_arg(n_jobs)
     if knn is not None:
         try:

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vastml._validation import as_points, check_float, check_objective
+
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray
 
@@ -45,7 +47,8 @@ class _Pieces:
     """The pairwise weights of one model at one X (dense N x N)."""
 
     def __init__(self, objective, X):
-        X = np.asarray(X, dtype=np.float64)
+        check_objective(objective, ("model", "repulsion_weight", "W"))
+        X = as_points(X, "X", allow_1d=False)
         n = X.shape[0]
         if n > DENSE_MAX:
             raise ValueError(
@@ -156,6 +159,7 @@ def diag_hessian(objective: Any, X: ArrayLike, ridge: float = 0.0) -> FloatArray
     >>> D.shape, bool((D > 0).all())
     ((3, 2), True)
     """
+    check_float(ridge, "ridge", low=0)
     pc = _Pieces(objective, X)
     Delta2 = (pc.X[:, None, :] - pc.X[None, :, :]) ** 2
     return 4.0 * pc.a_pos.sum(axis=1)[:, None] + 8.0 * np.einsum("nm,nmd->nd", pc.c_pos, Delta2) + ridge

@@ -23,7 +23,7 @@ from sklearn.cluster import KMeans
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from vastml._validation import as_points, choice
+from vastml._validation import as_points, choice, positive_float
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray, IntArray, RandomState
@@ -515,11 +515,12 @@ def gaussian_knn_affinity(X: ArrayLike, n_neighbors: int = 10, bandwidth: float 
     X = as_points(X, "X")
     n = X.shape[0]
     k = min(_positive_int(n_neighbors, "n_neighbors"), n - 1)
+    bandwidth = positive_float(bandwidth, "bandwidth")
     if k < 1:
         raise ValueError("need at least 2 points for an affinity graph")
     dist, nbr = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
     dist, nbr = dist[:, 1:], nbr[:, 1:]
-    val = np.exp(-(dist**2) / (2.0 * float(bandwidth) ** 2))
+    val = np.exp(-0.5 * (dist / bandwidth) ** 2)  # (dist / bandwidth): no overflow of bandwidth**2
     W = sp.csr_matrix((val.ravel(), (np.repeat(np.arange(n), k), nbr.ravel())), shape=(n, n))
     return W.maximum(W.T).tocsr()
 

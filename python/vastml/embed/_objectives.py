@@ -126,8 +126,8 @@ class EmbeddingObjective:
             self._indices = self.W.indices.astype(np.int64)
             self._data = np.ascontiguousarray(self.W.data, dtype=np.float64)
         self.repulsion_weight = float(repulsion_weight)
-        self.theta = float(theta)
-        self.epsilon = float(epsilon)
+        self.theta = check_float(theta, "theta", low=0)
+        self.epsilon = check_float(epsilon, "epsilon", low=0, high=1, low_open=True, high_open=True)
         if not (isinstance(n_interp, (int, np.integer)) and n_interp >= 1):
             raise ValueError(f"`n_interp` must be an int >= 1, got {n_interp!r}")
         self.n_interp = int(n_interp)

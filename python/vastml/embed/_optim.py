@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     #: What :func:`minimize` minimises: X -> (E, G), e.g. an EmbeddingObjective.
     Objective = Callable[[FloatArray], tuple[float, FloatArray]]
-from vastml._validation import check_float, check_int, choice
+from vastml._validation import as_points, check_float, check_int, check_objective, choice
 from vastml.embed._directions import DiagHessianDirection, PartialHessianCG
 
 METHODS = ("spectral", "fp", "gd", "lbfgs", "diagh", "sd-", "cg")
@@ -274,17 +274,19 @@ def minimize(
     >>> r.stop_reason, r.objective < 1e-12
     ('gtol', True)
     """
+    check_objective(objective)
     choice(method, "method", METHODS)
     check_int(max_iter, "max_iter", low=0)
     if tol is not None:
         check_float(tol, "tol", low=0)
     check_int(min_iter, "min_iter", low=0)
+    check_float(gscale, "gscale", low=0, low_open=True)
     check_float(rho, "rho", low=0, high=1, low_open=True, high_open=True)
     check_float(c, "c", low=0, high=1, low_open=True, high_open=True)
     check_float(alpha0, "alpha0", low=0, low_open=True)
     if max_seconds is not None:
         check_float(max_seconds, "max_seconds", low=0, low_open=True)
-    X = np.array(X0, dtype=np.float64, order="C", copy=True)
+    X = np.array(as_points(X0, "X0", allow_1d=False), dtype=np.float64, order="C", copy=True)
     with Progress(
         callbacks, callback_every=callback_every, verbose=verbose, total=max_iter, desc="minimize"
     ) as progress:
@@ -660,7 +662,9 @@ def homotopy(
     >>> X.shape, len(info["objective"]), f.repulsion_weight
     ((3, 2), 2, 0.1)
     """
+    check_objective(objective, ("W", "repulsion_weight"))
     choice(method, "method", METHODS)
+    check_float(gscale, "gscale", low=0, low_open=True)
     lambdas = np.logspace(-4, 2, 50) if lambdas is None else np.asarray(lambdas, dtype=float)
     if (
         lambdas.ndim != 1
@@ -679,7 +683,7 @@ def homotopy(
     if method in ("spectral", "fp", "diagh", "sd-"):
         # factorised once for the whole path
         direction = _direction_fn(method, objective, objective.W, kappa, None)
-    X = np.array(X0, dtype=np.float64, order="C", copy=True)
+    X = np.array(as_points(X0, "X0", allow_1d=False), dtype=np.float64, order="C", copy=True)
     info: dict[str, Any] = {
         "lambdas": lambdas,
         "n_evaluations": 0,
@@ -800,11 +804,19 @@ def tsne_gradient_descent(
     >>> X.shape, done
     ((3, 2), 20)
     """
+    check_objective(objective, ("attraction_scale",))
+    X = as_points(X, "X", allow_1d=False)
     check_int(max_iter, "max_iter", low=0)
     check_float(learning_rate, "learning_rate", low=0, low_open=True)
     check_float(momentum, "momentum", low=0, high=1, high_open=True)
     check_float(exaggeration, "exaggeration", low=0, low_open=True)
     check_float(min_gain, "min_gain", low=0)
+    check_int(it0, "it0", low=0)
+    check_int(objective_every, "objective_every", low=1)
+    check_int(relabel_every, "relabel_every", low=1)
+    if tol is not None:
+        check_float(tol, "tol", low=0)
+    check_float(tol_offset, "tol_offset")
     with Progress(
         callbacks,
         callback_every=callback_every,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 from vastml import _core
 from vastml._progress import Progress
-from vastml._validation import check_bool, check_int, choice, positive_float
+from vastml._validation import check_bool, check_float, check_int, choice, positive_float
 
 _POLISH = 1e-20  # squared-gradient tolerance of the final / out-of-sample R-step
 _STAGE_MIN = 20_000  # smallest coarse-to-fine stage (objects)
@@ -572,6 +572,11 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             R = R.copy()
         kern = self._kernels(P, log_prior, eta_r, eta_phi)
         choice(self.phi_step, "phi_step", ("newton", "reduced", "paper"))
+        check_float(self.tol_phi, "tol_phi", low=0)
+        check_float(self.ftol, "ftol", low=0)
+        check_float(self.tol_r, "tol_r", low=0)
+        check_int(self.max_newton_iter, "max_newton_iter", low=1)
+        check_int(self.max_iter, "max_iter", low=0)
         memory = int(self.lbfgs_memory)
         if memory < 1:
             raise ValueError(f"`lbfgs_memory` must be >= 1, got {self.lbfgs_memory}")

@@ -14,7 +14,15 @@ import numpy as np
 from scipy.optimize import brentq
 
 from vastml._progress import Progress
-from vastml._validation import as_points, check_int, choice, n_jobs_arg, open_unit_float, positive_float
+from vastml._validation import (
+    as_float_array,
+    as_points,
+    check_int,
+    choice,
+    n_jobs_arg,
+    open_unit_float,
+    positive_float,
+)
 from vastml.kernels._sums import SUM_METHODS, as_line, hermite_gauss_sum
 
 if TYPE_CHECKING:
@@ -85,6 +93,19 @@ def scott_bandwidth(X: ArrayLike) -> FloatArray:
     return float(n) ** (-1.0 / (d + 4)) * std
 
 
+#: Largest derivative order of the density functionals (higher orders are numerically
+#: meaningless and their factorials absurdly large).
+MAX_DERIVATIVE_ORDER = 1000
+
+
+def _power(h: float, k: int) -> float:
+    """``h ** k``, inf when it overflows (a huge bandwidth makes the sums vanish, not fail)."""
+    try:
+        return h**k
+    except OverflowError:
+        return math.inf
+
+
 def normal_reference_functional(derivative_order: int, std: float) -> float:
     r"""The density functional :math:`\Phi_r = \int p^{(r)} p` of :math:`N(0, \sigma^2)`, r even.
 
@@ -96,11 +117,18 @@ def normal_reference_functional(derivative_order: int, std: float) -> float:
     >>> bool(abs(normal_reference_functional(6, 1.0) + 15 / (16 * math.sqrt(math.pi))) < 1e-15)
     True
     """
-    order = check_int(derivative_order, "derivative_order", low=0)
+    order = check_int(derivative_order, "derivative_order", low=0, high=MAX_DERIVATIVE_ORDER)
     if order % 2:
         raise ValueError(f"`derivative_order` must be even, got {order}")
+    std = positive_float(std, "std")
     half = order // 2
-    return (-1) ** half * math.factorial(order) / ((2 * std) ** (order + 1) * math.factorial(half) * SQRT_PI)
+    try:
+        denominator = _power(2 * std, order + 1) * math.factorial(half) * SQRT_PI
+        return (-1) ** half * math.factorial(order) / denominator
+    except (OverflowError, ZeroDivisionError):
+        raise ValueError(
+            f"the functional of order {order} at `std`={std} is beyond the range of a float"
+        ) from None
 
 
 def density_derivative(
@@ -132,7 +160,7 @@ def density_derivative(
     h = positive_float(bandwidth, "bandwidth")
     order = check_int(derivative_order, "derivative_order", low=0, high=30)
     g = hermite_gauss_sum(x, at, order, h, math.sqrt(2.0) * h, None, epsilon, method, n_jobs)
-    return (-1) ** order * g / (SQRT_2PI * x.shape[0] * h ** (order + 1))
+    return (-1) ** order * g / (SQRT_2PI * x.shape[0] * _power(h, order + 1))
 
 
 def density_functional(
@@ -168,7 +196,7 @@ def density_functional(
     if n < 2:
         raise ValueError(f"`data` needs at least 2 samples, got {n}")
     s = hermite_gauss_sum(x, x, order, g, math.sqrt(2.0) * g, None, epsilon, method, n_jobs).sum()
-    return float(s / (n * (n - 1) * SQRT_2PI * g ** (order + 1)))
+    return float(s / (n * (n - 1) * SQRT_2PI * _power(g, order + 1)))
 
 
 #: Sample size from which ``method="auto"`` bins the data before the functional sums.
@@ -202,7 +230,11 @@ def robust_scale(x: ArrayLike) -> float:
     >>> bool(0.9 < robust_scale(x) < 1.1)
     True
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = as_float_array(x, "x").ravel()
+    if x.size < 2:
+        raise ValueError(f"`x` needs at least 2 values for a scale, got {x.size}")
+    if not np.isfinite(x).all():
+        raise ValueError("`x` contains NaN or infinite values")
     sd = float(x.std(ddof=1))
     q25, q75 = np.percentile(x, [25.0, 75.0])
     iqr = float(q75 - q25) / 1.349

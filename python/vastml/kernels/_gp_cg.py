@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from vastml._validation import check_float, check_int
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -135,7 +137,12 @@ def conjugate_gradient(
     >>> np.round(res.x, 6).tolist(), res.converged
     ([0.090909, 0.636364], True)
     """
-    delta = min(delta, tol)
+    tol = check_float(tol, "tol", low=0)
+    delta = min(check_float(delta, "delta", low=0), tol)
+    check_int(max_iter, "max_iter", low=0)
+    check_int(start_iteration, "start_iteration", low=0)
+    if not callable(matvec):
+        raise TypeError(f"`matvec` must be a callable (v, eps) -> A v, got {type(matvec).__name__}")
     b = np.asarray(b, dtype=np.float64)
     one = b.ndim == 1
     B = b.reshape(len(b), -1)

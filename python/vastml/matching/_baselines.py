@@ -15,7 +15,14 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.base import BaseEstimator
 
 from vastml._progress import Progress
-from vastml._validation import check_float, check_int, choice, n_jobs_arg
+from vastml._validation import (
+    as_permutation,
+    as_square_matrix,
+    check_float,
+    check_int,
+    choice,
+    n_jobs_arg,
+)
 from vastml.matching._cks import Kernel, _check_pair, centred_kernel
 from vastml.reorder._random import seed_of as _seed
 
@@ -39,7 +46,8 @@ def smooth_kernel(kernel_matrix: ArrayLike, power: float) -> FloatArray:
     >>> smooth_kernel(np.array([[4.0, 0.0], [1.0, 1.0]]), 0.5).round(4).tolist()
     [[1.0, 0.7071], [0.7071, 1.0]]
     """
-    K = np.asarray(kernel_matrix, dtype=float)
+    K = as_square_matrix(kernel_matrix, "kernel_matrix")
+    power = check_float(power, "power", low=0, high=1, low_open=True)
     if (K < 0).any():
         raise ValueError("KS-p needs a non-negative kernel matrix (it raises entries to a power)")
     Mp = K**power
@@ -273,12 +281,12 @@ def lsmi(
     >>> bool(paired > shuffled)
     True
     """
-    K = np.asarray(kernel_x, dtype=float)
-    L = np.asarray(kernel_y, dtype=float)
-    ridge = check_float(ridge, "ridge", low=0.0, low_open=True)
+    K = as_square_matrix(kernel_x, "kernel_x")
     n = K.shape[0]
+    L = as_square_matrix(kernel_y, "kernel_y", n)
+    ridge = check_float(ridge, "ridge", low=0.0, low_open=True)
     inv = np.empty(n, dtype=np.int64)
-    inv[np.asarray(match)] = np.arange(n)  # x_j is paired with y_inv[j]
+    inv[as_permutation(match, n, "match")] = np.arange(n)  # x_j is paired with y_inv[j]
     Lx = L[np.ix_(inv, inv)]
     H = (K @ K) * (Lx @ Lx) / n**2
     h = (K * Lx).sum(axis=0) / n

@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
 from vastml._progress import Progress
-from vastml._validation import as_points, check_float, choice
+from vastml._validation import as_points, check_float, check_int, choice
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -338,6 +338,8 @@ def sinkhorn(assignment: ArrayLike, *, max_iter: int = 1000, tol: float = 1e-9) 
     >>> sinkhorn(np.array([[1.0, 1.0], [1.0, 3.0]])).round(4).tolist()
     [[0.634, 0.366], [0.366, 0.634]]
     """
+    check_int(max_iter, "max_iter", low=1)
+    check_float(tol, "tol", low=0)
     P = np.array(assignment, dtype=float)
     if P.ndim != 2 or P.shape[0] != P.shape[1] or (P < 0).any() or not np.isfinite(P).all():
         raise ValueError("`assignment` must be a square, finite, non-negative matrix")

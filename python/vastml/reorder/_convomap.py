@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
@@ -325,8 +326,8 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         ):
             raise ValueError(f"`reaction` must lie in [0, 1], got {self.reaction!r}")
         stop = self.stop_threshold
-        if stop is not None and not isinstance(stop, numbers.Real):
-            raise ValueError(f"`stop_threshold` must be a number or None, got {stop!r}")
+        if stop is not None and not (isinstance(stop, numbers.Real) and math.isfinite(stop)):
+            raise ValueError(f"`stop_threshold` must be a finite number or None, got {stop!r}")
         tol = tuple(self.rectangle_tolerance)
         if len(tol) != 4:
             raise ValueError("`rectangle_tolerance` must be (zeros, extra_zeros, per_ones, density)")

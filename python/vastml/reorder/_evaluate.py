@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vastml._validation import check_int
+from vastml._validation import as_permutation, check_int
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, RandomState
@@ -38,12 +38,10 @@ def knn_accuracy(
     """
     from sklearn.model_selection import StratifiedKFold
 
-    order = np.asarray(order)
     lab = np.asarray(labels)
-    if order.ndim != 1 or lab.ndim != 1 or len(order) != len(lab):
-        raise ValueError("`order` and `labels` must be 1-D of the same length")
-    if not np.array_equal(np.sort(order), np.arange(len(order))):
-        raise ValueError("`order` must be a permutation")
+    if lab.ndim != 1:
+        raise ValueError(f"`labels` must be 1-D, got shape {lab.shape}")
+    order = as_permutation(order, len(lab), "order")
     check_int(n_neighbors, "n_neighbors", low=1, high=len(order) - 1)
     check_int(n_splits, "n_splits", low=2, high=len(order))
     _, y = np.unique(lab, return_inverse=True)

@@ -398,7 +398,8 @@ impl Context<'_> {
                 Some(t) => t,
                 None => {
                     let stride = (n / 2000).clamp(1, 16);
-                    let t = p.time_coefficients(self.sources, self.w, stride) * stride as f64;
+                    let t =
+                        p.time_coefficients(self.sources, self.w, stride, cancel)? * stride as f64;
                     self.coefficient_seconds.set(Some(t));
                     t
                 }
@@ -588,5 +589,20 @@ mod streamed_tests {
             .unwrap();
         let g1 = one.install(|| gt.evaluate(y, &q, 2, &cancel).unwrap());
         assert_eq!(g, g1);
+        // the streamed and the per-cluster passes both stop on a raised cancel flag
+        let crate::Engine::Ifgt(plan) = &gt.engine else {
+            panic!("an IFGT plan was asked for");
+        };
+        let raised = AtomicBool::new(true);
+        assert!(matches!(
+            plan.coefficients(&x, &q, 2, &raised),
+            Err(crate::FgtError::Cancelled)
+        ));
+        assert!(matches!(
+            plan.time_coefficients(&x, 2, 2, &raised),
+            Err(crate::FgtError::Cancelled)
+        ));
+        let r = plan.coefficients_of(&x[..1000 * dim], &q[..2000], 2, &raised);
+        assert!(matches!(r, Err(crate::FgtError::Cancelled)), "{r:?}");
     }
 }

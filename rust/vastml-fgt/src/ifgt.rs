@@ -127,6 +127,9 @@ fn radix_sort(items: &mut Vec<(u64, u32)>, key_bits: u32) {
 
 /// From this many sources the coefficients are computed in one pass in memory order.
 const STREAM_FROM: usize = 65_536;
+
+/// Sources between two polls of the cancel flag in the coefficient passes.
+pub const POLL_SOURCES: usize = 4096;
 /// ... when one coefficient array (clusters x weights x terms) has at most this many values.
 const STREAM_WIDTH: usize = 1 << 18;
 
@@ -769,7 +772,16 @@ impl IfgtPlan {
     /// Seconds to compute the coefficients of every `stride`-th source of each cluster
     /// (unit weights, `n_weights` columns): the per-evaluation cost of the coefficients is
     /// about `stride` times this.
-    pub fn time_coefficients(&self, sources: &[f64], n_weights: usize, stride: usize) -> f64 {
+    ///
+    /// # Errors
+    /// [`FgtError::Cancelled`] when `cancel` is raised.
+    pub fn time_coefficients(
+        &self,
+        sources: &[f64],
+        n_weights: usize,
+        stride: usize,
+        cancel: &AtomicBool,
+    ) -> Result<f64> {
         let stride = stride.max(1);
         let n = sources.len() / self.dim;
         let width = self.n_clusters() * n_weights * self.monomials.len();
@@ -778,9 +790,10 @@ impl IfgtPlan {
             let m = (n / stride).max(1);
             let ones = vec![1.0; m * n_weights];
             let t0 = std::time::Instant::now();
-            let c = self.coefficients_streamed(&sources[..m * self.dim], &ones, n_weights);
+            let c =
+                self.coefficients_streamed(&sources[..m * self.dim], &ones, n_weights, cancel)?;
             std::hint::black_box(c);
-            return t0.elapsed().as_secs_f64();
+            return Ok(t0.elapsed().as_secs_f64());
         }
         let k = self.n_clusters();
         let mut offsets = vec![0usize; k + 1];
@@ -796,9 +809,15 @@ impl IfgtPlan {
         let n = sources.len() / self.dim;
         let ones = vec![1.0; n * n_weights];
         let t0 = std::time::Instant::now();
-        let c = self.coefficients_csr(sources, (&offsets, &members, &terms), &ones, n_weights);
+        let c = self.coefficients_csr(
+            sources,
+            (&offsets, &members, &terms),
+            &ones,
+            n_weights,
+            cancel,
+        )?;
         std::hint::black_box(c);
-        t0.elapsed().as_secs_f64()
+        Ok(t0.elapsed().as_secs_f64())
     }
 
     pub fn max_radius(&self) -> f64 {
@@ -806,18 +825,29 @@ impl IfgtPlan {
     }
 
     /// Coefficients C^k_alpha for every weight column, laid out [cluster][weight][term]
-    /// (eq. 2.25), computed in parallel over clusters (deterministic).
-    pub fn coefficients(&self, sources: &[f64], weights: &[f64], n_weights: usize) -> Vec<f64> {
+    /// (eq. 2.25), computed in parallel over clusters (deterministic). Polls `cancel` every
+    /// [`POLL_SOURCES`] sources of each parallel task.
+    ///
+    /// # Errors
+    /// [`FgtError::Cancelled`] when `cancel` is raised.
+    pub fn coefficients(
+        &self,
+        sources: &[f64],
+        weights: &[f64],
+        n_weights: usize,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f64>> {
         let width = self.n_clusters() * n_weights * self.monomials.len();
         let n = sources.len() / self.dim;
         if n >= STREAM_FROM && width <= STREAM_WIDTH && self.source_len.len() == n {
-            return self.coefficients_streamed(sources, weights, n_weights);
+            return self.coefficients_streamed(sources, weights, n_weights, cancel);
         }
         self.coefficients_csr(
             sources,
             (&self.offsets, &self.members, &self.source_terms),
             weights,
             n_weights,
+            cancel,
         )
     }
 
@@ -831,7 +861,8 @@ impl IfgtPlan {
         sources: &[f64],
         weights: &[f64],
         n_weights: usize,
-    ) -> Vec<f64> {
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f64>> {
         let dim = self.dim;
         let terms = self.monomials.len();
         let width = self.n_clusters() * n_weights * terms;
@@ -846,6 +877,9 @@ impl IfgtPlan {
                 let mut u = vec![0.0; dim];
                 let mut mono = vec![0.0; terms];
                 for i in ch * chunk..((ch + 1) * chunk).min(n) {
+                    if i % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let c = self.source_cluster[i] as usize;
                     let center = &self.centers[c * dim..(c + 1) * dim];
                     let x = &sources[i * dim..(i + 1) * dim];
@@ -875,6 +909,9 @@ impl IfgtPlan {
                 local
             })
             .collect();
+        if cancel.load(Ordering::Relaxed) {
+            return Err(FgtError::Cancelled);
+        }
         let mut coeffs = vec![0.0; width];
         for part in &partials {
             for (c, p) in coeffs.iter_mut().zip(part) {
@@ -887,7 +924,7 @@ impl IfgtPlan {
                 *cf *= k;
             }
         }
-        coeffs
+        Ok(coeffs)
     }
 
     /// The coefficients of any set of sources, each assigned to its nearest centre (the
@@ -898,8 +935,12 @@ impl IfgtPlan {
         sources: &[f64],
         weights: &[f64],
         n_weights: usize,
+        cancel: &AtomicBool,
     ) -> Result<Vec<f64>> {
-        let tree = KdTree::build(&self.centers, self.dim, 8)?;
+        let tree = KdTree::build_with(&self.centers, self.dim, 8, cancel).map_err(|e| match e {
+            vastml_spatial::SpatialError::Cancelled => FgtError::Cancelled,
+            e => e.into(),
+        })?;
         let labels = nearest_centers(&tree, sources, self.dim)?;
         let (offsets, members) = csr_of_labels(&labels, self.n_clusters());
         let dim = self.dim;
@@ -921,7 +962,13 @@ impl IfgtPlan {
             }
         }
         let terms = self.source_terms_of(sources, &offsets, &members);
-        Ok(self.coefficients_csr(sources, (&offsets, &members, &terms), weights, n_weights))
+        self.coefficients_csr(
+            sources,
+            (&offsets, &members, &terms),
+            weights,
+            n_weights,
+            cancel,
+        )
     }
 
     fn coefficients_csr(
@@ -930,7 +977,8 @@ impl IfgtPlan {
         (offsets, members, source_terms): (&[usize], &[usize], &[u32]),
         weights: &[f64],
         n_weights: usize,
-    ) -> Vec<f64> {
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f64>> {
         let dim = self.dim;
         let terms = self.monomials.len();
         let inv_h = 1.0 / self.h;
@@ -944,6 +992,9 @@ impl IfgtPlan {
                 let mut u = vec![0.0; dim];
                 let mut mono = vec![0.0; terms];
                 for slot in offsets[c]..offsets[c + 1] {
+                    if (slot - offsets[c]) % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let i = members[slot];
                     let x = &sources[i * dim..(i + 1) * dim];
                     let mut d2 = 0.0;
@@ -973,7 +1024,10 @@ impl IfgtPlan {
                     }
                 }
             });
-        coeffs
+        if cancel.load(Ordering::Relaxed) {
+            return Err(FgtError::Cancelled);
+        }
+        Ok(coeffs)
     }
 
     /// Step 5: evaluate at every target.

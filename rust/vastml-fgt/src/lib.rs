@@ -617,7 +617,7 @@ impl GaussTransform {
             Engine::Direct(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
             Engine::Tree(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
             Engine::Ifgt(p) => {
-                let coeffs = p.coefficients(&self.sources, weights, n_weights);
+                let coeffs = p.coefficients(&self.sources, weights, n_weights, cancel)?;
                 p.evaluate(targets, &coeffs, n_weights, &mut out, cancel)?
             }
         }

@@ -32,8 +32,8 @@
 //!     .collect();
 //! let plan = SplitIfgt::new(centers, radii, 2, h, eps, Method::Ifgt, &[]).unwrap();
 //! let ones = vec![1.0; 1000];
-//! let mut coeffs = plan.coefficients(a, &ones, 1).unwrap();
-//! for (c, d) in coeffs.iter_mut().zip(plan.coefficients(b, &ones, 1).unwrap()) {
+//! let mut coeffs = plan.coefficients(a, &ones, 1, &cancel).unwrap();
+//! for (c, d) in coeffs.iter_mut().zip(plan.coefficients(b, &ones, 1, &cancel).unwrap()) {
 //!     *c += d;
 //! }
 //! let targets = [0.0, 0.0, 0.5, -0.5];
@@ -257,19 +257,22 @@ impl SplitIfgt {
     ///
     /// # Errors
     /// Shape or finiteness errors; [`FgtError::InvalidParameter`] when a source lies beyond
-    /// its cluster's radius (the radii did not cover this part).
+    /// its cluster's radius (the radii did not cover this part); [`FgtError::Cancelled`]
+    /// when `cancel` is raised (polled every few thousand sources).
     pub fn coefficients(
         &self,
         sources: &[f64],
         weights: &[f64],
         n_weights: usize,
+        cancel: &AtomicBool,
     ) -> Result<Vec<f64>> {
         if sources.is_empty() {
             return Ok(vec![0.0; self.coefficient_len(n_weights)]);
         }
         let n = check_points(sources, self.dim, "sources")?;
         check_weights(weights, n, n_weights)?;
-        self.plan.coefficients_of(sources, weights, n_weights)
+        self.plan
+            .coefficients_of(sources, weights, n_weights, cancel)
     }
 
     /// G at `targets` (row-major `m x dim`) from the summed coefficients; `m x n_weights`.

@@ -39,7 +39,10 @@ fn split_transform(
     let plan = SplitIfgt::new(centers, radii, dim, h, eps, method, targets)?;
     let mut coeffs = vec![0.0; plan.coefficient_len(n_weights)];
     for (p, w) in parts.iter().zip(weights) {
-        for (c, d) in coeffs.iter_mut().zip(plan.coefficients(p, w, n_weights)?) {
+        for (c, d) in coeffs
+            .iter_mut()
+            .zip(plan.coefficients(p, w, n_weights, &cancel)?)
+        {
             *c += d;
         }
     }
@@ -105,16 +108,26 @@ fn coefficients_add_over_parts() {
         .unwrap();
     let radii = cluster_radii(&src, 2, &centers).unwrap();
     let plan = SplitIfgt::new(centers, radii, 2, 0.3, 1e-6, Method::Ifgt, &[]).unwrap();
-    let whole = plan.coefficients(&src, &q, 1).unwrap();
-    let a = plan.coefficients(&src[..1200], &q[..600], 1).unwrap();
-    let b = plan.coefficients(&src[1200..], &q[600..], 1).unwrap();
+    let whole = plan.coefficients(&src, &q, 1, &cancel).unwrap();
+    let a = plan
+        .coefficients(&src[..1200], &q[..600], 1, &cancel)
+        .unwrap();
+    let b = plan
+        .coefficients(&src[1200..], &q[600..], 1, &cancel)
+        .unwrap();
     let scale = whole.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for ((w, x), y) in whole.iter().zip(&a).zip(&b) {
         assert!((w - (x + y)).abs() <= 1e-12 * scale);
     }
+    // a raised cancel flag stops the coefficient pass
+    let raised = AtomicBool::new(true);
+    assert!(matches!(
+        plan.coefficients(&src, &q, 1, &raised),
+        Err(FgtError::Cancelled)
+    ));
     // an empty part contributes nothing
     assert!(
-        plan.coefficients(&[], &[], 1)
+        plan.coefficients(&[], &[], 1, &cancel)
             .unwrap()
             .iter()
             .all(|&v| v == 0.0)
@@ -132,7 +145,9 @@ fn radii_that_miss_a_part_are_rejected() {
     // radii from the first half only
     let radii = cluster_radii(&src[..400], 2, &centers).unwrap();
     let plan = SplitIfgt::new(centers, radii, 2, 0.3, 1e-6, Method::Ifgt, &[]).unwrap();
-    let err = plan.coefficients(&src, &vec![1.0; 1000], 1).unwrap_err();
+    let err = plan
+        .coefficients(&src, &vec![1.0; 1000], 1, &cancel)
+        .unwrap_err();
     assert!(matches!(err, FgtError::InvalidParameter { .. }), "{err}");
 }
 

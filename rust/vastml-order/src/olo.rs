@@ -25,6 +25,8 @@
 
 use rayon::prelude::*;
 
+use vastml_core::Control;
+
 use crate::error::{OrderError, invalid};
 use crate::tsp_ils::Metric;
 
@@ -138,6 +140,21 @@ pub fn optimal_leaf_order<M: Metric>(
     merges: &[[usize; 2]],
     m: &M,
 ) -> Result<(Vec<usize>, f64), OrderError> {
+    optimal_leaf_order_with(merges, m, Control::none())
+}
+
+/// [`optimal_leaf_order`] polling `control`'s cancel flag at every node of the tree and every
+/// row of a node's table (O(n^2) work at most between two polls), so that Ctrl-C stops the
+/// O(n^3) worst case.
+///
+/// # Errors
+/// As [`optimal_leaf_order`], and [`OrderError::Cancelled`] when the flag is raised.
+pub fn optimal_leaf_order_with<M: Metric>(
+    merges: &[[usize; 2]],
+    m: &M,
+    control: Control<'_>,
+) -> Result<(Vec<usize>, f64), OrderError> {
+    let cancelled = |_| OrderError::Cancelled;
     let n = m.len();
     if n == 0 {
         return Ok((Vec::new(), 0.0));
@@ -157,6 +174,7 @@ pub fn optimal_leaf_order<M: Metric>(
     store.resize(len, f64::INFINITY);
     let mut tri = Tri { n, v: store };
     for v in n..2 * n - 1 {
+        control.check().map_err(cancelled)?;
         let [a, b] = tree.kids[v - n];
         let (s, mid, e) = tree.range[v];
         // both orientations: rows i in the left child (cols in the right) and vice versa; by
@@ -209,6 +227,9 @@ pub fn optimal_leaf_order<M: Metric>(
         let rows: Vec<Vec<f64>> = (ls..le)
             .into_par_iter()
             .map(|i| {
+                if control.is_cancelled() {
+                    return Vec::new();
+                }
                 let (ks, ke) = opposite(&tree, l, n, i);
                 let dm = &dmin[usize::from(sides.len() == 2 && ks != ls)];
                 // stage 1: T(h) = min_k M(i, k) + d(k, h), k by increasing M(i, k)
@@ -255,6 +276,7 @@ pub fn optimal_leaf_order<M: Metric>(
                     .collect()
             })
             .collect();
+        control.check().map_err(cancelled)?;
         for (ii, row) in rows.into_iter().enumerate() {
             let at = tri.idx(ls + ii, rs);
             tri.v[at..at + nr].copy_from_slice(&row);
@@ -273,6 +295,7 @@ pub fn optimal_leaf_order<M: Metric>(
             }
         }
     }
+    control.check().map_err(cancelled)?;
     let mut out = Vec::with_capacity(n);
     let trace = Trace {
         tree: &tree,
@@ -412,6 +435,54 @@ mod tests {
         let a = optimal_leaf_order(&merges, &p).unwrap();
         let b = optimal_leaf_order(&merges, &Dense::new(&d, n).unwrap()).unwrap();
         assert_eq!(a.0, b.0);
+    }
+
+    /// Points whose distance function raises a cancel flag after `after` calls: a flag raised
+    /// in the middle of the work, not only before it.
+    struct Tripwire<'a> {
+        points: Points<'a>,
+        calls: std::sync::atomic::AtomicUsize,
+        after: usize,
+        flag: &'a std::sync::atomic::AtomicBool,
+    }
+
+    impl Metric for Tripwire<'_> {
+        fn len(&self) -> usize {
+            self.points.len()
+        }
+        fn d(&self, a: usize, b: usize) -> f64 {
+            use std::sync::atomic::Ordering::Relaxed;
+            if self.calls.fetch_add(1, Relaxed) == self.after {
+                self.flag.store(true, Relaxed);
+            }
+            self.points.d(a, b)
+        }
+        fn neighbours(&self, k: usize) -> (Vec<usize>, usize) {
+            self.points.neighbours(k)
+        }
+    }
+
+    #[test]
+    fn a_cancel_flag_raised_midway_stops_it() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        let mut rng = Pcg64::seed_from_u64(7);
+        let n = 300;
+        let x: Vec<f64> = (0..n * 2).map(|_| rng.random::<f64>()).collect();
+        let merges = random_tree(n, &mut rng);
+        let flag = AtomicBool::new(false);
+        let m = Tripwire {
+            points: Points::new(&x, 2).unwrap(),
+            calls: AtomicUsize::new(0),
+            after: n * n / 8,
+            flag: &flag,
+        };
+        let e = optimal_leaf_order_with(&merges, &m, Control::new(&flag)).unwrap_err();
+        assert_eq!(e, OrderError::Cancelled);
+        // a flag that is never raised changes nothing
+        let p = Points::new(&x, 2).unwrap();
+        let lowered = AtomicBool::new(false);
+        let a = optimal_leaf_order_with(&merges, &p, Control::new(&lowered)).unwrap();
+        assert_eq!(a, optimal_leaf_order(&merges, &p).unwrap());
     }
 
     #[test]

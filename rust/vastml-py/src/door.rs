@@ -34,7 +34,8 @@ fn n_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Number of threads for an `n_jobs` value.
+/// Number of threads for an `n_jobs` value: a positive count is clamped to the cores (as
+/// `vastml._validation.n_jobs_arg` does), so that `n_jobs=2**62` cannot ask for 2^62 threads.
 pub fn resolve_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
     let cpus = n_cpus() as isize;
     let k = match n_jobs {
@@ -48,7 +49,7 @@ pub fn resolve_n_jobs(n_jobs: Option<isize>) -> PyResult<usize> {
                 "n_jobs == 0 is not allowed; use None (all cores), a positive count, or -1",
             ));
         }
-        Some(k) if k > 0 => k,
+        Some(k) if k > 0 => k.min(cpus.max(1)),
         Some(k) => (cpus + 1 + k).max(1),
     };
     Ok(k as usize)

@@ -712,8 +712,8 @@ pub fn knn_graph<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<(Array2<'py>, Bound<'py, PyArray2<i32>>)> {
     let (pts, n, dim) = rows_n(&x, "x")?;
-    let g = enter(py, n_jobs, |_cancel| {
-        vastml_spatial::knn_graph(pts, dim, k, eps)
+    let g = enter(py, n_jobs, |cancel| {
+        vastml_spatial::knn_graph_with(pts, dim, k, eps, cancel)
     })?;
     Ok((matrix(py, g.sqdist, n, k)?, matrix(py, g.indices, n, k)?))
 }

@@ -320,7 +320,9 @@ impl PySplitIfgt {
         if !src.is_empty() {
             check_dims(self.inner.dim(), dim, "sources")?;
         }
-        let c = enter(py, n_jobs, |_| self.inner.coefficients(src, w, n_weights))?;
+        let c = enter(py, n_jobs, |c| {
+            self.inner.coefficients(src, w, n_weights, c)
+        })?;
         Ok(c.into_pyarray(py))
     }
 

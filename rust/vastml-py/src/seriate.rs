@@ -7,7 +7,7 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods}
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use vastml_order::Control;
-use vastml_order::olo::optimal_leaf_order;
+use vastml_order::olo::optimal_leaf_order_with;
 use vastml_order::options::{indices_from_i64, pairs_from_i64};
 use vastml_order::tsp_ils::{Dense, IlsParams, Points, solve_cancellable};
 
@@ -102,9 +102,9 @@ pub fn olo_order<'py>(
         .as_slice()
         .map_err(|e| pyo3::exceptions::PyTypeError::new_err(format!("`merges`: {e}")))?;
     let pairs = pairs_from_i64(mg);
-    let (order, length) = enter(py, n_jobs, |_| match precomputed {
-        true => optimal_leaf_order(&pairs, &Dense::new(data, dim)?),
-        false => optimal_leaf_order(&pairs, &Points::new(data, dim)?),
+    let (order, length) = enter(py, n_jobs, |c| match precomputed {
+        true => optimal_leaf_order_with(&pairs, &Dense::new(data, dim)?, Control::new(c)),
+        false => optimal_leaf_order_with(&pairs, &Points::new(data, dim)?, Control::new(c)),
     })?;
     Ok((order_array(py, &order), length))
 }

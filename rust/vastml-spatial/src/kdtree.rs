@@ -9,6 +9,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering as MemoryOrdering};
 
 use crate::distance::sq_dist_fixed;
 use crate::validate::{validate_points, validate_query, validate_radius};
@@ -23,6 +24,10 @@ const STACK_CAP: usize = 128;
 
 /// Subtrees at least this large are built with `rayon::join`.
 const PAR_BUILD_MIN: usize = 1 << 15;
+
+/// Subtrees at least this large poll the cancel flag before they are split (the split is
+/// O(size) work, so no more than a few milliseconds pass between two polls).
+const POLL_BUILD_MIN: usize = 1 << 12;
 
 /// `Node::right` value that marks a leaf (the root, index 0, is never a right child).
 const LEAF: usize = 0;
@@ -87,9 +92,11 @@ impl std::fmt::Debug for KdTree {
 
 /// Parameters shared by the recursive build. `D > 0` fixes the dimension at compile time;
 /// `D == 0` reads it from `dim`.
-struct Builder<const D: usize> {
+struct Builder<'c, const D: usize> {
     dim: usize,
     leaf_size: usize,
+    /// Raised: every subtree not yet split stays a leaf and the caller discards the tree.
+    cancel: &'c AtomicBool,
 }
 
 /// The mutable state of one subtree under construction: its original indices and points
@@ -130,7 +137,7 @@ impl<'w> Work<'w> {
     }
 }
 
-impl<const D: usize> Builder<D> {
+impl<const D: usize> Builder<'_, D> {
     /// Builds the subtree over `work` (whose first point sits at tree position `offset`),
     /// appending its nodes in pre-order. Child indices are relative to `nodes`. On return
     /// `work.perm` and `work.rows` are in tree order.
@@ -161,6 +168,9 @@ impl<const D: usize> Builder<D> {
         }
         if widest <= 0.0 {
             // All points of this node coincide: splitting cannot prune anything.
+            return;
+        }
+        if m >= POLL_BUILD_MIN && self.cancel.load(MemoryOrdering::Relaxed) {
             return;
         }
         let mid = m / 2;
@@ -306,6 +316,20 @@ impl KdTree {
     /// - [`SpatialError::Empty`] if there are no points;
     /// - [`SpatialError::NonFinite`] if any coordinate is NaN or infinite.
     pub fn build(points: &[f64], dim: usize, leaf_size: usize) -> Result<KdTree> {
+        Self::build_with(points, dim, leaf_size, &AtomicBool::new(false))
+    }
+
+    /// [`KdTree::build`] polling `cancel` before splitting each subtree of at least 4,096
+    /// points, so that Ctrl-C stops the build of a tree over millions of points.
+    ///
+    /// # Errors
+    /// As [`KdTree::build`], and [`SpatialError::Cancelled`] when `cancel` is raised.
+    pub fn build_with(
+        points: &[f64],
+        dim: usize,
+        leaf_size: usize,
+        cancel: &AtomicBool,
+    ) -> Result<KdTree> {
         let n = validate_points(points, dim)?;
         if leaf_size == 0 {
             return Err(SpatialError::InvalidParameter {
@@ -326,11 +350,34 @@ impl KdTree {
             keys: &mut keys,
         };
         let (nodes, bounds) = match dim {
-            1 => Builder::<1> { dim, leaf_size }.build_owned(work, 0),
-            2 => Builder::<2> { dim, leaf_size }.build_owned(work, 0),
-            3 => Builder::<3> { dim, leaf_size }.build_owned(work, 0),
-            _ => Builder::<0> { dim, leaf_size }.build_owned(work, 0),
+            1 => Builder::<1> {
+                dim,
+                leaf_size,
+                cancel,
+            }
+            .build_owned(work, 0),
+            2 => Builder::<2> {
+                dim,
+                leaf_size,
+                cancel,
+            }
+            .build_owned(work, 0),
+            3 => Builder::<3> {
+                dim,
+                leaf_size,
+                cancel,
+            }
+            .build_owned(work, 0),
+            _ => Builder::<0> {
+                dim,
+                leaf_size,
+                cancel,
+            }
+            .build_owned(work, 0),
         };
+        if cancel.load(MemoryOrdering::Relaxed) {
+            return Err(SpatialError::Cancelled);
+        }
         Ok(KdTree {
             dim,
             leaf_size,

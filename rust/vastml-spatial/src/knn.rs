@@ -21,6 +21,8 @@
 //! # Ok::<(), vastml_spatial::SpatialError>(())
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use crate::knn_tree::{Best, KnnTree};
@@ -59,6 +61,21 @@ pub struct KnnGraph {
 /// [`SpatialError::InvalidParameter`] unless `1 <= k < n`, `eps >= 0` (finite) and
 /// `n < 2^31`; [`SpatialError`]s for an empty, ragged or non-finite point set.
 pub fn knn_graph(points: &[f64], dim: usize, k: usize, eps: f64) -> Result<KnnGraph> {
+    knn_graph_with(points, dim, k, eps, &AtomicBool::new(false))
+}
+
+/// [`knn_graph`] polling `cancel` while the tree is built (before splitting each subtree of
+/// at least 4,096 points) and before each chunk of 16,384 queries, so that Ctrl-C stops it.
+///
+/// # Errors
+/// As [`knn_graph`], and [`SpatialError::Cancelled`] when `cancel` is raised.
+pub fn knn_graph_with(
+    points: &[f64],
+    dim: usize,
+    k: usize,
+    eps: f64,
+    cancel: &AtomicBool,
+) -> Result<KnnGraph> {
     let n = validate_points(points, dim)?;
     if k == 0 || k >= n {
         return Err(SpatialError::InvalidParameter {
@@ -78,7 +95,7 @@ pub fn knn_graph(points: &[f64], dim: usize, k: usize, eps: f64) -> Result<KnnGr
             reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
         });
     }
-    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE);
+    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE, cancel).ok_or(SpatialError::Cancelled)?;
     let shrink = (1.0 + eps) * (1.0 + eps);
     let perm = &tree.perm;
     let mut sqdist = vec![0.0f64; n * k];
@@ -86,6 +103,9 @@ pub fn knn_graph(points: &[f64], dim: usize, k: usize, eps: f64) -> Result<KnnGr
     let mut buf_d = vec![0.0f64; CHUNK.min(n) * k];
     let mut buf_i = vec![0u32; CHUNK.min(n) * k];
     for start in (0..n).step_by(CHUNK) {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(SpatialError::Cancelled);
+        }
         let end = (start + CHUNK).min(n);
         let m = end - start;
         buf_d[..m * k]

@@ -16,6 +16,8 @@
 //! distance is strictly beyond the current `k`-th distance), so `shrink = 1` is exact,
 //! ties included (candidates are ordered by `(squared distance, original index)`).
 
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
 /// Points per register block of the leaf distance kernel (leaf blocks are padded to it).
 const LANES: usize = 8;
 
@@ -180,12 +182,17 @@ impl Best {
     }
 }
 
-struct Builder {
+struct Builder<'c> {
     dim: usize,
     leaf: usize,
+    /// Raised: subtrees not yet split stay leaves and the caller discards the tree.
+    cancel: &'c AtomicBool,
 }
 
-impl Builder {
+/// Subtrees at least this large poll the cancel flag before they are split.
+const POLL_BUILD_MIN: usize = 1 << 12;
+
+impl Builder<'_> {
     /// Builds the subtree over `perm` / `rows` (first point at tree position `offset`) into
     /// `nodes` (pre-order, child indices relative to `nodes`).
     fn build(
@@ -229,6 +236,9 @@ impl Builder {
         }
         if widest <= 0.0 {
             return; // all points coincide
+        }
+        if m >= POLL_BUILD_MIN && self.cancel.load(AtomicOrdering::Relaxed) {
+            return;
         }
         let mid = m / 2;
         let (sp, sr) = scratch;
@@ -318,7 +328,13 @@ struct Query<'q> {
 impl KnnTree {
     /// Builds the tree over `points` (row-major `n x dim`, finite, `n < 2^32`) with leaves
     /// of at most `leaf` points (more only where all points coincide).
-    pub(crate) fn build(points: &[f64], dim: usize, leaf: usize) -> KnnTree {
+    /// Returns `None` when `cancel` was raised during the build.
+    pub(crate) fn build(
+        points: &[f64],
+        dim: usize,
+        leaf: usize,
+        cancel: &AtomicBool,
+    ) -> Option<KnnTree> {
         let n = points.len() / dim;
         let mut perm: Vec<u32> = (0..n as u32).collect();
         let mut rows = points.to_vec();
@@ -328,9 +344,13 @@ impl KnnTree {
         Builder {
             dim,
             leaf: leaf.max(1),
+            cancel,
         }
         .build(&mut perm, &mut rows, (&mut sp, &mut sr), 0, &mut nodes);
         drop((sp, sr));
+        if cancel.load(AtomicOrdering::Relaxed) {
+            return None;
+        }
         // Leaves transposed (coordinate-major within each leaf) and padded to a multiple of
         // LANES points, for the batched distances.
         let mut total = 0usize;
@@ -349,13 +369,13 @@ impl KnnTree {
                 }
             }
         }
-        KnnTree {
+        Some(KnnTree {
             dim,
             points: soa,
             perm,
             nodes,
             avx2: has_avx2(),
-        }
+        })
     }
 
     /// The `k` nearest other points of the point at tree position `pos` into `best`
@@ -491,7 +511,7 @@ mod tests {
     fn leaves_tile_the_tree_order_and_blocks_hold_the_points() {
         let (n, dim) = (1000, 3);
         let pts: Vec<f64> = (0..n * dim).map(|i| ((i * 7919) % 1013) as f64).collect();
-        let tree = KnnTree::build(&pts, dim, 32);
+        let tree = KnnTree::build(&pts, dim, 32, &AtomicBool::new(false)).unwrap();
         assert!(tree.leaves_partition());
         let mut seen = tree.perm.clone();
         seen.sort_unstable();

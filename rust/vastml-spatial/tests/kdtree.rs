@@ -158,3 +158,32 @@ fn many_threads_share_one_tree() {
         assert_eq!(got, brute_within(&pts, 2, &q, 0.1).len());
     }
 }
+
+/// A raised cancel flag stops the kd-tree and kNN-tree builds of a large point set (every
+/// subtree of 4,096 points or more polls it); a lowered one changes nothing.
+#[test]
+fn a_raised_cancel_flag_stops_the_tree_builds_and_a_lowered_one_changes_nothing() {
+    use std::sync::atomic::AtomicBool;
+    use vastml_spatial::{SpatialError, knn_graph, knn_graph_with};
+
+    let n = 20_000;
+    let pts: Vec<f64> = (0..2 * n).map(|i| ((i * 7919) % 10_007) as f64).collect();
+    let raised = AtomicBool::new(true);
+    let lowered = AtomicBool::new(false);
+    assert!(matches!(
+        KdTree::build_with(&pts, 2, 16, &raised),
+        Err(SpatialError::Cancelled)
+    ));
+    let plain = KdTree::build(&pts, 2, 16).unwrap();
+    let with = KdTree::build_with(&pts, 2, 16, &lowered).unwrap();
+    assert_eq!(plain.permutation(), with.permutation());
+    assert_eq!(plain.n_nodes(), with.n_nodes());
+    assert!(matches!(
+        knn_graph_with(&pts, 2, 5, 0.0, &raised),
+        Err(SpatialError::Cancelled)
+    ));
+    let a = knn_graph(&pts, 2, 5, 0.0).unwrap();
+    let b = knn_graph_with(&pts, 2, 5, 0.0, &lowered).unwrap();
+    assert_eq!(a.indices, b.indices);
+    assert_eq!(a.sqdist, b.sqdist);
+}

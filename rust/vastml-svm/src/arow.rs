@@ -524,22 +524,37 @@ fn one_vs_rest_pass<R: Rows>(
     Ok(false)
 }
 
-/// Margins `mu_k . x` of several models, row-major `(n, models.len())`, parallel over examples.
+/// Examples per block of [`arow_decision`]: the cancel flag is polled once per block.
+const DECISION_BLOCK: usize = 1024;
+
+/// Margins `mu_k . x` of several models, row-major `(n, models.len())`, parallel over blocks
+/// of examples; `control`'s cancel flag is polled before each block of 1,024 examples.
 ///
 /// # Errors
-/// A shape error if a model's dimension differs from the data's.
-pub fn arow_decision(models: &[Arow], data: &Examples<'_>) -> Result<Vec<f64>, SvmError> {
+/// A shape error if a model's dimension differs from the data's, [`SvmError::Cancelled`]
+/// when the cancel flag is raised.
+pub fn arow_decision(
+    models: &[Arow],
+    data: &Examples<'_>,
+    control: Control<'_>,
+) -> Result<Vec<f64>, SvmError> {
     if models.iter().any(|m| m.dim != data.dim()) {
         return Err(shape("X", "feature count differs from the model's"));
     }
     let k = models.len().max(1);
     let mut out = vec![0.0; data.len() * models.len()];
-    out.par_chunks_mut(k).enumerate().for_each(|(i, o)| {
-        let x = data.row(i);
-        for (v, m) in o.iter_mut().zip(models) {
-            *v = m.margin(x);
-        }
-    });
+    out.par_chunks_mut(k * DECISION_BLOCK)
+        .enumerate()
+        .try_for_each(|(b, block)| {
+            control.check()?;
+            for (j, o) in block.chunks_mut(k).enumerate() {
+                let x = data.row(b * DECISION_BLOCK + j);
+                for (v, m) in o.iter_mut().zip(models) {
+                    *v = m.margin(x);
+                }
+            }
+            Ok::<(), SvmError>(())
+        })?;
     Ok(out)
 }
 

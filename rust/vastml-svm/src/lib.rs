@@ -51,4 +51,5 @@ pub use kernel::{Kernel, KernelKind, exp_in_place};
 pub use llsvm::{
     DcdOptions, LlsvmFit, LlsvmModel, LlsvmParams, Nystrom, OneVsRest, dual_cd, dual_cd_full,
     dual_cd_one_vs_rest, kmeans, kmeans_landmarks, llsvm_decision, llsvm_fit, symmetric_eigen,
+    symmetric_eigen_with,
 };

@@ -24,6 +24,23 @@ use vastml_core::{Control, Halt};
 ///
 /// Returns the eigenvalues and the eigenvectors as the *columns* of a row-major `n x n` matrix.
 pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    match symmetric_eigen_with(a, n, Control::none()) {
+        Ok(r) => r,
+        Err(_) => unreachable!("Control::none() is never cancelled"),
+    }
+}
+
+/// [`symmetric_eigen`] polling `control`'s cancel flag before each row of rotations of a
+/// sweep (O(n^2) work between two polls), so that Ctrl-C stops the O(n^3) sweeps of a large
+/// landmark set.
+///
+/// # Errors
+/// [`Halt::Cancelled`] when the flag is raised.
+pub fn symmetric_eigen_with(
+    a: &[f64],
+    n: usize,
+    control: Control<'_>,
+) -> Result<(Vec<f64>, Vec<f64>), Halt> {
     let mut a = a.to_vec();
     let mut v = vec![0.0; n * n];
     (0..n).for_each(|i| v[i * n + i] = 1.0);
@@ -38,6 +55,7 @@ pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
             break;
         }
         for p in 0..n {
+            control.check()?;
             for q in p + 1..n {
                 let apq = a[p * n + q];
                 if apq.abs() <= 1e-300 {
@@ -69,7 +87,7 @@ pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
             }
         }
     }
-    ((0..n).map(|i| a[i * n + i]).collect(), v)
+    Ok(((0..n).map(|i| a[i * n + i]).collect(), v))
 }
 
 /// The Nystrom map over fixed landmarks.
@@ -108,6 +126,20 @@ impl Nystrom {
     /// # Errors
     /// Parameter/shape errors, [`SvmError::NonFinite`] for bad landmarks.
     pub fn new(kernel: Kernel, landmarks: &[f64], dim: usize) -> Result<Self, SvmError> {
+        Self::new_with(kernel, landmarks, dim, Control::none())
+    }
+
+    /// [`Nystrom::new`] polling `control`'s cancel flag every row of the landmark kernel
+    /// matrix and every row of rotations of its eigendecomposition.
+    ///
+    /// # Errors
+    /// As [`Nystrom::new`], and [`SvmError::Cancelled`].
+    pub fn new_with(
+        kernel: Kernel,
+        landmarks: &[f64],
+        dim: usize,
+        control: Control<'_>,
+    ) -> Result<Self, SvmError> {
         kernel.validate()?;
         let lm = Examples::dense(landmarks, dim)?;
         let b = lm.len();
@@ -117,6 +149,7 @@ impl Nystrom {
             .collect();
         let mut kbb = vec![0.0; b * b];
         for i in 0..b {
+            control.check()?;
             for j in i..b {
                 let zi = &landmarks[i * dim..(i + 1) * dim];
                 let zj = &landmarks[j * dim..(j + 1) * dim];
@@ -125,7 +158,7 @@ impl Nystrom {
                 kbb[j * b + i] = kij;
             }
         }
-        let (vals, vecs) = symmetric_eigen(&kbb, b);
+        let (vals, vecs) = symmetric_eigen_with(&kbb, b, control)?;
         let lmax = vals.iter().cloned().fold(0.0, f64::max);
         if lmax.is_nan() || lmax <= 0.0 {
             return Err(shape(
@@ -702,7 +735,12 @@ pub fn llsvm_fit(
     if labels.len() != data.len() {
         return Err(shape("y", "one label per example"));
     }
-    let ny = Nystrom::new(params.kernel, landmarks, data.dim())?;
+    let ny = Nystrom::new_with(
+        params.kernel,
+        landmarks,
+        data.dim(),
+        Control::new(control.cancel_flag()),
+    )?;
     let features = ny.transform_with(data, Control::new(control.cancel_flag()))?;
     let rank = ny.rank();
     let models = dual_cd_one_vs_rest(&features, rank, labels, classes, params.dcd, control)?;

@@ -5,8 +5,9 @@ use vastml_core::Control;
 
 use proptest::prelude::*;
 use vastml_svm::{
-    Arow, Bsgd, BsgdParams, DcdOptions, Examples, Kernel, Maintenance, Nystrom, UpdateOn,
-    argmax_rows, dual_cd, dual_cd_full, golden_section, merge_pair, symmetric_eigen,
+    Arow, Bsgd, BsgdParams, DcdOptions, Examples, Kernel, Maintenance, Nystrom, SvmError, UpdateOn,
+    argmax_rows, arow_decision, dual_cd, dual_cd_full, golden_section, merge_pair, symmetric_eigen,
+    symmetric_eigen_with,
 };
 
 fn lcg(seed: u64) -> impl FnMut() -> f64 {
@@ -584,4 +585,54 @@ fn kmeans_landmarks_centres_are_cluster_means_and_csr_equals_dense() {
     assert!(c.iter().zip(&c2).all(|(a, b)| (a - b).abs() < 1e-12));
     assert!(vastml_svm::kmeans_landmarks(&dense, 0, 10, 3, Control::new(&cancel)).is_err());
     assert!(vastml_svm::kmeans_landmarks(&dense, 301, 10, 3, Control::new(&cancel)).is_err());
+}
+
+/// The Nystrom eigendecomposition and AROW's decision poll the cancel flag: raised, they stop
+/// with `Cancelled`; lowered, they give the plain functions' results bit for bit.
+#[test]
+fn a_raised_cancel_flag_stops_the_eigendecomposition_and_arow_decision() {
+    let n = 40;
+    let mut r = lcg(11);
+    let a: Vec<f64> = {
+        let b: Vec<f64> = (0..n * n).map(|_| r() - 0.5).collect();
+        (0..n * n)
+            .map(|k| {
+                (0..n)
+                    .map(|l| b[(k / n) * n + l] * b[(k % n) * n + l])
+                    .sum()
+            })
+            .collect()
+    };
+    let raised = AtomicBool::new(true);
+    let lowered = AtomicBool::new(false);
+    assert!(symmetric_eigen_with(&a, n, Control::new(&raised)).is_err());
+    assert_eq!(
+        symmetric_eigen_with(&a, n, Control::new(&lowered)).unwrap(),
+        symmetric_eigen(&a, n)
+    );
+    let (x, _) = blobs(30, 4);
+    let kern = Kernel::Gaussian { gamma: 6.0 };
+    assert!(matches!(
+        Nystrom::new_with(kern, &x, 2, Control::new(&raised)),
+        Err(SvmError::Cancelled)
+    ));
+    let xs: Vec<f64> = (0..5000 * 3).map(|_| r() - 0.5).collect();
+    let data = Examples::dense(&xs, 3).unwrap();
+    let mut models = vec![Arow::new(3, 1.0, 0.0, false, UpdateOn::Margin).unwrap(); 2];
+    for (i, m) in models.iter_mut().enumerate() {
+        for t in 0..50 {
+            m.update(data.row(t), if (t + i) % 3 == 0 { 1.0 } else { -1.0 });
+        }
+    }
+    assert!(matches!(
+        arow_decision(&models, &data, Control::new(&raised)),
+        Err(SvmError::Cancelled)
+    ));
+    let margins = arow_decision(&models, &data, Control::new(&lowered)).unwrap();
+    assert_eq!(margins.len(), 5000 * 2);
+    for i in [0, 1023, 1024, 4999] {
+        for (k, m) in models.iter().enumerate() {
+            assert_eq!(margins[i * 2 + k], m.margin(data.row(i)));
+        }
+    }
 }
