@@ -474,6 +474,7 @@ def pe_evaluate(
     eta_phi: float,
     grad_r: bool = False,
     n_jobs: int | None = None,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[float, float, float, npt.NDArray[np.float64], npt.NDArray[np.float64] | None]: ...
 def pe_reduced(
     p: npt.NDArray[np.float64],
@@ -486,6 +487,7 @@ def pe_reduced(
     max_newton_iter: int = 50,
     damped: bool = True,
     n_jobs: int | None = None,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[
     float,
     float,
@@ -556,6 +558,7 @@ def pe_reduced_hessian(
     max_newton_iter: int = 50,
     damped: bool = True,
     n_jobs: int | None = None,
+    sample_weight: npt.NDArray[np.float64] | None = None,
 ) -> tuple[
     float,
     npt.NDArray[np.float64],
@@ -568,6 +571,7 @@ def knn_graph(
     k: int,
     eps: float = 0.0,
     n_jobs: int | None = None,
+    queries: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...
 def tsne_repulsion(
     x: npt.NDArray[np.float64],

@@ -683,8 +683,14 @@ fn pe_problem<'a>(
     phi: &'a [f64],
     d: usize,
     log_prior: &'a [f64],
+    weights: Option<&'a [f64]>,
 ) -> PyResult<vastml_embed::parametric::Problem<'a>> {
-    vastml_embed::parametric::Problem::new(p, phi, log_prior, k, d).map_err(ToPyErr::to_pyerr)
+    let pb = vastml_embed::parametric::Problem::new(p, phi, log_prior, k, d);
+    match weights {
+        Some(w) => pb.and_then(|pb| pb.with_weights(w)),
+        None => pb,
+    }
+    .map_err(ToPyErr::to_pyerr)
 }
 
 /// pe_r_step(p, phi, r, log_prior, eta_r, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
@@ -711,7 +717,7 @@ pub fn pe_r_step<'py>(
     let (fs, d) = rows(&phi, "phi")?;
     let (rs, _) = rows(&r, "r")?;
     let lp = vector(&log_prior, "log_prior")?;
-    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let pb = pe_problem(ps, k, fs, d, lp, None)?;
     let opt = RStep {
         eta_r,
         tol: tol_r,
@@ -726,12 +732,13 @@ pub fn pe_r_step<'py>(
     Ok((matrix(py, out, n, d)?, it.into_pyarray(py)))
 }
 
-/// pe_evaluate(p, r, phi, log_prior, eta_r, eta_phi, grad_r=False, n_jobs=None)
+/// pe_evaluate(p, r, phi, log_prior, eta_r, eta_phi, grad_r=False, n_jobs=None, sample_weight=None)
 /// --
 ///
-/// Parametric Embedding J, E, input entropy, dJ/dPhi (k x d) and, with `grad_r`, dJ/dR.
+/// Parametric Embedding J, E, input entropy, dJ/dPhi (k x d) and, with `grad_r`, dJ/dR;
+/// each object's terms times its `sample_weight` when given.
 #[pyfunction]
-#[pyo3(signature = (p, r, phi, log_prior, eta_r, eta_phi, grad_r=false, n_jobs=None))]
+#[pyo3(signature = (p, r, phi, log_prior, eta_r, eta_phi, grad_r=false, n_jobs=None, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn pe_evaluate<'py>(
     py: Python<'py>,
@@ -743,12 +750,17 @@ pub fn pe_evaluate<'py>(
     eta_phi: f64,
     grad_r: bool,
     n_jobs: Option<isize>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PeOut<'py>> {
     let (ps, k) = rows(&p, "p")?;
     let (fs, d) = rows(&phi, "phi")?;
     let (rs, _) = rows(&r, "r")?;
     let lp = vector(&log_prior, "log_prior")?;
-    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let sw = sample_weight
+        .as_ref()
+        .map(|w| vector(w, "sample_weight"))
+        .transpose()?;
+    let pb = pe_problem(ps, k, fs, d, lp, sw)?;
     let n = pb.n_objects();
     let ev = enter(py, n_jobs, |cancel| {
         vastml_embed::parametric::evaluate(&pb, rs, eta_r, eta_phi, grad_r, cancel)
@@ -789,6 +801,7 @@ fn pe_reduced_common(
     eta_phi: f64,
     n_jobs: Option<isize>,
     eval: PeEval,
+    sample_weight: Option<&PyReadonlyArray1<'_, f64>>,
 ) -> PyResult<(
     vastml_embed::parametric::Evaluation,
     Vec<f64>,
@@ -801,7 +814,10 @@ fn pe_reduced_common(
     let (fs, d) = rows(phi, "phi")?;
     let (rs, _) = rows(r, "r")?;
     let lp = vector(log_prior, "log_prior")?;
-    let pb = pe_problem(ps, k, fs, d, lp)?;
+    let sw = sample_weight
+        .map(|w| vector(w, "sample_weight"))
+        .transpose()?;
+    let pb = pe_problem(ps, k, fs, d, lp, sw)?;
     let n = pb.n_objects();
     let mut out = rs.to_vec();
     let (ev, it, out) = enter(py, n_jobs, |cancel| {
@@ -810,13 +826,13 @@ fn pe_reduced_common(
     Ok((ev, out, it, k, d, n))
 }
 
-/// pe_reduced(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
+/// pe_reduced(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None, sample_weight=None)
 /// --
 ///
 /// One evaluation of the reduced objective min_R J(R, Phi): the R-step from the warm start
 /// `r` fused with J and dJ/dPhi. Returns (J, E, entropy, dJ/dPhi, R, Newton steps per object).
 #[pyfunction]
-#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
+#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn pe_reduced<'py>(
     py: Python<'py>,
@@ -830,6 +846,7 @@ pub fn pe_reduced<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PeReducedOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
@@ -843,6 +860,7 @@ pub fn pe_reduced<'py>(
         eta_phi,
         n_jobs,
         vastml_embed::parametric::reduced,
+        sample_weight.as_ref(),
     )?;
     Ok((
         ev.objective,
@@ -854,14 +872,14 @@ pub fn pe_reduced<'py>(
     ))
 }
 
-/// pe_reduced_hessian(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None)
+/// pe_reduced_hessian(p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=True, n_jobs=None, sample_weight=None)
 /// --
 ///
 /// `pe_reduced` plus the exact Hessian of the reduced objective min_R J(R, Phi) with respect
 /// to Phi (kd x kd, index k * d + j), in the same pass. Returns (J, dJ/dPhi, d2J/dPhi2, R,
 /// Newton steps per object).
 #[pyfunction]
-#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None))]
+#[pyo3(signature = (p, phi, r, log_prior, eta_r, eta_phi, tol_r=1e-12, max_newton_iter=50, damped=true, n_jobs=None, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn pe_reduced_hessian<'py>(
     py: Python<'py>,
@@ -875,6 +893,7 @@ pub fn pe_reduced_hessian<'py>(
     max_newton_iter: usize,
     damped: bool,
     n_jobs: Option<isize>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<PeHessianOut<'py>> {
     let (ev, out, it, k, d, n) = pe_reduced_common(
         py,
@@ -888,6 +907,7 @@ pub fn pe_reduced_hessian<'py>(
         eta_phi,
         n_jobs,
         vastml_embed::parametric::reduced_hessian,
+        sample_weight.as_ref(),
     )?;
     let hess = ev.hess_phi.unwrap_or_default();
     Ok((
@@ -934,25 +954,37 @@ pub fn symmetrize_csr<'py>(
 /// (sqdist, indices) of `knn_graph`.
 type KnnOut<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<i32>>);
 
-/// knn_graph(x, k, eps=0.0, n_jobs=None)
+/// knn_graph(x, k, eps=0.0, n_jobs=None, queries=None)
 /// --
 ///
 /// The k nearest other points of every row of x (n x d, float64) by a parallel kd-tree:
 /// exact for eps = 0, (1 + eps)-approximate otherwise (distances always exact). Returns
-/// (sqdist float64 n x k, indices int32 n x k), nearest first.
+/// (sqdist float64 n x k, indices int32 n x k), nearest first. With `queries` (m x d): the k
+/// nearest rows of x to each query row instead (m x k; nothing skipped).
 #[pyfunction]
-#[pyo3(signature = (x, k, eps=0.0, n_jobs=None))]
+#[pyo3(signature = (x, k, eps=0.0, n_jobs=None, queries=None))]
 pub fn knn_graph<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     k: usize,
     eps: f64,
     n_jobs: Option<isize>,
+    queries: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<KnnOut<'py>> {
     let (pts, dim) = rows(&x, "x")?;
-    let n = pts.len().checked_div(dim).unwrap_or(0);
-    let g = enter(py, n_jobs, |_cancel| {
-        vastml_spatial::knn_graph(pts, dim, k, eps)
+    let qs = queries.as_ref().map(|q| rows(q, "queries")).transpose()?;
+    if qs.is_some_and(|(_, qd)| qd != dim) {
+        return Err(PyValueError::new_err(format!(
+            "`queries` must have {dim} columns, as `x`"
+        )));
+    }
+    let n = match qs {
+        Some((q, _)) => q.len().checked_div(dim).unwrap_or(0),
+        None => pts.len().checked_div(dim).unwrap_or(0),
+    };
+    let g = enter(py, n_jobs, |_cancel| match qs {
+        Some((q, _)) => vastml_spatial::knn_query(pts, dim, q, k, eps),
+        None => vastml_spatial::knn_graph(pts, dim, k, eps),
     })?;
     let idx = numpy::ndarray::Array2::from_shape_vec((n, k), g.indices)
         .map_err(|e| PyValueError::new_err(e.to_string()))?
