@@ -156,3 +156,31 @@ def test_bad_sample_weight(w, exc):
     P = np.random.default_rng(0).dirichlet(np.ones(3), 10)
     with pytest.raises(exc, match="`sample_weight`"):
         ParametricEmbedding(l2_penalty_centers=1.0).fit(P, sample_weight=w)
+
+
+def test_coarse_to_fine_subsets_carry_the_weights(monkeypatch):
+    # nested subsets (eta_phi scaled by their share of the total weight) end at the optimum of
+    # the direct fit on all objects
+    from vastml.embed import _parametric
+
+    P = np.random.default_rng(12).dirichlet(np.full(3, 0.4), 500)
+    w = np.random.default_rng(13).uniform(0.0, 4.0, 500)
+    kw = {"l2_penalty_centers": 5.0, "random_state": 0, "init": "mds"}
+    direct = ParametricEmbedding(coarse_to_fine=False, **kw).fit(P, sample_weight=w)
+    monkeypatch.setattr(_parametric, "_STAGE_MIN", 20)
+    staged = ParametricEmbedding(coarse_to_fine=True, **kw).fit(P, sample_weight=w)
+    assert {h["n_objects"] for h in staged.history_} > {500}  # the subsets did run
+    # J is invariant under rotations of the centres about the origin: compare their Gram matrix
+    A, B = staged.class_embedding_, direct.class_embedding_
+    # (both stop when J is within ~1e-12 relative: the centres agree to ~1e-6 relative)
+    np.testing.assert_allclose(A @ A.T, B @ B.T, rtol=1e-5, atol=1e-8)
+    assert staged.objective_ == pytest.approx(direct.objective_, rel=1e-10)
+    # a subset problem keeps its objects' weights and scales eta_phi by their weight share
+    kern = _parametric._Kernels(P, np.log(np.full(3, 1 / 3)), 0.1, 5.0, 1e-12, 50, True, None, w)
+    idx = np.arange(0, 500, 7)
+    sub = kern.subset(idx, 500)
+    np.testing.assert_array_equal(sub.w, w[idx])
+    assert sub.eta_phi == pytest.approx(5.0 * w[idx].sum() / w.sum(), rel=1e-12)
+    Jw = _weighted_J(P[idx], np.zeros((len(idx), 2)), A, kern.lp, 0.1, 0.0, w[idx])
+    J0 = sub.evaluate(np.zeros((len(idx), 2)), A)[0] - sub.eta_phi * (A * A).sum()
+    assert J0 == pytest.approx(Jw, rel=1e-12)
