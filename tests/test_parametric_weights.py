@@ -5,7 +5,6 @@ written out by hand."""
 
 import numpy as np
 import pytest
-
 from oracles.pe import pe_log_posteriors
 from vastml import _core
 from vastml.embed import ParametricEmbedding
@@ -64,11 +63,13 @@ def test_weighted_reduced_gradient_and_hessian_match_finite_differences():
     J, G, R = reduced(Phi)
     # J~(Phi) = min_R J: the hand objective at the R-step's R, whose rows do not depend on w
     assert J == pytest.approx(_weighted_J(P, R, Phi, lp, 0.1, 0.7, w), rel=1e-12)
-    _, _, Ru, _, Ru_, _ = _core.pe_reduced(P, Phi, R0, lp, 0.1, 0.7, **kw)
-    np.testing.assert_array_equal(R, Ru_)
+    Ru = _core.pe_reduced(P, Phi, R0, lp, 0.1, 0.7, **kw)[4]  # unweighted
+    np.testing.assert_array_equal(R, Ru)
     np.testing.assert_allclose(G, _fd(lambda F: reduced(F)[0], Phi, 1e-5), atol=1e-5)
     Jh, Gh, H, Rh, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 0.7, sample_weight=w, **kw)
+    assert Jh == J
     np.testing.assert_array_equal(Gh, G)
+    np.testing.assert_array_equal(Rh, R)
     h = 1e-5
     fd = np.empty_like(H)
     for i in range(Phi.size):
