@@ -53,6 +53,28 @@ def test_approx_recall_and_exact_distances(kind):
     assert recall(iw, bi) < r
 
 
+@pytest.mark.parametrize(("eps", "least_recall"), [(0.0, 1.0), (KNN_APPROX_EPS, 0.99)])
+def test_queries_against_brute_force(eps, least_recall):
+    X, _ = make_blobs(2000, n_features=10, centers=10, random_state=5)
+    Q, _ = make_blobs(300, n_features=10, centers=10, random_state=6)
+    Q[0] = X[17]  # a query on a training point finds it (nothing is skipped)
+    d, i = _core.knn_graph(X, 90, eps, queries=Q)
+    full = ((Q[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    bi = np.argsort(full, axis=1, kind="stable")[:, :90]
+    assert d.shape == i.shape == (300, 90)
+    if eps == 0.0:
+        np.testing.assert_array_equal(i, bi)
+    assert recall(i, bi) >= least_recall
+    np.testing.assert_allclose(d, np.take_along_axis(full, i.astype(np.int64), 1),
+                               rtol=1e-12, atol=1e-12)
+    assert (np.diff(d, axis=1) >= 0).all()
+    assert i[0, 0] == 17 and d[0, 0] == 0.0
+    with pytest.raises(ValueError, match="`queries`"):
+        _core.knn_graph(X, 3, queries=Q[:, :4].copy())
+    with pytest.raises(ValueError):
+        _core.knn_graph(X, 2001, queries=Q)
+
+
 def test_duplicates_and_bad_input():
     X = np.array([[0.0, 0], [0, 0], [0, 0], [5, 5]])
     d, i = rust_knn(X, 2)
@@ -85,11 +107,18 @@ def test_entropic_affinities_and_tsne_switch(monkeypatch):
     auto = TSNE(**kw).fit(X)
     assert calls
     np.testing.assert_allclose(auto.beta_, exact.beta_, rtol=0.02)
-    # The approximate path fits scikit-learn's tree only when transform needs it.
+    # The approximate path never fits scikit-learn's tree: transform queries vastml's tree
+    # (same eps) against the training points; scikit-learn's exact index, once fitted,
+    # gives nearly the same new points.
     assert not hasattr(auto.nn_, "n_samples_fit_")
-    Y = auto.transform(X[:5])
-    assert Y.shape == (5, 2) and np.isfinite(Y).all()
-    assert auto.nn_.n_samples_fit_ == X.shape[0]
+    Xq = X[:40] + 0.05
+    Y = auto.transform(Xq)
+    assert Y.shape == (40, 2) and np.isfinite(Y).all()
+    assert not hasattr(auto.nn_, "n_samples_fit_")
+    auto.nn_.fit(auto._nn_X)
+    Ye = auto.transform(Xq)
+    spread = np.abs(auto.embedding_).max()
+    assert np.abs(Y - Ye).max() < 0.02 * spread
     with pytest.raises(ValueError):
         TSNE(neighbors_method="bogus").fit(X)
 

@@ -395,7 +395,7 @@ def pe_r_step(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r, sample_weight
     n_jobs: int | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32]]: ...
 def pe_evaluate(
@@ -403,7 +403,7 @@ def pe_evaluate(
     r: npt.NDArray[np.float64],
     phi: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r, sample_weight
     n_jobs: int | None = None,
 ) -> tuple[float, float, float, npt.NDArray[np.float64], npt.NDArray[np.float64] | None]: ...
 def pe_reduced(
@@ -411,7 +411,7 @@ def pe_reduced(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r, sample_weight
     n_jobs: int | None = None,
 ) -> tuple[
     float,
@@ -470,7 +470,7 @@ def pe_reduced_hessian(
     phi: npt.NDArray[np.float64],
     r: npt.NDArray[np.float64],
     log_prior: npt.NDArray[np.float64],
-    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r
+    options: dict[str, Any],  # eta_r, eta_phi, tol_r, max_newton_iter, damped, grad_r, sample_weight
     n_jobs: int | None = None,
 ) -> tuple[
     float,
@@ -484,6 +484,7 @@ def knn_graph(
     k: int,
     eps: float = 0.0,
     n_jobs: int | None = None,
+    queries: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]: ...
 def tsne_repulsion(
     x: npt.NDArray[np.float64],

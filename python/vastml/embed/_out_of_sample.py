@@ -153,13 +153,28 @@ def _point_objective(model, lam, Xn, Ytrain, idx, p):
     return att + rep, g_att - 2.0 * KX / S[:, None]
 
 
+def _neighbour_coords(Ynb):
+    """The neighbours' coordinates ``Ytrain[idx]`` (m, k, d) as d contiguous (m, k) arrays:
+    the objective's sums then run along the contiguous neighbour axis (a reduction over the
+    short last axis of an (m, k, d) array is several times slower)."""
+    return [np.ascontiguousarray(Ynb[:, :, c]) for c in range(Ynb.shape[2])]
+
+
 def _sums_objective(model, lam, Xn, Ytrain, idx, p, sums, n_jobs=None, Ynb=None):
     """f(x) and its gradient for a block of new points from the N-body sums of
     ``sums`` (a :class:`vastml._core.SourceSums` or :class:`GridSums` over the training
     embedding): the same objective as :func:`_point_objective` without the M x N matrix.
-    ``Ynb``: ``Ytrain[idx]``, gathered once by the caller."""
-    diff_nb = Xn[:, None, :] - (Ytrain[idx] if Ynb is None else Ynb)  # (m, k, d)
-    t_nb = (diff_nb * diff_nb).sum(axis=2)
+    ``Ynb``: ``Ytrain[idx]`` (m, k, d), or its :func:`_neighbour_coords`, gathered once by
+    the caller."""
+    if Ynb is None:
+        Ynb = Ytrain[idx]
+    if not isinstance(Ynb, list):
+        Ynb = _neighbour_coords(Ynb)
+    d = Xn.shape[1]
+    diffs = [Xn[:, c, None] - Ynb[c] for c in range(d)]  # d arrays (m, k)
+    t_nb = diffs[0] * diffs[0]
+    for dc in diffs[1:]:
+        t_nb += dc * dc
     s0, s1, sx = sums.at(np.ascontiguousarray(Xn), n_jobs)
     bad = ~(s0 > 0)
     if bad.any():
@@ -169,7 +184,7 @@ def _sums_objective(model, lam, Xn, Ytrain, idx, p, sums, n_jobs=None, Ynb=None)
         good = ~bad
         f_g, g_g = _sums_objective(
             model, lam, Xn[good], Ytrain, idx[good], p[good], sums, n_jobs,
-            None if Ynb is None else Ynb[good],
+            [c[good] for c in Ynb],
         )
         g = np.empty_like(Xn)
         g[bad], g[good] = g_b, g_g
@@ -177,10 +192,16 @@ def _sums_objective(model, lam, Xn, Ytrain, idx, p, sums, n_jobs=None, Ynb=None)
     rep_grad = Xn * s1[:, None] - sx  # sum_n K^q (x - y_n)
     if model == "tsne":
         att = float((p * np.log1p(t_nb)).sum())
-        g_att = 2.0 * ((p / (1.0 + t_nb))[:, :, None] * diff_nb).sum(axis=1)
+        wgt = p / (1.0 + t_nb)
+    else:
+        att = float(np.vdot(p, t_nb))
+        wgt = p
+    g_att = np.empty_like(Xn)
+    for c, dc in enumerate(diffs):
+        g_att[:, c] = np.einsum("mk,mk->m", wgt, dc)
+    g_att *= 2.0
+    if model == "tsne":
         return att + float(np.log(s0).sum()), g_att - 2.0 * rep_grad / s0[:, None]
-    att = float((p * t_nb).sum())
-    g_att = 2.0 * (p[:, :, None] * diff_nb).sum(axis=1)
     if model == "ee":
         return att + lam * float(s0.sum()), g_att - 2.0 * lam * rep_grad
     return att + float(np.log(s0).sum()), g_att - 2.0 * rep_grad / s0[:, None]
@@ -252,8 +273,8 @@ def embed_new_points(
     for a in range(0, m, _CHUNK):
         b = min(m, a + _CHUNK)
         pi, ii = p[a:b], idx[a:b]
-        Ynb = Ytrain[ii]
-        x0 = np.einsum("mk,mkd->md", pi, Ynb)
+        Ynb = _neighbour_coords(Ytrain[ii])
+        x0 = np.stack([np.einsum("mk,mk->m", pi, c) for c in Ynb], axis=1)
         shape = x0.shape
 
         def fun(x, pi=pi, ii=ii, shape=shape, Ynb=Ynb):

@@ -64,12 +64,17 @@ class _Kernels:
     R-step, fused reduced evaluation (with or without the reduced Hessian), plain evaluation.
     ``tests/oracles/pe.py`` holds a NumPy class of the same interface, the test oracle."""
 
-    def __init__(self, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped, n_jobs):
+    def __init__(self, P, log_prior, eta_r, eta_phi, tol_r, max_newton_iter, damped, n_jobs,
+                 sample_weight=None):
         self.P, self.lp = P, np.ascontiguousarray(log_prior, dtype=np.float64)
         self.eta_r, self.eta_phi = eta_r, eta_phi
         self.kw = {"eta_r": eta_r, "eta_phi": eta_phi, "tol_r": tol_r,
-                   "max_newton_iter": max_newton_iter, "damped": damped}
+                   "max_newton_iter": max_newton_iter, "damped": damped,
+                   "sample_weight": sample_weight}
         self.n_jobs = n_jobs
+        # w_n multiplies object n's terms of J, dJ/dPhi and the reduced Hessian (None: all 1);
+        # the R-step does not depend on it
+        self.w = sample_weight
 
     def r_step(self, Phi, R, **override):
         """(R*, Newton steps per object) for the centres Phi, warm-started at R."""
@@ -97,11 +102,17 @@ class _Kernels:
         return _core.pe_reduced_hessian(self.P, Phi, R, self.lp, self.kw, n_jobs=self.n_jobs)
 
     def subset(self, idx, n_total):
-        """The same problem on the objects ``idx``, eta_phi scaled by len(idx) / n_total so that
-        its optimum estimates the full one (J of the subset ~ J * len(idx) / n_total)."""
+        """The same problem on the objects ``idx``, eta_phi scaled by their share of the
+        objects (of the total weight, with sample weights) so that its optimum estimates the
+        full one (J of the subset ~ J * len(idx) / n_total)."""
+        if self.w is None:
+            share, w = len(idx) / n_total, None
+        else:
+            w = np.ascontiguousarray(self.w[idx])
+            share = w.sum() / self.w.sum()
         sub = type(self)(np.ascontiguousarray(self.P[idx]), self.lp, self.eta_r,
-                         self.eta_phi * len(idx) / n_total, 0, 0, True, self.n_jobs)
-        sub.kw = {**self.kw, "eta_phi": sub.eta_phi}
+                         self.eta_phi * share, 0, 0, True, self.n_jobs, w)
+        sub.kw = {**self.kw, "eta_phi": sub.eta_phi, "sample_weight": w}
         return sub
 
 
@@ -199,10 +210,12 @@ def classical_mds(D2, n_components, *, random_state=None):
     return Y
 
 
-def _mds_init(P, D, init_scale, rng):
-    """Classical MDS of the soft class profiles M_k = sum_n P_nk P_n / sum_n P_nk (spec 2.4)."""
-    colsum = P.sum(0)
-    M = (P.T @ P) / np.where(colsum > 0, colsum, 1.0)[:, None]
+def _mds_init(P, D, init_scale, rng, sample_weight=None):
+    """Classical MDS of the soft class profiles M_k = sum_n P_nk P_n / sum_n P_nk (spec 2.4;
+    sum_n w_n ... with sample weights)."""
+    Pw = P if sample_weight is None else P * sample_weight[:, None]
+    colsum = Pw.sum(0)
+    M = (Pw.T @ P) / np.where(colsum > 0, colsum, 1.0)[:, None]
     sq = (M * M).sum(1)
     D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * M @ M.T, 0.0)
     Y = classical_mds(D2, D, random_state=rng)
@@ -240,6 +253,23 @@ def _check_P(est: Any, P: ArrayLike, *, reset: bool) -> FloatArray:
         warnings.warn("rows of `P` renormalised to sum to 1", UserWarning, stacklevel=3)
         P = P / s[:, None]
     return np.ascontiguousarray(P)
+
+
+def _check_sample_weight(sample_weight, n):
+    """None, or the weights as a contiguous float64 (n,) array: finite, >= 0, not all 0."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`sample_weight` must be an array of numbers: {exc}") from None
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"`sample_weight` must have shape ({n},), got {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError("`sample_weight` must be finite, non-negative and not all zero")
+    return np.ascontiguousarray(w)
 
 
 def _check_prior(prior, K):
@@ -453,16 +483,53 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         self,
         P: ArrayLike,
         y: object = None,
+        sample_weight: ArrayLike | None = None,
         class_prior: ArrayLike | None = None,
         init_phi: ArrayLike | None = None,
         init_r: ArrayLike | None = None,
     ) -> Self:
-        """Fit to posteriors P (N x K). ``init_r`` only changes speed, never the result."""
+        r"""Fit to posteriors P (N x K). ``init_r`` only changes speed, never the result.
+
+        Parameters
+        ----------
+        P : array-like of shape (n_objects, n_classes)
+            Class posteriors p(c_k | x_n), rows summing to 1.
+        y : ignored
+        sample_weight : array-like of shape (n_objects,), default=None
+            :math:`w_n \ge 0`, the weight of object n's term of the objective,
+            :math:`J = \sum_n w_n (-\sum_k P_{nk} \log q_{nk} + \eta_r |r_n|^2) + \eta_\phi
+            \sum_k |\phi_k|^2` (e.g. word frequencies; None: all 1). As in scikit-learn, an
+            integer weight equals repeating the object that many times and a zero weight
+            equals leaving it out (its coordinates are still those ``transform`` would
+            give). An object's own optimum ``r_n`` given the centres does not depend on its
+            weight; the weights move the centres. ``"auto"`` penalties and the tolerance
+            ``tol_phi * N`` use the total weight for N.
+        class_prior, init_phi, init_r : optional
+            Override ``class_prior`` / ``init``; a warm start of the object coordinates.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from vastml.embed import ParametricEmbedding
+        >>> P = np.random.default_rng(0).dirichlet(np.full(3, 0.3), size=50)
+        >>> w = np.arange(50) % 3  # weights 0, 1, 2
+        >>> a = ParametricEmbedding(l2_penalty_centers=1.0, random_state=0)
+        >>> a = a.fit(P, sample_weight=w)
+        >>> b = ParametricEmbedding(l2_penalty_centers=1.0, random_state=0)
+        >>> b = b.fit(np.repeat(P, w, axis=0))  # each object repeated w_n times
+        >>> bool(np.allclose(a.class_embedding_, b.class_embedding_, atol=1e-6))
+        True
+        """
         P = _check_P(self, P, reset=True)
         N, K = P.shape
-        D, eta_r, eta_phi = self._params(N)
+        w = _check_sample_weight(sample_weight, N)
+        D, eta_r, eta_phi = self._params(N if w is None else float(w.sum()))
         prior = _check_prior(class_prior if class_prior is not None else self.class_prior, K)
-        if (P.sum(0) == 0).any():
+        if ((P if w is None else P * w[:, None]).sum(0) == 0).any():
             warnings.warn("a class has zero posterior mass for every object", UserWarning, 2)
         log_prior = np.log(prior)
         rng = check_random_state(self.random_state)
@@ -488,18 +555,20 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         try:
             for _ in range(1 if warm else n_init):
                 Phi0 = (
-                    self.class_embedding_.copy() if warm else self._init_phi(P, D, K, rng, init_phi)
+                    self.class_embedding_.copy()
+                    if warm
+                    else self._init_phi(P, D, K, rng, init_phi, w)
                 )
                 R0, stages = init_r, []
                 for stage, v in enumerate(path):
-                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, v, rng)
+                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, v, rng, w)
                     stages += [dict(h, stage=stage, l2_penalty_centers=v) for h in res["history"]]
                     Phi0, R0 = res["Phi"], res["R"]
                     if self._fit_progress.stopped:  # a callback stopped an early stage
                         res["history"] = stages
                         break
                 else:
-                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, eta_phi, rng)
+                    res = self._fit_one(P, log_prior, Phi0, R0, eta_r, eta_phi, rng, w)
                     res["history"] = stages + res["history"]
                 if best is None or res["J"] < best["J"]:
                     best = res
@@ -543,24 +612,25 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         """Fit to P and return the object coordinates ``embedding_``."""
         return self.fit(P, **kw).embedding_
 
-    def _init_phi(self, P, D, K, rng, init_phi):
+    def _init_phi(self, P, D, K, rng, init_phi, sample_weight=None):
         init = self.init if init_phi is None else init_phi
         scale = positive_float(self.init_scale, "init_scale")
         if isinstance(init, str):
             choice(init, "init", ("random", "mds"))
             if init == "random":
                 return scale * rng.standard_normal((K, D))
-            return _mds_init(P, D, scale, rng)
+            return _mds_init(P, D, scale, rng, sample_weight)
         Phi0 = np.asarray(init, dtype=np.float64)
         if Phi0.shape != (K, D) or not np.isfinite(Phi0).all():
             raise ValueError(f"`init` given as an array must be finite with shape ({K}, {D})")
         return Phi0.copy()
 
-    def _kernels(self, P, log_prior, eta_r, eta_phi):
-        return _Kernels(P, log_prior, eta_r, eta_phi, self.tol_r, int(self.max_newton_iter),
-                        bool(self.damped_newton), self.n_jobs)
+    def _kernels(self, P, log_prior, eta_r, eta_phi, sample_weight=None):
+        args = (P, log_prior, eta_r, eta_phi, self.tol_r, int(self.max_newton_iter),
+                bool(self.damped_newton), self.n_jobs)
+        return _Kernels(*args) if sample_weight is None else _Kernels(*args, sample_weight)
 
-    def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi, rng):
+    def _fit_one(self, P, log_prior, Phi0, init_r, eta_r, eta_phi, rng, sample_weight=None):
         N, K = P.shape
         D = Phi0.shape[1]
         if init_r is None:
@@ -570,7 +640,8 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
             if R.shape != (N, D):
                 raise ValueError(f"`init_r` must have shape ({N}, {D})")
             R = R.copy()
-        kern = self._kernels(P, log_prior, eta_r, eta_phi)
+        kern = self._kernels(P, log_prior, eta_r, eta_phi, sample_weight)
+        size = N if sample_weight is None else float(sample_weight.sum())  # N in tol_phi * N
         choice(self.phi_step, "phi_step", ("newton", "reduced", "paper"))
         check_float(self.tol_phi, "tol_phi", low=0)
         check_float(self.ftol, "ftol", low=0)
@@ -586,14 +657,14 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         else:
             fit = self._fit_reduced if self.phi_step == "reduced" else self._fit_paper
             Phi, R, nit, newton, status_ok, history = fit(kern, Phi0, np.ascontiguousarray(R),
-                                                          memory)
+                                                          memory, size)
         # the final R for the returned Phi (the cache may hold a trial point), polished so that
         # transform() reproduces it
         R, _ = kern.r_step(Phi, R, tol_r=min(self.tol_r, _POLISH))
         J, E, H, G = kern.evaluate(R, Phi)
         gnorm = float(np.linalg.norm(G))
         converged = bool(
-            gnorm <= self.tol_phi * N
+            gnorm <= self.tol_phi * size
             or (len(history) >= 2 and abs(history[-2]["J"] - history[-1]["J"])
                 <= self.ftol * max(1.0, abs(history[-1]["J"])))
             or status_ok
@@ -690,7 +761,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 # the model's decrease is below what J resolves: stationary to rounding
                 return Phi, R, nit, newton, True, radius
 
-    def _fit_reduced(self, kern, Phi0, R, memory):
+    def _fit_reduced(self, kern, Phi0, R, memory, size):
         """L-BFGS (SciPy) on J~(Phi) = min_R J(R, Phi); every evaluation re-solves R."""
         K, D = Phi0.shape
         state = {"R": R, "newton": 0}
@@ -719,10 +790,10 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         return (res.x.reshape(K, D), state["R"], int(res.nit), state["newton"], res.status == 0,
                 history)
 
-    def _fit_paper(self, kern, Phi0, R, memory):
+    def _fit_paper(self, kern, Phi0, R, memory, size):
         """The paper's loop (section 3): R-step to tolerance, then one L-BFGS step on Phi with
-        R frozen (eq. 8), the step length by backtracking on J(R, Phi + lambda d)."""
-        N = R.shape[0]
+        R frozen (eq. 8), the step length by backtracking on J(R, Phi + lambda d). ``size``:
+        N (the total weight with sample weights) of the stopping rule |dJ/dPhi| <= tol_phi N."""
         Phi = Phi0.copy()
         pairs, history, newton = [], [], 0
         t0 = time.perf_counter()
@@ -738,7 +809,7 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
                 self._report(history, Phi)
             except StopIteration:
                 return Phi, R, nit, newton, False, history
-            if np.linalg.norm(g) <= self.tol_phi * N or (
+            if np.linalg.norm(g) <= self.tol_phi * size or (
                 len(history) >= 2
                 and abs(history[-2]["J"] - J) <= self.ftol * max(1.0, abs(J))
             ):
@@ -825,13 +896,17 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
         """
         return np.argmax(self.posteriors_at(R), axis=1)
 
-    def score(self, P: ArrayLike, y: object = None) -> float:
-        """Minus the mean KL(P_n || q(. | r_n)) after embedding P."""
+    def score(
+        self, P: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None
+    ) -> float:
+        """Minus the mean KL(P_n || q(. | r_n)) after embedding P (weighted by
+        ``sample_weight`` when given)."""
         check_is_fitted(self, "class_embedding_")
         P = _check_P(self, P, reset=False)
+        w = _check_sample_weight(sample_weight, P.shape[0])
         Q = self.posteriors_at(self.transform(P))
         kl = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - np.log(Q)), 0.0).sum(1)
-        return -float(kl.mean())
+        return -float(np.average(kl, weights=w))
 
 
 def posteriors_from_classifier(clf: Any, X: ArrayLike) -> tuple[FloatArray, FloatArray | None]:

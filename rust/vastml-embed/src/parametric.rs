@@ -49,6 +49,7 @@ pub struct Problem<'a> {
     phi: &'a [f64],
     phi_t: Vec<f64>,
     log_prior: &'a [f64],
+    weights: Option<&'a [f64]>,
     n: usize,
     k: usize,
     d: usize,
@@ -98,10 +99,41 @@ impl<'a> Problem<'a> {
             phi,
             phi_t,
             log_prior,
+            weights: None,
             n: p.len() / k,
             k,
             d,
         })
+    }
+
+    /// The same problem with object weights `w_n >= 0` (sample weights): object n's terms of
+    /// J (its cross-entropy and its penalty `eta_r |r_n|^2`), of dJ/dPhi, dJ/dR and of the
+    /// reduced Hessian are multiplied by `w_n`, so an integer weight equals that many copies
+    /// of the object and a zero weight removes it from J (its R-step optimum, which does not
+    /// depend on `w_n`, is still computed).
+    ///
+    /// # Errors
+    /// `ShapeMismatch` unless there is one weight per object; `InvalidParameter` on a
+    /// negative or non-finite weight.
+    pub fn with_weights(mut self, weights: &'a [f64]) -> Result<Self> {
+        if weights.len() != self.n {
+            return Err(EmbedError::ShapeMismatch(format!(
+                "{} weights for {} objects",
+                weights.len(),
+                self.n
+            )));
+        }
+        if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(invalid("sample_weight", "must be finite numbers >= 0"));
+        }
+        self.weights = Some(weights);
+        Ok(self)
+    }
+
+    /// Weight of object n (1 without weights).
+    #[inline]
+    fn weight(&self, n: usize) -> f64 {
+        self.weights.map_or(1.0, |w| w[n])
     }
 
     /// Number of objects.
@@ -454,6 +486,7 @@ struct Partial {
 }
 
 /// Adds object n's terms (with `s.post` at r) to the partial sums; writes dJ/dr_n when asked.
+#[allow(clippy::too_many_arguments)]
 fn accumulate(
     pb: &Problem<'_>,
     p: &[f64],
@@ -462,29 +495,30 @@ fn accumulate(
     part: &mut Partial,
     gr: Option<&mut [f64]>,
     eta_r: f64,
+    weight: f64,
 ) {
     let (k, d) = (pb.k, pb.d);
-    part.ce += s.post.cross_entropy(p);
+    part.ce += weight * s.post.cross_entropy(p);
     if gr.is_some() || part.with_entropy {
         for &pk in p {
             if pk > 0.0 {
-                part.ent -= pk * pk.ln();
+                part.ent -= weight * pk * pk.ln();
             }
         }
     }
-    part.rr += sq(r);
+    part.rr += weight * sq(r);
     let wsum = residual(pb, p, s);
     // dE/dphi_k = w_k (phi_k - r), stored column-wise (d x k) and transposed in `combine`
     for (j, &rj) in r.iter().enumerate() {
         let col = &pb.phi_t[j * k..j * k + k];
         let acc = &mut part.gphi[j * k..j * k + k];
         for ((a, &c), &w) in acc.iter_mut().zip(col).zip(&s.w) {
-            *a += w * (c - rj);
+            *a += weight * w * (c - rj);
         }
     }
     if let Some(out) = gr {
         for j in 0..d {
-            out[j] = wsum * r[j] - s.g[j] + 2.0 * eta_r * r[j];
+            out[j] = weight * (wsum * r[j] - s.g[j] + 2.0 * eta_r * r[j]);
         }
     }
 }
@@ -611,6 +645,7 @@ pub fn evaluate(
                     &mut part,
                     out,
                     eta_r,
+                    pb.weight(n),
                 );
             }
             Ok(part)
@@ -698,6 +733,7 @@ fn accumulate_hessian(
     q: &[f64],
     r: &[f64],
     eta_r: f64,
+    weight: f64,
     hs: &mut HessScratch,
     hess: &mut [f64],
 ) {
@@ -771,16 +807,21 @@ fn accumulate_hessian(
         let inv = 1.0 / hs.a[t * d + t];
         row.iter_mut().for_each(|v| *v *= inv);
     }
-    // block diagonal: -g_l I + pw q_l u_l u_l^T
+    // block diagonal: -g_l I + pw q_l u_l u_l^T; the object's whole term times its weight
+    // (the rank update's rows times its square root)
     for (l, ul) in hs.u.chunks_exact(d).enumerate() {
-        let gl = pw * q[l] - p[l];
-        let c = pw * q[l];
+        let gl = weight * (pw * q[l] - p[l]);
+        let c = weight * pw * q[l];
         for i in 0..d {
             let a = l * d + i;
             for j in 0..=i {
                 hess[a * kd + l * d + j] += c * ul[i] * ul[j] - if i == j { gl } else { 0.0 };
             }
         }
+    }
+    if weight != 1.0 {
+        let sw = weight.sqrt();
+        hs.x.iter_mut().for_each(|v| *v *= sw);
     }
     rank_update(hess, &hs.x, kd);
 }
@@ -867,9 +908,10 @@ fn reduced_impl(
                 let p = &pb.p[n * k..n * k + k];
                 let rn = &mut rc[i * d..i * d + d];
                 *it = newton_object(pb, p, rn, opt, &mut s);
-                accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r);
-                if with_hessian {
-                    accumulate_hessian(pb, p, &s.post.q, rn, opt.eta_r, &mut hs, &mut part.hess);
+                let w = pb.weight(n);
+                accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r, w);
+                if with_hessian && w > 0.0 {
+                    accumulate_hessian(pb, p, &s.post.q, rn, opt.eta_r, w, &mut hs, &mut part.hess);
                 }
             }
             Ok(part)
@@ -1020,6 +1062,111 @@ mod tests {
             })
         };
         assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn integer_weights_equal_duplicated_objects() {
+        // weights (2, 0, 1, 3, ...) against the objects repeated that many times: the same J,
+        // dJ/dPhi and reduced Hessian; the R-step optimum of an object does not depend on it
+        let (k, d, n) = (4, 2, 40);
+        let (p, phi, r0, lp) = problem(n, k, d, 21);
+        let w: Vec<f64> = (0..n).map(|i| ((i * 7) % 4) as f64).collect();
+        let (mut pd, mut rd) = (Vec::new(), Vec::new());
+        for (i, &wi) in w.iter().enumerate() {
+            for _ in 0..wi as usize {
+                pd.extend_from_slice(&p[i * k..i * k + k]);
+                rd.extend_from_slice(&r0[i * d..i * d + d]);
+            }
+        }
+        let no = AtomicBool::new(false);
+        let opt = RStep {
+            tol: 1e-26,
+            max_iter: 100,
+            ..RStep::default()
+        };
+        let pw = Problem::new(&p, &phi, &lp, k, d)
+            .unwrap()
+            .with_weights(&w)
+            .unwrap();
+        let pdup = Problem::new(&pd, &phi, &lp, k, d).unwrap();
+        let mut r = r0.clone();
+        let (ew, _) = reduced_hessian(&pw, &mut r, &opt, 0.7, &no).unwrap();
+        let mut r2 = rd.clone();
+        let (ed, _) = reduced_hessian(&pdup, &mut r2, &opt, 0.7, &no).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()));
+        assert!(
+            close(ew.objective, ed.objective),
+            "{} vs {}",
+            ew.objective,
+            ed.objective
+        );
+        for (a, b) in ew.grad_phi.iter().zip(&ed.grad_phi) {
+            assert!(close(*a, *b), "{a} vs {b}");
+        }
+        for (a, b) in ew.hess_phi.unwrap().iter().zip(&ed.hess_phi.unwrap()) {
+            assert!(close(*a, *b), "{a} vs {b}");
+        }
+        // the unweighted R-step gives every object (the zero-weight ones too) the same optimum
+        let mut ru = r0.clone();
+        r_step(
+            &Problem::new(&p, &phi, &lp, k, d).unwrap(),
+            &mut ru,
+            &opt,
+            &no,
+        )
+        .unwrap();
+        assert_eq!(r, ru);
+    }
+
+    #[test]
+    fn weighted_gradients_match_finite_differences() {
+        let (k, d) = (3, 2);
+        let (p, phi, r, lp) = problem(7, k, d, 5);
+        let w = [0.5, 2.0, 0.0, 1.25, 3.0, 0.1, 1.0];
+        let no = AtomicBool::new(false);
+        let j = |rr: &[f64], ph: &[f64]| {
+            let pb = Problem::new(&p, ph, &lp, k, d)
+                .unwrap()
+                .with_weights(&w)
+                .unwrap();
+            evaluate(&pb, rr, 0.1, 0.7, false, &no).unwrap().objective
+        };
+        let pb = Problem::new(&p, &phi, &lp, k, d)
+            .unwrap()
+            .with_weights(&w)
+            .unwrap();
+        let ev = evaluate(&pb, &r, 0.1, 0.7, true, &no).unwrap();
+        let gr = ev.grad_r.unwrap();
+        let h = 1e-6;
+        for i in 0..r.len() {
+            let (mut a, mut b) = (r.to_vec(), r.to_vec());
+            a[i] += h;
+            b[i] -= h;
+            assert!(((j(&a, &phi) - j(&b, &phi)) / (2.0 * h) - gr[i]).abs() < 1e-6);
+        }
+        for i in 0..phi.len() {
+            let (mut a, mut b) = (phi.clone(), phi.clone());
+            a[i] += h;
+            b[i] -= h;
+            assert!(((j(&r, &a) - j(&r, &b)) / (2.0 * h) - ev.grad_phi[i]).abs() < 1e-6);
+        }
+        // object 2 has weight 0: J does not move with it
+        let mut a = r.to_vec();
+        a[2 * d] += 0.5;
+        assert_eq!(j(&a, &phi), j(&r, &phi));
+        assert!(
+            Problem::new(&p, &phi, &lp, k, d)
+                .unwrap()
+                .with_weights(&w[..3])
+                .is_err()
+        );
+        let neg = [1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        assert!(
+            Problem::new(&p, &phi, &lp, k, d)
+                .unwrap()
+                .with_weights(&neg)
+                .is_err()
+        );
     }
 
     #[test]

@@ -489,10 +489,11 @@ impl TsnePairsAny {
 // ---------------------------------------------------------------- Parametric Embedding
 
 /// The options of the `pe_*` bindings: `eta_r`, `eta_phi` (all but `pe_r_step`; a missing
-/// one is NaN, which the crate refuses), `tol_r`, `max_newton_iter`, `damped`, `grad_r`.
+/// one is NaN, which the crate refuses), `tol_r`, `max_newton_iter`, `damped`, `grad_r`,
+/// `sample_weight`.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-pub struct PeArgs {
+pub struct PeArgs<'py> {
     eta_r: f64,
     #[pyo3(default = f64::NAN)]
     eta_phi: f64,
@@ -504,9 +505,12 @@ pub struct PeArgs {
     damped: bool,
     #[pyo3(default)]
     grad_r: bool,
+    /// Each object's weight on its terms of J (None: all 1).
+    #[pyo3(default)]
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 }
 
-impl PeArgs {
+impl PeArgs<'_> {
     fn r_step(&self) -> RStep {
         RStep {
             eta_r: self.eta_r,
@@ -531,10 +535,18 @@ impl<'a> PeArrays<'a> {
         phi: &'a PyReadonlyArray2<'_, f64>,
         r: &'a PyReadonlyArray2<'_, f64>,
         log_prior: &'a PyReadonlyArray1<'_, f64>,
+        options: &'a PeArgs<'_>,
     ) -> PyResult<Self> {
         let ((ps, k), (fs, d)) = (rows(p, "p")?, rows(phi, "phi")?);
         let (r, lp) = (rows(r, "r")?.0, vector(log_prior, "log_prior")?);
-        let problem = Problem::new(ps, fs, lp, k, d).map_err(ToPyErr::to_pyerr)?;
+        let weights = options.sample_weight.as_ref();
+        let weights = weights.map(|w| vector(w, "sample_weight")).transpose()?;
+        let problem = Problem::new(ps, fs, lp, k, d)
+            .and_then(|pb| match weights {
+                Some(w) => pb.with_weights(w),
+                None => Ok(pb),
+            })
+            .map_err(ToPyErr::to_pyerr)?;
         Ok(PeArrays { problem, r, k, d })
     }
 
@@ -552,10 +564,10 @@ pub fn pe_r_step<'py>(
     phi: PyReadonlyArray2<'py, f64>,
     r: PyReadonlyArray2<'py, f64>,
     log_prior: PyReadonlyArray1<'py, f64>,
-    options: PeArgs,
+    options: PeArgs<'py>,
     n_jobs: Option<isize>,
 ) -> PyResult<(Array2<'py>, Array1<'py, u32>)> {
-    let a = PeArrays::new(&p, &phi, &r, &log_prior)?;
+    let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
     let mut out = a.r.to_vec();
     let it = enter(py, n_jobs, |cancel| {
         vastml_embed::parametric::r_step(&a.problem, &mut out, &options.r_step(), cancel)
@@ -575,10 +587,10 @@ pub fn pe_evaluate<'py>(
     r: PyReadonlyArray2<'py, f64>,
     phi: PyReadonlyArray2<'py, f64>,
     log_prior: PyReadonlyArray1<'py, f64>,
-    options: PeArgs,
+    options: PeArgs<'py>,
     n_jobs: Option<isize>,
 ) -> PyResult<PeOut<'py>> {
-    let a = PeArrays::new(&p, &phi, &r, &log_prior)?;
+    let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
     let o = &options;
     let ev = enter(py, n_jobs, |cancel| {
         vastml_embed::parametric::evaluate(&a.problem, a.r, o.eta_r, o.eta_phi, o.grad_r, cancel)
@@ -609,7 +621,7 @@ impl PeArrays<'_> {
     fn reduced(
         &self,
         py: Python<'_>,
-        o: &PeArgs,
+        o: &PeArgs<'_>,
         n_jobs: Option<isize>,
         eval: PeEval,
     ) -> PyResult<Reduced> {
@@ -633,10 +645,10 @@ pub fn pe_reduced<'py>(
     phi: PyReadonlyArray2<'py, f64>,
     r: PyReadonlyArray2<'py, f64>,
     log_prior: PyReadonlyArray1<'py, f64>,
-    options: PeArgs,
+    options: PeArgs<'py>,
     n_jobs: Option<isize>,
 ) -> PyResult<PeReducedOut<'py>> {
-    let a = PeArrays::new(&p, &phi, &r, &log_prior)?;
+    let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
     let red = a.reduced(py, &options, n_jobs, vastml_embed::parametric::reduced)?;
     let ev = red.ev;
     let gp = matrix(py, ev.grad_phi, a.k, a.d)?;
@@ -663,10 +675,10 @@ pub fn pe_reduced_hessian<'py>(
     phi: PyReadonlyArray2<'py, f64>,
     r: PyReadonlyArray2<'py, f64>,
     log_prior: PyReadonlyArray1<'py, f64>,
-    options: PeArgs,
+    options: PeArgs<'py>,
     n_jobs: Option<isize>,
 ) -> PyResult<PeHessianOut<'py>> {
-    let a = PeArrays::new(&p, &phi, &r, &log_prior)?;
+    let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
     let red = a.reduced(
         py,
         &options,
@@ -701,21 +713,31 @@ pub fn symmetrize_csr<'py>(
     })
 }
 
-/// The k nearest other points of every row of x: (sqdist n x k, indices int32 n x k).
+/// The k nearest other points of every row of x: (sqdist n x k, indices int32 n x k); with
+/// `queries` (m x d), the k nearest rows of x to each query instead (m x k).
 #[pyfunction]
-#[pyo3(signature = (x, k, eps=0.0, n_jobs=None))]
+#[pyo3(signature = (x, k, eps=0.0, n_jobs=None, queries=None))]
 pub fn knn_graph<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     k: usize,
     eps: f64,
     n_jobs: Option<isize>,
+    queries: Option<PyReadonlyArray2<'py, f64>>,
 ) -> PyResult<(Array2<'py>, Bound<'py, PyArray2<i32>>)> {
     let (pts, n, dim) = rows_n(&x, "x")?;
-    let g = enter(py, n_jobs, |cancel| {
-        vastml_spatial::knn_graph_with(pts, dim, k, eps, cancel)
+    let qs = queries.as_ref().map(|q| rows_n(q, "queries")).transpose()?;
+    if qs.is_some_and(|(_, _, qd)| qd != dim) {
+        return Err(PyValueError::new_err(format!(
+            "`queries` must have {dim} columns, as `x`"
+        )));
+    }
+    let m = qs.map_or(n, |(_, m, _)| m);
+    let g = enter(py, n_jobs, |cancel| match qs {
+        Some((q, _, _)) => vastml_spatial::knn_query(pts, dim, q, k, eps),
+        None => vastml_spatial::knn_graph_with(pts, dim, k, eps, cancel),
     })?;
-    Ok((matrix(py, g.sqdist, n, k)?, matrix(py, g.indices, n, k)?))
+    Ok((matrix(py, g.sqdist, m, k)?, matrix(py, g.indices, m, k)?))
 }
 
 /// Kernel sums at new points over fixed sources (the out-of-sample embedding).

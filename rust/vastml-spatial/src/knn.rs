@@ -139,6 +139,80 @@ pub fn knn_graph_with(
     Ok(KnnGraph { k, sqdist, indices })
 }
 
+/// The `k` nearest points of `points` (row-major `n x dim`, the reference set) to each row of
+/// `queries` (row-major `m x dim`, e.g. new points against a training set): the same tree and
+/// search as [`knn_graph`], exact for `eps = 0` and `(1 + eps)`-approximate for `eps > 0`; no
+/// point is skipped (a query equal to a reference point finds it at distance 0). Row `i` of
+/// the result lists query `i`'s neighbours nearest first (ties: smaller index). Runs on the
+/// current rayon pool; the result does not depend on the number of threads.
+///
+/// ```
+/// use vastml_spatial::knn_query;
+/// let pts: Vec<f64> = (0..10).map(|i| i as f64).collect(); // 0, 1, ..., 9 on a line
+/// let g = knn_query(&pts, 1, &[2.2, 9.6], 2, 0.0)?;
+/// assert_eq!(&g.indices, &[2, 3, 9, 8]);
+/// # Ok::<(), vastml_spatial::SpatialError>(())
+/// ```
+///
+/// # Errors
+/// [`SpatialError::InvalidParameter`] unless `1 <= k <= n`, `eps >= 0` (finite) and
+/// `n < 2^31`; [`SpatialError`]s for an empty, ragged or non-finite point or query set.
+pub fn knn_query(
+    points: &[f64],
+    dim: usize,
+    queries: &[f64],
+    k: usize,
+    eps: f64,
+) -> Result<KnnGraph> {
+    let n = validate_points(points, dim)?;
+    let m = validate_points(queries, dim)?;
+    if k == 0 || k > n {
+        return Err(SpatialError::InvalidParameter {
+            name: "k",
+            reason: format!("must lie in [1, n = {n}], got {k}"),
+        });
+    }
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(SpatialError::InvalidParameter {
+            name: "eps",
+            reason: format!("must be finite and >= 0, got {eps}"),
+        });
+    }
+    if n > i32::MAX as usize {
+        return Err(SpatialError::InvalidParameter {
+            name: "points",
+            reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
+        });
+    }
+    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE);
+    let shrink = (1.0 + eps) * (1.0 + eps);
+    let mut sqdist = vec![0.0f64; m * k];
+    let mut indices = vec![0i32; m * k];
+    sqdist
+        .par_chunks_mut(k * RUN)
+        .zip(indices.par_chunks_mut(k * RUN))
+        .enumerate()
+        .for_each(|(r, (bd, bi))| {
+            let mut best = Best::new(k);
+            for j in 0..bd.len() / k {
+                let t = r * RUN + j;
+                best.clear();
+                // no tree position equals u32::MAX (n < 2^31): nothing is skipped
+                tree.search(
+                    &queries[t * dim..(t + 1) * dim],
+                    u32::MAX as usize,
+                    shrink,
+                    &mut best,
+                );
+                bd[j * k..(j + 1) * k].copy_from_slice(&best.d2);
+                for (o, &x) in bi[j * k..(j + 1) * k].iter_mut().zip(&best.idx) {
+                    *o = x as i32;
+                }
+            }
+        });
+    Ok(KnnGraph { k, sqdist, indices })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +266,68 @@ mod tests {
             assert_eq!(g.sqdist, d, "n={n} dim={dim}");
             assert_eq!(g.indices, ix, "n={n} dim={dim}");
         }
+    }
+
+    /// Brute force of `knn_query`: every reference point sorted by (squared distance, index).
+    fn brute_query(points: &[f64], queries: &[f64], dim: usize, k: usize) -> (Vec<f64>, Vec<i32>) {
+        let n = points.len() / dim;
+        let (mut d, mut ix) = (Vec::new(), Vec::new());
+        for q in queries.chunks(dim) {
+            let mut all: Vec<(f64, usize)> = (0..n)
+                .map(|j| (squared_distance(q, &points[j * dim..(j + 1) * dim]), j))
+                .collect();
+            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            for &(dd, j) in &all[..k] {
+                d.push(dd);
+                ix.push(j as i32);
+            }
+        }
+        (d, ix)
+    }
+
+    #[test]
+    fn query_exact_equals_brute_force() {
+        for (n, m, dim, k) in [
+            (3, 2, 2, 3),
+            (50, 9, 1, 7),
+            (700, 300, 3, 20),
+            (900, 600, 10, 30),
+        ] {
+            let pts = blobs(n, dim, n as u64);
+            let mut qs = blobs(m, dim, 1000 + m as u64);
+            qs[..dim].copy_from_slice(&pts[..dim]); // a query equal to a reference point
+            let g = knn_query(&pts, dim, &qs, k, 0.0).unwrap();
+            let (d, ix) = brute_query(&pts, &qs, dim, k);
+            assert_eq!(g.sqdist, d, "n={n} dim={dim}");
+            assert_eq!(g.indices, ix, "n={n} dim={dim}");
+            assert_eq!((g.indices[0], g.sqdist[0]), (0, 0.0));
+        }
+    }
+
+    #[test]
+    fn query_approximate_has_high_recall_and_exact_distances() {
+        let (n, m, dim, k) = (5000, 500, 10, 90);
+        let pts = blobs(n, dim, 3);
+        let qs = blobs(m, dim, 4);
+        let (_, ix) = brute_query(&pts, &qs, dim, k);
+        let g = knn_query(&pts, dim, &qs, k, 0.3).unwrap();
+        let mut hits = 0;
+        for i in 0..m {
+            let truth = &ix[i * k..(i + 1) * k];
+            let q = &qs[i * dim..(i + 1) * dim];
+            for (j, &r) in g.indices[i * k..(i + 1) * k].iter().enumerate() {
+                let r = r as usize;
+                let d = squared_distance(q, &pts[r * dim..(r + 1) * dim]);
+                assert_eq!(d, g.sqdist[i * k + j]);
+                hits += usize::from(truth.contains(&(r as i32)));
+            }
+        }
+        let recall = hits as f64 / (m * k) as f64;
+        assert!(recall > 0.95, "recall {recall}");
+        assert!(knn_query(&pts, dim, &qs, n + 1, 0.0).is_err());
+        assert!(knn_query(&pts, dim, &qs, 0, 0.0).is_err());
+        assert!(knn_query(&pts, dim, &qs[..7], 3, 0.0).is_err());
+        assert!(knn_query(&pts, dim, &qs, 3, -1.0).is_err());
     }
 
     #[test]
