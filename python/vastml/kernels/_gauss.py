@@ -203,7 +203,7 @@ class GaussTransform:
     Planning (choosing the method, clustering the sources for the IFGT, or building the
     kd-tree) happens in the constructor; each call then only computes the expansion
     coefficients for the given weights and evaluates them at the targets. With
-    ``method="auto"`` the cost model ranks the methods, the candidates within 3x of the
+    ``method="auto"`` the cost model ranks the methods, the candidates within 2x of the
     cheapest are timed on a sample of the targets, and the fastest is kept: the trial is
     paid once, here. Without ``target_sample`` the plan assumes targets distributed like the
     sources.

@@ -31,9 +31,12 @@ SQRT2 = math.sqrt(2.0)
 #: Relative accuracy of the log-space sums that replace densities the absolute guarantee
 #: cannot resolve (without ``rtol``).
 LOG_RTOL = 1e-6
-#: With ``rtol``, the first pass runs at min(epsilon, FIRST_PASS * rtol): it then certifies
-#: every density above about FIRST_PASS at once (a pass at ``epsilon`` = ``rtol`` certifies none).
-FIRST_PASS = 1e-3
+#: With ``rtol``, the first pass runs at min(epsilon, rtol * g / 2) with g the FIRST_PASS
+#: quantile of the sums at a few of the sources (a direct pass over FIRST_PASS_PAIRS pairs at
+#: most): it then certifies the densities of most targets near the data at once (a pass at
+#: ``epsilon`` = ``rtol`` certifies none, the sums being below the total weight 1).
+FIRST_PASS = 0.1
+FIRST_PASS_PAIRS = 2e6
 #: The targets left are recomputed in passes whose accuracies span at most this factor.
 PASS_SPAN = 1e3
 #: Up to this many (target, source) pairs the log-space sums are taken directly, without
@@ -204,13 +207,21 @@ class KernelDensity(BaseEstimator):
         self._norm = log_det + 0.5 * Xv.shape[1] * math.log(2.0 * math.pi)
         self._pass_epsilon = float(self.epsilon)
         if self.rtol is not None:
-            self._pass_epsilon = min(self._pass_epsilon, FIRST_PASS * float(self.rtol))
+            self._pass_epsilon = min(self._pass_epsilon, self._first_pass_epsilon(float(self.rtol)))
         self._transform = GaussTransform(
             self._scaled, math.sqrt(2.0), self._pass_epsilon, self.method, self.n_jobs, verbose=self.verbose
         )
         self._X = Xv
         self._log_plan = None  # the log-space sums' tree, built on first use
         return self
+
+    def _first_pass_epsilon(self, rtol: float) -> float:
+        """rtol / 2 times a low quantile of the sums at a few sources (see FIRST_PASS)."""
+        n = self._scaled.shape[0]
+        k = int(min(64, max(4, FIRST_PASS_PAIRS // n)))
+        probe = np.ascontiguousarray(self._scaled[:: max(1, n // k)][:k])
+        g = gauss_transform(self._scaled, probe, self._weights, SQRT2, 1e-13, "direct", self.n_jobs)
+        return float(max(0.5 * rtol * np.quantile(g, FIRST_PASS), 1e-14))
 
     def score_samples(self, X: ArrayLike) -> FloatArray:
         """Log density at each row of ``X`` (``-inf`` only where every weight is zero).

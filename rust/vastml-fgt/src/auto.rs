@@ -3,7 +3,7 @@
 //! The cost model ([`crate::plan`]) ranks the four methods from data-free estimates,
 //! refined on the data (sampled neighbour counts, the real clustering) for the methods that
 //! may win. A model of machine speed is never exact, and near the cross-over points it picks
-//! the wrong method by a factor of two or three. So every candidate within [`WINDOW`] of the
+//! the wrong method by a factor of two or three. So every candidate within [`TIME_WINDOW`] of the
 //! cheapest estimate is built and *timed* on a sample of the targets: the time of one target
 //! (the difference of a one-target and a sample evaluation, so fixed per-call costs are not
 //! multiplied), times the number of targets, plus the fixed costs and, for the IFGT, the
@@ -21,8 +21,12 @@ use crate::grid1d::{Grid1d, grid_parameters};
 use crate::ifgt::{self, IfgtPlan, IfgtProblem, choose_parameters_uniform};
 use crate::{Engine, Method, monomials, plan};
 
-/// Candidates whose estimate is within this factor of the cheapest are timed.
+/// Candidates whose estimate is within this factor of the cheapest are refined on the data.
 pub(crate) const WINDOW: f64 = 3.0;
+/// Refined candidates within this factor of the cheapest are timed: beyond it the model's
+/// order was right in every case of the grid bench, and the trials of a candidate 3x slower
+/// cost more than a mis-pick saves.
+const TIME_WINDOW: f64 = 2.0;
 /// Timed rounds over the candidates (a third only when the two fastest are within
 /// [`NOISE`] of each other after two).
 const REPEATS: usize = 3;
@@ -298,7 +302,7 @@ impl Context<'_> {
             .fold(f64::INFINITY, f64::min);
         let close: Vec<Method> = cands
             .iter()
-            .filter(|c| buildable(c) && c.estimate <= WINDOW * low)
+            .filter(|c| buildable(c) && c.estimate <= TIME_WINDOW * low)
             .map(|c| c.method)
             .collect();
         let timed = !stopped && self.measure && close.len() > 1 && low > MEASURE_ABOVE_NS;
@@ -308,7 +312,7 @@ impl Context<'_> {
             // processes then hits one repeat, not one candidate.
             // A candidate clearly behind after a round (1.5x the leader) is not timed again.
             // Targets per trial: a round costs about 4% of the cheapest estimate (at least
-            // 1/256 and at most 1/8 of the targets, 128 to 16,384 of them), so that a trial of
+            // 1/256 and at most 1/8 of the targets, 64 to 16,384 of them), so that a trial of
             // a slow candidate stays cheap and one of a fast candidate is long enough to be
             // timed above the noise.
             let sum_close: f64 = cands
@@ -317,7 +321,7 @@ impl Context<'_> {
                 .map(|c| c.estimate)
                 .sum();
             let frac = (0.04 * low / sum_close).clamp(1.0 / 256.0, 0.125);
-            let trial = ((m as f64 * frac).ceil() as usize).clamp(128, 16_384);
+            let trial = ((m as f64 * frac).ceil() as usize).clamp(64, 16_384);
             let mut secs = vec![f64::INFINITY; close.len()];
             'rounds: for round in 0..REPEATS {
                 let mut sorted = secs.clone();

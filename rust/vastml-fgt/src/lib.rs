@@ -257,7 +257,7 @@ pub struct PlanOptions<'a> {
     /// Fixed number of clusters K for the IFGT methods (p still follows from epsilon unless
     /// `truncation` is given).
     pub n_clusters: Option<usize>,
-    /// Whether `auto` times the candidates its cost model finds within 3x of the cheapest
+    /// Whether `auto` times the candidates its cost model finds within 2x of the cheapest
     /// on a sample of the targets, and keeps the fastest.
     pub measure: bool,
 }
