@@ -13,11 +13,11 @@ with d in 1..10, N and M log-uniform in [1e3, 1e6] (M != N; --quick: [1e3, 3e4])
 h = 10^U(-2, 1) x the sources' robust spread (three decades), epsilon = 10^U(-10, -3), weights
 U[0, 1] (a third of the cases mixed-sign).
 
-Per case, each method ("direct", "direct-tree", "ifgt", "ifgt-tree", "auto") is planned with
+Per case, each method ("direct", "direct-tree", "ifgt", "ifgt-tree", "fgt" (d = 1 only), "auto") is planned with
 GaussTransform(X, h, epsilon, method, target_sample=Y, n_targets=M) and evaluated at the
 targets: all of them when that fits --budget seconds, else at two prefixes of Y and extrapolated
 linearly to M (so per-call costs are not multiplied). A method that cannot meet epsilon (the IFGT
-at small h) is "n/a"; one that runs over its cap is stopped (Ctrl-C path) and counted at the cap.
+at small h) or does not apply (fgt beyond d = 1) is "n/a"; one that runs over its cap is stopped (Ctrl-C path) and counted at the cap.
 Each method's error on 64 targets is checked against the direct sum (<= epsilon * sum|q|).
 
 Reported: per case, the best method and auto's time over it; over all cases, the worst and the
@@ -53,7 +53,7 @@ from _harness import Bench, Timing  # noqa: E402
 
 from vastml.kernels import GaussTransform, KernelDensity  # noqa: E402
 
-METHODS = ("direct", "direct-tree", "ifgt", "ifgt-tree", "auto")
+METHODS = ("direct", "direct-tree", "ifgt", "ifgt-tree", "fgt", "auto")
 FAMILIES = ("uniform", "clustered", "manifold", "heavy", "outliers")
 FIGTREE_DIR = Path(os.environ.get("FIGTREE_DIR", "/work/peers/figtree"))
 N_CHECK = 64

@@ -27,7 +27,8 @@ def run_or_refused(fn, method):
     try:
         return fn()
     except ValueError as exc:
-        assert method in ("ifgt", "ifgt-tree") and "method" in str(exc), exc
+        refusal = method in ("ifgt", "ifgt-tree") or (method == "fgt" and "on a line" in str(exc))
+        assert refusal and "method" in str(exc), exc
         return None
 
 
@@ -340,3 +341,29 @@ def test_ctrl_c_interrupts_the_planning():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False)
     assert out.stdout.strip() == "interrupted", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("h, eps", [(0.002, 1e-8), (0.05, 1e-6), (0.4, 1e-11), (3.0, 1e-3)])
+def test_fgt_on_a_line_meets_epsilon(h, eps, rng):
+    # clumped and spread sources, targets inside, outside and far away, signed weights
+    x = np.concatenate([rng.normal(0, 0.01, 700), rng.uniform(-1, 2, 1800), [40.0]])
+    y = np.concatenate([rng.uniform(-1.5, 2.5, 400), [40.0, -1e3, 1e6], x[:20]])
+    q = rng.uniform(-1, 1, size=(x.size, 3))
+    gt = GaussTransform(x, bandwidth=h, epsilon=eps, method="fgt")
+    assert gt.method_ == "fgt" and gt.info_["truncation"] >= 1
+    assert scaled_error(gt(y, q), direct_gauss(x, y, q, h), q) <= eps
+
+
+def test_fgt_refuses_more_than_one_dimension(rng):
+    with pytest.raises(ValueError, match="on a line"):
+        GaussTransform(rng.uniform(size=(100, 2)), bandwidth=0.1, method="fgt")
+
+
+def test_auto_takes_the_grid_on_a_large_line(rng):
+    # the KDE of many points at themselves: auto runs the grid transform, within epsilon
+    x = rng.standard_normal(200_000)
+    gt = GaussTransform(x, bandwidth=0.1, epsilon=1e-6)
+    assert gt.method_ == "fgt"
+    sub = x[::997]
+    q = np.ones(x.size)
+    assert scaled_error(gt(sub, q), direct_gauss(x, sub, q, 0.1), q) <= 1e-6

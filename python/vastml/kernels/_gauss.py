@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from vastml._progress import Callback
     from vastml._typing import ArrayLike, FloatArray
 
-#: Evaluation methods. ``auto`` picks the cheapest of the others from cost estimates.
-METHODS = ("auto", "direct", "direct-tree", "ifgt", "ifgt-tree")
+#: Evaluation methods. ``auto`` picks the cheapest of the others from cost estimates;
+#: ``fgt`` (the original fast Gauss transform on a grid of boxes) is for points on a line.
+METHODS = ("auto", "direct", "direct-tree", "ifgt", "ifgt-tree", "fgt")
 
 #: A bandwidth: one number, one per feature, or a matrix.
 Bandwidth = Any
@@ -129,12 +130,16 @@ def gauss_transform(
         case). Both run on the points mapped to unit bandwidth, with the same guarantee.
     epsilon : float, default=1e-6
         Accuracy :math:`\epsilon \in (0, 1)`.
-    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree"}, default="auto"
+    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree", "fgt"}, default="auto"
         ``direct`` is the exact O(MN) sum; ``direct-tree`` sums only the sources within
         :math:`h\sqrt{\ln(1/\epsilon)}` of each target (kd-tree); ``ifgt`` is the improved fast
         Gauss transform on farthest-point clusters; ``ifgt-tree`` adds a kd-tree over the
-        cluster centres. ``auto`` estimates each one's cost on these data and runs the
-        cheapest. An explicit IFGT method raises ValueError when it cannot meet epsilon.
+        cluster centres. ``fgt`` (points on a line only) is the original fast Gauss
+        transform: each box of sources' Hermite expansion is translated into one Taylor
+        series per box of targets, so a target evaluates a single polynomial. ``auto``
+        estimates each one's cost on these data and runs the cheapest. An explicit IFGT
+        method raises ValueError when it cannot meet epsilon, ``fgt`` also in more than one
+        dimension.
     n_jobs : int or None, default=None
         Threads: None for all cores, k > 0 for k, -1 for all, -2 for all but one.
     truncation : int, default=None
@@ -200,7 +205,7 @@ class GaussTransform:
     Planning (choosing the method, clustering the sources for the IFGT, or building the
     kd-tree) happens in the constructor; each call then only computes the expansion
     coefficients for the given weights and evaluates them at the targets. With
-    ``method="auto"`` the cost model ranks the methods, the candidates within 3x of the
+    ``method="auto"`` the cost model ranks the methods, the candidates within 2x of the
     cheapest are timed on a sample of the targets, and the fastest is kept: the trial is
     paid once, here. Without ``target_sample`` the plan assumes targets distributed like the
     sources.
@@ -214,7 +219,7 @@ class GaussTransform:
         or a matrix :math:`H`; see :func:`gauss_transform`.
     epsilon : float, default=1e-6
         Accuracy: :math:`\max_j |\hat G - G| / \sum_i |q_i| \le \epsilon`.
-    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree"}, default="auto"
+    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree", "fgt"}, default="auto"
         See :func:`gauss_transform`.
     n_jobs : int or None, default=None
         Threads for planning and for calls that do not pass their own.
@@ -261,7 +266,7 @@ class GaussTransform:
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(size=(5000, 1))
     >>> gt = GaussTransform(x, bandwidth=0.1, epsilon=1e-6)
-    >>> gt.method_ in ("direct", "direct-tree", "ifgt", "ifgt-tree")
+    >>> gt.method_ in ("direct", "direct-tree", "ifgt", "ifgt-tree", "fgt")
     True
     >>> G = gt(np.linspace(0, 1, 7), weights=rng.uniform(size=5000))
     >>> G.shape

@@ -31,8 +31,19 @@ SQRT2 = math.sqrt(2.0)
 #: Relative accuracy of the log-space sums that replace densities the absolute guarantee
 #: cannot resolve (without ``rtol``).
 LOG_RTOL = 1e-6
-#: Below this many (uncertified target, source) pairs, ``rtol`` goes straight to the log-space sums.
-LOG_ONLY_PAIRS = 2e7
+#: With ``rtol``, the first pass runs at min(epsilon, rtol * g / 2) with g the FIRST_PASS
+#: quantile of the sums at a few of the sources (a direct pass over FIRST_PASS_PAIRS pairs at
+#: most): it then certifies the densities of most targets near the data at once (a pass at
+#: ``epsilon`` = ``rtol`` certifies none, the sums being below the total weight 1).
+FIRST_PASS = 0.1
+FIRST_PASS_PAIRS = 2e6
+#: The targets left are recomputed in passes whose accuracies span at most this factor.
+PASS_SPAN = 1e3
+#: Up to this many (target, source) pairs the log-space sums are taken directly, without
+#: building their kd-tree (a tree over a million points costs more than a few such targets).
+LOG_DIRECT_PAIRS = 4e6
+#: Accuracy of the direct pass over those targets (its guarantee holds far below 1e-12).
+DIRECT_EPSILON = 1e-13
 #: With ``verbose``, the evaluation runs in chunks of at least this many targets...
 EVALUATION_CHUNK = 65_536
 #: ... and at most this many chunks (each one recomputes the IFGT's coefficients).
@@ -62,7 +73,7 @@ class KernelDensity(BaseEstimator):
         Sheather-Jones plug-in (solve-the-equation, computed with fast density-derivative sums).
     epsilon : float, default=1e-6
         Accuracy of the Gauss transform, relative to the total weight.
-    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree"}, default="auto"
+    method : {"auto", "direct", "direct-tree", "ifgt", "ifgt-tree", "fgt"}, default="auto"
         How the Gauss transform is evaluated (see :func:`vastml.kernels.gauss_transform`).
     rtol : float, default=None
         Also guarantee a relative accuracy: densities the epsilon-exact pass cannot certify to
@@ -194,12 +205,23 @@ class KernelDensity(BaseEstimator):
             log_det = float(np.sum(np.log(self.bandwidth_)))
         self._scaled = self._map(Xv)
         self._norm = log_det + 0.5 * Xv.shape[1] * math.log(2.0 * math.pi)
+        self._pass_epsilon = float(self.epsilon)
+        if self.rtol is not None:
+            self._pass_epsilon = min(self._pass_epsilon, self._first_pass_epsilon(float(self.rtol)))
         self._transform = GaussTransform(
-            self._scaled, math.sqrt(2.0), self.epsilon, self.method, self.n_jobs, verbose=self.verbose
+            self._scaled, math.sqrt(2.0), self._pass_epsilon, self.method, self.n_jobs, verbose=self.verbose
         )
         self._X = Xv
         self._log_plan = None  # the log-space sums' tree, built on first use
         return self
+
+    def _first_pass_epsilon(self, rtol: float) -> float:
+        """rtol / 2 times a low quantile of the sums at a few sources (see FIRST_PASS)."""
+        n = self._scaled.shape[0]
+        k = int(min(64, max(4, FIRST_PASS_PAIRS // n)))
+        probe = np.ascontiguousarray(self._scaled[:: max(1, n // k)][:k])
+        g = gauss_transform(self._scaled, probe, self._weights, SQRT2, 1e-13, "direct", self.n_jobs)
+        return float(max(0.5 * rtol * np.quantile(g, FIRST_PASS), 1e-14))
 
     def score_samples(self, X: ArrayLike) -> FloatArray:
         """Log density at each row of ``X`` (``-inf`` only where every weight is zero).
@@ -212,23 +234,49 @@ class KernelDensity(BaseEstimator):
         Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         Xs = self._map(Xv)
         g = self._evaluate(Xs)
-        eps = float(self.epsilon)  # the weights sum to 1, so |g - exact| <= eps
+        # the weights sum to 1, so |g - exact| <= eps
+        eps = float(getattr(self, "_pass_epsilon", self.epsilon))
         if self.rtol is not None:
             rtol = float(self.rtol)
             certified = (g - eps > 0) & (eps <= rtol * (g - eps))
         else:
             rtol = LOG_RTOL
             certified = g > 2 * eps
-        out = np.empty(len(g))
-        out[certified] = np.log(g[certified])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log(g)  # the uncertified entries are overwritten below
         resolved = ~certified & (g > 2 * eps)
-        # a few pairs: the log-space sums do them all at once, cheaper than a pass per band
-        if self.rtol is not None and resolved.sum() * self._scaled.shape[0] > LOG_ONLY_PAIRS:
-            certified |= self._tighten(Xs, g, rtol, out, resolved)
+        n_sources = self._scaled.shape[0]
+        # a few pairs: the exact sums below do them all at once, cheaper than a pass
+        if self.rtol is not None and resolved.sum() * n_sources > LOG_DIRECT_PAIRS:
+            certified |= self._tighten(Xs, g, rtol, out, resolved, eps)
         rest = np.flatnonzero(~certified)
-        if rest.size:
+        if rest.size and rest.size * n_sources <= LOG_DIRECT_PAIRS:
+            # the direct sum at DIRECT_EPSILON certifies the densities above about
+            # DIRECT_EPSILON / rtol; the exact log-sum-exp does the others
+            e = DIRECT_EPSILON
+            gd = gauss_transform(self._scaled, Xs[rest], self._weights, SQRT2, e, "direct", self.n_jobs)
+            ok = (gd - e > 0) & (e <= rtol * (gd - e))
+            out[rest[ok]] = np.log(gd[ok])
+            rest = rest[~ok]
+            if rest.size:
+                out[rest] = self._log_direct(Xs[rest])
+        elif rest.size:
             out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)
         return out - self._norm
+
+    def _log_direct(self, Xs: FloatArray) -> FloatArray:
+        """ln sum_i w_i exp(-|x - z_i|^2 / 2) at each row of ``Xs``: the exact log-sum-exp."""
+        src = self._scaled
+        with np.errstate(divide="ignore"):
+            log_w = np.log(self._weights)
+        out = np.empty(Xs.shape[0])
+        step = max(1, (1 << 22) // src.shape[0])
+        for s in range(0, Xs.shape[0], step):
+            d2 = ((Xs[s:s + step, None, :] - src[None, :, :]) ** 2).sum(-1)
+            e = log_w - 0.5 * d2
+            top = e.max(axis=1)
+            out[s:s + step] = top + np.log(np.exp(e - top[:, None]).sum(axis=1))
+        return out
 
     def _evaluate(self, Xs: FloatArray) -> FloatArray:
         """The transform at ``Xs``: in one call, or in chunks on a progress bar with ``verbose``."""
@@ -246,23 +294,26 @@ class KernelDensity(BaseEstimator):
         return out
 
     def _tighten(
-        self, Xs: FloatArray, g: FloatArray, rtol: float, out: FloatArray, resolved: BoolArray
+        self, Xs: FloatArray, g: FloatArray, rtol: float, out: FloatArray, resolved: BoolArray, eps: float
     ) -> BoolArray:
         """Targets known to within a factor of two but not to ``rtol``: recomputed by the fast
-        transform at the accuracy each needs, in groups by power of ten; returns the mask of
-        those now certified (their log densities written into ``out``)."""
-        eps = float(self.epsilon)
+        transform at the accuracy each needs (``eps`` is the first pass's), in passes whose
+        accuracies span at most PASS_SPAN; returns the mask of those now certified (their log
+        densities written into ``out``)."""
         done = np.zeros(len(g), dtype=bool)
         idx = np.flatnonzero(resolved)
         if not idx.size:
             return done
         need = rtol * (g[idx] - eps) / (1.0 + rtol)
         band = np.floor(np.log10(need))
-        for b in np.unique(band):
-            e = 10.0**b
-            if e < 1e-14:  # beyond what a fast pass can certify: the log-space sums do it
-                continue
-            sel = idx[band == b]
+        # beyond what a fast pass can certify (below 1e-14): the log-space sums do it
+        bands = [b for b in np.unique(band)[::-1] if b >= -14]
+        span = math.log10(PASS_SPAN)
+        while bands:
+            group = [b for b in bands if b >= bands[0] - span]
+            bands = bands[len(group):]
+            e = 10.0 ** group[-1]
+            sel = idx[(band <= group[0]) & (band >= group[-1])]
             gb = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, self.method, self.n_jobs)
             ok = (gb - e > 0) & (e <= rtol * (gb - e))
             out[sel[ok]] = np.log(gb[ok])

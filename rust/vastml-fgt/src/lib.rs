@@ -16,6 +16,7 @@
 //! | [`Method::DirectTree`] | the exact sum over sources within h sqrt(ln 1/epsilon), found with a kd-tree | small h |
 //! | [`Method::Ifgt`] | farthest-point clusters and truncated Taylor expansions (IFGT) | low d, moderate and large h |
 //! | [`Method::IfgtTree`] | the IFGT with a kd-tree over the cluster centres | many clusters |
+//! | [`Method::Fgt`] | on a line (d = 1): Hermite moments per box translated to one Taylor series per target box | d = 1, any h |
 //!
 //! [`Method::Auto`] estimates the cost of each from the data (sampled neighbour counts and
 //! the IFGT parameter choice) and runs the cheapest.
@@ -43,6 +44,7 @@ mod bounds;
 mod direct;
 mod erfc;
 mod error;
+mod grid1d;
 mod hermite;
 mod ifgt;
 mod intervals;
@@ -93,6 +95,9 @@ pub enum Method {
     Ifgt,
     /// The IFGT with a kd-tree over the cluster centres.
     IfgtTree,
+    /// Points on a line only: the original fast Gauss transform on a grid of boxes (Hermite
+    /// moments translated into one Taylor series per target box).
+    Fgt,
 }
 
 impl Method {
@@ -104,11 +109,13 @@ impl Method {
             Method::DirectTree => "direct-tree",
             Method::Ifgt => "ifgt",
             Method::IfgtTree => "ifgt-tree",
+            Method::Fgt => "fgt",
         }
     }
 
     /// All method names.
-    pub const NAMES: [&'static str; 5] = ["auto", "direct", "direct-tree", "ifgt", "ifgt-tree"];
+    pub const NAMES: [&'static str; 6] =
+        ["auto", "direct", "direct-tree", "ifgt", "ifgt-tree", "fgt"];
 }
 
 impl fmt::Display for Method {
@@ -126,6 +133,7 @@ impl FromStr for Method {
             "direct-tree" | "tree" => Ok(Method::DirectTree),
             "ifgt" => Ok(Method::Ifgt),
             "ifgt-tree" | "figtree" => Ok(Method::IfgtTree),
+            "fgt" => Ok(Method::Fgt),
             other => Err(invalid(
                 "method",
                 format!(
@@ -142,13 +150,13 @@ impl FromStr for Method {
 pub struct PlanInfo {
     /// The method that runs (never `Auto`).
     pub method: Method,
-    /// Number of clusters K (IFGT methods), else 0.
+    /// Number of clusters K (IFGT methods), of boxes (fgt), else 0.
     pub n_clusters: usize,
-    /// Truncation number p_max (IFGT methods), else 0.
+    /// Truncation number p_max (IFGT methods, fgt), else 0.
     pub truncation: usize,
     /// Terms per cluster C(p_max - 1 + d, d) (IFGT methods), else 0.
     pub n_terms: usize,
-    /// Largest cluster radius (IFGT methods), else 0.
+    /// Largest cluster radius (IFGT methods), half the box width (fgt), else 0.
     pub max_cluster_radius: f64,
     /// Cut-off radius: sources (direct-tree) or clusters (IFGT, plus the cluster radius)
     /// beyond it are skipped; infinite for the direct method.
@@ -169,6 +177,7 @@ pub(crate) enum Engine {
     Direct(DirectPlan),
     Tree(TreePlan),
     Ifgt(Box<IfgtPlan>),
+    Grid(grid1d::Grid1d),
 }
 
 /// A Gauss transform over fixed sources, reusable for many targets and weight vectors
@@ -248,7 +257,7 @@ pub struct PlanOptions<'a> {
     /// Fixed number of clusters K for the IFGT methods (p still follows from epsilon unless
     /// `truncation` is given).
     pub n_clusters: Option<usize>,
-    /// Whether `auto` times the candidates its cost model finds within 3x of the cheapest
+    /// Whether `auto` times the candidates its cost model finds within 2x of the cheapest
     /// on a sample of the targets, and keeps the fastest.
     pub measure: bool,
 }
@@ -483,6 +492,15 @@ impl GaussTransform {
                 };
                 Engine::Ifgt(Box::new(plan))
             }
+            Method::Fgt => {
+                if dim != 1 {
+                    return Err(invalid(
+                        "method",
+                        format!("'fgt' needs points on a line (d = 1), got d = {dim}"),
+                    ));
+                }
+                Engine::Grid(grid1d::Grid1d::new(sources, h, epsilon, m, w)?)
+            }
             Method::Auto => {
                 let chosen = ctx.choose(control)?;
                 estimates = chosen.estimates;
@@ -533,6 +551,17 @@ impl GaussTransform {
                 n_terms: p.n_terms(),
                 max_cluster_radius: p.max_radius(),
                 cutoff: ifgt_cutoff,
+                estimates: Vec::new(),
+                measured: Vec::new(),
+                stopped: false,
+            },
+            Engine::Grid(g) => PlanInfo {
+                method: Method::Fgt,
+                n_clusters: g.n_boxes(),
+                truncation: g.params().truncation,
+                n_terms: g.params().truncation,
+                max_cluster_radius: g.half_width(),
+                cutoff: g.cutoff(),
                 estimates: Vec::new(),
                 measured: Vec::new(),
                 stopped: false,
@@ -620,6 +649,7 @@ impl GaussTransform {
                 let coeffs = p.coefficients(&self.sources, weights, n_weights, cancel)?;
                 p.evaluate(targets, &coeffs, n_weights, &mut out, cancel)?
             }
+            Engine::Grid(g) => g.evaluate(targets, weights, n_weights, &mut out, cancel)?,
         }
         Ok(out)
     }
