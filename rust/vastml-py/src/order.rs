@@ -131,7 +131,7 @@ type FitResult = (
 ///
 /// TSP initial order (optional) then local search or the P-LS pipeline. `options` is a dict
 /// with one key per field of `vastml_order::options::FitOptions`; `progress(stage, step,
-/// error)` is called along the way (True stops).
+/// error, row_order, col_order)` is called along the way (True stops).
 #[pyfunction]
 #[pyo3(signature = (codes, n_colours, kernel, kernel_size, kernel_weights, padding, error,
     row_order, col_order, options, n_jobs=None, progress=None))]
@@ -176,21 +176,25 @@ pub fn convomap_fit(
     ))
 }
 
-/// A Rust progress hook that calls the Python `callback(stage, step, error)`: a true result
+/// A Rust progress hook that calls the Python `callback(stage, step, error, row_order,
+/// col_order)`: a true result
 /// asks the fit to stop; an exception it raises stops the fit and is kept in `slot` to be
 /// raised after.
 fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
-    Progress(Arc::new(move |stage: &str, step: usize, err: f64| {
-        Python::attach(|py| match cb.call1(py, (stage, step, err)) {
-            Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
-            Err(e) => {
-                if let Ok(mut g) = slot.lock() {
-                    g.get_or_insert(e);
+    Progress(Arc::new(
+        move |stage: &str, step: usize, arr: &Arrangement| {
+            let args = (stage, step, arr.error(), arr.order(0), arr.order(1));
+            Python::attach(|py| match cb.call1(py, args) {
+                Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
+                Err(e) => {
+                    if let Ok(mut g) = slot.lock() {
+                        g.get_or_insert(e);
+                    }
+                    false
                 }
-                false
-            }
-        })
-    }))
+            })
+        },
+    ))
 }
 
 /// tsp_order(codes, n_colours, axis) -> list[int]
