@@ -10,6 +10,7 @@ distances. Rows are shuffled.
 
     .venv/bin/python benches/seriation.py --quick      # n = 1,500, no LKH
     .venv/bin/python benches/seriation.py --lkh        # n = 1,500 and 20,000, LKH at 1,500
+    .venv/bin/python benches/seriation.py --sizes 1000 --families gmix50,mammals --lkh --r-methods ""
 
 R runs in a separate ``Rscript`` per method with a timeout (``--r-timeout``, default 300 s);
 its time is the ``seriate()`` call only (not ``dist()``). The table's ``x best R`` is our path
@@ -126,7 +127,8 @@ def main(argv=None):
     ap.add_argument("--sizes", default=None, help="comma-separated sizes (default 1500,20000)")
     ap.add_argument("--families", default=None)
     ap.add_argument("--r-timeout", type=float, default=300.0)
-    ap.add_argument("--r-methods", default="TSP,OLO,GW")
+    ap.add_argument("--r-methods", default="TSP,OLO,GW", help='comma-separated; "" skips R')
+    ap.add_argument("--lkh-max", type=int, default=2500, help="run LKH up to this many rows")
     ap.add_argument("--olo-max", type=int, default=5000, help="run our OLO up to this many rows")
     ap.add_argument("--out", default=str(HERE / "results" / "seriation.json"))
     a = ap.parse_args(argv)
@@ -151,7 +153,7 @@ def main(argv=None):
                 o2, t2 = timed(lambda: seriate(X, method="OLO"))
                 row["ours_olo"] = {"L": path_length(X, o2), "seconds": t2}
             r = {}
-            for m in a.r_methods.split(","):
+            for m in filter(None, a.r_methods.split(",")):
                 v, note = run_r(X, m, a.r_timeout)
                 r[m] = {"L": v[0], "seconds": v[1]} if v else {"note": note}
             row["R"] = r
@@ -159,7 +161,7 @@ def main(argv=None):
             if done:
                 bm = min(done, key=lambda m: done[m]["L"])
                 row["R_best"] = {"method": bm, **done[bm]}
-            if a.lkh and nn <= 2500:
+            if a.lkh and nn <= a.lkh_max:
                 L, t = run_lkh(X)
                 row["lkh"] = {"L": L, "seconds": t}
             if nn <= 2500:

@@ -107,6 +107,12 @@ def test_progress_callbacks_and_verbose(capsys):
     assert [it for it, _, _ in seen] == list(range(1, len(seen) + 1))
     assert [st["stage"] for _, _, st in seen] == [h[0] for h in cm.history_[1:]]
     assert [e for _, e, _ in seen] == pytest.approx([h[1] for h in cm.history_[1:]])
+    # the state carries the solution of that moment: its orders give the reported error
+    for _, e, st in seen:
+        assert convolution_error(M, kernel_size=5, row_order=st["row_order"],
+                                 col_order=st["col_order"]) == pytest.approx(e)
+    assert np.array_equal(seen[-1][2]["row_order"], cm.row_order_)
+    assert np.array_equal(seen[-1][2]["col_order"], cm.col_order_)
     assert not cm.stopped_early_
     assert "ConvoMap" in capsys.readouterr().err  # the progress bar
     # plain local search: one report per segment; every second one with callback_every=2
@@ -128,12 +134,16 @@ def test_a_callback_returning_true_stops_the_fit_with_its_orders():
     M = M[np.random.default_rng(1).permutation(40)][:, np.random.default_rng(2).permutation(40)]
     seen = []
 
+    kept = {}
+
     def stop_after_tsp(it, error, state):
         seen.append(state["stage"])
+        kept.update(state)
         return state["stage"] == "tsp"
 
     cm = ConvoMap(kernel_size=5, random_state=0, callbacks=stop_after_tsp).fit(M)
     assert cm.stopped_early_ and seen == ["tsp"]
+    assert np.array_equal(kept["row_order"], cm.row_order_) and np.array_equal(kept["col_order"], cm.col_order_)
     assert [h[0] for h in cm.history_] == ["start", "tsp"]
     assert cm.error_ == pytest.approx(cm.history_[1][1])
     assert convolution_error(M, kernel_size=5, row_order=cm.row_order_,

@@ -184,6 +184,21 @@ def test_tsp_progress_and_stop():
     assert seen[1][1] <= seen[0][1]
 
 
+def test_tsp_means_reports_every_sweep_and_a_stop_keeps_that_order():
+    X = np.random.default_rng(12).random((3000, 3))
+    seen = []
+    o = seriate(X, method="TSP_means", random_state=0,
+                callbacks=lambda it, obj, st: seen.append((it, obj, np.array(st))) and False)
+    assert _perm(o, 3000)
+    # every sweep, then the polish; each report carries the order so far and its length
+    assert [s[0] for s in seen] == list(range(1, len(seen) + 1)) and len(seen) >= 3
+    for _, obj, st in seen:
+        assert _perm(st, 3000) and obj == pytest.approx(path_length(X, st))
+    assert np.array_equal(seen[-1][2], o)
+    first = seriate(X, method="TSP_means", random_state=0, callbacks=lambda it, obj, st: it >= 1)
+    assert np.array_equal(first, seen[0][2])
+
+
 def test_bea_orders_blocks_together():
     X = np.kron(np.eye(3), np.ones((10, 4)))
     rng = np.random.default_rng(11)

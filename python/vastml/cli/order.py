@@ -42,6 +42,23 @@ def _load(path: Path) -> np.ndarray:
     return pd.read_csv(path, header=None, dtype=np.float64).to_numpy()
 
 
+def _standardized(X: np.ndarray) -> np.ndarray:
+    """Z-scored columns (constant columns centred only) with one (n, d) temporary."""
+    Xs = X - X.mean(0)
+    sd = np.sqrt(np.einsum("ij,ij->j", Xs, Xs) / X.shape[0])
+    Xs /= np.where(sd > 0, sd, 1.0)
+    return Xs
+
+
+def _save_rows(path: str | Path, T: np.ndarray, order: np.ndarray) -> None:
+    """``np.save(path, T[order])`` written in chunks of rows, without the ordered copy."""
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=T.dtype, shape=T.shape)
+    for s in range(0, T.shape[0], 65_536):
+        out[s:s + 65_536] = T[order[s:s + 65_536]]
+    out.flush()
+    del out
+
+
 def run_order(args: argparse.Namespace) -> int:
     from vastml.reorder import EMOrdering, TSPMeans, figure_of_merit, path_length
     from vastml.cli._common import atomic_write
@@ -70,7 +87,7 @@ def run_order(args: argparse.Namespace) -> int:
         if args.em:
             est = EMOrdering(max_iter=args.em, random_state=args.seed, n_jobs=args.n_jobs).fit(X)
         else:
-            Xs = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0) if args.standardize else X
+            Xs = _standardized(X) if args.standardize else X
             est = TSPMeans(levels=args.levels, random_state=args.seed, n_jobs=args.n_jobs).fit(Xs)
         dt = time.perf_counter() - t0
     except (ValueError, TypeError, OSError) as exc:
@@ -80,7 +97,7 @@ def run_order(args: argparse.Namespace) -> int:
     ext = ".npy" if path.suffix.lower() == ".npy" else ".csv"
     out = Path(args.out) if args.out else path.with_name(path.stem + ".ordered" + ext)
     if ext == ".npy":
-        atomic_write(out, lambda p: np.save(p, T[order]))
+        atomic_write(out, lambda p: _save_rows(p, T, order))
     else:
         atomic_write(out, lambda p: np.savetxt(p, T[order], delimiter=",", fmt="%.10g"))
     np.savetxt(out.with_suffix(".order.txt"), order, fmt="%d")

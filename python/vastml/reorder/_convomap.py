@@ -144,9 +144,10 @@ class ConvoMap(TransformerMixin, BaseEstimator):
     callbacks : callable, list of callables or None, default=None
         Each is called as ``callback(iteration, objective, state)`` at those points, every
         ``callback_every``-th time: ``iteration`` counts the reports from 1, ``objective`` is the
-        current error, and ``state`` is a dict ``{"stage": ..., "step": ...}`` naming the stage
-        that just ended (``"tsp"``, a P-LS step, ``"ils_<round>"``, or ``"iteration"`` with its
-        iteration count for ``method="ls"``). Returning True stops the fit cleanly: the orders
+        current error, and ``state`` is a dict with the current solution, ``"row_order"`` and
+        ``"col_order"`` (arrays of int), and ``"stage"`` and ``"step"`` naming the stage that just
+        ended (``"tsp"``, a P-LS step, ``"ils_<round>"``, or ``"iteration"`` with its iteration
+        count for ``method="ls"``). Returning True stops the fit cleanly: the orders
         of that moment are kept and ``stopped_early_`` is True. An exception raised by a
         callback stops the fit and propagates.
     callback_every : int, default=1
@@ -391,10 +392,12 @@ class ConvoMap(TransformerMixin, BaseEstimator):
         )
         reports = 0
 
-        def hook(stage, step, error):
+        def hook(stage, step, error, rows, cols):
             nonlocal reports
             reports += 1
-            return progress.report(reports, error, {"stage": stage, "step": step})
+            state = {"stage": stage, "step": step, "row_order": np.asarray(rows, dtype=np.intp),
+                     "col_order": np.asarray(cols, dtype=np.intp)}
+            return progress.report(reports, error, state)
 
         with progress:
             options = {k: p[k] for k in _FIT_OPTIONS}

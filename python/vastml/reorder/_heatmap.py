@@ -12,6 +12,8 @@ import numpy as np
 from vastml._validation import choice
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from vastml._typing import ArrayLike, PathLike
     from vastml.reorder._random import RandomStateLike
 
@@ -176,12 +178,7 @@ def heatmap(
             or not all(isinstance(v, numbers.Integral) and v >= 1 for v in max_size)):
         raise ValueError(f"`max_size` must be a pair of positive integers, got {max_size!r}")
     n, m = A.shape
-    if scale == "columns":
-        sd = A.std(0)
-        A = (A - A.mean(0)) / np.where(sd > 0, sd, 1.0)
-    elif scale == "rows":
-        sd = A.std(1, keepdims=True)
-        A = (A - A.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+    scaled = _scaler(A, scale)
 
     def resolve(method: str | None, size: int) -> str | None:
         if method == "auto":
@@ -190,6 +187,10 @@ def heatmap(
 
     if row_order is None:
         rm = resolve(row_method, n)
+        if rm is not None and n >= 3:
+            # the seriation needs the whole scaled matrix; the image is then drawn from it
+            A = scaled(A)
+            scaled = _scaler(A, None)
         row_order = (np.arange(n) if rm is None or n < 3 else
                      seriate(A, method=rm, metric=metric, time_limit=time_limit,
                              random_state=random_state, n_jobs=n_jobs, verbose=verbose))
@@ -199,7 +200,7 @@ def heatmap(
         if cm is None or m < 3:
             col_order = np.arange(m)
         else:
-            S = A if n <= 20_000 else A[np.random.default_rng(random_state).choice(n, 20_000, replace=False)]
+            S = scaled(A if n <= 20_000 else A[np.random.default_rng(random_state).choice(n, 20_000, replace=False)])
             col_order = seriate(np.ascontiguousarray(S.T), method="TSP" if cm == "TSP_means" else cm,
                                 metric=metric, time_limit=time_limit, random_state=random_state,
                                 n_jobs=n_jobs, verbose=verbose)
@@ -210,7 +211,7 @@ def heatmap(
     rpp = _blocks(n, max_size[0])
     cpp = _blocks(m, max_size[1])
     # shrink block by block of rows, so that only the ordered slice of one block is copied
-    img = _shrink_ordered(A, row_order, col_order, rpp, cpp, compress)
+    img = _shrink_ordered(A, row_order, col_order, rpp, cpp, compress, scaled)
 
     side_r = row_colors is not None
     side_c = col_colors is not None
@@ -265,12 +266,40 @@ def heatmap(
     return Heatmap(fig, row_order, col_order, rpp, cpp, img)
 
 
+def _scaler(A: np.ndarray, scale: str | None) -> Callable[[np.ndarray], np.ndarray]:
+    """The z-scoring of ``scale`` as a function of a block of rows of ``A``: column statistics
+    come from the whole of ``A`` (computed here in chunks, without an (n, m) temporary), row
+    statistics from each row."""
+    if scale == "columns":
+        n = A.shape[0]
+        mu = A.mean(0)
+        ss = np.zeros(A.shape[1])
+        for s in range(0, n, 65_536):
+            d = A[s:s + 65_536] - mu
+            ss += np.einsum("ij,ij->j", d, d)
+        sd = np.sqrt(ss / n)
+        sd = np.where(sd > 0, sd, 1.0)
+        return lambda B, cols=None: (B - mu) / sd if cols is None else (B - mu[cols]) / sd[cols]
+    if scale == "rows":
+        def rows(B: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+            sd = B.std(1, keepdims=True)
+            return (B - B.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+        return rows
+    return lambda B, cols=None: B
+
+
 def _shrink_ordered(
-    A: np.ndarray, row_order: np.ndarray, col_order: np.ndarray, rpp: int, cpp: int, how: str
+    A: np.ndarray, row_order: np.ndarray, col_order: np.ndarray, rpp: int, cpp: int, how: str,
+    scaled: Callable[..., np.ndarray] | None = None,
 ) -> np.ndarray:
-    """shrink(A[row_order][:, col_order]) computed over chunks of whole row blocks, so that the
-    ordered copy never exceeds about 100,000 rows."""
+    """shrink(scaled(A)[row_order][:, col_order]) computed over chunks of whole row blocks, so
+    that the ordered (and scaled) copy never exceeds about 100,000 rows."""
     n = len(row_order)
     step = rpp * max(1, 100_000 // rpp)
-    parts = [shrink(A[row_order[s:s + step]][:, col_order], rpp, cpp, how=how) for s in range(0, n, step)]
+    parts = []
+    for s in range(0, n, step):
+        B = A[row_order[s:s + step]][:, col_order]
+        if scaled is not None:
+            B = scaled(B, col_order)
+        parts.append(shrink(B, rpp, cpp, how=how))
     return np.vstack(parts)

@@ -57,7 +57,13 @@ def path_length(X: ArrayLike, order: ArrayLike | None = None) -> float:
     """
     x = as_points(X, "X")
     o = _order(order, x.shape[0])
-    return float(np.sqrt(((x[o[1:]] - x[o[:-1]]) ** 2).sum(axis=1)).sum())
+    # in chunks of edges, so that a million rows need no (n, d) temporaries
+    n_edges = max(len(o) - 1, 0)
+    step = 65_536
+    edges = [np.sqrt(np.einsum("ij,ij->i", d, d)) for d in
+             (x[o[s + 1:min(s + step, n_edges) + 1]] - x[o[s:min(s + step, n_edges)]]
+              for s in range(0, n_edges, step))]
+    return float(np.concatenate(edges).sum()) if edges else 0.0
 
 
 def dpc(X: ArrayLike, order: ArrayLike | None = None) -> FloatArray:

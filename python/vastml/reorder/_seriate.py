@@ -317,7 +317,9 @@ def _order_one(X, *, method, metric, linkage, time_limit, seed, n_jobs, progress
 
         if metric != "euclidean":
             raise ValueError("method='TSP_means' works with metric='euclidean'")
-        return TSPMeans(random_state=seed, n_jobs=n_jobs).fit(X).order_.astype(np.intp)
+        # the fit reports after every sweep and after the polish through seriate's progress
+        cb = (lambda it, length, order: progress.report(it, length, order)) if progress.active else None
+        return TSPMeans(random_state=seed, n_jobs=n_jobs, callbacks=cb).fit(X).order_.astype(np.intp)
     prob = _Problem(X, metric)
     if method == "TSP":
         order, _ = _tsp(prob, time_limit=time_limit, seed=seed, n_jobs=n_jobs, progress=progress)
@@ -398,9 +400,10 @@ def seriate(
         Threads (None = all cores).
     callbacks, callback_every, verbose
         Progress protocol of :mod:`vastml._progress`: "TSP" reports ten times (objective = path
-        length, state = the order so far), "ARSA" once per temperature (objective = minus the
-        merit); a callback returning True stops with the best order so far. The other methods
-        report once when done.
+        length, state = the order so far), "TSP_means" after every sweep and after the polish
+        (objective = path length, state = the order so far, see :class:`TSPMeans`), "ARSA" once
+        per temperature (objective = minus the merit); a callback returning True stops with the
+        best order so far. The other methods report once when done.
 
     Returns
     -------
@@ -458,6 +461,6 @@ def seriate(
             o = _order_one(M, method=method, metric=metric, linkage=linkage, time_limit=time_limit,
                            seed=seed, n_jobs=jobs, progress=progress)
             out.append(np.asarray(o, dtype=np.intp))
-        if method not in ("TSP", "ARSA"):
+        if method not in ("TSP", "ARSA", "TSP_means"):
             progress.report(1, math.nan, out[0] if len(out) == 1 else tuple(out))
     return (out[0], out[1]) if axis == "both" else out[0]

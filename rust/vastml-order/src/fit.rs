@@ -158,8 +158,8 @@ pub fn fit(
     if let Some(inner) = search.progress.take() {
         let flag = stopped.clone();
         search.progress = Some(Progress(Arc::new(
-            move |stage: &str, step: usize, e: f64| {
-                let go_on = inner.report(stage, step, e);
+            move |stage: &str, step: usize, a: &Arrangement| {
+                let go_on = inner.report(stage, step, a);
                 if !go_on {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -221,7 +221,7 @@ fn run(
         }
         history.push(("tsp".to_string(), arr.error()));
         if let Some(h) = &search.progress {
-            if !h.report("tsp", 0, arr.error()) {
+            if !h.report("tsp", 0, arr) {
                 return Err(OrderError::Cancelled);
             }
         }
@@ -331,10 +331,11 @@ mod tests {
         let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let seen = calls.clone();
         let mut params = FitParams::default();
-        params.pls.search.progress =
-            Some(Progress(Arc::new(move |_s: &str, _i: usize, _e: f64| {
+        params.pls.search.progress = Some(Progress(Arc::new(
+            move |_s: &str, _i: usize, _a: &Arrangement| {
                 seen.fetch_add(1, Ordering::Relaxed) < 1 // go on after the TSP, stop at the next report
-            })));
+            },
+        )));
         let r = fit(
             m.clone(),
             objective(),

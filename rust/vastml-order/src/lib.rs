@@ -25,6 +25,7 @@ pub mod fit;
 pub mod gradient;
 mod kernel;
 pub mod kmax;
+mod knn;
 mod matrix;
 mod moves;
 pub mod olo;

@@ -338,7 +338,7 @@ pub fn pls(
             best = snapshot(arr);
         }
         if let Some(p) = &params.search.progress {
-            if !p.report(&name, i + 1, arr.error()) {
+            if !p.report(&name, i + 1, arr) {
                 return Err(OrderError::Cancelled);
             }
         }
@@ -388,7 +388,7 @@ pub fn pls(
             best = snapshot(arr);
         }
         if let Some(p) = &params.search.progress {
-            if !p.report(&name, params.schedule.len() + round + 1, arr.error()) {
+            if !p.report(&name, params.schedule.len() + round + 1, arr) {
                 return Err(OrderError::Cancelled);
             }
         }
@@ -404,7 +404,7 @@ pub fn pls(
         history.push(("polish".to_string(), arr.error()));
         if let Some(p) = &params.search.progress {
             let step = params.schedule.len() + params.restarts + 1;
-            if !p.report("polish", step, arr.error()) {
+            if !p.report("polish", step, arr) {
                 return Err(OrderError::Cancelled);
             }
         }

@@ -10,13 +10,14 @@ use crate::arrangement::Arrangement;
 use crate::error::{OrderError, invalid};
 use crate::moves::{MoveConfig, MoveKind, Proposal, random_move, random_proposal};
 
-/// A progress hook: called with (stage, iteration or step number, current error); returning
-/// `false` stops the work as a cancellation would.
+/// A progress hook: called with (stage, iteration or step number, the arrangement: its error
+/// and its current row and column orders); returning `false` stops the work as a cancellation
+/// would.
 #[derive(Clone)]
 pub struct Progress(pub Arc<ProgressFn>);
 
 /// The function behind [`Progress`].
-pub type ProgressFn = dyn Fn(&str, usize, f64) -> bool + Send + Sync;
+pub type ProgressFn = dyn Fn(&str, usize, &Arrangement) -> bool + Send + Sync;
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -32,8 +33,8 @@ impl PartialEq for Progress {
 
 impl Progress {
     /// Calls the hook.
-    pub fn report(&self, stage: &str, step: usize, error: f64) -> bool {
-        (self.0)(stage, step, error)
+    pub fn report(&self, stage: &str, step: usize, arr: &Arrangement) -> bool {
+        (self.0)(stage, step, arr)
     }
 }
 
@@ -275,7 +276,7 @@ pub fn local_search(
             let now = arr.raw_error();
             report.history.push((it + 1, arr.error()));
             if let Some(p) = &params.progress {
-                if !p.report("iteration", it + 1, arr.error()) {
+                if !p.report("iteration", it + 1, arr) {
                     return Err(OrderError::Cancelled);
                 }
             }

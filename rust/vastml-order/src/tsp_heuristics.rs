@@ -79,13 +79,29 @@ pub const EXACT_LIMIT: usize = 16;
 
 #[inline]
 fn dist(x: &[f64], dim: usize, a: usize, b: usize) -> f64 {
-    let (pa, pb) = (&x[a * dim..(a + 1) * dim], &x[b * dim..(b + 1) * dim]);
-    let mut s = 0.0;
-    for k in 0..dim {
-        let t = pa[k] - pb[k];
-        s += t * t;
+    euclid(&x[a * dim..(a + 1) * dim], &x[b * dim..(b + 1) * dim])
+}
+
+/// Euclidean distance between two points, with four partial sums: in many dimensions the
+/// additions form four independent chains instead of one long dependent one (for up to three
+/// coordinates the result is that of the plain sum).
+#[inline]
+pub(crate) fn euclid(pa: &[f64], pb: &[f64]) -> f64 {
+    let mut s = [0.0f64; 4];
+    let (ca, cb) = (pa.chunks_exact(4), pb.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (u, v) in ca.zip(cb) {
+        for l in 0..4 {
+            let t = u[l] - v[l];
+            s[l] += t * t;
+        }
     }
-    s.sqrt()
+    let mut tail = 0.0;
+    for (u, v) in ra.iter().zip(rb) {
+        let t = u - v;
+        tail += t * t;
+    }
+    ((s[0] + s[1]) + (s[2] + s[3]) + tail).sqrt()
 }
 
 /// Length of the open path `order` through the rows of `x` (row-major, `dim` columns).
@@ -246,58 +262,7 @@ pub fn neighbour_lists(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
 /// is computed once and offered to both rows). Ties go to the smaller index, as in the direct
 /// scan of [`neighbour_lists`].
 fn brute_neighbours(x: &[f64], dim: usize, k: usize) -> Vec<usize> {
-    let m = x.len() / dim;
-    let mut bd = vec![f64::INFINITY; m * k];
-    let mut bi = vec![usize::MAX; m * k];
-    #[inline]
-    fn offer(bd: &mut [f64], bi: &mut [usize], d: f64, c: usize) {
-        let k = bd.len();
-        if d > bd[k - 1] || (d == bd[k - 1] && c >= bi[k - 1]) {
-            return;
-        }
-        let mut t = k - 1;
-        while t > 0 && (d < bd[t - 1] || (d == bd[t - 1] && c < bi[t - 1])) {
-            bd[t] = bd[t - 1];
-            bi[t] = bi[t - 1];
-            t -= 1;
-        }
-        bd[t] = d;
-        bi[t] = c;
-    }
-    // columns stored contiguously, so the distances from one row to all later rows are
-    // `dim` passes of a loop the compiler vectorises
-    let mut xt = vec![0.0; m * dim];
-    for (b, r) in x.chunks_exact(dim).enumerate() {
-        for (t, &v) in r.iter().enumerate() {
-            xt[t * m + b] = v;
-        }
-    }
-    let mut dd = vec![0.0; m];
-    for a in 0..m {
-        let pa = &x[a * dim..(a + 1) * dim];
-        let dd_a = &mut dd[a + 1..];
-        dd_a.fill(0.0);
-        for (t, &va) in pa.iter().enumerate() {
-            for (d, &vb) in dd_a.iter_mut().zip(&xt[t * m + a + 1..(t + 1) * m]) {
-                let v = va - vb;
-                *d += v * v;
-            }
-        }
-        let (head, tail) = bd.split_at_mut((a + 1) * k);
-        let (hi, ti) = bi.split_at_mut((a + 1) * k);
-        let (bda, bia) = (&mut head[a * k..], &mut hi[a * k..]);
-        for (t, &d) in dd[a + 1..].iter().enumerate() {
-            let b = a + 1 + t;
-            if d < bda[k - 1] || (d == bda[k - 1] && b < bia[k - 1]) {
-                offer(bda, bia, d, b);
-            }
-            let o = t * k;
-            if d < tail[o + k - 1] || (d == tail[o + k - 1] && a < ti[o + k - 1]) {
-                offer(&mut tail[o..o + k], &mut ti[o..o + k], d, a);
-            }
-        }
-    }
-    bi
+    crate::knn::neighbours_serial(x, dim, k)
 }
 
 fn find(parent: &mut [usize], mut a: usize) -> usize {

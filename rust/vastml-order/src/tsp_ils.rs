@@ -74,16 +74,10 @@ impl Metric for Points<'_> {
     }
     #[inline]
     fn d(&self, a: usize, b: usize) -> f64 {
-        let (pa, pb) = (
+        crate::tsp_heuristics::euclid(
             &self.x[a * self.dim..(a + 1) * self.dim],
             &self.x[b * self.dim..(b + 1) * self.dim],
-        );
-        let mut s = 0.0;
-        for (u, v) in pa.iter().zip(pb) {
-            let t = u - v;
-            s += t * t;
-        }
-        s.sqrt()
+        )
     }
     fn neighbours(&self, k: usize) -> (Vec<usize>, usize) {
         if self.dim >= 8 && self.len() > 2048 {
@@ -167,50 +161,15 @@ fn parallel_brute_neighbours<M: Metric>(m: &M, k: usize) -> (Vec<usize>, usize) 
     (out, k)
 }
 
-/// k nearest neighbours of every row of `x` by a scan of all pairs, rows in parallel: the
-/// squared distances from one row to all rows are `dim` passes over the columns stored
-/// contiguously (a loop the compiler vectorises). Ties go to the smaller index.
+/// k nearest neighbours of every row of `x` by a scan of all pairs, rows in parallel
+/// ([`crate::knn`]). Ties go to the smaller index.
 fn parallel_points_neighbours(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
     let n = x.len() / dim;
     let k = k.min(n.saturating_sub(1));
     if k == 0 {
         return (Vec::new(), 0);
     }
-    let mut xt = vec![0.0; n * dim];
-    for (b, r) in x.chunks_exact(dim).enumerate() {
-        for (t, &v) in r.iter().enumerate() {
-            xt[t * n + b] = v;
-        }
-    }
-    let mut out = vec![0usize; n * k];
-    out.par_chunks_mut(k).enumerate().for_each_init(
-        || (vec![0.0; n], vec![(f64::INFINITY, usize::MAX); k]),
-        |(dd, best), (a, row)| {
-            dd.fill(0.0);
-            for (t, &va) in x[a * dim..(a + 1) * dim].iter().enumerate() {
-                for (d, &vb) in dd.iter_mut().zip(&xt[t * n..(t + 1) * n]) {
-                    let v = va - vb;
-                    *d += v * v;
-                }
-            }
-            best.fill((f64::INFINITY, usize::MAX));
-            for (b, &d) in dd.iter().enumerate() {
-                if b == a || d >= best[k - 1].0 {
-                    continue;
-                }
-                let mut t = k - 1;
-                while t > 0 && d < best[t - 1].0 {
-                    best[t] = best[t - 1];
-                    t -= 1;
-                }
-                best[t] = (d, b);
-            }
-            for (r, c) in row.iter_mut().zip(best.iter()) {
-                *r = c.1;
-            }
-        },
-    );
-    (out, k)
+    (crate::knn::neighbours_parallel(x, dim, k), k)
 }
 
 /// Parameters of [`solve`].

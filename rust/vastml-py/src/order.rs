@@ -146,7 +146,7 @@ fn item<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
 }
 
 /// TSP initial order (optional) then local search or the P-LS pipeline; `progress(stage,
-/// step, error)` is called along the way (True stops).
+/// step, error, row_order, col_order)` is called along the way (True stops).
 #[pyfunction]
 #[pyo3(signature = (matrix, objective, orders, options, n_jobs=None, progress=None))]
 pub fn convomap_fit(
@@ -181,11 +181,13 @@ pub fn convomap_fit(
     ))
 }
 
-/// A Rust progress hook that calls the Python `callback(stage, step, error)`: a true result
-/// asks the fit to stop; an exception it raises stops the fit and is kept in `slot`.
+/// A Rust progress hook that calls the Python `callback(stage, step, error, row_order,
+/// col_order)`: a true result asks the fit to stop; an exception it raises stops the fit and
+/// is kept in `slot`.
 fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
-    Progress(Arc::new(move |stage: &str, step: usize, err: f64| {
-        Python::attach(|py| match cb.call1(py, (stage, step, err)) {
+    Progress(Arc::new(move |stage: &str, step: usize, arr: &Arrangement| {
+        let args = (stage, step, arr.error(), arr.order(0), arr.order(1));
+        Python::attach(|py| match cb.call1(py, args) {
             Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
             Err(e) => {
                 if let Ok(mut g) = slot.lock() {
