@@ -92,16 +92,19 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         Probe vectors of the stochastic log-determinant and trace estimates.
     tol : float or "auto", default="auto"
         A float: CG stops when :math:`\lVert y - \hat K\xi\rVert / \lVert y\rVert \le` tol
-        (the thesis's :math:`\eta`). ``"auto"``: CG stops when :math:`2\lVert r\rVert_2 \le
-        10^{-3}\,\mathrm{std}(y)`, which bounds the error of the predictive mean at every training
-        point by :math:`10^{-3}\,\mathrm{std}(y)` (that error is :math:`K\hat K^{-1}r = r -
-        \sigma^2\hat K^{-1}r`, of norm at most :math:`2\lVert r\rVert_2`); a relative tolerance
-        of about :math:`5\cdot10^{-4}/\sqrt N`.
+        (the thesis's :math:`\eta`). ``"auto"``: the predictive mean at every training point is
+        within :math:`10^{-3}\,\mathrm{std}(y)` of the exact solve's. CG stops when
+        :math:`2\lVert r\rVert_2 \le 0.9\cdot10^{-3}\,\mathrm{std}(y)` (the solve's error in the
+        mean is :math:`K\hat K^{-1}r = r - \sigma^2\hat K^{-1}r`, of norm at most
+        :math:`2\lVert r\rVert_2`), a relative tolerance of about :math:`4.5\cdot10^{-4}/\sqrt N`,
+        and the mean's transform gets the accuracy :math:`10^{-4}\,\mathrm{std}(y)` (below
+        ``epsilon`` times :math:`\sum|\xi|` when that is smaller).
     delta : float, default=1e-3
         Allowed drift of the computed residual; sets the accuracy schedule
         :math:`\epsilon_k = \delta\lVert y\rVert / (N\lVert r_{k-1}\rVert)`.
     epsilon : float, default=1e-6
-        Accuracy of the prediction transform (relative to :math:`\sum|\xi|`).
+        Accuracy of the prediction transforms (relative to :math:`\sum|\xi|`; with
+        ``tol="auto"`` the mean's is tightened as that describes).
     normalize_y : bool, default=True
         Subtract the training mean of y (the thesis centres the outputs).
     max_iter : int, default=1000
@@ -322,11 +325,19 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.n_iter_ = total
         self.residuals_ = res.residuals
         self.epsilons_ = res.epsilons
+        self._mean_epsilon = float(self.epsilon)
+        if isinstance(self.tol, str):  # the transform's share of the mean's error bound
+            total = float(np.abs(res.x).sum())
+            if total > 0.0:
+                bound = self.PREDICT_SHARE * self.MEAN_TOL * float(np.std(yc)) / total
+                self._mean_epsilon = min(self._mean_epsilon, max(bound, 1e-13))
         self._variance_cache = None
         return self
 
     #: With ``tol="auto"``: the predictive mean's error bound at the training points, over std(y).
     MEAN_TOL = 1e-3
+    #: The share of MEAN_TOL left to the prediction transform (the solve gets the rest).
+    PREDICT_SHARE = 0.1
 
     def _relative_tol(self, yc: FloatArray) -> float:
         if not isinstance(self.tol, str):
@@ -334,7 +345,8 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         norm = float(np.linalg.norm(yc))
         if norm == 0.0:
             return 0.5
-        return max(0.5 * self.MEAN_TOL * float(np.std(yc)) / norm, 1e-14)
+        share = (1.0 - self.PREDICT_SHARE) * self.MEAN_TOL
+        return max(0.5 * share * float(np.std(yc)) / norm, 1e-14)
 
     def _choose_solver(self, system: GPSystem, tol: float) -> str:
         if self.solver == "cg":
@@ -364,7 +376,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "dual_coef_")
         Xs = self._scale(validate_data(self, X, dtype=np.float64, order="C", reset=False))
-        mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
+        mean = self._kernel.apply(Xs, self.dual_coef_, self._mean_epsilon) + self._y_mean
         if not return_std:
             return mean
         with threadpool_limits(1, user_api="blas"):
