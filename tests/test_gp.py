@@ -39,15 +39,17 @@ def problem():
     return X, y, Xt, ls, sf2, noise, xi, mean, np.sqrt(var)
 
 
-def test_predictions_equal_cholesky(problem):
+@pytest.mark.parametrize("solver", ["cg", "dense"])
+def test_predictions_equal_cholesky(problem, solver):
     X, y, Xt, ls, sf2, noise, xi, mean, std = problem
-    gp = GaussianProcessRegressor(length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-7)
+    gp = GaussianProcessRegressor(length_scale=ls, signal_variance=sf2, noise_variance=noise, tol=1e-7, solver=solver)
     gp.fit(X, y)
     m, s = gp.predict(Xt, return_std=True)
     scale = np.abs(mean).max()
     assert np.abs(m - mean).max() <= 1e-4 * scale
     assert np.abs(s - std).max() <= 1e-4 * np.sqrt(sf2)
     assert np.abs(gp.dual_coef_ - xi).max() <= 1e-4 * np.abs(xi).max()
+    assert gp.solver_ == solver
 
 
 def test_thesis_tolerances_meet_residual_and_schedule(problem):
@@ -90,6 +92,8 @@ def test_callback_pickle_and_bad_input(problem):
         ({"noise_variance": 0.0}, "noise_variance"),
         ({"length_scale": [1.0, 2.0, 3.0]}, "length_scale"),
         ({"tol": 0.0}, "tol"),
+        ({"tol": "tight"}, "tol"),
+        ({"solver": "cholesky"}, "solver"),
         ({"method": "fft"}, "method"),
         ({"max_iter": 0}, "max_iter"),
         ({"optimizer": "adam"}, "optimizer"),
@@ -188,7 +192,7 @@ def test_pcg_equals_cholesky_and_needs_few_iterations():
 def test_rank_grows_to_meet_the_target_iteration_count():
     X, y, ls, noise = hard_problem(1000, noise=1e-4)
     gp = GaussianProcessRegressor(
-        length_scale=ls, noise_variance=noise, tol=1e-6, preconditioner_rank=8, target_iterations=20
+        length_scale=ls, noise_variance=noise, tol=1e-6, preconditioner_rank=8, target_iterations=20, solver="cg"
     ).fit(X, y)
     assert gp.preconditioner_rank_ > 8
     K = rbf(X, X, ls) + noise * np.eye(len(X))
@@ -313,3 +317,72 @@ def test_ard_length_scales_and_progress_stop():
     np.testing.assert_allclose(np.log(gp2.length_scale_), best[:3])
     with pytest.raises(TypeError):
         GaussianProcessRegressor(1.0)
+
+
+def _exact_mean(X, y, Xt, ls, noise):
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    ym = y.mean()
+    xi = cho_solve(cho_factor(K), y - ym)
+    return rbf(Xt, X, ls) @ xi + ym, rbf(X, X, ls) @ xi + ym
+
+
+@pytest.mark.parametrize(
+    ("d", "ls", "noise", "expected"),
+    [(2, 1.0, 1e-2, "cg"), (3, 0.15, 1e-3, "dense"), (1, 0.05, 1e-4, "cg"), (5, 0.7, 1e-3, "dense")],
+)
+def test_auto_solver_and_default_tol_give_the_exact_mean(d, ls, noise, expected):
+    # tol="auto" bounds the training-point mean error by 1e-3 std(y); check it there and at test points,
+    # on an easy (smooth, low-rank) and a flat-spectrum problem, against the Cholesky solve
+    X, y, _, _ = hard_problem(1500, d=d, noise=noise, seed=d)
+    Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, d))
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise).fit(X, y)
+    assert gp.solver_ == expected
+    test_mean, train_mean = _exact_mean(X, y, Xt, ls, noise)
+    assert np.abs(gp.predict(X) - train_mean).max() <= 1e-3 * y.std()
+    assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+    if expected == "dense":
+        assert gp.n_iter_ <= 5
+    # the explicit relative tolerance keeps its meaning (the thesis's eta)
+    loose = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-2, solver=expected).fit(X, y)
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    yc = y - y.mean()
+    assert np.linalg.norm(yc - K @ loose.dual_coef_) <= 1.1e-2 * np.linalg.norm(yc)
+
+
+def test_dense_preconditioner_shifts_when_single_precision_fails(monkeypatch):
+    # noise below float32's resolution of a smooth kernel: spotrf of K + noise I fails and the factor
+    # of K + (noise + shift) I is kept, a valid preconditioner
+    from vastml.kernels import _gp_dense
+
+    X = np.random.default_rng(3).uniform(-1, 1, size=(300, 2))
+    noise = 1e-6
+    P = _gp_dense.CholeskyPreconditioner(X, 1.0, noise, None)
+    assert P.shift > 0
+    # P^-1 (K + (noise + shift) I) has its spectrum near 1: single precision costs a few CG steps
+    lam = np.linalg.eigvals(P.solve(rbf(X, X, 1.0) + (noise + P.shift) * np.eye(300))).real
+    assert 0.5 < lam.min() and lam.max() < 2.0
+    # and CG on the shifted factor still reaches the exact solution (a failure forced once)
+    real, calls = _gp_dense.spotrf, []
+
+    def failing_once(a, **kw):
+        calls.append(1)
+        c, info = real(a, **kw)
+        return c, (1 if len(calls) == 1 else info)
+
+    monkeypatch.setattr(_gp_dense, "spotrf", failing_once)
+    Xh, y, ls, noise = hard_problem(600)
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-8, delta=1e-8, solver="dense").fit(Xh, y)
+    assert len(calls) == 2 and gp.n_iter_ <= 30
+    K = rbf(Xh, Xh, ls) + noise * np.eye(len(Xh))
+    yc = y - y.mean()
+    assert np.linalg.norm(yc - K @ gp.dual_coef_) <= 2e-8 * np.linalg.norm(yc)
+
+
+def test_dense_solver_refuses_what_does_not_fit(monkeypatch):
+    from vastml.kernels import _gp_dense
+
+    X, y, ls, noise = hard_problem(300)
+    monkeypatch.setattr(_gp_dense, "DENSE_MAX_BYTES", 4 * 299**2)
+    with pytest.raises(ValueError, match="solver"):
+        GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert GaussianProcessRegressor(length_scale=ls, noise_variance=noise).fit(X, y).solver_ == "cg"

@@ -137,7 +137,7 @@ MEANINGS = {
     "plan": "how a sharded Gauss transform is planned (local, split, auto)",
     "tol_r": "tolerance of the per-object solves (PE)",
     "max_newton_iter": "Newton steps per object solve (PE)",
-    "solver": "eigensolver",
+    "solver": "the method that solves the core problem (an eigensolver, a linear solver)",
     "affinity": "how the affinity graph is built",
     "n_clusters": "number of clusters",
     "image_shape": "shape of each row seen as an image (for raster orders)",

@@ -24,6 +24,7 @@ from vastml._validation import (
 )
 from vastml.kernels._gauss import METHODS
 from vastml.kernels._gp_cg import CGResult, conjugate_gradient
+from vastml.kernels._gp_dense import CholeskyPreconditioner, choose_solver, dense_fits
 from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
 from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
 from vastml.kernels._gp_system import GPSystem
@@ -63,6 +64,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     that loosens as the residual falls (the thesis's schedule), preconditioned by
     :math:`P = LL^T + \sigma^2 I`, a Nystrom factor on farthest-point landmarks applied by
     Woodbury. The rank of :math:`L` doubles until CG converges within ``target_iterations``.
+    When the kernel's spectrum is too flat for a low-rank factor (short length scales, low
+    noise) and the kernel matrix fits in memory, a cost model switches the preconditioner to a
+    single-precision Cholesky factor of :math:`\hat K` (``solver="dense"``): CG then converges
+    in a few products, still computed in double precision to the same tolerance.
     The length scales (ARD: one per feature, by scaling the inputs), signal and noise variance
     can be fitted by maximising the log marginal likelihood with L-BFGS, its log-determinant
     estimated by stochastic Lanczos quadrature and its gradient's traces by Hutchinson probes
@@ -85,14 +90,21 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         Further L-BFGS starts, drawn log-uniformly within a factor 10 of the initial values.
     n_probes : int, default=8
         Probe vectors of the stochastic log-determinant and trace estimates.
-    tol : float, default=1e-3
-        CG stops when :math:`\lVert y - \hat K\xi\rVert / \lVert y\rVert \le` tol (the thesis's
-        :math:`\eta`).
+    tol : float or "auto", default="auto"
+        A float: CG stops when :math:`\lVert y - \hat K\xi\rVert / \lVert y\rVert \le` tol
+        (the thesis's :math:`\eta`). ``"auto"``: the predictive mean at every training point is
+        within :math:`10^{-3}\,\mathrm{std}(y)` of the exact solve's. CG stops when
+        :math:`2\lVert r\rVert_2 \le 0.9\cdot10^{-3}\,\mathrm{std}(y)` (the solve's error in the
+        mean is :math:`K\hat K^{-1}r = r - \sigma^2\hat K^{-1}r`, of norm at most
+        :math:`2\lVert r\rVert_2`), a relative tolerance of about :math:`4.5\cdot10^{-4}/\sqrt N`,
+        and the mean's transform gets the accuracy :math:`10^{-4}\,\mathrm{std}(y)` (below
+        ``epsilon`` times :math:`\sum|\xi|` when that is smaller).
     delta : float, default=1e-3
         Allowed drift of the computed residual; sets the accuracy schedule
         :math:`\epsilon_k = \delta\lVert y\rVert / (N\lVert r_{k-1}\rVert)`.
     epsilon : float, default=1e-6
-        Accuracy of the prediction transform (relative to :math:`\sum|\xi|`).
+        Accuracy of the prediction transforms (relative to :math:`\sum|\xi|`; with
+        ``tol="auto"`` the mean's is tightened as that describes).
     normalize_y : bool, default=True
         Subtract the training mean of y (the thesis centres the outputs).
     max_iter : int, default=1000
@@ -106,6 +118,13 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         :math:`\sigma^2`); None never grows it.
     method : str, default="auto"
         Gauss transform method (see :func:`vastml.kernels.gauss_transform`).
+    solver : {"auto", "cg", "dense"}, default="auto"
+        How the final solve is preconditioned. ``"cg"``: the Nystrom factor above. ``"dense"``:
+        a single-precision Cholesky factor of the whole kernel matrix (memory 4 N^2 bytes, at
+        most 4 GB and half the free memory; cost N^3 / 3 operations), for flat spectra.
+        ``"auto"`` picks ``"dense"`` when it fits and its cost, in transform products, is below
+        CG's expected iterations times the planned cost of one product (see
+        ``docs/guide/kernels.md``). Either way CG stops at ``tol`` on double-precision products.
     n_jobs : int, default=None
     random_state : int, RandomState instance or None, default=None
         Probes and restarts.
@@ -132,7 +151,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         ``optimizer``; NaN otherwise).
     n_iter_ : int
         CG iterations of the final solve.
+    solver_ : str
+        The preconditioner the final solve used: ``"cg"`` (Nystrom) or ``"dense"`` (Cholesky).
     preconditioner_rank_ : int
+        Rank of the Nystrom factor (n_samples with the dense solver).
     residuals_, epsilons_ : list of float
         Relative residual and transform accuracy per CG iteration (of the last CG run).
     stopped_early_ : bool
@@ -161,7 +183,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         optimizer: str | None = None,
         n_restarts_optimizer: int = 0,
         n_probes: int = 8,
-        tol: float = 1e-3,
+        tol: float | str = "auto",
         delta: float = 1e-3,
         epsilon: float = 1e-6,
         normalize_y: bool = True,
@@ -169,6 +191,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         preconditioner_rank: int | str = "auto",
         target_iterations: int | None = 50,
         method: str = "auto",
+        solver: str = "auto",
         n_jobs: int | None = None,
         random_state: RandomState = None,
         callbacks: Callback | Sequence[Callback] | None = None,
@@ -189,6 +212,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.preconditioner_rank = preconditioner_rank
         self.target_iterations = target_iterations
         self.method = method
+        self.solver = solver
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.callbacks = callbacks
@@ -198,10 +222,14 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     def _check_params(self, n: int) -> int:
         positive_float(self.signal_variance, "signal_variance")
         positive_float(self.noise_variance, "noise_variance")
-        open_unit_float(self.tol, "tol")
+        if isinstance(self.tol, str):
+            choice(self.tol, "tol", ("auto",))
+        else:
+            open_unit_float(self.tol, "tol")
         open_unit_float(self.delta, "delta")
         open_unit_float(self.epsilon, "epsilon")
         choice(self.method, "method", METHODS)
+        choice(self.solver, "solver", ("auto", "cg", "dense"))
         n_jobs_arg(self.n_jobs)
         check_int(self.max_iter, "max_iter", low=1)
         check_int(self.n_restarts_optimizer, "n_restarts_optimizer", low=0)
@@ -250,7 +278,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
                         "n_jobs": self.n_jobs,
                         "rank": rank,
                         "target_iterations": self.target_iterations,
-                        "tol": max(float(self.tol), 1e-2),
+                        "tol": 1e-2 if isinstance(self.tol, str) else max(float(self.tol), 1e-2),
                         "delta": max(float(self.delta), 1e-2),
                         "max_iter": int(self.max_iter),
                         "epsilon": 1e-6,
@@ -272,23 +300,68 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             self.noise_variance_ = noise
             self._scaled = np.ascontiguousarray(Xc / ls)
             system = GPSystem(self._scaled, sf2, noise, self.method, self.n_jobs, rank, self.target_iterations)
+            tol = self._relative_tol(yc)
+            solver = self._choose_solver(system, tol)
+            nystrom = system.precond
+            if solver == "dense":
+                system.precond = CholeskyPreconditioner(self._scaled, sf2, noise, self.n_jobs)
+                system.target_iterations = None
             res, total = system.solve(
                 yc,
-                tol=float(self.tol),
+                tol=tol,
                 delta=float(self.delta),
                 max_iter=int(self.max_iter),
                 progress=None if self.stopped_early_ else _Offset(progress, offset),
             )
         self.stopped_early_ = self.stopped_early_ or res.stopped
+        self.solver_ = solver
+        self.preconditioner_rank_ = system.rank
+        if solver == "dense":  # the n x n factor is not kept; std columns fall back on the Nystrom one
+            system.precond = nystrom
+            system.target_iterations = self.target_iterations
         self._system = system
         self._kernel = system.kernel
         self.dual_coef_ = res.x
         self.n_iter_ = total
         self.residuals_ = res.residuals
         self.epsilons_ = res.epsilons
-        self.preconditioner_rank_ = system.rank
+        self._mean_epsilon = float(self.epsilon)
+        if isinstance(self.tol, str):  # the transform's share of the mean's error bound
+            total = float(np.abs(res.x).sum())
+            if total > 0.0:
+                bound = self.PREDICT_SHARE * self.MEAN_TOL * float(np.std(yc)) / total
+                self._mean_epsilon = min(self._mean_epsilon, max(bound, 1e-13))
         self._variance_cache = None
         return self
+
+    #: With ``tol="auto"``: the predictive mean's error bound at the training points, over std(y).
+    MEAN_TOL = 1e-3
+    #: The share of MEAN_TOL left to the prediction transform (the solve gets the rest).
+    PREDICT_SHARE = 0.1
+
+    def _relative_tol(self, yc: FloatArray) -> float:
+        if not isinstance(self.tol, str):
+            return float(self.tol)
+        norm = float(np.linalg.norm(yc))
+        if norm == 0.0:
+            return 0.5
+        share = (1.0 - self.PREDICT_SHARE) * self.MEAN_TOL
+        return max(0.5 * share * float(np.std(yc)) / norm, 1e-14)
+
+    def _choose_solver(self, system: GPSystem, tol: float) -> str:
+        if self.solver == "cg":
+            return "cg"
+        if self.solver == "dense":
+            if not dense_fits(system.n):
+                raise ValueError(
+                    f"`solver='dense'` needs {4 * system.n**2 / 1e9:.1f} GB for the kernel matrix; "
+                    "use solver='cg' or 'auto'"
+                )
+            return "dense"
+        if system.precond is None:  # preconditioner_rank=0 asks for the thesis's plain CG
+            return "cg"
+        choice_, self._solver_costs = choose_solver(system, tol, float(self.delta), int(self.max_iter))
+        return choice_
 
     def _scale(self, X: FloatArray) -> FloatArray:
         return np.ascontiguousarray((X - self._x_offset) / self.length_scale_)
@@ -303,7 +376,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "dual_coef_")
         Xs = self._scale(validate_data(self, X, dtype=np.float64, order="C", reset=False))
-        mean = self._kernel.apply(Xs, self.dual_coef_, self.epsilon) + self._y_mean
+        mean = self._kernel.apply(Xs, self.dual_coef_, self._mean_epsilon) + self._y_mean
         if not return_std:
             return mean
         with threadpool_limits(1, user_api="blas"):
