@@ -568,9 +568,9 @@ pub fn pe_r_step<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<(Array2<'py>, Array1<'py, u32>)> {
     let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
-    let mut out = a.r.to_vec();
+    let (mut out, step) = (a.r.to_vec(), options.r_step());
     let it = enter(py, n_jobs, |cancel| {
-        vastml_embed::parametric::r_step(&a.problem, &mut out, &options.r_step(), cancel)
+        vastml_embed::parametric::r_step(&a.problem, &mut out, &step, cancel)
     })?;
     Ok((matrix(py, out, a.n(), a.d)?, it.into_pyarray(py)))
 }
@@ -591,9 +591,9 @@ pub fn pe_evaluate<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<PeOut<'py>> {
     let a = PeArrays::new(&p, &phi, &r, &log_prior, &options)?;
-    let o = &options;
+    let (eta_r, eta_phi, grad_r) = (options.eta_r, options.eta_phi, options.grad_r);
     let ev = enter(py, n_jobs, |cancel| {
-        vastml_embed::parametric::evaluate(&a.problem, a.r, o.eta_r, o.eta_phi, o.grad_r, cancel)
+        vastml_embed::parametric::evaluate(&a.problem, a.r, eta_r, eta_phi, grad_r, cancel)
     })?;
     let gr = ev.grad_r.map(|g| matrix(py, g, a.n(), a.d)).transpose()?;
     let gp = matrix(py, ev.grad_phi, a.k, a.d)?;
@@ -625,9 +625,9 @@ impl PeArrays<'_> {
         n_jobs: Option<isize>,
         eval: PeEval,
     ) -> PyResult<Reduced> {
-        let mut r = self.r.to_vec();
+        let (mut r, step, eta_phi) = (self.r.to_vec(), o.r_step(), o.eta_phi);
         let (ev, steps) = enter(py, n_jobs, |cancel| {
-            eval(&self.problem, &mut r, &o.r_step(), o.eta_phi, cancel)
+            eval(&self.problem, &mut r, &step, eta_phi, cancel)
         })?;
         Ok(Reduced { ev, r, steps })
     }
@@ -734,7 +734,7 @@ pub fn knn_graph<'py>(
     }
     let m = qs.map_or(n, |(_, m, _)| m);
     let g = enter(py, n_jobs, |cancel| match qs {
-        Some((q, _, _)) => vastml_spatial::knn_query(pts, dim, q, k, eps),
+        Some((q, _, _)) => vastml_spatial::knn_query_with(pts, dim, q, k, eps, cancel),
         None => vastml_spatial::knn_graph_with(pts, dim, k, eps, cancel),
     })?;
     Ok((matrix(py, g.sqdist, m, k)?, matrix(py, g.indices, m, k)?))

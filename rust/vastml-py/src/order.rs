@@ -185,18 +185,20 @@ pub fn convomap_fit(
 /// col_order)`: a true result asks the fit to stop; an exception it raises stops the fit and
 /// is kept in `slot`.
 fn python_progress(cb: Py<PyAny>, slot: Arc<Mutex<Option<PyErr>>>) -> Progress {
-    Progress(Arc::new(move |stage: &str, step: usize, arr: &Arrangement| {
-        let args = (stage, step, arr.error(), arr.order(0), arr.order(1));
-        Python::attach(|py| match cb.call1(py, args) {
-            Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
-            Err(e) => {
-                if let Ok(mut g) = slot.lock() {
-                    g.get_or_insert(e);
+    Progress(Arc::new(
+        move |stage: &str, step: usize, arr: &Arrangement| {
+            let args = (stage, step, arr.error(), arr.order(0), arr.order(1));
+            Python::attach(|py| match cb.call1(py, args) {
+                Ok(stop) => !stop.is_truthy(py).unwrap_or(false),
+                Err(e) => {
+                    if let Ok(mut g) = slot.lock() {
+                        g.get_or_insert(e);
+                    }
+                    false
                 }
-                false
-            }
-        })
-    }))
+            })
+        },
+    ))
 }
 
 /// Greedy + 2-opt open path over the rows (axis 0) or columns (axis 1), Hamming distances.

@@ -164,6 +164,21 @@ pub fn knn_query(
     k: usize,
     eps: f64,
 ) -> Result<KnnGraph> {
+    knn_query_with(points, dim, queries, k, eps, &AtomicBool::new(false))
+}
+
+/// [`knn_query`] polling `cancel` while the tree is built (as [`knn_graph_with`] does).
+///
+/// # Errors
+/// As [`knn_query`], and [`SpatialError::Cancelled`] when `cancel` is raised.
+pub fn knn_query_with(
+    points: &[f64],
+    dim: usize,
+    queries: &[f64],
+    k: usize,
+    eps: f64,
+    cancel: &AtomicBool,
+) -> Result<KnnGraph> {
     let n = validate_points(points, dim)?;
     let m = validate_points(queries, dim)?;
     if k == 0 || k > n {
@@ -184,7 +199,7 @@ pub fn knn_query(
             reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
         });
     }
-    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE);
+    let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE, cancel).ok_or(SpatialError::Cancelled)?;
     let shrink = (1.0 + eps) * (1.0 + eps);
     let mut sqdist = vec![0.0f64; m * k];
     let mut indices = vec![0i32; m * k];

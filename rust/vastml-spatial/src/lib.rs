@@ -61,7 +61,7 @@ pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
 pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_csr_with, kmeans_plus_plus, kmeans_with};
-pub use knn::{KNN_LEAF_SIZE, KnnGraph, knn_graph, knn_graph_with, knn_query};
+pub use knn::{KNN_LEAF_SIZE, KnnGraph, knn_graph, knn_graph_with, knn_query, knn_query_with};
 
 /// Result alias used throughout the crate.
 pub type Result<T> = std::result::Result<T, SpatialError>;
