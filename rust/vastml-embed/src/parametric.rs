@@ -708,6 +708,8 @@ pub fn reduced_hessian(
 
 /// Per-thread scratch of one object's reduced-Hessian term.
 struct HessScratch {
+    /// The R-step's eta_r (the 2 eta_r I of A).
+    eta_r: f64,
     u: Vec<f64>,
     ub: Vec<f64>,
     a: Vec<f64>,
@@ -715,8 +717,9 @@ struct HessScratch {
 }
 
 impl HessScratch {
-    fn new(k: usize, d: usize) -> Self {
+    fn new(k: usize, d: usize, eta_r: f64) -> Self {
         Self {
+            eta_r,
             u: vec![0.0; k * d],
             ub: vec![0.0; d],
             a: vec![0.0; d * d],
@@ -732,7 +735,6 @@ fn accumulate_hessian(
     p: &[f64],
     q: &[f64],
     r: &[f64],
-    eta_r: f64,
     weight: f64,
     hs: &mut HessScratch,
     hess: &mut [f64],
@@ -758,7 +760,7 @@ fn accumulate_hessian(
             for (ul, &ql) in hs.u.chunks_exact(d).zip(q) {
                 c += ql * (ul[i] - hs.ub[i]) * (ul[j] - hs.ub[j]);
             }
-            hs.a[i * d + j] = pw * c + if i == j { 2.0 * eta_r } else { 0.0 };
+            hs.a[i * d + j] = pw * c + if i == j { 2.0 * hs.eta_r } else { 0.0 };
         }
     }
     for j in 0..d {
@@ -889,7 +891,7 @@ fn reduced_impl(
                 return Err(EmbedError::Cancelled);
             }
             let mut s = Scratch::new(k, d);
-            let mut hs = HessScratch::new(k, d);
+            let mut hs = HessScratch::new(k, d, opt.eta_r);
             let mut part = Partial {
                 with_entropy: false,
                 ce: 0.0,
@@ -911,7 +913,7 @@ fn reduced_impl(
                 let w = pb.weight(n);
                 accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r, w);
                 if with_hessian && w > 0.0 {
-                    accumulate_hessian(pb, p, &s.post.q, rn, opt.eta_r, w, &mut hs, &mut part.hess);
+                    accumulate_hessian(pb, p, &s.post.q, rn, w, &mut hs, &mut part.hess);
                 }
             }
             Ok(part)
