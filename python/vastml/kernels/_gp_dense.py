@@ -22,6 +22,8 @@ import numpy as np
 from scipy.linalg.lapack import spotrf, spotrs
 from threadpoolctl import threadpool_limits
 
+from vastml._validation import n_jobs_arg
+
 if TYPE_CHECKING:
     from vastml._typing import FloatArray
     from vastml.kernels._gp_system import GPSystem
@@ -92,22 +94,16 @@ def _squared_distances(A: FloatArray, B: FloatArray) -> FloatArray:
 
 
 def _threads(n_jobs: int | None) -> int:
-    """BLAS threads for ``n_jobs``. None: all cores, unless the machine is already busy (load
-    average at or above the core count), where one thread is used: BLAS threads spin while they
-    wait for each other, and on an oversubscribed machine a 2-thread factorisation was measured
-    2-5x slower than a 1-thread one."""
+    """BLAS threads for ``n_jobs`` (None or -1: all cores, -2 all but one, as ``n_jobs_arg``).
+
+    Deliberately not adapted to the machine's load: the factor (and so the last bits of every
+    prediction) must not depend on what else runs. On an oversubscribed machine pass
+    ``n_jobs=1``: spinning BLAS threads made a 2-thread factorisation 2-5x slower there."""
     cores = os.cpu_count() or 1
+    n_jobs = n_jobs_arg(n_jobs)
     if n_jobs is None:
-        try:
-            busy = os.getloadavg()[0] >= cores
-        except OSError:  # pragma: no cover - no load average
-            busy = False
-        return 1 if busy else cores
-    if n_jobs == -1:
         return cores
-    if n_jobs < 0:
-        return max(1, cores + 1 + n_jobs)
-    return max(1, int(n_jobs))
+    return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
 
 
 class CholeskyPreconditioner:
