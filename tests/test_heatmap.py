@@ -71,3 +71,27 @@ def test_bad_arguments():
         heatmap(X, row_colors=[1, 2])
     with pytest.raises(ValueError, match="compress"):
         heatmap(X, compress="median")
+
+
+@pytest.mark.parametrize("scale", ["columns", "rows", None])
+def test_block_by_block_scaling_equals_scaling_the_whole_matrix(scale):
+    # with both orders given the matrix is scaled chunk by chunk, never as a whole: the image
+    # must be the block means of the whole scaled, ordered matrix
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(250_003, 7)) * rng.uniform(0.5, 4, 7) + rng.normal(0, 5, 7)
+    X[:, 3] = 2.0  # a constant column
+    ro, co = rng.permutation(X.shape[0]), rng.permutation(7)
+    h = heatmap(X, row_order=ro, col_order=co, scale=scale, max_size=(997, 4))
+    import matplotlib.pyplot as plt
+
+    plt.close(h.figure)
+    if scale == "columns":
+        sd = X.std(0)
+        S = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
+    elif scale == "rows":
+        sd = X.std(1, keepdims=True)
+        S = (X - X.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+    else:
+        S = X
+    want = shrink(S[ro][:, co], h.rows_per_pixel, h.cols_per_pixel)
+    np.testing.assert_allclose(h.image, want, rtol=1e-9, atol=1e-9)

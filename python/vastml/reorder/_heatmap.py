@@ -279,13 +279,19 @@ def _scaler(A: np.ndarray, scale: str | None) -> Callable[[np.ndarray], np.ndarr
             ss += np.einsum("ij,ij->j", d, d)
         sd = np.sqrt(ss / n)
         sd = np.where(sd > 0, sd, 1.0)
-        return lambda B, cols=None: (B - mu) / sd if cols is None else (B - mu[cols]) / sd[cols]
+
+        def columns(B: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+            return (B - mu) / sd if cols is None else (B - mu[cols]) / sd[cols]
+        return columns
     if scale == "rows":
         def rows(B: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
             sd = B.std(1, keepdims=True)
             return (B - B.mean(1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
         return rows
-    return lambda B, cols=None: B
+
+    def unscaled(B: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        return B
+    return unscaled
 
 
 def _shrink_ordered(
