@@ -218,11 +218,29 @@ pub fn exact_path(
 /// `k' = min(k, m - 1)`). Uses the kd-tree of `vastml-spatial` above 64 cities, a direct scan
 /// below.
 pub fn neighbour_lists(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
+    neighbour_lists_with(x, dim, k, &NEVER).expect("a flag never raised")
+}
+
+/// Cities queried between two polls of the cancel flag in [`neighbour_lists_with`].
+const QUERY_CHUNK: usize = 4096;
+
+/// [`neighbour_lists`] polling `cancel` while the kd-tree is built and between chunks of
+/// 4,096 queries, which run in parallel (the lists do not depend on the number of threads).
+///
+/// # Errors
+/// [`OrderError::Cancelled`] when `cancel` is raised.
+pub fn neighbour_lists_with(
+    x: &[f64],
+    dim: usize,
+    k: usize,
+    cancel: &AtomicBool,
+) -> Result<(Vec<usize>, usize), OrderError> {
+    use rayon::prelude::*;
     let m = x.len() / dim;
     let k = k.min(m.saturating_sub(1));
     let mut out = Vec::with_capacity(m * k);
     if k == 0 {
-        return (out, 0);
+        return Ok((out, 0));
     }
     if m <= 64 {
         let mut cand: Vec<(f64, usize)> = Vec::with_capacity(m);
@@ -236,26 +254,24 @@ pub fn neighbour_lists(x: &[f64], dim: usize, k: usize) -> (Vec<usize>, usize) {
         // a kd-tree prunes little in many dimensions or on small sets: scan all pairs once
         out = brute_neighbours(x, dim, k);
     } else {
-        // points were validated by the caller, so the tree cannot fail
-        let tree = KdTree::build(x, dim, 16).expect("validated points");
-        for a in 0..m {
-            let q = &x[a * dim..(a + 1) * dim];
-            let nn = tree.nearest(q, k + 1).expect("validated query");
-            let mut c = 0;
-            for (b, _) in nn {
-                if b != a && c < k {
-                    out.push(b);
-                    c += 1;
-                }
-            }
-            while c < k {
+        // points were validated by the caller, so the tree can only be cancelled
+        let tree = KdTree::build_with(x, dim, 16, cancel).map_err(|_| OrderError::Cancelled)?;
+        out.resize(m * k, 0);
+        for (chunk, rows) in out.chunks_mut(QUERY_CHUNK * k).enumerate() {
+            cancelled(cancel)?;
+            rows.par_chunks_mut(k).enumerate().for_each(|(i, row)| {
+                let a = chunk * QUERY_CHUNK + i;
+                let nn = tree.nearest(&x[a * dim..(a + 1) * dim], k + 1);
+                let nn = nn.expect("validated query");
+                let mut others = nn.into_iter().map(|(b, _)| b).filter(|&b| b != a);
                 // k + 1 hits all equal to a cannot happen (indices are distinct); pad defensively
-                out.push(if a == 0 { 1 } else { 0 });
-                c += 1;
-            }
+                let pad = if a == 0 { 1 } else { 0 };
+                row.iter_mut()
+                    .for_each(|o| *o = others.next().unwrap_or(pad));
+            });
         }
     }
-    (out, k)
+    Ok((out, k))
 }
 
 /// The `k` nearest other rows of every row by one pass over all pairs (each pair's distance
@@ -799,8 +815,7 @@ pub(crate) fn solve_path_unchecked(
     params: &PathParams,
     cancel: &AtomicBool,
 ) -> Result<Vec<usize>, OrderError> {
-    let (nb, k) = neighbour_lists(x, dim, params.neighbours);
-    cancelled(cancel)?;
+    let (nb, k) = neighbour_lists_with(x, dim, params.neighbours, cancel)?;
     let mut path = match params.start {
         Start::Greedy => greedy_start(x, dim, &nb, k, start, end),
         Start::NearestNeighbour => nearest_neighbour_start(x, dim, start, end),
