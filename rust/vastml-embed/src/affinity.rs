@@ -184,6 +184,21 @@ pub struct Affinities {
     pub converged: Vec<bool>,
 }
 
+impl Affinities {
+    /// The probabilities and the per-point results apart.
+    pub fn into_parts(self) -> (Vec<f64>, AffinityInfo) {
+        let info = AffinityInfo {
+            log_beta: self.log_beta,
+            evaluations: self.evaluations,
+            bisections: self.bisections,
+            log_beta_lower: self.log_beta_lower,
+            log_beta_upper: self.log_beta_upper,
+            converged: self.converged,
+        };
+        (self.probabilities, info)
+    }
+}
+
 /// One affinity problem: n rows of k squared distances, the perplexity, the root finder, the
 /// order the rows are solved in and how they are warm-started.
 struct Problem<'a> {

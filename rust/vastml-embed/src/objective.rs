@@ -65,91 +65,18 @@ impl FromStr for Model {
     }
 }
 
-/// Index type of CSR arrays: int64, or int32 for the compact (32-bit) layout SciPy uses
-/// below 2^31 entries.
-pub trait CsrIndex: Copy + PartialOrd + Send + Sync + std::fmt::Debug + 'static {
-    /// The value as an index (callers check the range first).
-    fn ix(self) -> usize;
-    /// True for 0 <= self < n.
-    fn below(self, n: usize) -> bool;
-    /// The index of `i` (callers check that it fits).
-    fn of(i: usize) -> Self;
-    /// The largest representable index.
-    const MAX: usize;
-}
+pub use vastml_core::{CsrIndex, CsrValue};
 
-impl CsrIndex for i64 {
-    #[inline(always)]
-    fn ix(self) -> usize {
-        self as usize
-    }
-    #[inline(always)]
-    fn below(self, n: usize) -> bool {
-        self >= 0 && (self as u64) < n as u64
-    }
-    #[inline(always)]
-    fn of(i: usize) -> Self {
-        i as i64
-    }
-    const MAX: usize = i64::MAX as usize;
-}
-
-impl CsrIndex for i32 {
-    #[inline(always)]
-    fn ix(self) -> usize {
-        self as usize
-    }
-    #[inline(always)]
-    fn below(self, n: usize) -> bool {
-        self >= 0 && (self as usize) < n
-    }
-    #[inline(always)]
-    fn of(i: usize) -> Self {
-        i as i32
-    }
-    const MAX: usize = i32::MAX as usize;
-}
-
-/// Value type of CSR arrays: float64, or float32 for the compact layout (sums are always
-/// accumulated in f64).
-pub trait CsrValue: Copy + PartialOrd + Send + Sync + std::fmt::Debug + 'static {
-    /// The value in f64.
-    fn get(self) -> f64;
-    /// The value of `v` (rounded for f32).
-    fn of(v: f64) -> Self;
-}
-
-impl CsrValue for f64 {
-    #[inline(always)]
-    fn get(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v
-    }
-}
-
-impl CsrValue for f32 {
-    #[inline(always)]
-    fn get(self) -> f64 {
-        self as f64
-    }
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v as f32
-    }
-}
-
-/// A sparse n x n weight matrix in CSR form: int64 / f64 arrays as SciPy and NumPy hold
-/// them by default, or the compact int32 / f32 layout of large problems.
+/// A borrowed sparse n x n matrix in CSR form: int64 / f64 arrays as SciPy and NumPy hold
+/// them by default, or the compact int32 / f32 layout of large problems. The embedding
+/// objectives check it as an attraction (weights >= 0); [`crate::lll`] takes any signs.
 #[derive(Debug, Clone, Copy)]
 pub struct Csr<'a, I: CsrIndex = i64, V: CsrValue = f64> {
     /// Row pointers (n + 1 entries).
     pub indptr: &'a [I],
     /// Column indices.
     pub indices: &'a [I],
-    /// Weights (>= 0).
+    /// Values.
     pub data: &'a [V],
 }
 

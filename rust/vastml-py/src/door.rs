@@ -89,6 +89,25 @@ fn panic_to_pyerr(payload: &(dyn std::any::Any + Send)) -> PyErr {
     ))
 }
 
+/// Waits for the work's signal on `done`, polling for Ctrl-C meanwhile: on the first one it
+/// raises `cancel` (the work stops soon after) and returns the `KeyboardInterrupt`.
+fn wait_for(done: &mpsc::Receiver<()>, cancel: &AtomicBool) -> Option<PyErr> {
+    let mut interrupted: Option<PyErr> = None;
+    loop {
+        match done.recv_timeout(POLL) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return interrupted,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if interrupted.is_none() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                        interrupted = Some(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Runs `work` without the GIL on the pool for `n_jobs`, honouring Ctrl-C.
 ///
 /// `work` receives the cancel flag it should poll in its long loops. A panic inside `work`
@@ -111,20 +130,7 @@ where
                 let _ = tx.send(());
                 r
             });
-            let mut interrupted: Option<PyErr> = None;
-            loop {
-                match rx.recv_timeout(POLL) {
-                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if interrupted.is_none() {
-                            if let Err(e) = Python::attach(|py| py.check_signals()) {
-                                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-                                interrupted = Some(e);
-                            }
-                        }
-                    }
-                }
-            }
+            let interrupted = wait_for(&rx, &cancel);
             let joined = handle.join();
             match (interrupted, joined) {
                 (Some(e), _) => Err(e),

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use vastml_embed::affinity::{
     AffinityInfo, AffinityParams, RootMethod, RootOptions, WarmStartKind, entropic_affinities,
 };
@@ -62,29 +63,23 @@ pub struct AffinityArgs {
     compact: bool,
 }
 
-/// (P n x k, log_beta, evaluations, bisections, log_beta_lower, log_beta_upper, converged).
-type AffinityOut<'py> = (
-    Array2<'py>,
-    Array1<'py, f64>,
-    Array1<'py, u32>,
-    Array1<'py, u32>,
-    Array1<'py, f64>,
-    Array1<'py, f64>,
-    Array1<'py, bool>,
-);
-
-/// (indptr, indices, data) of P followed by the per-point results of [`AffinityOut`].
-type AffinityCsrOut<'py> = (
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Array1<'py, f64>,
-    Array1<'py, u32>,
-    Array1<'py, u32>,
-    Array1<'py, f64>,
-    Array1<'py, f64>,
-    Array1<'py, bool>,
-);
+/// `head` (P, dense or as CSR arrays) followed by the per-point results: log_beta,
+/// evaluations, bisections, log_beta_lower, log_beta_upper, converged.
+fn with_info<'py>(
+    py: Python<'py>,
+    mut head: Vec<Bound<'py, PyAny>>,
+    a: AffinityInfo,
+) -> PyResult<Bound<'py, PyTuple>> {
+    head.extend([
+        a.log_beta.into_pyarray(py).into_any(),
+        a.evaluations.into_pyarray(py).into_any(),
+        a.bisections.into_pyarray(py).into_any(),
+        a.log_beta_lower.into_pyarray(py).into_any(),
+        a.log_beta_upper.into_pyarray(py).into_any(),
+        a.converged.into_pyarray(py).into_any(),
+    ]);
+    PyTuple::new(py, head)
+}
 
 /// The inputs of both affinity bindings, checked and converted.
 struct AffinityJob<'a> {
@@ -140,21 +135,14 @@ pub fn entropic_affinities_knn<'py>(
     options: AffinityArgs,
     parents: Option<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<isize>,
-) -> PyResult<AffinityOut<'py>> {
+) -> PyResult<Bound<'py, PyTuple>> {
     let job = AffinityJob::new(&sqdist, &order, &parents)?;
     let params = job.params(&options)?;
     let a = enter(py, n_jobs, |cancel| {
         entropic_affinities(job.sqdist, job.n, job.k, &params, cancel)
     })?;
-    Ok((
-        matrix(py, a.probabilities, job.n, job.k)?,
-        a.log_beta.into_pyarray(py),
-        a.evaluations.into_pyarray(py),
-        a.bisections.into_pyarray(py),
-        a.log_beta_lower.into_pyarray(py),
-        a.log_beta_upper.into_pyarray(py),
-        a.converged.into_pyarray(py),
-    ))
+    let (p, info) = a.into_parts();
+    with_info(py, vec![matrix(py, p, job.n, job.k)?.into_any()], info)
 }
 
 /// As `entropic_affinities_knn`, with the neighbour indices: canonical CSR arrays, then info.
@@ -168,7 +156,7 @@ pub fn entropic_affinities_csr<'py>(
     options: AffinityArgs,
     parents: Option<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<isize>,
-) -> PyResult<AffinityCsrOut<'py>> {
+) -> PyResult<Bound<'py, PyTuple>> {
     let job = AffinityJob::new(&sqdist, &order, &parents)?;
     let params = job.params(&options)?;
     let (csr, info) = if options.compact {
@@ -176,18 +164,7 @@ pub fn entropic_affinities_csr<'py>(
     } else {
         affinities_csr_typed::<i64, f64>(py, indices, &job, &params, n_jobs, "int64")?
     };
-    let ((ip, ix, dt), a) = (csr, info);
-    Ok((
-        ip,
-        ix,
-        dt,
-        a.log_beta.into_pyarray(py),
-        a.evaluations.into_pyarray(py),
-        a.bisections.into_pyarray(py),
-        a.log_beta_lower.into_pyarray(py),
-        a.log_beta_upper.into_pyarray(py),
-        a.converged.into_pyarray(py),
-    ))
+    with_info(py, vec![csr.0, csr.1, csr.2], info)
 }
 
 /// `entropic_affinities_csr` for neighbour indices of type `I` and values of type `V`.

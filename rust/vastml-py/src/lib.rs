@@ -1,5 +1,5 @@
 //! Python bindings of vastml. This crate holds no algorithm: it converts arguments,
-//! releases the GIL through [`door::enter`], and maps errors.
+//! releases the GIL through `door::enter`, and maps errors.
 
 mod arrays;
 mod door;

@@ -14,7 +14,7 @@
 //! `Z` (L×N, K_Z entries per column) is held by columns: [`Weights`]. The long loops take a
 //! [`Control`]: they poll its cancel flag and report to its hook between chunks of points
 //! (objective NaN, no state); a hook returning `true` stops them with
-//! [`EmbedError::Stopped`](crate::EmbedError::Stopped).
+//! [`EmbedError::Stopped`].
 //!
 //! # Example
 //!
@@ -89,16 +89,9 @@ impl Weights {
 }
 
 /// A sparse N×N matrix in CSR form (int64 indices, or SciPy's int32 so that a large graph
-/// is not copied on the way in); any signs.
-#[derive(Debug, Clone, Copy)]
-pub struct Csr<'a, I: CsrIndex = i64> {
-    /// Row pointers (N + 1 entries).
-    pub indptr: &'a [I],
-    /// Column indices.
-    pub indices: &'a [I],
-    /// Values.
-    pub data: &'a [f64],
-}
+/// is not copied on the way in); float64 values of any sign. The CSR view of
+/// [`crate::objective`] with f64 values.
+pub type Csr<'a, I = i64> = crate::objective::Csr<'a, I, f64>;
 
 impl<I: CsrIndex> Csr<'_, I> {
     /// Checks that `indptr` is a valid row pointer of an N×N matrix (`n` = N).
