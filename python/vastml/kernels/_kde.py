@@ -258,8 +258,12 @@ class KernelDensity(BaseEstimator):
             ok = (gd - e > 0) & (e <= rtol * (gd - e))
             out[rest[ok]] = np.log(gd[ok])
             rest = rest[~ok]
-            if rest.size:
-                out[rest] = self._log_direct(Xs[rest])
+            # the exact log-sum-exp costs N per target, the tree about 2 N log2(N) to build
+            if rest.size and (rest.size <= 2 * math.log2(n_sources) or self._log_plan is not None):
+                out[rest] = self._log_direct(Xs[rest]) if self._log_plan is None else (
+                    self._log_plan.evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs))
+            elif rest.size:
+                out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)
         elif rest.size:
             out[rest] = self._log_sums().evaluate(np.ascontiguousarray(Xs[rest]), rtol, self.n_jobs)
         return out - self._norm

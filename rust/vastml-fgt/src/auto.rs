@@ -203,20 +203,22 @@ impl Context<'_> {
                 .fold(0.0f64, f64::max)
                 .max(self.h * 1e-3)
         };
+        // (the estimate, and whether only the sample's extent admits the IFGT)
         let ifgt_rough = match rough_ifgt(&self.problem) {
-            Some(r) if sample_range >= 0.5 * self.problem.range => Some(r),
+            Some(r) if sample_range >= 0.5 * self.problem.range => Some((r, false)),
             full => {
                 let robust = rough_ifgt(&IfgtProblem {
                     range: sample_range,
                     ..self.problem
                 });
                 match (full, robust) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
+                    (Some(a), Some(b)) if b < a => Some((b, true)),
+                    (Some(a), _) => Some((a, false)),
+                    (None, b) => b.map(|b| (b, true)),
                 }
             }
         };
-        let rough_best = [Some(direct), tree_rough, ifgt_rough]
+        let rough_best = [Some(direct), tree_rough, ifgt_rough.map(|r| r.0)]
             .into_iter()
             .flatten()
             .fold(f64::INFINITY, f64::min);
@@ -265,13 +267,16 @@ impl Context<'_> {
                 });
             }
         }
-        if let Some(rough) = ifgt_rough {
+        if let Some((rough, robust_only)) = ifgt_rough {
             // Clustering is only worth it when the IFGT may come within the timing window
             // of the best refined alternative, and never grows past the number of clusters
-            // whose clustering alone would cost more than that.
+            // whose clustering alone would cost half of that (a fifth when only the sample's
+            // extent admits the IFGT: heavy tails look like outliers there, and the
+            // clustering then often ends without reaching epsilon).
             if !stopped && rough < WINDOW * best {
-                // the IFGT cannot win once its clustering alone costs more than the best
-                let k_budget = (best / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+                let share = if robust_only { 0.2 } else { 0.5 };
+                let k_budget = (share * best
+                    / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
                     .max(1.0) as usize;
                 if let Some(p) = self.build_ifgt(false, k_budget, cancel)? {
                     let reach = p.mean_clusters_in_reach(&sample);
