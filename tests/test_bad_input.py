@@ -478,3 +478,12 @@ def test_huge_bandwidths_give_finite_values_not_overflow_errors():
     assert K.normal_reference_functional(4, 1e300) == 0.0
     W = E.gaussian_knn_affinity(X, n_neighbors=5, bandwidth=1e300)
     assert np.allclose(W.data, 1.0)
+
+
+@pytest.mark.parametrize("value", ["1e300", "0", "nan"])
+def test_demo_refuses_an_absurd_bandwidth_in_one_line(value, tmp_path):
+    # --bandwidth 1e300 overflowed the density's normaliser: a raw OverflowError traceback
+    r = _cli("demo", "--quick", "--bandwidth", value, "--out", str(tmp_path / "d.png"))
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "`--bandwidth`" in r.stderr

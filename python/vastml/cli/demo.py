@@ -145,6 +145,11 @@ def _demo_all(args: argparse.Namespace) -> int:
     from vastml.cli.reorder import demo as reorder_demo
     from vastml.cli.order import demo as order_demo
 
+    from vastml._validation import check_float
+
+    # the mixture lies in the unit square: a kernel wider than 10 shows nothing (and a huge
+    # one overflowed the density's normaliser)
+    check_float(args.bandwidth, "--bandwidth", low=0, high=10, low_open=True)
     rc = _demo(args)
     rc = rc or reorder_demo(args)
     return rc or order_demo(args)
