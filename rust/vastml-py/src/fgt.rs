@@ -32,8 +32,9 @@ fn sample<'a>(a: &'a Option<PyReadonlyArray2<'_, f64>>, dim: usize) -> PyResult<
     check_dims(dim, sdim, "target_sample").map(|()| Some(s))
 }
 
-/// Raises the progress callable's exception if there was one, else the work's result.
-fn finish<T>(hook: Option<PyHook<str>>, out: PyResult<T>) -> PyResult<T> {
+/// Raises the progress callable's exception if there was one, else the work's result (the
+/// bindings' one way to end a call with a hook; it belongs with `PyHook` in progress.rs).
+pub fn finish<S: ?Sized, T>(hook: Option<PyHook<S>>, out: PyResult<T>) -> PyResult<T> {
     hook.map_or(Ok(()), |h| h.finish())?;
     out
 }

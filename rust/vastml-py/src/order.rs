@@ -22,6 +22,7 @@ use vastml_order::{
 use crate::arrays::{Wrap, matrix};
 use crate::door::enter;
 use crate::errors::ToPyErr;
+use crate::fgt::finish;
 use crate::progress;
 use crate::tsp::order_to_py;
 
@@ -255,8 +256,7 @@ pub fn branch_and_bound_order(
         let err = Arrangement::new_cancellable(m, obj, Some(&r.order), cols, cancel)?.error();
         Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
     });
-    hook.map_or(Ok(()), |h| h.finish())?;
-    r
+    finish(hook, r)
 }
 
 /// The thesis's planted binary matrix (java.util.Random draws), uint8 size x size.

@@ -21,7 +21,8 @@ use vastml_svm::{
 use crate::arrays::{Wrap, matrix, rows, rows_n};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::progress::{self, PyHook};
+use crate::fgt::finish;
+use crate::progress;
 
 /// Examples borrowed from Python.
 pub enum PyX<'py> {
@@ -99,12 +100,6 @@ fn by_rows<'py>(py: Python<'py>, v: Vec<f64>, cols: usize) -> PyResult<Bound<'py
 /// The progress state of the SVM trainers (a count) as a Python int.
 fn count_state(py: Python<'_>, s: &usize) -> PyResult<Py<PyAny>> {
     Ok(s.into_pyobject(py)?.into_any().unbind())
-}
-
-/// Raises a callback's exception if there was one, else the work's result.
-fn finish<T>(hook: Option<PyHook<usize>>, out: PyResult<T>) -> PyResult<T> {
-    hook.map_or(Ok(()), |h| h.finish())?;
-    out
 }
 
 /// A kernel as Python names it: `kernel`, `gamma`, `degree`, `coef0`.

@@ -11,6 +11,7 @@ use vastml_order::{TspMeansParams, tsp_means};
 
 use crate::arrays::{Wrap, rows};
 use crate::door::enter;
+use crate::fgt::finish;
 use crate::progress;
 
 /// An order as an int64 array.
@@ -88,8 +89,7 @@ pub fn tsp_means_order<'py>(
         let r = tsp_means(data, dim, &params, progress::control(c, hook.as_ref()))?;
         Ok::<_, vastml_order::OrderError>((path_length(data, dim, &r.order), r))
     });
-    hook.map_or(Ok(()), |h| h.finish())?;
-    let (length, r) = r?;
+    let (length, r) = finish(hook, r)?;
     let (counts, s) = ((r.levels, r.n_kmeans, r.n_tsp, r.n_sweeps), r.stage_seconds);
     Ok((
         order_array(py, &r.order),
