@@ -486,16 +486,14 @@ struct Partial {
 }
 
 /// Adds object n's terms (with `s.post` at r) to the partial sums; writes dJ/dr_n when asked.
-#[allow(clippy::too_many_arguments)]
+/// `(eta_r, weight)`: the R penalty and the object's sample weight.
 fn accumulate(
     pb: &Problem<'_>,
-    p: &[f64],
-    r: &[f64],
+    (p, r): (&[f64], &[f64]),
     s: &mut Scratch,
     part: &mut Partial,
     gr: Option<&mut [f64]>,
-    eta_r: f64,
-    weight: f64,
+    (eta_r, weight): (f64, f64),
 ) {
     let (k, d) = (pb.k, pb.d);
     part.ce += weight * s.post.cross_entropy(p);
@@ -637,16 +635,9 @@ pub fn evaluate(
                 let out = gr
                     .as_deref_mut()
                     .map(|g| &mut g[(n - lo) * d..(n - lo) * d + d]);
-                accumulate(
-                    pb,
-                    &pb.p[n * k..n * k + k],
-                    rn,
-                    &mut s,
-                    &mut part,
-                    out,
-                    eta_r,
-                    pb.weight(n),
-                );
+                let pn = &pb.p[n * k..n * k + k];
+                let coef = (eta_r, pb.weight(n));
+                accumulate(pb, (pn, rn), &mut s, &mut part, out, coef);
             }
             Ok(part)
         })
@@ -911,7 +902,7 @@ fn reduced_impl(
                 let rn = &mut rc[i * d..i * d + d];
                 *it = newton_object(pb, p, rn, opt, &mut s);
                 let w = pb.weight(n);
-                accumulate(pb, p, rn, &mut s, &mut part, None, opt.eta_r, w);
+                accumulate(pb, (p, rn), &mut s, &mut part, None, (opt.eta_r, w));
                 if with_hessian && w > 0.0 {
                     accumulate_hessian(pb, p, &s.post.q, rn, w, &mut hs, &mut part.hess);
                 }

@@ -436,17 +436,19 @@ fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon:
     lo
 }
 
+/// Per cluster, one limit per truncation order.
+type Limits = Vec<Vec<f64>>;
+
 /// Per cluster, the source and target limits of [`IfgtPlan`] for p = 1..truncation - 1,
 /// computed once per radius rounded up to the grid rx 0.97^k (radii below rx 0.97^400 and
 /// zero are used as they are).
-#[allow(clippy::type_complexity)]
 fn limits_by_radius(
     radii: &[f64],
     truncation: usize,
     cutoff: f64,
     h: f64,
     epsilon: f64,
-) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+) -> (Limits, Limits) {
     const RATIO: f64 = 0.97;
     const STEPS: usize = 400;
     let rx = radii.iter().copied().fold(0.0f64, f64::max);
