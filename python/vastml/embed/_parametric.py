@@ -388,8 +388,9 @@ class ParametricEmbedding(TransformerMixin, BaseEstimator):
     The input is class posteriors: non-negative rows that sum to 1 (the estimator's tag
     ``positive_only``). scikit-learn's estimator checks feed it arbitrary non-negative data, so
     they run it with ``normalize=True`` (rows rescaled, with a warning); the integer data of
-    their dtype check are all-zero rows, which no rescaling makes posteriors, so that check
-    fails (a ValueError names the all-zero row). ``transform`` embeds
+    their dtype check, and the shifted data of their two checks of ``sample_weight`` given as
+    a pandas Series or a list, hold all-zero rows, which no rescaling makes
+    posteriors, so those checks fail (a ValueError names the all-zero row). ``transform`` embeds
     each object exactly given the centres, so ``transform(P)`` reproduces ``embedding_`` and
     does not depend on the batch. The class regions of the embedding are given by
     :meth:`posteriors_at` and :meth:`classes_at`, which take coordinates, not posteriors.
