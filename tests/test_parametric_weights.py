@@ -39,8 +39,8 @@ def test_weighted_objective_and_gradients_match_the_hand_oracle(seed):
     w = np.random.default_rng(seed + 100).uniform(0, 3, P.shape[0])
     w[::7] = 0.0
     eta_r, eta_phi = 0.1, 0.7
-    J, _, _, G, GR = _core.pe_evaluate(P, R, Phi, lp, eta_r, eta_phi, grad_r=True,
-                                       sample_weight=w)
+    options = {"eta_r": eta_r, "eta_phi": eta_phi, "grad_r": True, "sample_weight": w}
+    J, _, _, G, GR = _core.pe_evaluate(P, R, Phi, lp, options)
     assert J == pytest.approx(_weighted_J(P, R, Phi, lp, eta_r, eta_phi, w), rel=1e-12)
     fd_phi = _fd(lambda F: _weighted_J(P, R, F, lp, eta_r, eta_phi, w), Phi)
     fd_r = _fd(lambda X: _weighted_J(P, X, Phi, lp, eta_r, eta_phi, w), R)
@@ -53,20 +53,20 @@ def test_weighted_objective_and_gradients_match_the_hand_oracle(seed):
 def test_weighted_reduced_gradient_and_hessian_match_finite_differences():
     P, lp, R0, Phi = _problem(5, N=60, K=3)
     w = np.random.default_rng(9).uniform(0, 2, P.shape[0])
-    kw = {"tol_r": 1e-26, "max_newton_iter": 100}
+    kw = {"eta_r": 0.1, "eta_phi": 0.7, "tol_r": 1e-26, "max_newton_iter": 100}
 
     def reduced(F):
-        J, _, _, G, R, _ = _core.pe_reduced(P, np.ascontiguousarray(F), R0, lp, 0.1, 0.7,
-                                            sample_weight=w, **kw)
+        J, _, _, G, R, _ = _core.pe_reduced(P, np.ascontiguousarray(F), R0, lp,
+                                            {**kw, "sample_weight": w})
         return J, G, R
 
     J, G, R = reduced(Phi)
     # J~(Phi) = min_R J: the hand objective at the R-step's R, whose rows do not depend on w
     assert J == pytest.approx(_weighted_J(P, R, Phi, lp, 0.1, 0.7, w), rel=1e-12)
-    Ru = _core.pe_reduced(P, Phi, R0, lp, 0.1, 0.7, **kw)[4]  # unweighted
+    Ru = _core.pe_reduced(P, Phi, R0, lp, kw)[4]  # unweighted
     np.testing.assert_array_equal(R, Ru)
     np.testing.assert_allclose(G, _fd(lambda F: reduced(F)[0], Phi, 1e-5), atol=1e-5)
-    Jh, Gh, H, Rh, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, 0.1, 0.7, sample_weight=w, **kw)
+    Jh, Gh, H, Rh, _ = _core.pe_reduced_hessian(P, Phi, R0, lp, {**kw, "sample_weight": w})
     assert Jh == J
     np.testing.assert_array_equal(Gh, G)
     np.testing.assert_array_equal(Rh, R)
