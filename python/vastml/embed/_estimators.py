@@ -167,7 +167,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
             # querying it was ~80 % of a 1M-point transform
             sqdist, idx = _core.knn_graph(
                 self._nn_X, int(self.nn_.n_neighbors), KNN_APPROX_EPS, n_jobs_arg(self.n_jobs),
-                queries=X,
+                queries=np.asarray(X, dtype=np.float64),
             )
         else:
             if not hasattr(self.nn_, "n_samples_fit_"):

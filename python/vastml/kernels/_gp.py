@@ -327,9 +327,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.epsilons_ = res.epsilons
         self._mean_epsilon = float(self.epsilon)
         if isinstance(self.tol, str):  # the transform's share of the mean's error bound
-            total = float(np.abs(res.x).sum())
-            if total > 0.0:
-                bound = self.PREDICT_SHARE * self.MEAN_TOL * float(np.std(yc)) / total
+            mass = float(np.abs(res.x).sum())
+            if mass > 0.0:
+                bound = self.PREDICT_SHARE * self.MEAN_TOL * float(np.std(yc)) / mass
                 self._mean_epsilon = min(self._mean_epsilon, max(bound, 1e-13))
         self._variance_cache = None
         return self

@@ -91,7 +91,7 @@ class MarginalLikelihood:
             noise = sys_.noise_variance
             P = sys_.precond
             rank = sys_.n_landmarks
-            if P is not None:
+            if isinstance(P, NystromPreconditioner):  # the system's own (never the dense factor)
                 Z = P.sample(self.g_low, self.g_full)
                 PinvZ = P.solve(Z)
                 logdet_p = P.logdet()

@@ -17,6 +17,7 @@ from vastml.kernels._gp_cg import EPS_MAX, EPS_MIN, conjugate_gradient
 from vastml.kernels._gp_precond import NystromPreconditioner
 
 if TYPE_CHECKING:
+    from vastml.kernels._gp_dense import CholeskyPreconditioner
     from vastml._typing import FloatArray
     from vastml.kernels._gp_cg import CGResult, Reporter
 
@@ -87,7 +88,9 @@ class GPSystem:
         self.noise_variance = float(noise_variance)
         self.kernel = GaussKernel(scaled, signal_variance, method, n_jobs)
         self.target_iterations = target_iterations
-        self.precond = NystromPreconditioner(scaled, signal_variance, noise_variance, rank) if rank > 0 else None
+        self.precond: NystromPreconditioner | CholeskyPreconditioner | None = (
+            NystromPreconditioner(scaled, signal_variance, noise_variance, rank) if rank > 0 else None
+        )
 
     @property
     def rank(self) -> int:
@@ -144,7 +147,9 @@ class GPSystem:
             )
             total += res.n_iter_
             precond = self.precond
-            if res.converged or res.stopped or not grow or total >= max_iter or precond is None:
+            if res.converged or res.stopped or not grow or total >= max_iter:
+                return res, total
+            if not isinstance(precond, NystromPreconditioner):  # only a Nystrom factor grows
                 return res, total
             precond.build(2 * precond.n_visited)
             x0, r0 = res.x, res.residual

@@ -224,7 +224,7 @@ def tsp_path(
         raise ValueError("`start` and `end` must differ")
     if method == "exact" and n - (start is not None) - (end is not None) > 16:
         raise ValueError("method='exact' takes at most 16 free rows; use method='heuristic'")
-    params = {"method": method, "init": init}
+    params: dict[str, object] = {"method": method, "init": init}
     params.update(neighbours=check_int(n_neighbors, "n_neighbors", low=1))
     params.update(or_opt=check_bool(or_opt, "or_opt"))
     return _core.tsp_path_order(x, (start, end), params, n_jobs=n_jobs_arg(n_jobs))
