@@ -83,18 +83,7 @@ pub fn knn_graph_with(
             reason: format!("must lie in [1, n - 1 = {}], got {k}", n.saturating_sub(1)),
         });
     }
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(SpatialError::InvalidParameter {
-            name: "eps",
-            reason: format!("must be finite and >= 0, got {eps}"),
-        });
-    }
-    if n > i32::MAX as usize {
-        return Err(SpatialError::InvalidParameter {
-            name: "points",
-            reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
-        });
-    }
+    check_eps_and_size(eps, n)?;
     let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE, cancel).ok_or(SpatialError::Cancelled)?;
     let shrink = (1.0 + eps) * (1.0 + eps);
     let perm = &tree.perm;
@@ -187,18 +176,7 @@ pub fn knn_query_with(
             reason: format!("must lie in [1, n = {n}], got {k}"),
         });
     }
-    if !(eps.is_finite() && eps >= 0.0) {
-        return Err(SpatialError::InvalidParameter {
-            name: "eps",
-            reason: format!("must be finite and >= 0, got {eps}"),
-        });
-    }
-    if n > i32::MAX as usize {
-        return Err(SpatialError::InvalidParameter {
-            name: "points",
-            reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
-        });
-    }
+    check_eps_and_size(eps, n)?;
     let tree = KnnTree::build(points, dim, KNN_LEAF_SIZE, cancel).ok_or(SpatialError::Cancelled)?;
     let shrink = (1.0 + eps) * (1.0 + eps);
     let mut sqdist = vec![0.0f64; m * k];
@@ -226,6 +204,24 @@ pub fn knn_query_with(
             }
         });
     Ok(KnnGraph { k, sqdist, indices })
+}
+
+/// The checks [`knn_graph_with`] and [`knn_query_with`] share: `eps` finite and >= 0, and
+/// `n` reference points that 32-bit indices can hold.
+fn check_eps_and_size(eps: f64, n: usize) -> Result<()> {
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(SpatialError::InvalidParameter {
+            name: "eps",
+            reason: format!("must be finite and >= 0, got {eps}"),
+        });
+    }
+    if n > i32::MAX as usize {
+        return Err(SpatialError::InvalidParameter {
+            name: "points",
+            reason: "at most 2^31 - 1 points (32-bit indices)".to_string(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
