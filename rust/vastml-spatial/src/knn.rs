@@ -231,14 +231,20 @@ mod tests {
     use rand::{RngExt, SeedableRng};
     use rand_pcg::Pcg64;
 
-    /// Brute force: every other point sorted by (squared distance, index).
-    fn brute(points: &[f64], dim: usize, k: usize) -> (Vec<f64>, Vec<i32>) {
+    /// Brute force: the `k` nearest reference points to each query, sorted by (squared
+    /// distance, index), skipping reference `skip(i)` for query `i`.
+    fn brute_nearest<'a>(
+        points: &[f64],
+        queries: impl Iterator<Item = &'a [f64]>,
+        dim: usize,
+        k: usize,
+        skip: impl Fn(usize) -> Option<usize>,
+    ) -> (Vec<f64>, Vec<i32>) {
         let n = points.len() / dim;
         let (mut d, mut ix) = (Vec::new(), Vec::new());
-        for i in 0..n {
-            let q = &points[i * dim..(i + 1) * dim];
+        for (i, q) in queries.enumerate() {
             let mut all: Vec<(f64, usize)> = (0..n)
-                .filter(|&j| j != i)
+                .filter(|&j| skip(i) != Some(j))
                 .map(|j| (squared_distance(q, &points[j * dim..(j + 1) * dim]), j))
                 .collect();
             all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -248,6 +254,11 @@ mod tests {
             }
         }
         (d, ix)
+    }
+
+    /// Brute force: every other point sorted by (squared distance, index).
+    fn brute(points: &[f64], dim: usize, k: usize) -> (Vec<f64>, Vec<i32>) {
+        brute_nearest(points, points.chunks(dim), dim, k, Some)
     }
 
     fn blobs(n: usize, dim: usize, seed: u64) -> Vec<f64> {
@@ -281,19 +292,7 @@ mod tests {
 
     /// Brute force of `knn_query`: every reference point sorted by (squared distance, index).
     fn brute_query(points: &[f64], queries: &[f64], dim: usize, k: usize) -> (Vec<f64>, Vec<i32>) {
-        let n = points.len() / dim;
-        let (mut d, mut ix) = (Vec::new(), Vec::new());
-        for q in queries.chunks(dim) {
-            let mut all: Vec<(f64, usize)> = (0..n)
-                .map(|j| (squared_distance(q, &points[j * dim..(j + 1) * dim]), j))
-                .collect();
-            all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            for &(dd, j) in &all[..k] {
-                d.push(dd);
-                ix.push(j as i32);
-            }
-        }
-        (d, ix)
+        brute_nearest(points, queries.chunks(dim), dim, k, |_| None)
     }
 
     #[test]
