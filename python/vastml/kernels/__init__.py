@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         sheather_jones_bandwidth,
         silverman_bandwidth,
     )
+    from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
     from vastml.kernels._gp import (
         CGResult,
         GaussianProcessRegressor,
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         conjugate_gradient,
         fit_implicit_surface,
     )
-    from vastml.kernels._gauss import METHODS, GaussTransform, gauss_transform
     from vastml.kernels._kde import KernelDensity
     from vastml.kernels._pursuit import ProjectionPursuit, entropy_index
     from vastml.kernels._rank import RankNCG, wmw_score
