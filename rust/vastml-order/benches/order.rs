@@ -1,7 +1,9 @@
 //! Criterion benchmarks: one incremental move evaluation (`Arrangement::delta`) per move kind
 //! against one full recomputation (on the rayon pool: set `RAYON_NUM_THREADS=1` for the
-//! single-thread ratio of `benches/reorder.py`), on a random 2,000 x 400 binary matrix with GBS(25), and the
-//! anti-Robinson gradient branch and bound at n = 16.
+//! single-thread ratio of `benches/reorder.py`), on a random 2,000 x 400 binary matrix with GBS(25), the
+//! anti-Robinson gradient branch and bound at n = 16, and the ConvoMap branch and bound (rows
+//! only, GBS 3 x 3, zero padding) on banded rows with 10% noise and on rows with many ties
+//! (copies of four patterns).
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
@@ -9,10 +11,11 @@ use std::sync::atomic::AtomicBool;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
+use vastml_order::bnb::{Bound, PairCosts, branch_and_bound};
 use vastml_order::gradient::{Gradient, gradient_order};
 use vastml_order::{
-    Arrangement, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective, Padding,
-    random_move,
+    Arrangement, Control, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
+    Padding, random_move,
 };
 
 fn lcg(s: &mut u64) -> u64 {
@@ -81,5 +84,45 @@ fn gradient(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, moves, gradient);
+fn convomap_bnb(c: &mut Criterion) {
+    let cols = 40;
+    let obj = Objective {
+        kernel: Kernel::new(KernelKind::Gbs, 3, 3).unwrap(),
+        padding: Padding::Zero,
+        kind: ErrorKind::Abs,
+    };
+    let mut s = 11u64;
+    let mut cases = Vec::new();
+    for n in [16, 20] {
+        // a band of width 8 moving across the columns, 10% of the bits flipped
+        let bits: Vec<u8> = (0..n * cols)
+            .map(|k| {
+                let (r, j) = ((k / cols) as f64, (k % cols) as f64);
+                let band = (r - j * n as f64 / cols as f64).abs() < 4.0;
+                u8::from(band ^ (lcg(&mut s) % 10 == 0))
+            })
+            .collect();
+        cases.push((format!("banded n={n}"), n, bits));
+    }
+    let n = 16;
+    let patterns: Vec<Vec<u8>> = (0..4)
+        .map(|_| (0..cols).map(|_| u8::from(lcg(&mut s) % 3 == 0)).collect())
+        .collect();
+    let bits: Vec<u8> = (0..n)
+        .flat_map(|_| patterns[(lcg(&mut s) % 4) as usize].clone())
+        .collect();
+    cases.push((format!("ties n={n}"), n, bits));
+    let mut g = c.benchmark_group("convomap branch and bound");
+    g.sample_size(10);
+    for (name, n, bits) in cases {
+        let m = Matrix::binary(n, cols, &bits).unwrap();
+        let pc = PairCosts::convomap(&m, &obj, None).unwrap();
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(branch_and_bound(&pc, None, Bound::Slow, Control::none()).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, moves, gradient, convomap_bnb);
 criterion_main!(benches);

@@ -6,6 +6,13 @@
 //! δ_i = C_i − overlap_i ≥ 0, depth first from the top, in parallel over the first row, with a
 //! shared upper bound. A solution and its reversal cost the same, so only orders whose first
 //! row has a smaller index than the last are explored.
+//!
+//! The result does not depend on thread timing: among orders of the optimal cost the search
+//! returns the initial order if it is one, else the first one (in the search's own child
+//! order) of the subtree with the smallest first row. The shared incumbent carries, next to
+//! its cost, the rank of who found it (the initial order ranks first, then the subtrees by
+//! first row); a subtree prunes a node whose bound ties the incumbent only when the incumbent
+//! outranks it, so a tie that decides the result is never cut by another thread's find.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -126,7 +133,7 @@ const MEMO_CAPACITY: usize = 2_000_000;
 struct Search<'a> {
     pc: &'a PairCosts,
     bound: Bound,
-    best: &'a AtomicU64,
+    best: &'a Incumbent,
     control: Control<'a, [usize]>,
     /// Raised when the hook asked to stop: every subtree ends as at a deadline.
     stop: &'a AtomicBool,
@@ -140,12 +147,66 @@ struct Search<'a> {
     cheapest: Vec<Vec<u64>>,
 }
 
+/// The shared upper bound: a cost and the rank of its finder packed in one atomic word
+/// (`cost << RANK_BITS | rank`, so `fetch_min` keeps the cheaper, then the higher-ranked,
+/// i.e. smaller, rank). Costs too large to pack keep the cost alone (`ranked == false`): ties
+/// are then never pruned against other threads' finds, which is deterministic as well, only
+/// slower.
+struct Incumbent {
+    word: AtomicU64,
+    ranked: bool,
+}
+
+/// Bits for a rank: 0 for the initial order, `first + 1` for a subtree (n <= 64).
+const RANK_BITS: u32 = 7;
+
+impl Incumbent {
+    fn new(init_cost: u64) -> Self {
+        let ranked = init_cost < 1 << (64 - RANK_BITS);
+        let word = if ranked {
+            init_cost << RANK_BITS
+        } else {
+            init_cost
+        };
+        Self {
+            word: AtomicU64::new(word),
+            ranked,
+        }
+    }
+
+    /// Whether a node of subtree `rank` whose completions cost at least `bound` can be cut:
+    /// the incumbent is cheaper, or as cheap and found by an equal or higher rank.
+    fn cuts(&self, bound: u64, rank: u64) -> bool {
+        let w = self.word.load(Ordering::Relaxed);
+        if self.ranked {
+            let cost = w >> RANK_BITS;
+            bound > cost || (bound == cost && rank >= w & ((1 << RANK_BITS) - 1))
+        } else {
+            bound > w
+        }
+    }
+
+    /// Offers a complete order of cost `cost` found by subtree `rank`; true when it lowered
+    /// the incumbent's cost.
+    fn offer(&self, cost: u64, rank: u64) -> bool {
+        let (word, shift) = if self.ranked {
+            (cost << RANK_BITS | rank, RANK_BITS)
+        } else {
+            (cost, 0)
+        };
+        let before = self.word.fetch_min(word, Ordering::Relaxed);
+        cost < before >> shift
+    }
+}
+
 struct Local {
     /// Cheapest cost seen for (placed set, last rows): a prefix that is not cheaper than one
     /// already explored with the same set and the same tail has the same completions.
     memo: std::collections::HashMap<(u64, u64), u64>,
     prefix: Vec<usize>,
     used: u64,
+    /// This subtree's rank in the incumbent (its first row + 1).
+    rank: u64,
     best_cost: u64,
     best_order: Vec<usize>,
     nodes: u64,
@@ -250,8 +311,7 @@ impl Search<'_> {
             if cost < loc.best_cost {
                 loc.best_cost = cost;
                 loc.best_order = loc.prefix.clone();
-                let before = self.best.fetch_min(cost, Ordering::Relaxed);
-                if cost < before && self.control.has_hook() {
+                if self.best.offer(cost, loc.rank) && self.control.has_hook() {
                     self.report(loc, cost);
                 }
             }
@@ -278,7 +338,10 @@ impl Search<'_> {
                 }
             }
         }
-        if cost + self.lower_bound(loc) >= self.best.load(Ordering::Relaxed).min(loc.best_cost) {
+        // `>=` against this subtree's own best (its first find of a cost wins), the shared
+        // incumbent's rule against other subtrees' finds (see the module documentation)
+        let bound = cost + self.lower_bound(loc);
+        if bound >= loc.best_cost || self.best.cuts(bound, loc.rank) {
             return;
         }
         let mut children: Vec<(u64, usize)> = (0..n)
@@ -424,7 +487,7 @@ fn search(
         }
     }
     let init_cost = costs.order_cost(&init);
-    let best = AtomicU64::new(init_cost);
+    let best = Incumbent::new(init_cost);
     let stop = AtomicBool::new(false);
     let reports = AtomicUsize::new(0);
     let search = Search {
@@ -447,6 +510,7 @@ fn search(
             memo: std::collections::HashMap::new(),
             prefix: vec![first],
             used: 1 << first,
+            rank: first as u64 + 1,
             best_cost: u64::MAX,
             best_order: Vec::new(),
             nodes: 0,
