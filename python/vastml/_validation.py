@@ -7,7 +7,10 @@ The rules, the same everywhere in vastml:
 - every message names the user's parameter in backticks and says what was expected;
 - arrays: complex input is refused (``ValueError``, in scikit-learn's words), sparse input is
   refused (``TypeError``) where only dense input is supported, NaN and inf are refused unless a
-  function documents otherwise.
+  function documents otherwise;
+- data (points, kernel matrices) whose magnitude exceeds :data:`MAX_MAGNITUDE` is refused
+  (``ValueError``): squares and sums of squares of such values overflow float64 and the result
+  would be NaN or inf. Nothing in vastml needs such a scale; standardise the data instead.
 """
 
 from __future__ import annotations
@@ -44,6 +47,40 @@ def empty_message(name: str, shape: tuple) -> str:
     return f"`{name}` is empty: found 0 {what} (shape={shape}) while a minimum of 1 is required."
 
 
+#: Largest magnitude accepted in data: its square (1e300) and sums of such squares over many
+#: features or samples stay below float64's largest value (about 1.8e308).
+MAX_MAGNITUDE = 1e150
+
+
+def check_finite_data(a: np.ndarray, name: str) -> None:
+    """Raise ValueError naming ``name`` when the float array ``a`` holds NaN or inf, or a
+    value larger in magnitude than :data:`MAX_MAGNITUDE`.
+
+    One pass for the minimum and one for the maximum, without a temporary (NaN propagates
+    through both).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml._validation import check_finite_data
+    >>> check_finite_data(np.array([1.0, -1e200]), "X")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: `X` holds values as large as 1e+200 in magnitude: ... standardise ...
+    """
+    if a.size == 0:
+        return
+    lo, hi = float(a.min()), float(a.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"`{name}` contains NaN or infinite values")
+    top = max(-lo, hi)
+    if top > MAX_MAGNITUDE:
+        raise ValueError(
+            f"`{name}` holds values as large as {top:.3g} in magnitude: their squares overflow "
+            f"float64; standardise the data (for example divide by its scale, or use "
+            f"sklearn.preprocessing.StandardScaler) so that every |value| <= {MAX_MAGNITUDE:g}"
+        )
+
+
 def as_float_array(x: Any, name: str) -> np.ndarray:
     """``x`` as a float64 array (any shape): TypeError for sparse, complex or non-numbers."""
     reject_sparse(x, name)
@@ -54,14 +91,18 @@ def as_float_array(x: Any, name: str) -> np.ndarray:
         raise TypeError(f"`{name}` must be an array of numbers: {exc}") from None
 
 
-def as_points(x: Any, name: str, *, dim: int | None = None, allow_1d: bool = True) -> np.ndarray:
+def as_points(
+    x: Any, name: str, *, dim: int | None = None, allow_1d: bool = True, scale_free: bool = False
+) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array of shape (n, d).
 
     A 1-D array is read as n points in one dimension (estimators pass ``allow_1d=False``: a
     1-D ``X`` is then refused, as scikit-learn does, since it could be one sample or one
     feature). Raises ValueError naming ``name`` for
-    empty, non-finite, complex or wrongly shaped input, or a dimension different from ``dim``;
-    TypeError for sparse or non-numeric input.
+    empty, non-finite, complex or wrongly shaped input, values larger in magnitude than
+    :data:`MAX_MAGNITUDE`, or a dimension different from ``dim``; TypeError for sparse or
+    non-numeric input. ``scale_free=True`` accepts any finite magnitude: for callers whose
+    result cannot depend on the scale and who rescale the data themselves.
 
     Examples
     --------
@@ -94,8 +135,11 @@ def as_points(x: Any, name: str, *, dim: int | None = None, allow_1d: bool = Tru
         raise ValueError(
             f"`{name}` has {a.shape[1]} features but the sources have {dim}: dimensions must match"
         )
-    if not np.isfinite(a).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
+    if scale_free:
+        if not np.isfinite(a).all():
+            raise ValueError(f"`{name}` contains NaN or infinite values")
+    else:
+        check_finite_data(a, name)
     return np.ascontiguousarray(a)
 
 
@@ -301,6 +345,5 @@ def as_square_matrix(x: Any, name: str, n: int | None = None) -> np.ndarray:
         raise ValueError(f"`{name}` must be a square matrix, got shape {a.shape}")
     if n is not None and a.shape[0] != n:
         raise ValueError(f"`{name}` must be {n} x {n} to match the other arguments, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
+    check_finite_data(a, name)
     return a

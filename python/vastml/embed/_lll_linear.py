@@ -15,7 +15,29 @@ from vastml.embed._lll_core import _positive_int, reduced_eigenproblem
 if TYPE_CHECKING:
     from typing import Self
 
-    from vastml._typing import ArrayLike, FloatArray, RandomState
+    from vastml._typing import ArrayLike, BoolArray, FloatArray, RandomState
+
+
+def _unit_rows(M: FloatArray, negligible: BoolArray) -> FloatArray:
+    """The rows of ``M`` scaled to unit length; zero rows and the ``negligible`` ones
+    (directions of no variance, as on constant data) replaced by unit vectors orthogonal to
+    the others, so the components stay orthonormal instead of 0 / 0 = NaN."""
+    norms = np.linalg.norm(M, axis=1)
+    good = (norms > 0) & ~negligible
+    M = M.copy()
+    M[good] /= norms[good][:, None]
+    bad = np.flatnonzero(~good)
+    if bad.size:
+        # the rows of Vt beyond the rank of the good rows span their orthogonal complement
+        kept = M[good]
+        if kept.shape[0]:
+            Vt = np.linalg.svd(kept, full_matrices=True)[2]
+            rest = Vt[np.linalg.matrix_rank(kept):]
+        else:
+            rest = np.eye(M.shape[1])
+        take = min(bad.size, rest.shape[0])
+        M[bad[:take]] = rest[:take]
+    return M
 
 
 class LLLPCA(_LLLBase):
@@ -93,8 +115,9 @@ class LLLPCA(_LLLBase):
         F = np.asarray(Z @ (X - self.mean_))  # L x D
         lam, Xt = reduced_eigenproblem(F @ F.T, (Z @ Z.T), d, largest=True)
         lam = np.maximum(lam, 1e-300)
-        M = (Xt.T @ F) / np.sqrt(lam)[:, None]
-        M /= np.linalg.norm(M, axis=1, keepdims=True)
+        # directions of no variance (constant or rank-deficient data): any unit vectors
+        # orthogonal to the others
+        M = _unit_rows((Xt.T @ F) / np.sqrt(lam)[:, None], lam <= 1e-12 * lam.max())
         self.weights_ = Z
         self.components_ = M
         self.explained_variance_ = lam / max(X.shape[0] - 1, 1)

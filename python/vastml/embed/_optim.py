@@ -790,7 +790,8 @@ def tsne_gradient_descent(
     ``tol``: stop early, at an objective check, when the objective fell by less than
     ``tol * |E + tol_offset|`` since the previous check ``objective_every`` iterations
     before (``tol_offset = sum p log p`` makes it relative to KL(P||Q)).
-    Returns ``(X, state, E, n_done)``.
+    Returns ``(X, state, E, n_done)``; with ``max_iter=0``, ``X`` unchanged and ``E`` its
+    objective (with the exaggeration).
 
     Examples
     --------
@@ -868,6 +869,15 @@ def descend(
         update, gains = (np.array(a, dtype=np.float64, order="C") for a in state)
     else:
         update, gains = np.zeros_like(X), np.ones_like(X)
+    if max_iter == 0:
+        # nothing to run: the objective of the start (as the iterations would report it,
+        # with the exaggeration), not NaN
+        objective.attraction_scale = exaggeration
+        try:
+            E = float(objective(X)[0])
+        finally:
+            objective.attraction_scale = 1.0
+        return X, (update, gains), E, 0
     use_rust = (
         fused
         and getattr(objective, "model", None) == "tsne"

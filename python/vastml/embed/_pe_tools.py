@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray
 
-from vastml._validation import check_int
+from vastml._validation import as_points, check_int
 
 
 def _rows(P: ArrayLike, name: str = "P") -> FloatArray:
@@ -239,9 +239,9 @@ def procrustes_distance(A: ArrayLike, B: ArrayLike) -> float:
     """
     from scipy.linalg import orthogonal_procrustes
 
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    if A.shape != B.shape or A.ndim != 2:
+    A = as_points(A, "A", allow_1d=False)
+    B = as_points(B, "B", allow_1d=False)
+    if A.shape != B.shape:
         raise ValueError("`A` and `B` must be 2-D arrays of the same shape")
     A0, B0 = A - A.mean(axis=0), B - B.mean(axis=0)
     Qm, _ = orthogonal_procrustes(B0, A0)

@@ -17,6 +17,7 @@ from vastml._progress import Progress
 from vastml._validation import (
     as_float_array,
     as_points,
+    check_finite_data,
     check_int,
     choice,
     n_jobs_arg,
@@ -157,6 +158,7 @@ def density_derivative(
     True
     """
     x = as_line(data, "data")
+    at = as_line(at, "at")
     h = positive_float(bandwidth, "bandwidth")
     order = check_int(derivative_order, "derivative_order", low=0, high=30)
     g = hermite_gauss_sum(x, at, order, h, math.sqrt(2.0) * h, None, epsilon, method, n_jobs)
@@ -233,8 +235,7 @@ def robust_scale(x: ArrayLike) -> float:
     x = as_float_array(x, "x").ravel()
     if x.size < 2:
         raise ValueError(f"`x` needs at least 2 values for a scale, got {x.size}")
-    if not np.isfinite(x).all():
-        raise ValueError("`x` contains NaN or infinite values")
+    check_finite_data(x, "x")
     sd = float(x.std(ddof=1))
     q25, q75 = np.percentile(x, [25.0, 75.0])
     iqr = float(q75 - q25) / 1.349
@@ -570,7 +571,7 @@ def sheather_jones(
     >>> bool(abs(sheather_jones(x * 1e-40) / 1e-40 - h) < 1e-9 * h)   # any scale
     True
     """
-    x = as_line(data, "data")
+    x = as_line(data, "data", scale_free=True)  # standardised below
     n = x.shape[0]
     if n < 3:
         raise ValueError(f"`data` needs at least 3 samples, got {n}")
@@ -673,7 +674,7 @@ def sheather_jones_bandwidth(
     >>> bool(abs(h[1] / h[0] - 10.0) < 1.0)   # scale-equivariant per feature
     True
     """
-    X = as_points(X, "X")
+    X = as_points(X, "X", scale_free=True)  # each column standardised by sheather_jones
     return np.array(
         [sheather_jones(X[:, j], epsilon, method, n_jobs, verbose=verbose) for j in range(X.shape[1])]
     )

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml import _core
 from vastml._progress import Progress
-from vastml._validation import choice, n_jobs_arg, open_unit_float
+from vastml._validation import check_finite_data, choice, n_jobs_arg, open_unit_float
 from vastml.kernels._bandwidth import SELECTORS, sheather_jones_bandwidth
 from vastml.kernels._gauss import METHODS, Bandwidth, GaussTransform, gauss_transform
 
@@ -232,6 +232,7 @@ class KernelDensity(BaseEstimator):
         """
         check_is_fitted(self, "bandwidth_")
         Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        check_finite_data(Xv, "X")
         Xs = self._map(Xv)
         g = self._evaluate(Xs)
         # the weights sum to 1, so |g - exact| <= eps

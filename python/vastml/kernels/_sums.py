@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vastml import _core
-from vastml._validation import check_int, choice, n_jobs_arg, open_unit_float, positive_float
+from vastml._validation import (
+    check_finite_data,
+    check_int,
+    choice,
+    n_jobs_arg,
+    open_unit_float,
+    positive_float,
+)
 
 if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray
@@ -16,8 +23,10 @@ if TYPE_CHECKING:
 SUM_METHODS = ("auto", "direct", "fast")
 
 
-def as_line(x: ArrayLike, name: str) -> FloatArray:
-    """``x`` as a contiguous 1-D float64 array of finite values (a column vector is accepted)."""
+def as_line(x: ArrayLike, name: str, *, scale_free: bool = False) -> FloatArray:
+    """``x`` as a contiguous 1-D float64 array of finite values of a sane scale (see
+    :func:`vastml._validation.check_finite_data`; any finite scale with ``scale_free``, for
+    callers that standardise; a column vector is accepted)."""
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -28,8 +37,11 @@ def as_line(x: ArrayLike, name: str) -> FloatArray:
         raise ValueError(f"`{name}` must be 1-D (points on a line), got shape {a.shape}")
     if a.size == 0:
         raise ValueError(f"`{name}` is empty")
-    if not np.isfinite(a).all():
-        raise ValueError(f"`{name}` contains NaN or infinite values")
+    if scale_free:
+        if not np.isfinite(a).all():
+            raise ValueError(f"`{name}` contains NaN or infinite values")
+    else:
+        check_finite_data(a, name)
     return np.ascontiguousarray(a)
 
 

@@ -8,6 +8,7 @@ import numbers
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from vastml.matching._cks import Kernel, _check_pair, centred_kernel
 from vastml.reorder._random import seed_of as _seed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Self
 
     from vastml._progress import Callback
@@ -94,16 +95,35 @@ class _Rounds:
             return self.stopped
 
 
+def _random_starts(
+    rng: np.random.Generator, m: int, n_init: int, first: IntArray | None = None
+) -> Iterator[IntArray]:
+    """``n_init`` random permutations of ``range(m)`` drawn one at a time (memory does not
+    grow with ``n_init``), the first replaced by ``first`` when given (still drawn, so the
+    later starts do not depend on it)."""
+    for k in range(n_init):
+        start = rng.permutation(m)
+        yield first if k == 0 and first is not None else start
+
+
 def _run_starts(
-    run: Callable[[IntArray], tuple[float, IntArray]], starts: Sequence[IntArray], n_jobs: int | None
+    run: Callable[[IntArray], tuple[float, IntArray]],
+    starts: Iterable[IntArray],
+    n_jobs: int | None,
+    n_starts: int,
 ) -> list[tuple[float, IntArray]]:
-    """``run`` on every start, on ``n_jobs`` threads (checked by ``n_jobs_arg``), in order."""
+    """``run`` on each of the ``n_starts`` starts, on ``n_jobs`` threads (checked by
+    ``n_jobs_arg``), in order; the starts are taken a batch at a time."""
     if n_jobs is not None and n_jobs < 0:
         n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    if n_jobs == 1 or len(starts) == 1:
+    if n_jobs == 1 or n_starts == 1:
         return [run(s) for s in starts]
+    out: list[tuple[float, IntArray]] = []
+    it = iter(starts)
     with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        return list(pool.map(run, starts))
+        while batch := list(islice(it, 64)):
+            out.extend(pool.map(run, batch))
+    return out
 
 
 _PROGRESS_DOC = """
@@ -226,10 +246,11 @@ class KernelizedSorting(BaseEstimator):
             np.fill_diagonal(L, 0.0)
         m = K.shape[0]
         rng = np.random.default_rng(_seed(self.random_state))
-        starts = [rng.permutation(m) for _ in range(n_init)]
+        first = None
         if self.init == "pca":
             rx, ry = _first_pc_rank(np.asarray(Xv, float)), _first_pc_rank(np.asarray(Yv, float))
-            starts[0] = np.argsort(rx)[ry]  # y_i <- the x of the same rank
+            first = np.argsort(rx)[ry]  # y_i <- the x of the same rank
+        starts = _random_starts(rng, m, n_init, first)
         rounds = _Rounds(progress)
 
         def objective(match: IntArray) -> float:
@@ -251,7 +272,7 @@ class KernelizedSorting(BaseEstimator):
             return objective(match), match
 
         with progress:
-            results = _run_starts(run, starts, n_jobs)
+            results = _run_starts(run, starts, n_jobs, n_init)
         best = max(range(len(results)), key=lambda k: (results[k][0], -k))
         self.objectives_ = [r[0] for r in results]
         self.objective_, self.match_ = results[best]
@@ -384,7 +405,7 @@ class LeastSquaresObjectMatching(BaseEstimator):
         L = centred_kernel(Yv, self.kernel, self.gamma, False)
         m = K.shape[0]
         rng = np.random.default_rng(_seed(self.random_state))
-        starts = [rng.permutation(m) for _ in range(n_init)]
+        first = None
         init: Any = self.init
         if isinstance(init, str):
             choice(init, "init", ("random", "pca"))
@@ -392,12 +413,13 @@ class LeastSquaresObjectMatching(BaseEstimator):
                 if self.kernel == "precomputed" or callable(self.kernel):
                     raise ValueError("`init='pca'` needs the data, not a precomputed or callable `kernel`")
                 rx, ry = _first_pc_rank(np.asarray(Xv, float)), _first_pc_rank(np.asarray(Yv, float))
-                starts[0] = np.argsort(rx)[ry]
+                first = np.argsort(rx)[ry]
         else:
             given = np.asarray(init)
             if given.shape != (m,) or not np.array_equal(np.sort(given), np.arange(m)):
                 raise ValueError("`init` must be 'random', 'pca' or a permutation of the objects")
-            starts[0] = given.astype(np.int64)
+            first = given.astype(np.int64)
+        starts = _random_starts(rng, m, n_init, first)
         rounds = _Rounds(progress)
 
         def run(match: IntArray) -> tuple[float, IntArray]:
@@ -424,7 +446,7 @@ class LeastSquaresObjectMatching(BaseEstimator):
             return smi, match
 
         with progress:
-            results = _run_starts(run, starts, n_jobs)
+            results = _run_starts(run, starts, n_jobs, n_init)
         best = max(range(len(results)), key=lambda k: (results[k][0], -k))
         self.smis_ = [r[0] for r in results]
         self.smi_, self.match_ = results[best]

@@ -208,7 +208,7 @@ def tsp_path(
     >>> tsp_path([[2.0], [0.0], [4.0], [1.0], [3.0]], start=2).tolist()
     [2, 4, 0, 3, 1]
     """
-    x = as_points(X, "X")
+    x = as_points(X, "X", scale_free=True)
     # Path lengths only compare, so a positive scale changes no path: bring coordinates whose
     # squared distances would overflow (or underflow to 0) to unit size first.
     span = float(np.abs(x).max()) if x.size else 0.0

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vastml import _core
+from vastml._validation import MAX_MAGNITUDE
 from vastml.svm._base import (
     BudgetedClassifier,
     check_float,
@@ -77,7 +78,8 @@ class AMMClassifier(BudgetedClassifier):
     prune_c : float, default=10.0
         Pruning aggressiveness :math:`c \ge 0` (``-c``).
     bias : float, default=1.0
-        Value of the constant bias feature (``-b``); 0 for no bias term.
+        Value of the constant bias feature (``-b``); 0 for no bias term. At most 1e150 in
+        magnitude (a larger feature overflows the scores).
     clone_probability : float, default=0.0
         GAMM's cloning probability :math:`p` (the thesis uses 0.2); 0 is plain AMM.
     clone_decay : float, default=0.99
@@ -178,7 +180,7 @@ class AMMClassifier(BudgetedClassifier):
             max_weights_per_class=check_int(self.max_weights_per_class, "max_weights_per_class", 1),
             prune_every=check_int(self.prune_every, "prune_every", 0),
             prune_c=check_float(self.prune_c, "prune_c", low=0),
-            bias=check_float(self.bias, "bias"),
+            bias=check_float(self.bias, "bias", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
             clone_probability=check_float(self.clone_probability, "clone_probability", low=0, high=1),
             clone_decay=check_float(self.clone_decay, "clone_decay", low=0, high=1),
             budgetedsvm=self._budgetedsvm(),
@@ -262,7 +264,8 @@ class PegasosClassifier(AMMClassifier):
     max_iter : int, default=5
         Passes over the data (``-e``).
     bias : float, default=1.0
-        Constant bias feature (regularised like the weights); 0 for none.
+        Constant bias feature (regularised like the weights); 0 for none. At most 1e150 in
+        magnitude (a larger feature overflows the scores).
     shuffle, random_state, verbose, n_jobs, callbacks, callback_every
         As in :class:`AMMClassifier` (the state passed to the callbacks is the number of
         classes: Pegasos keeps one weight per class).
@@ -316,7 +319,7 @@ class PegasosClassifier(AMMClassifier):
             max_weights_per_class=1,
             prune_every=0,
             prune_c=0.0,
-            bias=check_float(self.bias, "bias"),
+            bias=check_float(self.bias, "bias", low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
             clone_probability=0.0,
             clone_decay=0.99,
             budgetedsvm=False,
