@@ -7,7 +7,8 @@
 //! shared upper bound. A solution and its reversal cost the same, so only orders whose first
 //! row has a smaller index than the last are explored.
 //!
-//! The result does not depend on thread timing: among orders of the optimal cost the search
+//! The result does not depend on thread timing (unless a deadline, a stopping hook or
+//! cancellation cuts the search short): among orders of the optimal cost the search
 //! returns the initial order if it is one, else the first one (in the search's own child
 //! order) of the subtree with the smallest first row. The shared incumbent carries, next to
 //! its cost, the rank of who found it (the initial order ranks first, then the subtrees by
