@@ -65,8 +65,16 @@ HUGE = [
     ("procrustes B", lambda s: embed.procrustes_distance(X, Y * s), "B"),
     ("kde score", lambda s: KDE.score(X * s), "X"),
     ("kde score_samples", lambda s: KDE.score_samples(X * s), "X"),
-    ("density_derivative data", lambda s: kernels.density_derivative(X1 * s, X1[:10], 2, bandwidth=0.5), "data"),
-    ("density_derivative at", lambda s: kernels.density_derivative(X1, X1[:10] * s, 2, bandwidth=0.5), "at"),
+    (
+        "density_derivative data",
+        lambda s: kernels.density_derivative(X1 * s, X1[:10], 2, bandwidth=0.5),
+        "data",
+    ),
+    (
+        "density_derivative at",
+        lambda s: kernels.density_derivative(X1, X1[:10] * s, 2, bandwidth=0.5),
+        "at",
+    ),
     ("hermite sources", lambda s: kernels.hermite_gauss_sum(X1 * s, X1[:10], 2, 0.5), "sources"),
     ("hermite targets", lambda s: kernels.hermite_gauss_sum(X1, X1[:10] * s, 2, 0.5), "targets"),
     ("scott", lambda s: kernels.scott_bandwidth(X * s), "X"),
@@ -104,9 +112,13 @@ def test_tsne_descent_of_zero_iterations_reports_the_start_objective():
     for fused in (True, False):
         for exaggeration in (1.0, 4.0):
             kw = {"momentum": 0.5, "fused": fused, "exaggeration": exaggeration}
-            X0, _, E0, done = embed.tsne_gradient_descent(OBJ, X, max_iter=0, learning_rate=1.0, **kw)
+            X0, _, E0, done = embed.tsne_gradient_descent(
+                OBJ, X, max_iter=0, learning_rate=1.0, **kw
+            )
             # oracle: one iteration with a vanishing step reports the objective of the start
-            _, _, E1, _ = embed.tsne_gradient_descent(OBJ, X, max_iter=1, learning_rate=1e-300, **kw)
+            _, _, E1, _ = embed.tsne_gradient_descent(
+                OBJ, X, max_iter=1, learning_rate=1e-300, **kw
+            )
             assert done == 0 and np.isfinite(E0)
             np.testing.assert_array_equal(X0, X)
             assert E0 == pytest.approx(E1, rel=1e-12)
