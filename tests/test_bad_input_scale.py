@@ -188,3 +188,10 @@ def test_multi_start_matchings_draw_their_starts_lazily():
     # batches keep the order of the starts
     out = _run_starts(lambda s: (float(s[0]), s), iter(eager * 30), 2, 150)
     assert [o[0] for o in out] == [float(s[0]) for s in eager * 30]
+
+
+@pytest.mark.parametrize("hessian", [embed.diag_hessian, embed.embedding_hessian])
+def test_hessians_check_the_number_of_points(hessian):
+    # one row against 40 points' weights once broadcast into a NaN Hessian
+    with pytest.raises(ValueError, match="`X` has 1 points but the objective's weights have 40"):
+        hessian(OBJ, X[:1])

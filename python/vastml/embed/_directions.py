@@ -56,6 +56,8 @@ class _Pieces:
             )
         model, lam = objective.model, float(objective.repulsion_weight)
         P = _dense_attraction(objective)
+        if P.shape[0] != n:
+            raise ValueError(f"`X` has {n} points but the objective's weights have {P.shape[0]}")
         sq = np.einsum("ij,ij->i", X, X)
         t = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
         np.fill_diagonal(t, 0.0)
