@@ -1,15 +1,11 @@
 //! The shared conversions of every binding: NumPy arrays borrowed as Rust slices, CSR arrays
-//! in either index width, string options parsed by the crates' `FromStr` ([`Wrap`]), and
-//! results handed back as NumPy arrays.
+//! in either index width, and results handed back as NumPy arrays.
 
-use std::str::FromStr;
-
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
-
-use crate::errors::ToPyErr;
 
 /// A C-contiguous float64 2-D array as a row-major slice, with its column count.
 ///
@@ -72,6 +68,21 @@ pub fn matrix<'py, T: numpy::Element>(
     numpy::ndarray::Array2::from_shape_vec((n_rows, n_cols), values)
         .map_err(|e| PyValueError::new_err(e.to_string()))
         .map(|a| a.into_pyarray(py))
+}
+
+/// Row-major `values` of `cols` columns as a NumPy matrix (the row count is implied).
+pub fn by_rows<T: numpy::Element>(
+    py: Python<'_>,
+    values: Vec<T>,
+    cols: usize,
+) -> PyResult<Bound<'_, PyArray2<T>>> {
+    let n = n_rows(values.len(), cols);
+    matrix(py, values, n, cols)
+}
+
+/// Indices (an order, class codes, cluster labels) as the int64 array Python expects.
+pub fn index_array<'py>(py: Python<'py>, indices: &[usize]) -> Bound<'py, PyArray1<i64>> {
+    PyArray1::from_iter(py, indices.iter().map(|&i| i as i64))
 }
 
 /// CSR `(indptr, indices, data)` handed back to Python, in the layout they were computed in.
@@ -199,22 +210,4 @@ pub fn csr_slices<'a, I: numpy::Element, V: numpy::Element>(
         slice(indices, "indices")?,
         slice(data, "data")?,
     ))
-}
-
-/// A string option parsed by the crate's `FromStr` (polars' `Wrap`): a binding takes
-/// `Wrap<Kernel>` and gets the crate's error, which names the parameter, as a `ValueError`
-/// (pyo3 adds a note naming the argument too).
-pub struct Wrap<T>(pub T);
-
-impl<'a, 'py, T> FromPyObject<'a, 'py> for Wrap<T>
-where
-    T: FromStr,
-    T::Err: ToPyErr,
-{
-    type Error = PyErr;
-
-    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let s: PyBackedStr = obj.extract()?;
-        s.parse::<T>().map(Wrap).map_err(ToPyErr::to_pyerr)
-    }
 }

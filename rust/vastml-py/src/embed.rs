@@ -16,12 +16,11 @@ use vastml_embed::objective::{GdOptions, GdRun, GdState, TsnePairs};
 use vastml_embed::parametric::{Evaluation, Problem, RStep};
 use vastml_embed::{Csr, Kernel, Model, ObjectiveParams, Repulsion, RepulsionMethod};
 
-use crate::arrays::{
-    CsrOut, Wrap, csr_arrays, csr_out, matrix, rows, rows_n, slice, vector, with_csr,
-};
+use crate::arrays::{CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, slice, vector, with_csr};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::progress;
+use crate::options::Wrap;
+use crate::progress::{self, finish};
 
 type Array1<'py, T> = Bound<'py, PyArray1<T>>;
 type Array2<'py> = Bound<'py, PyArray2<f64>>;
@@ -436,10 +435,8 @@ pub fn tsne_gd<'py>(
             gains: &mut gains,
         };
         inner.descend(st, rep, opts, run, control)
-    })?;
-    if let Some(h) = &hook {
-        h.finish()?;
-    }
+    });
+    let out = finish(hook, out)?;
     let (x, u) = (matrix(py, x, n, dim)?, matrix(py, update, n, dim)?);
     let g = matrix(py, gains, n, dim)?;
     Ok((x, u, g, out.objective, out.n_done, out.stopped))

@@ -6,10 +6,11 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyString};
 use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt};
 
-use crate::arrays::{Wrap, matrix, rows, rows_n, vector};
+use crate::arrays::{matrix, rows, rows_n, vector};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::progress::{self, PyHook};
+use crate::options::Wrap;
+use crate::progress::{self, finish};
 
 /// A planning stage's name, as the progress callable's `state`.
 fn stage_to_py(py: Python<'_>, stage: &str) -> PyResult<Py<PyAny>> {
@@ -30,13 +31,6 @@ fn sample<'a>(a: &'a Option<PyReadonlyArray2<'_, f64>>, dim: usize) -> PyResult<
     let Some(a) = a else { return Ok(None) };
     let (s, sdim) = rows(a, "target_sample")?;
     check_dims(dim, sdim, "target_sample").map(|()| Some(s))
-}
-
-/// Raises the progress callable's exception if there was one, else the work's result (the
-/// bindings' one way to end a call with a hook; it belongs with `PyHook` in progress.rs).
-pub fn finish<S: ?Sized, T>(hook: Option<PyHook<S>>, out: PyResult<T>) -> PyResult<T> {
-    hook.map_or(Ok(()), |h| h.finish())?;
-    out
 }
 
 /// The planner's options, as the Python `GaussTransform` names them.

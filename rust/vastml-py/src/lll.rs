@@ -18,7 +18,7 @@ use vastml_embed::lll::{
 
 use crate::arrays::{CsrIndexArrays, csr_index, matrix, rows, vector, with_csr};
 use crate::door::enter;
-use crate::progress;
+use crate::progress::{self, finish};
 
 /// Z as `lll_weights` returns it, with its column count L.
 #[derive(FromPyObject)]
@@ -94,10 +94,7 @@ fn run<T: Send>(
             r => r.map(Some),
         }
     });
-    if let Some(h) = &hook {
-        h.finish()?;
-    }
-    out
+    finish(hook, out)
 }
 
 type WeightsOut<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f64>>);

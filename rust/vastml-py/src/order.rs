@@ -19,11 +19,11 @@ use vastml_order::{
     Pattern, Progress,
 };
 
-use crate::arrays::{Wrap, matrix};
+use crate::arrays::matrix;
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::fgt::finish;
-use crate::progress;
+use crate::options::Wrap;
+use crate::progress::{self, finish};
 use crate::tsp::order_to_py;
 
 fn perr(e: OrderError) -> PyErr {

@@ -4,8 +4,9 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use vastml_fgt::SumMethod;
 
-use crate::arrays::{Wrap, vector};
+use crate::arrays::vector;
 use crate::door::enter;
+use crate::options::Wrap;
 
 /// The Hermite sum's parameters: `order`, bandwidths `h1` (of the Hermite function) and
 /// `h2` (of the Gaussian), `epsilon`, `method`.

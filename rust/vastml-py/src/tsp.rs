@@ -9,10 +9,10 @@ use vastml_order::options::PathMethod;
 use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path_with};
 use vastml_order::{TspMeansParams, tsp_means};
 
-use crate::arrays::{Wrap, rows};
+use crate::arrays::rows;
 use crate::door::enter;
-use crate::fgt::finish;
-use crate::progress;
+use crate::options::Wrap;
+use crate::progress::{self, finish};
 
 /// An order as an int64 array.
 pub fn order_array<'py>(py: Python<'py>, order: &[usize]) -> Bound<'py, PyArray1<i64>> {
