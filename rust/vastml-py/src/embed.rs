@@ -14,36 +14,27 @@ use vastml_embed::affinity::{
 };
 use vastml_embed::objective::{GdOptions, GdRun, GdState, TsnePairs};
 use vastml_embed::parametric::{Evaluation, Problem, RStep};
-use vastml_embed::{Csr, Kernel, Model, ObjectiveParams, Repulsion, RepulsionMethod};
+use vastml_embed::{Csr, Kernel, ObjectiveParams, Repulsion, RepulsionMethod};
 
 use crate::arrays::{CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, slice, vector, with_csr};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::options::Wrap;
+use crate::options::{Dict, FromDict, Options, Wrap};
 use crate::progress::{self, finish};
 
 type Array1<'py, T> = Bound<'py, PyArray1<T>>;
 type Array2<'py> = Bound<'py, PyArray2<f64>>;
 
 /// How the repulsion is computed: keys `method`, `theta`, `epsilon`, `n_interp`, `box_width`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct RepulsionArgs {
-    method: Wrap<RepulsionMethod>,
-    theta: f64,
-    epsilon: f64,
-    n_interp: usize,
-    box_width: f64,
-}
-
-impl RepulsionArgs {
-    fn get(&self) -> Repulsion {
-        self.method.0.with(&vastml_embed::RepulsionParams {
-            theta: self.theta,
-            epsilon: self.epsilon,
-            n_interp: self.n_interp,
-            box_width: self.box_width,
-        })
+impl FromDict for Repulsion {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let method: RepulsionMethod = d.parse("method")?;
+        Ok(method.with(&vastml_embed::RepulsionParams {
+            theta: d.get("theta")?,
+            epsilon: d.get("epsilon")?,
+            n_interp: d.get("n_interp")?,
+            box_width: d.get("box_width")?,
+        }))
     }
 }
 
@@ -190,13 +181,17 @@ where
     Ok((csr_out(py, p.indptr, p.indices, p.data), a))
 }
 
-/// Keys of `embedding_objective`'s options besides the repulsion's.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct ObjectiveArgs {
-    model: Wrap<Model>,
-    repulsion_weight: f64,
-    need_objective: bool,
+/// `embedding_objective`'s options: `model`, `repulsion_weight`, `need_objective` and the
+/// repulsion's keys.
+impl FromDict for ObjectiveParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(ObjectiveParams {
+            model: d.parse("model")?,
+            lambda: d.get("repulsion_weight")?,
+            repulsion: d.read()?,
+            need_objective: d.get("need_objective")?,
+        })
+    }
 }
 
 /// (E, E+, E-, dE/dX) of an embedding objective at x, the attraction as CSR arrays.
@@ -208,16 +203,10 @@ pub fn embedding_objective<'py>(
     indptr: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<ObjectiveParams>,
     n_jobs: Option<isize>,
 ) -> PyResult<(f64, f64, f64, Array2<'py>)> {
-    let (args, rep): (ObjectiveArgs, RepulsionArgs) = (options.extract()?, options.extract()?);
-    let params = ObjectiveParams {
-        model: args.model.0,
-        lambda: args.repulsion_weight,
-        repulsion: rep.get(),
-        need_objective: args.need_objective,
-    };
+    let params = options.0;
     let (xs, n, dim) = rows_n(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
     let ev = with_csr!(arrays, |indptr, indices, data| {
@@ -250,22 +239,30 @@ fn sums_out(
     ))
 }
 
+/// The `kernel` key of `kernel_sums`'s options.
+pub struct KernelChoice(Kernel);
+
+impl FromDict for KernelChoice {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        d.parse("kernel").map(KernelChoice)
+    }
+}
+
 /// Kernel sums over all other points (s0, s1, sx); options: `kernel` and the repulsion's keys.
 #[pyfunction]
 #[pyo3(signature = (x, options, weights=None, n_jobs=None))]
 pub fn kernel_sums<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<(KernelChoice, Repulsion)>,
     weights: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
 ) -> PyResult<SumsOut<'py>> {
-    let kernel: Wrap<Kernel> = options.get_item("kernel")?.extract()?;
-    let rep = options.extract::<RepulsionArgs>()?.get();
+    let (KernelChoice(kernel), rep) = options.0;
     let (xs, n, dim) = rows_n(&x, "x")?;
     let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
     let s = enter(py, n_jobs, |cancel| {
-        vastml_embed::nbody::kernel_sums(xs, dim, kernel.0, w, rep, cancel)
+        vastml_embed::nbody::kernel_sums(xs, dim, kernel, w, rep, cancel)
     })?;
     sums_out(py, s, n, dim)
 }
@@ -361,35 +358,27 @@ pub fn tsne_pairs<'py>(
     Ok(PyTsnePairs { inner })
 }
 
-/// The options of `tsne_gd` besides the repulsion's: a dict with these keys.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct GdArgs {
-    n_iter: usize,
-    learning_rate: f64,
-    momentum: f64,
-    exaggeration: f64,
-    min_gain: f64,
-    objective_at_last: bool,
-    iterations_before: usize,
-    objective_before: f64,
+/// `tsne_gd`'s step options: `learning_rate`, `momentum`, `exaggeration`, `min_gain`.
+impl FromDict for GdOptions {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(GdOptions {
+            learning_rate: d.get("learning_rate")?,
+            momentum: d.get("momentum")?,
+            exaggeration: d.get("exaggeration")?,
+            min_gain: d.get("min_gain")?,
+        })
+    }
 }
 
-impl GdArgs {
-    fn parts(&self) -> (GdOptions, GdRun) {
-        let opts = GdOptions {
-            learning_rate: self.learning_rate,
-            momentum: self.momentum,
-            exaggeration: self.exaggeration,
-            min_gain: self.min_gain,
-        };
-        let run = GdRun {
-            n_iter: self.n_iter,
-            iterations_before: self.iterations_before,
-            objective_at_last: self.objective_at_last,
-            objective_before: self.objective_before,
-        };
-        (opts, run)
+/// `tsne_gd`'s run: `n_iter`, `iterations_before`, `objective_at_last`, `objective_before`.
+impl FromDict for GdRun {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(GdRun {
+            n_iter: d.get("n_iter")?,
+            iterations_before: d.get("iterations_before")?,
+            objective_at_last: d.get("objective_at_last")?,
+            objective_before: d.get("objective_before")?,
+        })
     }
 }
 
@@ -415,12 +404,11 @@ pub fn tsne_gd<'py>(
     py: Python<'py>,
     state: GdArrays<'py>,
     pairs: Bound<'py, PyTsnePairs>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<(GdOptions, GdRun, Repulsion)>,
     progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<GdOut<'py>> {
-    let (opts, run) = options.extract::<GdArgs>()?.parts();
-    let rep = options.extract::<RepulsionArgs>()?.get();
+    let (opts, run, rep) = options.0;
     let (xs, n, dim) = rows_n(&state.0, "x")?;
     let (mut x, mut update) = (xs.to_vec(), rows(&state.1, "update")?.0.to_vec());
     let mut gains = rows(&state.2, "gains")?.0.to_vec();

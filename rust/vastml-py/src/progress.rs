@@ -66,6 +66,11 @@ pub fn no_state<S: ?Sized>(py: Python<'_>, _: &S) -> PyResult<Py<PyAny>> {
     Ok(py.None())
 }
 
+/// An order as the int64 array the callable receives.
+pub fn order_state(py: Python<'_>, order: &[usize]) -> PyResult<Py<PyAny>> {
+    Ok(crate::arrays::index_array(py, order).into_any().unbind())
+}
+
 /// The optional hook of a binding's `progress` argument.
 pub fn hook<S: ?Sized>(
     progress: Option<Py<PyAny>>,
