@@ -259,11 +259,8 @@ pub fn split_ifgt_radii<'py>(
     centers: PyReadonlyArray2<'py, f64>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let ((src, dim), (c, k, cdim)) = (rows(&sources, "sources")?, rows_n(&centers, "centers")?);
+    let ((src, dim), (c, cdim)) = (rows(&sources, "sources")?, rows(&centers, "centers")?);
     check_dims(cdim, dim, "sources")?;
-    if src.is_empty() {
-        return Ok(vec![0.0; k].into_pyarray(py));
-    }
     let r = enter(py, n_jobs, |_| vastml_fgt::cluster_radii(src, dim, c))?;
     Ok(r.into_pyarray(py))
 }

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
+use vastml_order::bnb::{Bound as LowerBound, convomap_row_order};
 use vastml_order::fit::fit;
+use vastml_order::gradient::Gradient;
 use vastml_order::options::{FitOptions, matrix_from_codes};
 use vastml_order::tsp::{hamming_distances, tsp_path_with};
 use vastml_order::{
@@ -235,17 +236,10 @@ pub fn branch_and_bound_order(
     let (cols, initial) = (options.col_order.as_deref(), options.initial.as_deref());
     let hook = progress::hook(progress, progress::order_state);
     let r = enter(py, n_jobs, |cancel| {
-        let pc = PairCosts::convomap(&m, &obj, cols)?;
-        let r = branch_and_bound(
-            &pc,
-            initial,
-            options.bound.0,
-            progress::control(cancel, hook.as_ref()),
-        )?;
-        let err = Arrangement::new_cancellable(m, obj, Some(&r.order), cols, cancel)?.error();
-        Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
+        let control = progress::control(cancel, hook.as_ref());
+        convomap_row_order(m, obj, cols, initial, options.bound.0, control)
     });
-    finish(hook, r)
+    finish(hook, r).map(|(r, error)| (r.order, error, r.nodes, r.stopped))
 }
 
 /// The thesis's planted binary matrix (java.util.Random draws), uint8 size x size.
@@ -309,16 +303,9 @@ pub fn gradient_order(
     n_jobs: Option<isize>,
 ) -> PyResult<(Vec<usize>, f64, u64)> {
     let (d, n) = crate::arrays::rows(&dissimilarities, "dissimilarities")?;
-    if d.len() != n * n {
-        return Err(PyValueError::new_err(
-            "`dissimilarities` must be a square matrix",
-        ));
-    }
-    use vastml_order::gradient::Gradient;
-    let kind = if weighted {
-        Gradient::Weighted
-    } else {
-        Gradient::Unweighted
+    let kind = match weighted {
+        true => Gradient::Weighted,
+        false => Gradient::Unweighted,
     };
     enter(py, n_jobs, |cancel| {
         vastml_order::gradient::gradient_order(d, n, kind, cancel)
