@@ -39,6 +39,16 @@ pub fn n_rows(len: usize, cols: usize) -> usize {
     len.checked_div(cols).unwrap_or(0)
 }
 
+/// Checks that `name` (of `cols` columns) has the dimension of `other` (`other_cols`).
+pub fn same_cols(name: &str, cols: usize, other: &str, other_cols: usize) -> PyResult<()> {
+    match cols == other_cols {
+        true => Ok(()),
+        false => Err(PyValueError::new_err(format!(
+            "`{name}` has {cols} columns but `{other}` has {other_cols}: they must have the same dimension"
+        ))),
+    }
+}
+
 /// A contiguous float64 1-D array as a slice.
 pub fn vector<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
     a.as_slice()

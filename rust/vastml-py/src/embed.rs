@@ -6,7 +6,7 @@
 use std::sync::atomic::AtomicBool;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use vastml_embed::affinity::{
@@ -16,7 +16,9 @@ use vastml_embed::objective::{GdOptions, GdRun, GdState, TsnePairs};
 use vastml_embed::parametric::{Evaluation, Problem, RStep};
 use vastml_embed::{Csr, Kernel, ObjectiveParams, Repulsion, RepulsionMethod};
 
-use crate::arrays::{CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, slice, vector, with_csr};
+use crate::arrays::{
+    CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, same_cols, slice, vector, with_csr,
+};
 use crate::door::enter;
 use crate::errors::ToPyErr;
 use crate::options::{Dict, FromDict, Options, Wrap};
@@ -689,10 +691,8 @@ pub fn knn_graph<'py>(
 ) -> PyResult<(Array2<'py>, Bound<'py, PyArray2<i32>>)> {
     let (pts, n, dim) = rows_n(&x, "x")?;
     let qs = queries.as_ref().map(|q| rows_n(q, "queries")).transpose()?;
-    if qs.is_some_and(|(_, _, qd)| qd != dim) {
-        return Err(PyValueError::new_err(format!(
-            "`queries` must have {dim} columns, as `x`"
-        )));
+    if let Some((_, _, qdim)) = qs {
+        same_cols("queries", qdim, "x", dim)?;
     }
     let m = qs.map_or(n, |(_, m, _)| m);
     let g = enter(py, n_jobs, |cancel| match qs {
@@ -742,12 +742,7 @@ impl PySourceSums {
         n_jobs: Option<isize>,
     ) -> PyResult<SumsOut<'py>> {
         let (ts, m, dim) = rows_n(&targets, "targets")?;
-        if dim != self.inner.dim() {
-            return Err(PyValueError::new_err(format!(
-                "`targets` must have {} columns (as the sources), got {dim}",
-                self.inner.dim()
-            )));
-        }
+        same_cols("targets", dim, "sources", self.inner.dim())?;
         let s = enter(py, n_jobs, |cancel| self.inner.at(ts, cancel))?;
         sums_out(py, s, m, dim)
     }
