@@ -519,6 +519,14 @@ pub fn llsvm_kmeans<'py>(
     Ok((by_rows(py, c, ex.dim())?, index_array(py, &l)))
 }
 
+/// What `kmeans` returns: (centers, labels, inertia, n_iter).
+type KmeansOut<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, PyArray1<i64>>,
+    f64,
+    usize,
+);
+
 /// Seeded k-means (k-means++ then Lloyd), dense or CSR: (centers, labels, inertia, n_iter).
 #[pyfunction]
 #[pyo3(signature = (x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None))]
@@ -530,12 +538,7 @@ pub fn kmeans<'py>(
     tol: f64,
     seed: u64,
     n_jobs: Option<isize>,
-) -> PyResult<(
-    Bound<'py, PyArray2<f64>>,
-    Bound<'py, PyArray1<i64>>,
-    f64,
-    usize,
-)> {
+) -> PyResult<KmeansOut<'py>> {
     let ex = x.examples()?;
     let km = enter(py, n_jobs, |cancel| {
         vastml_svm::kmeans(&ex, k, max_iter, tol, seed, Control::new(cancel))
