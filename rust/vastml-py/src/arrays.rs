@@ -6,6 +6,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use vastml_embed::{Csr, CsrIndex, CsrValue};
 
 /// A C-contiguous float64 2-D array as a row-major slice, with its column count.
 ///
@@ -170,17 +171,18 @@ pub fn csr_arrays<'py>(
     ))
 }
 
-/// Runs `$body` with the CSR slices `($p, $i, $d)` of [`CsrArrays`] bound, or `($p, $i)` of
-/// [`CsrIndexArrays`] (the body is instantiated for both widths).
+/// Runs `$body` with `$w` bound to the `vastml_embed::Csr` of [`CsrArrays`] `$arrays`, or
+/// with the index slices `($p, $i)` of [`CsrIndexArrays`] (the body is instantiated for both
+/// widths).
 macro_rules! with_csr {
-    ($arrays:expr, |$p:ident, $i:ident, $d:ident| $body:expr) => {
+    ($arrays:expr, |$w:ident| $body:expr) => {
         match &$arrays {
             $crate::arrays::CsrArrays::Wide(p, i, d) => {
-                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                let $w = $crate::arrays::csr_slices(p, i, d)?;
                 $body
             }
             $crate::arrays::CsrArrays::Compact(p, i, d) => {
-                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                let $w = $crate::arrays::csr_slices(p, i, d)?;
                 $body
             }
         }
@@ -206,18 +208,21 @@ macro_rules! with_csr {
 }
 pub(crate) use with_csr;
 
-/// Borrowed `(indptr, indices, data)`.
-pub type CsrSlices<'a, I, V> = (&'a [I], &'a [I], &'a [V]);
-
-/// The slices of one layout of [`CsrArrays`].
-pub fn csr_slices<'a, I: numpy::Element, V: numpy::Element>(
+/// The borrowed CSR matrix of one layout of [`CsrArrays`].
+pub fn csr_slices<'a, I, V>(
     indptr: &'a PyReadonlyArray1<'_, I>,
     indices: &'a PyReadonlyArray1<'_, I>,
     data: &'a PyReadonlyArray1<'_, V>,
-) -> PyResult<CsrSlices<'a, I, V>> {
-    Ok((
-        slice(indptr, "indptr")?,
-        slice(indices, "indices")?,
-        slice(data, "data")?,
-    ))
+) -> PyResult<Csr<'a, I, V>>
+where
+    I: CsrIndex + numpy::Element,
+    V: CsrValue + numpy::Element,
+{
+    let (indptr, indices) = (slice(indptr, "indptr")?, slice(indices, "indices")?);
+    let data = slice(data, "data")?;
+    Ok(Csr {
+        indptr,
+        indices,
+        data,
+    })
 }

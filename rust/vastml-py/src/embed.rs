@@ -14,7 +14,7 @@ use vastml_embed::affinity::{
 };
 use vastml_embed::objective::{GdOptions, GdRun, GdState, TsnePairs};
 use vastml_embed::parametric::{Evaluation, Problem, RStep};
-use vastml_embed::{Csr, Kernel, ObjectiveParams, Repulsion, RepulsionMethod};
+use vastml_embed::{Kernel, ObjectiveParams, Repulsion, RepulsionMethod};
 
 use crate::arrays::{
     CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, same_cols, slice, vector, with_csr,
@@ -211,12 +211,7 @@ pub fn embedding_objective<'py>(
     let params = options.0;
     let (xs, n, dim) = rows_n(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let ev = with_csr!(arrays, |indptr, indices, data| {
-        let w = Csr {
-            indptr,
-            indices,
-            data,
-        };
+    let ev = with_csr!(arrays, |w| {
         enter(py, n_jobs, |cancel| {
             vastml_embed::evaluate_with(xs, dim, &w, &params, cancel)
         })?
@@ -315,24 +310,28 @@ impl From<TsnePairs<f32>> for TsnePairsAny {
     }
 }
 
+/// `$body` with `$p` bound to the pairs of `$any`, whatever their value type.
+macro_rules! with_pairs {
+    ($any:expr, |$p:ident| $body:expr) => {
+        match $any {
+            TsnePairsAny::Wide($p) => $body,
+            TsnePairsAny::Compact($p) => $body,
+        }
+    };
+}
+
 #[pymethods]
 impl PyTsnePairs {
     /// Number of points.
     #[getter]
     fn n_points(&self) -> usize {
-        match &self.inner {
-            TsnePairsAny::Wide(p) => p.n_points(),
-            TsnePairsAny::Compact(p) => p.n_points(),
-        }
+        with_pairs!(&self.inner, |p| p.n_points())
     }
 
     /// True when the points are relabelled in Morton order.
     #[getter]
     fn relabelled(&self) -> bool {
-        match &self.inner {
-            TsnePairsAny::Wide(p) => p.relabelled(),
-            TsnePairsAny::Compact(p) => p.relabelled(),
-        }
+        with_pairs!(&self.inner, |p| p.relabelled())
     }
 }
 
@@ -349,12 +348,7 @@ pub fn tsne_pairs<'py>(
 ) -> PyResult<PyTsnePairs> {
     let (xs, dim) = rows(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let inner = with_csr!(arrays, |indptr, indices, data| {
-        let w = Csr {
-            indptr,
-            indices,
-            data,
-        };
+    let inner = with_csr!(arrays, |w| {
         TsnePairsAny::from(enter(py, n_jobs, |_| TsnePairs::new(&w, xs, dim))?)
     });
     Ok(PyTsnePairs { inner })
@@ -443,10 +437,7 @@ impl TsnePairsAny {
         control: vastml_core::Control<'_, [f64]>,
     ) -> vastml_embed::Result<vastml_embed::objective::GdOutcome> {
         use vastml_embed::objective::tsne_gradient_descent_prepared as descend;
-        match self {
-            TsnePairsAny::Wide(p) => descend(state, p, rep, opts, run, control),
-            TsnePairsAny::Compact(p) => descend(state, p, rep, opts, run, control),
-        }
+        with_pairs!(self, |p| descend(state, p, rep, opts, run, control))
     }
 }
 
@@ -669,9 +660,9 @@ pub fn symmetrize_csr<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<CsrOut<'py>> {
     let arrays = csr_arrays(indptr, indices, data)?;
-    with_csr!(arrays, |indptr, indices, data| {
+    with_csr!(arrays, |w| {
         let s = enter(py, n_jobs, |_cancel| {
-            vastml_embed::affinity::symmetrize_csr(n, indptr, indices, data, scale)
+            vastml_embed::affinity::symmetrize_csr(n, w.indptr, w.indices, w.data, scale)
         })?;
         Ok(csr_out(py, s.indptr, s.indices, s.data))
     })
