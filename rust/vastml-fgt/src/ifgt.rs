@@ -403,12 +403,15 @@ fn csr_of_labels(labels: &[usize], k: usize) -> (Vec<usize>, Vec<usize>) {
 /// Per centre (row-major `k x dim`), the largest distance to a source whose nearest centre
 /// it is (0 for a centre no source is nearest to). The radii over several sets of sources
 /// combine by an element-wise maximum; with them, [`SplitIfgt`](crate::SplitIfgt) builds a plan
-/// whose guarantee covers every source.
+/// whose guarantee covers every source. Without sources every radius is 0.
 ///
 /// # Errors
 /// Non-finite or mis-shaped centres or sources.
 pub fn cluster_radii(sources: &[f64], dim: usize, centers: &[f64]) -> Result<Vec<f64>> {
     let k = centers.len() / dim.max(1);
+    if sources.is_empty() {
+        return Ok(vec![0.0; k]);
+    }
     let tree = KdTree::build(centers, dim, 8)?;
     let labels = nearest_centers(&tree, sources, dim)?;
     let mut r2 = vec![0.0f64; k];

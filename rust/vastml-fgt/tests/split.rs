@@ -98,6 +98,18 @@ fn three_parts_meet_epsilon_in_2d_and_3d() {
 }
 
 #[test]
+fn radii_of_no_sources_are_zero_and_the_identity_of_the_maximum() {
+    let mut rng = Pcg64::seed_from_u64(5);
+    let src = uniform(&mut rng, 300, 2);
+    let centers = [0.2, 0.2, 0.8, 0.8, 0.5, 0.1];
+    assert_eq!(cluster_radii(&[], 2, &centers).unwrap(), vec![0.0; 3]);
+    let whole = cluster_radii(&src, 2, &centers).unwrap();
+    let empty = cluster_radii(&[], 2, &centers).unwrap();
+    let combined: Vec<f64> = whole.iter().zip(&empty).map(|(a, b)| a.max(*b)).collect();
+    assert_eq!(combined, whole);
+}
+
+#[test]
 fn coefficients_add_over_parts() {
     let mut rng = Pcg64::seed_from_u64(3);
     let src = uniform(&mut rng, 2000, 2);

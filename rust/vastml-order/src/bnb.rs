@@ -407,6 +407,29 @@ pub fn branch_and_bound(
     search(costs, initial, bound, None, control).map(|(r, _)| r)
 }
 
+/// The exact row order of a ConvoMap objective, the columns fixed in `col_order`: the
+/// [`PairCosts::convomap`] of the matrix (zero padding) searched by [`branch_and_bound`], and
+/// the ConvoMap error of the order found under the objective's own padding.
+///
+/// # Errors
+/// As [`PairCosts::convomap`] and [`branch_and_bound`]; `Cancelled` when `control`'s flag is
+/// raised.
+pub fn convomap_row_order(
+    matrix: Matrix,
+    objective: Objective,
+    col_order: Option<&[usize]>,
+    initial: Option<&[usize]>,
+    bound: Bound,
+    control: Control<'_, [usize]>,
+) -> Result<(BnbResult, f64), OrderError> {
+    let cancel = control.cancel_flag();
+    let costs = PairCosts::convomap(&matrix, &objective, col_order)?;
+    let r = branch_and_bound(&costs, initial, bound, control)?;
+    let rows = Some(&r.order[..]);
+    let error = Arrangement::new_cancellable(matrix, objective, rows, col_order, cancel)?.error();
+    Ok((r, error))
+}
+
 /// [`branch_and_bound`] that stops at `deadline` (when given) with the best order found by
 /// then: the result is exact only when the returned flag is `true` (no subtree was cut).
 /// For heuristic uses, such as the block-ordering kicks of the iterated local search, where

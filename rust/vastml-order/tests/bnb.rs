@@ -3,7 +3,9 @@
 use std::sync::atomic::AtomicBool;
 
 use proptest::prelude::*;
-use vastml_order::bnb::{Bound, PairCosts, branch_and_bound, branch_and_bound_until, exhaustive};
+use vastml_order::bnb::{
+    Bound, PairCosts, branch_and_bound, branch_and_bound_until, convomap_row_order, exhaustive,
+};
 use vastml_order::{
     Arrangement, Control, ErrorKind, Kernel, KernelKind, Matrix, Objective, OrderError, Padding,
     usable_kernel_side,
@@ -44,6 +46,32 @@ fn staircase_oracle() {
         assert!(r.order == want || r.order == rev, "{:?}", r.order);
         assert!((error_of(&m, &obj, &r.order) - 6.4).abs() < 1e-9);
     }
+}
+
+#[test]
+fn convomap_row_order_is_the_search_and_the_error_of_its_order() {
+    let vals: Vec<u8> = (0..6 * 5)
+        .map(|i| ((i * 7 + i / 5) % 3 == 0) as u8)
+        .collect();
+    let m = Matrix::binary(6, 5, &vals).unwrap();
+    let obj = objective(KernelKind::Gbs, 3, 3);
+    let cols = [4, 2, 0, 1, 3];
+    let pc = PairCosts::convomap(&m, &obj, Some(&cols)).unwrap();
+    let want = branch_and_bound(&pc, None, Bound::Slow, Control::none()).unwrap();
+    let (r, err) = convomap_row_order(
+        m.clone(),
+        obj.clone(),
+        Some(&cols),
+        None,
+        Bound::Slow,
+        Control::none(),
+    )
+    .unwrap();
+    assert_eq!(r.order, want.order);
+    let direct = Arrangement::new(m, obj, Some(&r.order), Some(&cols))
+        .unwrap()
+        .error();
+    assert_eq!(err, direct);
 }
 
 #[test]

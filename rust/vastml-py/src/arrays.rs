@@ -1,15 +1,12 @@
 //! The shared conversions of every binding: NumPy arrays borrowed as Rust slices, CSR arrays
-//! in either index width, string options parsed by the crates' `FromStr` ([`Wrap`]), and
-//! results handed back as NumPy arrays.
+//! in either index width, and results handed back as NumPy arrays.
 
-use std::str::FromStr;
-
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
-
-use crate::errors::ToPyErr;
+use vastml_embed::{Csr, CsrIndex, CsrValue};
 
 /// A C-contiguous float64 2-D array as a row-major slice, with its column count.
 ///
@@ -43,6 +40,16 @@ pub fn n_rows(len: usize, cols: usize) -> usize {
     len.checked_div(cols).unwrap_or(0)
 }
 
+/// Checks that `name` (of `cols` columns) has the dimension of `other` (`other_cols`).
+pub fn same_cols(name: &str, cols: usize, other: &str, other_cols: usize) -> PyResult<()> {
+    match cols == other_cols {
+        true => Ok(()),
+        false => Err(PyValueError::new_err(format!(
+            "`{name}` has {cols} columns but `{other}` has {other_cols}: they must have the same dimension"
+        ))),
+    }
+}
+
 /// A contiguous float64 1-D array as a slice.
 pub fn vector<'a>(a: &'a PyReadonlyArray1<'_, f64>, name: &str) -> PyResult<&'a [f64]> {
     a.as_slice()
@@ -72,6 +79,21 @@ pub fn matrix<'py, T: numpy::Element>(
     numpy::ndarray::Array2::from_shape_vec((n_rows, n_cols), values)
         .map_err(|e| PyValueError::new_err(e.to_string()))
         .map(|a| a.into_pyarray(py))
+}
+
+/// Row-major `values` of `cols` columns as a NumPy matrix (the row count is implied).
+pub fn by_rows<T: numpy::Element>(
+    py: Python<'_>,
+    values: Vec<T>,
+    cols: usize,
+) -> PyResult<Bound<'_, PyArray2<T>>> {
+    let n = n_rows(values.len(), cols);
+    matrix(py, values, n, cols)
+}
+
+/// Indices (an order, class codes, cluster labels) as the int64 array Python expects.
+pub fn index_array<'py>(py: Python<'py>, indices: &[usize]) -> Bound<'py, PyArray1<i64>> {
+    PyArray1::from_iter(py, indices.iter().map(|&i| i as i64))
 }
 
 /// CSR `(indptr, indices, data)` handed back to Python, in the layout they were computed in.
@@ -149,17 +171,18 @@ pub fn csr_arrays<'py>(
     ))
 }
 
-/// Runs `$body` with the CSR slices `($p, $i, $d)` of [`CsrArrays`] bound, or `($p, $i)` of
-/// [`CsrIndexArrays`] (the body is instantiated for both widths).
+/// Runs `$body` with `$w` bound to the `vastml_embed::Csr` of [`CsrArrays`] `$arrays`, or
+/// with the index slices `($p, $i)` of [`CsrIndexArrays`] (the body is instantiated for both
+/// widths).
 macro_rules! with_csr {
-    ($arrays:expr, |$p:ident, $i:ident, $d:ident| $body:expr) => {
+    ($arrays:expr, |$w:ident| $body:expr) => {
         match &$arrays {
             $crate::arrays::CsrArrays::Wide(p, i, d) => {
-                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                let $w = $crate::arrays::csr_slices(p, i, d)?;
                 $body
             }
             $crate::arrays::CsrArrays::Compact(p, i, d) => {
-                let ($p, $i, $d) = $crate::arrays::csr_slices(p, i, d)?;
+                let $w = $crate::arrays::csr_slices(p, i, d)?;
                 $body
             }
         }
@@ -185,36 +208,21 @@ macro_rules! with_csr {
 }
 pub(crate) use with_csr;
 
-/// Borrowed `(indptr, indices, data)`.
-pub type CsrSlices<'a, I, V> = (&'a [I], &'a [I], &'a [V]);
-
-/// The slices of one layout of [`CsrArrays`].
-pub fn csr_slices<'a, I: numpy::Element, V: numpy::Element>(
+/// The borrowed CSR matrix of one layout of [`CsrArrays`].
+pub fn csr_slices<'a, I, V>(
     indptr: &'a PyReadonlyArray1<'_, I>,
     indices: &'a PyReadonlyArray1<'_, I>,
     data: &'a PyReadonlyArray1<'_, V>,
-) -> PyResult<CsrSlices<'a, I, V>> {
-    Ok((
-        slice(indptr, "indptr")?,
-        slice(indices, "indices")?,
-        slice(data, "data")?,
-    ))
-}
-
-/// A string option parsed by the crate's `FromStr` (polars' `Wrap`): a binding takes
-/// `Wrap<Kernel>` and gets the crate's error, which names the parameter, as a `ValueError`
-/// (pyo3 adds a note naming the argument too).
-pub struct Wrap<T>(pub T);
-
-impl<'a, 'py, T> FromPyObject<'a, 'py> for Wrap<T>
+) -> PyResult<Csr<'a, I, V>>
 where
-    T: FromStr,
-    T::Err: ToPyErr,
+    I: CsrIndex + numpy::Element,
+    V: CsrValue + numpy::Element,
 {
-    type Error = PyErr;
-
-    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let s: PyBackedStr = obj.extract()?;
-        s.parse::<T>().map(Wrap).map_err(ToPyErr::to_pyerr)
-    }
+    let (indptr, indices) = (slice(indptr, "indptr")?, slice(indices, "indices")?);
+    let data = slice(data, "data")?;
+    Ok(Csr {
+        indptr,
+        indices,
+        data,
+    })
 }

@@ -6,7 +6,7 @@
 use std::sync::atomic::AtomicBool;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use vastml_embed::affinity::{
@@ -14,37 +14,29 @@ use vastml_embed::affinity::{
 };
 use vastml_embed::objective::{GdOptions, GdRun, GdState, TsnePairs};
 use vastml_embed::parametric::{Evaluation, Problem, RStep};
-use vastml_embed::{Csr, Kernel, Model, ObjectiveParams, Repulsion, RepulsionMethod};
+use vastml_embed::{Kernel, ObjectiveParams, Repulsion, RepulsionMethod};
 
 use crate::arrays::{
-    CsrOut, Wrap, csr_arrays, csr_out, matrix, rows, rows_n, slice, vector, with_csr,
+    CsrOut, csr_arrays, csr_out, matrix, rows, rows_n, same_cols, slice, vector, with_csr,
 };
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::progress;
+use crate::options::{Dict, FromDict, Options, Wrap};
+use crate::progress::{self, finish};
 
 type Array1<'py, T> = Bound<'py, PyArray1<T>>;
 type Array2<'py> = Bound<'py, PyArray2<f64>>;
 
 /// How the repulsion is computed: keys `method`, `theta`, `epsilon`, `n_interp`, `box_width`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct RepulsionArgs {
-    method: Wrap<RepulsionMethod>,
-    theta: f64,
-    epsilon: f64,
-    n_interp: usize,
-    box_width: f64,
-}
-
-impl RepulsionArgs {
-    fn get(&self) -> Repulsion {
-        self.method.0.with(&vastml_embed::RepulsionParams {
-            theta: self.theta,
-            epsilon: self.epsilon,
-            n_interp: self.n_interp,
-            box_width: self.box_width,
-        })
+impl FromDict for Repulsion {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let method: RepulsionMethod = d.parse("method")?;
+        Ok(method.with(&vastml_embed::RepulsionParams {
+            theta: d.get("theta")?,
+            epsilon: d.get("epsilon")?,
+            n_interp: d.get("n_interp")?,
+            box_width: d.get("box_width")?,
+        }))
     }
 }
 
@@ -191,13 +183,17 @@ where
     Ok((csr_out(py, p.indptr, p.indices, p.data), a))
 }
 
-/// Keys of `embedding_objective`'s options besides the repulsion's.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct ObjectiveArgs {
-    model: Wrap<Model>,
-    repulsion_weight: f64,
-    need_objective: bool,
+/// `embedding_objective`'s options: `model`, `repulsion_weight`, `need_objective` and the
+/// repulsion's keys.
+impl FromDict for ObjectiveParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(ObjectiveParams {
+            model: d.parse("model")?,
+            lambda: d.get("repulsion_weight")?,
+            repulsion: d.read()?,
+            need_objective: d.get("need_objective")?,
+        })
+    }
 }
 
 /// (E, E+, E-, dE/dX) of an embedding objective at x, the attraction as CSR arrays.
@@ -209,24 +205,13 @@ pub fn embedding_objective<'py>(
     indptr: &Bound<'py, PyAny>,
     indices: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<ObjectiveParams>,
     n_jobs: Option<isize>,
 ) -> PyResult<(f64, f64, f64, Array2<'py>)> {
-    let (args, rep): (ObjectiveArgs, RepulsionArgs) = (options.extract()?, options.extract()?);
-    let params = ObjectiveParams {
-        model: args.model.0,
-        lambda: args.repulsion_weight,
-        repulsion: rep.get(),
-        need_objective: args.need_objective,
-    };
+    let params = options.0;
     let (xs, n, dim) = rows_n(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let ev = with_csr!(arrays, |indptr, indices, data| {
-        let w = Csr {
-            indptr,
-            indices,
-            data,
-        };
+    let ev = with_csr!(arrays, |w| {
         enter(py, n_jobs, |cancel| {
             vastml_embed::evaluate_with(xs, dim, &w, &params, cancel)
         })?
@@ -251,22 +236,30 @@ fn sums_out(
     ))
 }
 
+/// The `kernel` key of `kernel_sums`'s options.
+pub struct KernelChoice(Kernel);
+
+impl FromDict for KernelChoice {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        d.parse("kernel").map(KernelChoice)
+    }
+}
+
 /// Kernel sums over all other points (s0, s1, sx); options: `kernel` and the repulsion's keys.
 #[pyfunction]
 #[pyo3(signature = (x, options, weights=None, n_jobs=None))]
 pub fn kernel_sums<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<(KernelChoice, Repulsion)>,
     weights: Option<PyReadonlyArray1<'py, f64>>,
     n_jobs: Option<isize>,
 ) -> PyResult<SumsOut<'py>> {
-    let kernel: Wrap<Kernel> = options.get_item("kernel")?.extract()?;
-    let rep = options.extract::<RepulsionArgs>()?.get();
+    let (KernelChoice(kernel), rep) = options.0;
     let (xs, n, dim) = rows_n(&x, "x")?;
     let w = weights.as_ref().map(|w| vector(w, "weights")).transpose()?;
     let s = enter(py, n_jobs, |cancel| {
-        vastml_embed::nbody::kernel_sums(xs, dim, kernel.0, w, rep, cancel)
+        vastml_embed::nbody::kernel_sums(xs, dim, kernel, w, rep, cancel)
     })?;
     sums_out(py, s, n, dim)
 }
@@ -317,24 +310,28 @@ impl From<TsnePairs<f32>> for TsnePairsAny {
     }
 }
 
+/// `$body` with `$p` bound to the pairs of `$any`, whatever their value type.
+macro_rules! with_pairs {
+    ($any:expr, |$p:ident| $body:expr) => {
+        match $any {
+            TsnePairsAny::Wide($p) => $body,
+            TsnePairsAny::Compact($p) => $body,
+        }
+    };
+}
+
 #[pymethods]
 impl PyTsnePairs {
     /// Number of points.
     #[getter]
     fn n_points(&self) -> usize {
-        match &self.inner {
-            TsnePairsAny::Wide(p) => p.n_points(),
-            TsnePairsAny::Compact(p) => p.n_points(),
-        }
+        with_pairs!(&self.inner, |p| p.n_points())
     }
 
     /// True when the points are relabelled in Morton order.
     #[getter]
     fn relabelled(&self) -> bool {
-        match &self.inner {
-            TsnePairsAny::Wide(p) => p.relabelled(),
-            TsnePairsAny::Compact(p) => p.relabelled(),
-        }
+        with_pairs!(&self.inner, |p| p.relabelled())
     }
 }
 
@@ -351,46 +348,33 @@ pub fn tsne_pairs<'py>(
 ) -> PyResult<PyTsnePairs> {
     let (xs, dim) = rows(&x, "x")?;
     let arrays = csr_arrays(indptr, indices, data)?;
-    let inner = with_csr!(arrays, |indptr, indices, data| {
-        let w = Csr {
-            indptr,
-            indices,
-            data,
-        };
+    let inner = with_csr!(arrays, |w| {
         TsnePairsAny::from(enter(py, n_jobs, |_| TsnePairs::new(&w, xs, dim))?)
     });
     Ok(PyTsnePairs { inner })
 }
 
-/// The options of `tsne_gd` besides the repulsion's: a dict with these keys.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct GdArgs {
-    n_iter: usize,
-    learning_rate: f64,
-    momentum: f64,
-    exaggeration: f64,
-    min_gain: f64,
-    objective_at_last: bool,
-    iterations_before: usize,
-    objective_before: f64,
+/// `tsne_gd`'s step options: `learning_rate`, `momentum`, `exaggeration`, `min_gain`.
+impl FromDict for GdOptions {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(GdOptions {
+            learning_rate: d.get("learning_rate")?,
+            momentum: d.get("momentum")?,
+            exaggeration: d.get("exaggeration")?,
+            min_gain: d.get("min_gain")?,
+        })
+    }
 }
 
-impl GdArgs {
-    fn parts(&self) -> (GdOptions, GdRun) {
-        let opts = GdOptions {
-            learning_rate: self.learning_rate,
-            momentum: self.momentum,
-            exaggeration: self.exaggeration,
-            min_gain: self.min_gain,
-        };
-        let run = GdRun {
-            n_iter: self.n_iter,
-            iterations_before: self.iterations_before,
-            objective_at_last: self.objective_at_last,
-            objective_before: self.objective_before,
-        };
-        (opts, run)
+/// `tsne_gd`'s run: `n_iter`, `iterations_before`, `objective_at_last`, `objective_before`.
+impl FromDict for GdRun {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(GdRun {
+            n_iter: d.get("n_iter")?,
+            iterations_before: d.get("iterations_before")?,
+            objective_at_last: d.get("objective_at_last")?,
+            objective_before: d.get("objective_before")?,
+        })
     }
 }
 
@@ -416,12 +400,11 @@ pub fn tsne_gd<'py>(
     py: Python<'py>,
     state: GdArrays<'py>,
     pairs: Bound<'py, PyTsnePairs>,
-    options: &Bound<'py, PyAny>,
+    options: Dict<(GdOptions, GdRun, Repulsion)>,
     progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<GdOut<'py>> {
-    let (opts, run) = options.extract::<GdArgs>()?.parts();
-    let rep = options.extract::<RepulsionArgs>()?.get();
+    let (opts, run, rep) = options.0;
     let (xs, n, dim) = rows_n(&state.0, "x")?;
     let (mut x, mut update) = (xs.to_vec(), rows(&state.1, "update")?.0.to_vec());
     let mut gains = rows(&state.2, "gains")?.0.to_vec();
@@ -436,10 +419,8 @@ pub fn tsne_gd<'py>(
             gains: &mut gains,
         };
         inner.descend(st, rep, opts, run, control)
-    })?;
-    if let Some(h) = &hook {
-        h.finish()?;
-    }
+    });
+    let out = finish(hook, out)?;
     let (x, u) = (matrix(py, x, n, dim)?, matrix(py, update, n, dim)?);
     let g = matrix(py, gains, n, dim)?;
     Ok((x, u, g, out.objective, out.n_done, out.stopped))
@@ -456,10 +437,7 @@ impl TsnePairsAny {
         control: vastml_core::Control<'_, [f64]>,
     ) -> vastml_embed::Result<vastml_embed::objective::GdOutcome> {
         use vastml_embed::objective::tsne_gradient_descent_prepared as descend;
-        match self {
-            TsnePairsAny::Wide(p) => descend(state, p, rep, opts, run, control),
-            TsnePairsAny::Compact(p) => descend(state, p, rep, opts, run, control),
-        }
+        with_pairs!(self, |p| descend(state, p, rep, opts, run, control))
     }
 }
 
@@ -682,9 +660,9 @@ pub fn symmetrize_csr<'py>(
     n_jobs: Option<isize>,
 ) -> PyResult<CsrOut<'py>> {
     let arrays = csr_arrays(indptr, indices, data)?;
-    with_csr!(arrays, |indptr, indices, data| {
+    with_csr!(arrays, |w| {
         let s = enter(py, n_jobs, |_cancel| {
-            vastml_embed::affinity::symmetrize_csr(n, indptr, indices, data, scale)
+            vastml_embed::affinity::symmetrize_csr(n, w.indptr, w.indices, w.data, scale)
         })?;
         Ok(csr_out(py, s.indptr, s.indices, s.data))
     })
@@ -704,10 +682,8 @@ pub fn knn_graph<'py>(
 ) -> PyResult<(Array2<'py>, Bound<'py, PyArray2<i32>>)> {
     let (pts, n, dim) = rows_n(&x, "x")?;
     let qs = queries.as_ref().map(|q| rows_n(q, "queries")).transpose()?;
-    if qs.is_some_and(|(_, _, qd)| qd != dim) {
-        return Err(PyValueError::new_err(format!(
-            "`queries` must have {dim} columns, as `x`"
-        )));
+    if let Some((_, _, qdim)) = qs {
+        same_cols("queries", qdim, "x", dim)?;
     }
     let m = qs.map_or(n, |(_, m, _)| m);
     let g = enter(py, n_jobs, |cancel| match qs {
@@ -757,12 +733,7 @@ impl PySourceSums {
         n_jobs: Option<isize>,
     ) -> PyResult<SumsOut<'py>> {
         let (ts, m, dim) = rows_n(&targets, "targets")?;
-        if dim != self.inner.dim() {
-            return Err(PyValueError::new_err(format!(
-                "`targets` must have {} columns (as the sources), got {dim}",
-                self.inner.dim()
-            )));
-        }
+        same_cols("targets", dim, "sources", self.inner.dim())?;
         let s = enter(py, n_jobs, |cancel| self.inner.at(ts, cancel))?;
         sums_out(py, s, m, dim)
     }

@@ -1,42 +1,26 @@
 //! Bindings of `vastml-fgt`: the Gauss transform. Planner options arrive as a dict (`plan`).
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyString};
 use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt};
 
-use crate::arrays::{Wrap, matrix, rows, rows_n, vector};
+use crate::arrays::{matrix, rows, rows_n, same_cols, vector};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::progress::{self, PyHook};
+use crate::options::Wrap;
+use crate::progress::{self, finish};
 
 /// A planning stage's name, as the progress callable's `state`.
 fn stage_to_py(py: Python<'_>, stage: &str) -> PyResult<Py<PyAny>> {
     Ok(PyString::new(py, stage).into_any().unbind())
 }
 
-fn check_dims(sources: usize, other: usize, name: &str) -> PyResult<()> {
-    match sources == other {
-        true => Ok(()),
-        false => Err(PyValueError::new_err(format!(
-            "`{name}` has {other} columns but `sources` has {sources}: they must have the same dimension"
-        ))),
-    }
-}
-
 /// Rows of an optional array of `dim` columns (empty when absent).
 fn sample<'a>(a: &'a Option<PyReadonlyArray2<'_, f64>>, dim: usize) -> PyResult<Option<&'a [f64]>> {
     let Some(a) = a else { return Ok(None) };
     let (s, sdim) = rows(a, "target_sample")?;
-    check_dims(dim, sdim, "target_sample").map(|()| Some(s))
-}
-
-/// Raises the progress callable's exception if there was one, else the work's result (the
-/// bindings' one way to end a call with a hook; it belongs with `PyHook` in progress.rs).
-pub fn finish<S: ?Sized, T>(hook: Option<PyHook<S>>, out: PyResult<T>) -> PyResult<T> {
-    hook.map_or(Ok(()), |h| h.finish())?;
-    out
+    same_cols("target_sample", sdim, "sources", dim).map(|()| Some(s))
 }
 
 /// The planner's options, as the Python `GaussTransform` names them.
@@ -92,7 +76,7 @@ pub fn gauss_transform<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let ((src, dim), (tgt, m, tdim)) = (rows(&sources, "sources")?, rows_n(&targets, "targets")?);
     let (w, n_weights) = rows(&weights, "weights")?;
-    check_dims(dim, tdim, "targets")?;
+    same_cols("targets", tdim, "sources", dim)?;
     let hook = progress::hook(progress, stage_to_py);
     let out = enter(py, n_jobs, |cancel| {
         let options = PlanOptions {
@@ -151,7 +135,7 @@ impl PyGaussTransform {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let ((tgt, m, tdim), (w, n_weights)) =
             (rows_n(&targets, "targets")?, rows(&weights, "weights")?);
-        check_dims(self.inner.dim(), tdim, "targets")?;
+        same_cols("targets", tdim, "sources", self.inner.dim())?;
         let out = enter(py, n_jobs, |cancel| {
             self.inner.evaluate(tgt, w, n_weights, cancel)
         });
@@ -226,7 +210,7 @@ impl PyLogGaussSum {
         n_jobs: Option<isize>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let (tgt, tdim) = rows(&targets, "targets")?;
-        check_dims(self.inner.dim(), tdim, "targets")?;
+        same_cols("targets", tdim, "sources", self.inner.dim())?;
         let out = enter(py, n_jobs, |cancel| self.inner.evaluate(tgt, rtol, cancel))?;
         Ok(out.into_pyarray(py))
     }
@@ -265,11 +249,8 @@ pub fn split_ifgt_radii<'py>(
     centers: PyReadonlyArray2<'py, f64>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let ((src, dim), (c, k, cdim)) = (rows(&sources, "sources")?, rows_n(&centers, "centers")?);
-    check_dims(cdim, dim, "sources")?;
-    if src.is_empty() {
-        return Ok(vec![0.0; k].into_pyarray(py));
-    }
+    let ((src, dim), (c, cdim)) = (rows(&sources, "sources")?, rows(&centers, "centers")?);
+    same_cols("sources", dim, "centers", cdim)?;
     let r = enter(py, n_jobs, |_| vastml_fgt::cluster_radii(src, dim, c))?;
     Ok(r.into_pyarray(py))
 }
@@ -319,7 +300,7 @@ impl PySplitIfgt {
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let ((src, dim), (w, n_weights)) = (rows(&sources, "sources")?, rows(&weights, "weights")?);
         if !src.is_empty() {
-            check_dims(self.inner.dim(), dim, "sources")?;
+            same_cols("sources", dim, "centers", self.inner.dim())?;
         }
         let c = enter(py, n_jobs, |c| {
             self.inner.coefficients(src, w, n_weights, c)
@@ -342,7 +323,7 @@ impl PySplitIfgt {
             vector(&coefficients, "coefficients")?,
         );
         if !tgt.is_empty() {
-            check_dims(self.inner.dim(), tdim, "targets")?;
+            same_cols("targets", tdim, "centers", self.inner.dim())?;
         }
         let out = enter(py, n_jobs, |cancel| {
             self.inner.evaluate(tgt, coeffs, n_weights, cancel)

@@ -7,6 +7,7 @@ mod embed;
 mod errors;
 mod fgt;
 mod lll;
+mod options;
 mod order;
 mod progress;
 mod seriate;

@@ -16,9 +16,9 @@ use vastml_embed::lll::{
     z_m_zt, z_m_zt_keep, z_m_zt_sym,
 };
 
-use crate::arrays::{CsrIndexArrays, csr_index, matrix, rows, vector, with_csr};
+use crate::arrays::{CsrIndexArrays, csr_index, matrix, rows, same_cols, vector, with_csr};
 use crate::door::enter;
-use crate::progress;
+use crate::progress::{self, finish};
 
 /// Z as `lll_weights` returns it, with its column count L.
 #[derive(FromPyObject)]
@@ -94,10 +94,7 @@ fn run<T: Send>(
             r => r.map(Some),
         }
     });
-    if let Some(h) = &hook {
-        h.finish()?;
-    }
-    out
+    finish(hook, out)
 }
 
 type WeightsOut<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f64>>);
@@ -116,11 +113,7 @@ pub fn lll_weights<'py>(
 ) -> PyResult<Option<WeightsOut<'py>>> {
     let (xs, d) = rows(&x, "x")?;
     let (ls, dl) = rows(&landmarks, "landmarks")?;
-    if d != dl {
-        return Err(PyValueError::new_err(format!(
-            "`landmarks` has {dl} features, `x` has {d}"
-        )));
-    }
+    same_cols("landmarks", dl, "x", d)?;
     let n = x.shape()[0];
     let work = |c: Control<'_>| reconstruction_weights(xs, ls, d, n_neighbors, reg, c);
     let Some(w) = run(py, n_jobs, progress, work)? else {

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use vastml_order::bnb::{Bound as LowerBound, PairCosts, branch_and_bound};
+use vastml_order::bnb::{Bound as LowerBound, convomap_row_order};
 use vastml_order::fit::fit;
+use vastml_order::gradient::Gradient;
 use vastml_order::options::{FitOptions, matrix_from_codes};
 use vastml_order::tsp::{hamming_distances, tsp_path_with};
 use vastml_order::{
@@ -19,12 +19,11 @@ use vastml_order::{
     Pattern, Progress,
 };
 
-use crate::arrays::{Wrap, matrix};
+use crate::arrays::matrix;
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::fgt::finish;
-use crate::progress;
-use crate::tsp::order_to_py;
+use crate::options::{Dict, FromDict, Options, Wrap};
+use crate::progress::{self, finish};
 
 fn perr(e: OrderError) -> PyErr {
     e.to_pyerr()
@@ -106,44 +105,35 @@ pub type FitResult = (
     bool,
 );
 
-/// The [`FitOptions`] of the dict the estimator passes (one key per field).
-fn fit_options(d: &Bound<'_, PyDict>) -> PyResult<FitOptions> {
-    macro_rules! options {
-        ($($field:ident),+) => {
-            FitOptions { $($field: item(d, stringify!($field))?),+ }
-        };
+/// The dict the estimator passes, one key per field.
+impl FromDict for FitOptions {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        macro_rules! read {
+            ($($field:ident),+) => { FitOptions { $($field: d.get(stringify!($field))?),+ } };
+        }
+        Ok(read!(
+            init,
+            method,
+            moves,
+            max_iter,
+            segment_length,
+            reaction,
+            stop_threshold,
+            accept_ties,
+            axes,
+            swap_radius,
+            max_block,
+            tolerance,
+            schedule,
+            n_blocks,
+            seed,
+            recolor,
+            kmax_k,
+            restarts,
+            time_budget,
+            polish
+        ))
     }
-    Ok(options!(
-        init,
-        method,
-        moves,
-        max_iter,
-        segment_length,
-        reaction,
-        stop_threshold,
-        accept_ties,
-        axes,
-        swap_radius,
-        max_block,
-        tolerance,
-        schedule,
-        n_blocks,
-        seed,
-        recolor,
-        kmax_k,
-        restarts,
-        time_budget,
-        polish
-    ))
-}
-
-fn item<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(
-    d: &Bound<'py, PyDict>,
-    key: &str,
-) -> PyResult<T> {
-    let v = d.get_item(key)?;
-    let v = v.ok_or_else(|| PyValueError::new_err(format!("missing option {key:?}")))?;
-    v.extract::<T>().map_err(Into::into)
 }
 
 /// TSP initial order (optional) then local search or the P-LS pipeline; `progress(stage,
@@ -155,14 +145,14 @@ pub fn convomap_fit(
     matrix: MatrixArgs<'_>,
     objective: ObjectiveArgs<'_>,
     orders: Orders,
-    options: &Bound<'_, PyDict>,
+    options: Dict<FitOptions>,
     n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<FitResult> {
     let (m, obj) = (matrix.matrix()?, objective.objective()?);
     let callback_error: Arc<Mutex<Option<PyErr>>> = Default::default();
     let hook = progress.map(|cb| python_progress(cb, callback_error.clone()));
-    let params = fit_options(options)?.params(hook).map_err(perr)?;
+    let params = options.0.params(hook).map_err(perr)?;
     let (rows, cols) = (orders.0.as_deref(), orders.1.as_deref());
     let result = enter(py, n_jobs, |cancel| {
         fit(m, obj, rows, cols, &params, cancel)
@@ -244,19 +234,12 @@ pub fn branch_and_bound_order(
 ) -> PyResult<(Vec<usize>, f64, u64, bool)> {
     let (m, obj) = (matrix.matrix()?, objective.objective()?);
     let (cols, initial) = (options.col_order.as_deref(), options.initial.as_deref());
-    let hook = progress::hook(progress, order_to_py);
+    let hook = progress::hook(progress, progress::order_state);
     let r = enter(py, n_jobs, |cancel| {
-        let pc = PairCosts::convomap(&m, &obj, cols)?;
-        let r = branch_and_bound(
-            &pc,
-            initial,
-            options.bound.0,
-            progress::control(cancel, hook.as_ref()),
-        )?;
-        let err = Arrangement::new_cancellable(m, obj, Some(&r.order), cols, cancel)?.error();
-        Ok::<_, OrderError>((r.order, err, r.nodes, r.stopped))
+        let control = progress::control(cancel, hook.as_ref());
+        convomap_row_order(m, obj, cols, initial, options.bound.0, control)
     });
-    finish(hook, r)
+    finish(hook, r).map(|(r, error)| (r.order, error, r.nodes, r.stopped))
 }
 
 /// The thesis's planted binary matrix (java.util.Random draws), uint8 size x size.
@@ -320,16 +303,9 @@ pub fn gradient_order(
     n_jobs: Option<isize>,
 ) -> PyResult<(Vec<usize>, f64, u64)> {
     let (d, n) = crate::arrays::rows(&dissimilarities, "dissimilarities")?;
-    if d.len() != n * n {
-        return Err(PyValueError::new_err(
-            "`dissimilarities` must be a square matrix",
-        ));
-    }
-    use vastml_order::gradient::Gradient;
-    let kind = if weighted {
-        Gradient::Weighted
-    } else {
-        Gradient::Unweighted
+    let kind = match weighted {
+        true => Gradient::Weighted,
+        false => Gradient::Unweighted,
     };
     enter(py, n_jobs, |cancel| {
         vastml_order::gradient::gradient_order(d, n, kind, cancel)

@@ -4,7 +4,7 @@
 //! `vastml._progress.Progress.report`, called as `report(iteration, objective, state)` and
 //! returning True to stop) and builds a [`PyHook`]. Inside [`crate::door::enter`] the work runs
 //! without the GIL; the hook takes it only for the call. An exception raised by the callable
-//! stops the loop and is raised after it (see [`PyHook::finish`]).
+//! stops the loop and is raised after it (see [`finish`]).
 
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -66,12 +66,24 @@ pub fn no_state<S: ?Sized>(py: Python<'_>, _: &S) -> PyResult<Py<PyAny>> {
     Ok(py.None())
 }
 
+/// An order as the int64 array the callable receives.
+pub fn order_state(py: Python<'_>, order: &[usize]) -> PyResult<Py<PyAny>> {
+    Ok(crate::arrays::index_array(py, order).into_any().unbind())
+}
+
 /// The optional hook of a binding's `progress` argument.
 pub fn hook<S: ?Sized>(
     progress: Option<Py<PyAny>>,
     to_py: fn(Python<'_>, &S) -> PyResult<Py<PyAny>>,
 ) -> Option<PyHook<S>> {
     progress.map(|p| PyHook::new(p, to_py))
+}
+
+/// Ends a call made with an optional hook: the callable's exception if it raised one (it
+/// stopped the work), else the work's result.
+pub fn finish<S: ?Sized, T>(hook: Option<PyHook<S>>, out: PyResult<T>) -> PyResult<T> {
+    hook.map_or(Ok(()), |h| h.finish())?;
+    out
 }
 
 /// A [`Control`] over `cancel` that reports to `hook` (every iteration: the Python

@@ -11,36 +11,23 @@ use vastml_order::olo::optimal_leaf_order_with;
 use vastml_order::options::{indices_from_i64, pairs_from_i64};
 use vastml_order::tsp_ils::{Dense, IlsParams, Points, solve_cancellable};
 
-use crate::arrays::{rows, slice};
+use crate::arrays::{index_array, rows, slice};
 use crate::door::enter;
-use crate::tsp::order_array;
+use crate::options::{Dict, FromDict, Options};
 
-/// The iterated local search's parameters, as `seriate` names them for the core.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct IlsArgs {
-    neighbours: usize,
-    kicks: Option<usize>,
-    time_limit: Option<f64>,
-    runs: usize,
-    kick_window: usize,
-    seed: u64,
-}
-
-impl From<IlsArgs> for IlsParams {
-    fn from(a: IlsArgs) -> Self {
-        let time_limit = a.time_limit.map(Duration::from_secs_f64);
-        let (neighbours, kicks, runs, kick_window, seed) =
-            (a.neighbours, a.kicks, a.runs, a.kick_window, a.seed);
-        IlsParams {
-            neighbours,
-            kicks,
-            time_limit,
-            runs,
-            kick_window,
-            seed,
+/// The iterated local search's parameters, as `seriate` names them.
+impl FromDict for IlsParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let time_limit: Option<f64> = d.get("time_limit")?;
+        Ok(IlsParams {
+            neighbours: d.get("neighbours")?,
+            kicks: d.get("kicks")?,
+            time_limit: time_limit.map(Duration::from_secs_f64),
+            runs: d.get("runs")?,
+            kick_window: d.get("kick_window")?,
+            seed: d.get("seed")?,
             ..IlsParams::default()
-        }
+        })
     }
 }
 
@@ -56,7 +43,7 @@ pub fn tsp_ils_order<'py>(
     x: PyReadonlyArray2<'py, f64>,
     precomputed: bool,
     ends: (Option<usize>, Option<usize>),
-    params: IlsArgs,
+    params: Dict<IlsParams>,
     init: Option<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<isize>,
 ) -> PyResult<IlsOut<'py>> {
@@ -65,7 +52,7 @@ pub fn tsp_ils_order<'py>(
         .as_ref()
         .map(|a| slice(a, "init").map(indices_from_i64))
         .transpose()?;
-    let (params, (start, end), init) = (IlsParams::from(params), ends, init.as_deref());
+    let (params, (start, end), init) = (params.0, ends, init.as_deref());
     let r = enter(py, n_jobs, |c| {
         let ctl = Control::new(c);
         if precomputed {
@@ -75,7 +62,7 @@ pub fn tsp_ils_order<'py>(
         }
     })?;
     Ok((
-        order_array(py, &r.order),
+        index_array(py, &r.order),
         r.length,
         r.first_length,
         r.kicks,
@@ -106,5 +93,5 @@ pub fn olo_order<'py>(
         true => optimal_leaf_order_with(&pairs, &Dense::new(data, dim)?, Control::new(c)),
         false => optimal_leaf_order_with(&pairs, &Points::new(data, dim)?, Control::new(c)),
     })?;
-    Ok((order_array(py, &order), length))
+    Ok((index_array(py, &order), length))
 }

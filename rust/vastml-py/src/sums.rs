@@ -4,8 +4,9 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use vastml_fgt::SumMethod;
 
-use crate::arrays::{Wrap, vector};
+use crate::arrays::vector;
 use crate::door::enter;
+use crate::options::Wrap;
 
 /// The Hermite sum's parameters: `order`, bandwidths `h1` (of the Hermite function) and
 /// `h2` (of the Gaussian), `epsilon`, `method`.
@@ -32,15 +33,9 @@ pub fn hermite_gauss_sum<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let x = vector(&sources, "sources")?;
     let (q, y) = (vector(&weights, "weights")?, vector(&targets, "targets")?);
-    let HermiteArgs {
-        order,
-        h1,
-        h2,
-        epsilon,
-        method,
-    } = params;
+    let (p, method) = (&params, params.method.0);
     let out = enter(py, n_jobs, |cancel| {
-        vastml_fgt::hermite_gauss_sum(x, q, y, order, h1, h2, epsilon, method.0, cancel)
+        vastml_fgt::hermite_gauss_sum(x, q, y, p.order, p.h1, p.h2, p.epsilon, method, cancel)
     })?;
     Ok(out.into_pyarray(py))
 }

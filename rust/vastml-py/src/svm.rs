@@ -2,8 +2,9 @@
 //!
 //! Examples arrive as a C-contiguous float64 2-D array or as a CSR tuple
 //! `(indptr int64, indices int64, data float64, n_features)`; neither is copied. Parameters
-//! arrive as a dict read into the option structs below. Training reports every pass (or chunk
-//! of a single pass) to `progress` with the state an int: the model size, or the updates made.
+//! arrive as a dict read into the crate's own parameter structs ([`FromDict`]). Training
+//! reports every pass (or chunk of a single pass) to `progress` with the state an int: the
+//! model size, or the updates made.
 
 use numpy::ndarray::Array3;
 use numpy::{
@@ -15,14 +16,14 @@ use pyo3::types::PyDict;
 use vastml_core::Control;
 use vastml_svm::{
     Amm, AmmParams, Arow, ArowParams, Bsgd, BsgdParams, DcdOptions, EpochStats, Examples, Kernel,
-    KernelKind, LlsvmModel, LlsvmParams, Maintenance, Schedule, SvmError, UpdateOn,
+    LlsvmModel, LlsvmParams, Schedule, SvmError,
 };
 
-use crate::arrays::{Wrap, matrix, rows, rows_n};
+use crate::arrays::{by_rows, index_array, rows, rows_n, slice};
 use crate::door::enter;
 use crate::errors::ToPyErr;
-use crate::fgt::finish;
-use crate::progress;
+use crate::options::{Dict, FromDict, Options};
+use crate::progress::{self, finish};
 
 /// Examples borrowed from Python.
 pub enum PyX<'py> {
@@ -56,16 +57,11 @@ impl PyX<'_> {
         match self {
             PyX::Dense(a) => rows(a, "X").and_then(|(v, d)| to_py(Examples::dense(v, d))),
             PyX::Csr((p, i, d, n)) => {
-                let (p, i, d) = (contiguous(p)?, contiguous(i)?, contiguous(d)?);
+                let (p, i, d) = (slice(p, "indptr")?, slice(i, "indices")?, slice(d, "data")?);
                 to_py(Examples::csr(p, i, d, *n))
             }
         }
     }
-}
-
-fn contiguous<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|e| PyTypeError::new_err(format!("CSR arrays must be contiguous: {e}")))
 }
 
 fn to_py<T>(r: Result<T, SvmError>) -> PyResult<T> {
@@ -76,25 +72,9 @@ fn to_py<T>(r: Result<T, SvmError>) -> PyResult<T> {
 pub type Labels<'py> = PyReadonlyArray1<'py, i64>;
 
 /// Examples and their class codes.
-fn labelled<'a>(
-    x: &'a PyX<'_>,
-    y: &PyReadonlyArray1<'_, i64>,
-) -> PyResult<(Examples<'a>, Vec<usize>)> {
-    Ok((
-        x.examples()?,
-        to_py(vastml_svm::class_codes(contiguous(y)?))?,
-    ))
-}
-
-/// Class codes (or cluster labels) as an int64 array.
-fn codes<'py>(py: Python<'py>, v: &[usize]) -> Bound<'py, PyArray1<i64>> {
-    PyArray1::from_iter(py, v.iter().map(|&c| c as i64))
-}
-
-/// Row-major `values` of `cols` columns as a NumPy matrix.
-fn by_rows<'py>(py: Python<'py>, v: Vec<f64>, cols: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let n = crate::arrays::n_rows(v.len(), cols);
-    matrix(py, v, n, cols)
+fn labelled<'a>(x: &'a PyX<'_>, y: &Labels<'_>) -> PyResult<(Examples<'a>, Vec<usize>)> {
+    let codes = to_py(vastml_svm::class_codes(slice(y, "y")?))?;
+    Ok((x.examples()?, codes))
 }
 
 /// The progress state of the SVM trainers (a count) as a Python int.
@@ -102,39 +82,89 @@ fn count_state(py: Python<'_>, s: &usize) -> PyResult<Py<PyAny>> {
     Ok(s.into_pyobject(py)?.into_any().unbind())
 }
 
+/// A fitted model's two arrays, both given or both absent.
+fn both<A, B>(a: Option<A>, b: Option<B>, names: &str) -> PyResult<Option<(A, B)>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Ok(Some((a, b))),
+        (None, None) => Ok(None),
+        _ => Err(PyValueError::new_err(format!(
+            "pass both {names}, or neither"
+        ))),
+    }
+}
+
 /// A kernel as Python names it: `kernel`, `gamma`, `degree`, `coef0`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct KernelArgs {
-    kernel: Wrap<KernelKind>,
-    gamma: f64,
-    degree: i32,
-    coef0: f64,
+impl FromDict for Kernel {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let (gamma, degree, coef0) = (d.get("gamma")?, d.get("degree")?, d.get("coef0")?);
+        to_py(Kernel::new(d.parse("kernel")?, gamma, degree, coef0))
+    }
 }
 
-fn kernel_args(ob: &Bound<'_, PyAny>) -> PyResult<Kernel> {
-    let k: KernelArgs = ob.extract()?;
-    to_py(Kernel::new(k.kernel.0, k.gamma, k.degree, k.coef0))
+impl FromDict for AmmParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(AmmParams {
+            lambda: d.get("l2_penalty")?,
+            max_weights_per_class: d.get("max_weights_per_class")?,
+            prune_every: d.get("prune_every")?,
+            prune_c: d.get("prune_c")?,
+            bias: d.get("bias")?,
+            clone_probability: d.get("clone_probability")?,
+            clone_decay: d.get("clone_decay")?,
+            budgetedsvm: d.get("budgetedsvm")?,
+        })
+    }
 }
 
-/// The passes of a `fit`: one per seed.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
+impl FromDict for BsgdParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(BsgdParams {
+            lambda: d.get("l2_penalty")?,
+            budget: d.get("budget")?,
+            kernel: d.get::<Dict<Kernel>>("kernel")?.0,
+            maintenance: d.parse("maintenance")?,
+        })
+    }
+}
+
+/// The passes of a `fit`: `seeds` (one pass per seed), `shuffle`, and for AMM `online`.
 pub struct ScheduleArgs {
     seeds: Vec<u64>,
     shuffle: bool,
-    #[pyo3(default)]
     online: bool,
+}
+
+impl FromDict for ScheduleArgs {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let (seeds, shuffle) = (d.get("seeds")?, d.get("shuffle")?);
+        let online = d.get_or("online", false)?;
+        Ok(ScheduleArgs {
+            seeds,
+            shuffle,
+            online,
+        })
+    }
 }
 
 impl ScheduleArgs {
     fn schedule(&self) -> Schedule<'_> {
+        let (seeds, shuffle, online) = (&self.seeds[..], self.shuffle, self.online);
         Schedule {
-            seeds: &self.seeds,
-            shuffle: self.shuffle,
-            online: self.online,
+            seeds,
+            shuffle,
+            online,
         }
     }
+}
+
+/// One partial_fit pass's statistics as a dict.
+fn stats_dict(py: Python<'_>, s: EpochStats) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("n_updates", s.n_updates)?;
+    d.set_item("mean_loss", s.mean_loss)?;
+    d.set_item("n_pruned", s.n_pruned)?;
+    d.set_item("n_cloned", s.n_cloned)?;
+    Ok(d)
 }
 
 /// The `#[pymethods]` of a model under training (a pyclass whose `inner` is an [`Amm`] or a
@@ -146,12 +176,11 @@ macro_rules! trainer_methods {
         impl $ty {
             /// Trains one pass per seed; returns (passes made, stopped by a callback).
             #[pyo3(signature = (x, y, schedule, progress=None))]
-            fn fit(&mut self, py: Python<'_>, x: PyX<'_>, y: Labels<'_>, schedule: ScheduleArgs, progress: Option<Py<PyAny>>) -> PyResult<(usize, bool)> {
+            fn fit(&mut self, py: Python<'_>, x: PyX<'_>, y: Labels<'_>, schedule: Dict<ScheduleArgs>, progress: Option<Py<PyAny>>) -> PyResult<(usize, bool)> {
                 let ((ex, y), model) = (labelled(&x, &y)?, &mut self.inner);
                 let hook = progress::hook(progress, count_state);
                 let out = enter(py, Some(1), |cancel| {
-                    let control = progress::control(cancel, hook.as_ref());
-                    model.fit(&ex, &y, &schedule.schedule(), control)
+                    model.fit(&ex, &y, &schedule.0.schedule(), progress::control(cancel, hook.as_ref()))
                 });
                 finish(hook, out).map(|o| (o.n_iter, o.stopped))
             }
@@ -160,15 +189,10 @@ macro_rules! trainer_methods {
             #[pyo3(signature = (x, y, shuffle=true, seed=0))]
             fn epoch<'py>(&mut self, py: Python<'py>, x: PyX<'py>, y: Labels<'py>, shuffle: bool, seed: u64) -> PyResult<Bound<'py, PyDict>> {
                 let ((ex, y), model) = (labelled(&x, &y)?, &mut self.inner);
-                let s: EpochStats = enter(py, Some(1), |cancel| {
+                let s = enter(py, Some(1), |cancel| {
                     ($epoch)(model, &ex, &y, (shuffle, seed), Control::new(cancel))
                 })?;
-                let d = PyDict::new(py);
-                d.set_item("n_updates", s.n_updates)?;
-                d.set_item("mean_loss", s.mean_loss)?;
-                d.set_item("n_pruned", s.n_pruned)?;
-                d.set_item("n_cloned", s.n_cloned)?;
-                Ok(d)
+                stats_dict(py, s)
             }
 
             /// Class scores, shape (n, n_classes).
@@ -182,35 +206,6 @@ macro_rules! trainer_methods {
             $($extra)*
         }
     };
-}
-
-/// `AmmModel`'s parameters, as `AMMClassifier` names them for the core.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct AmmArgs {
-    l2_penalty: f64,
-    max_weights_per_class: usize,
-    prune_every: u64,
-    prune_c: f64,
-    bias: f64,
-    clone_probability: f64,
-    clone_decay: f64,
-    budgetedsvm: bool,
-}
-
-impl From<AmmArgs> for AmmParams {
-    fn from(a: AmmArgs) -> Self {
-        AmmParams {
-            lambda: a.l2_penalty,
-            max_weights_per_class: a.max_weights_per_class,
-            prune_every: a.prune_every,
-            prune_c: a.prune_c,
-            bias: a.bias,
-            clone_probability: a.clone_probability,
-            clone_decay: a.clone_decay,
-            budgetedsvm: a.budgetedsvm,
-        }
-    }
 }
 
 /// An AMM / GAMM / Pegasos model under training (max_weights_per_class=1 is Pegasos).
@@ -229,34 +224,21 @@ trainer_methods!(
         fn new(
             n_features: usize,
             n_classes: usize,
-            params: AmmArgs,
+            params: Dict<AmmParams>,
             weights: Option<PyReadonlyArray2<'_, f64>>,
-            weight_class: Option<PyReadonlyArray1<'_, i64>>,
+            weight_class: Option<Labels<'_>>,
             steps: u64,
         ) -> PyResult<Self> {
-            let params = AmmParams::from(params);
-            let inner = match (weights, weight_class) {
-                (Some(w), Some(c)) => {
-                    let cls = to_py(vastml_svm::class_codes(contiguous(&c)?))?;
-                    Amm::from_parts(
-                        params,
-                        n_features,
-                        n_classes,
-                        rows(&w, "weights")?.0,
-                        &cls,
-                        steps,
-                    )
+            let (params, dims) = (params.0, (n_features, n_classes));
+            let inner = match both(weights, weight_class, "`weights` and `weight_class`")? {
+                Some((w, c)) => {
+                    let cls = to_py(vastml_svm::class_codes(slice(&c, "weight_class")?))?;
+                    let w = rows(&w, "weights")?.0;
+                    Amm::from_parts(params, dims.0, dims.1, w, &cls, steps)
                 }
-                (None, None) => Amm::new(params, n_features, n_classes),
-                _ => {
-                    return Err(PyValueError::new_err(
-                        "pass both `weights` and `weight_class`, or neither",
-                    ));
-                }
+                None => Amm::new(params, n_features, n_classes),
             };
-            Ok(PyAmm {
-                inner: to_py(inner)?,
-            })
+            to_py(inner).map(|inner| PyAmm { inner })
         }
 
         /// Weights, shape (n_weights, n_features + 1), the bias weight last.
@@ -268,7 +250,7 @@ trainer_methods!(
         /// Class code of every weight.
         #[getter]
         fn weight_class<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-            codes(py, self.inner.weight_classes())
+            index_array(py, self.inner.weight_classes())
         }
 
         /// SGD steps taken (t).
@@ -290,28 +272,6 @@ trainer_methods!(
     }
 );
 
-/// `BsgdModel`'s parameters, as `BSGDClassifier` names them for the core.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct BsgdArgs {
-    l2_penalty: f64,
-    budget: usize,
-    maintenance: Wrap<Maintenance>,
-    #[pyo3(from_py_with = kernel_args)]
-    kernel: Kernel,
-}
-
-impl From<BsgdArgs> for BsgdParams {
-    fn from(a: BsgdArgs) -> Self {
-        BsgdParams {
-            lambda: a.l2_penalty,
-            budget: a.budget,
-            kernel: a.kernel,
-            maintenance: a.maintenance.0,
-        }
-    }
-}
-
 /// A BSGD model under training.
 #[pyclass(name = "BsgdModel", module = "vastml._core")]
 pub struct PyBsgd {
@@ -330,25 +290,20 @@ trainer_methods!(
         fn new(
             n_features: usize,
             n_classes: usize,
-            params: BsgdArgs,
+            params: Dict<BsgdParams>,
             support_vectors: Option<PyReadonlyArray2<'_, f64>>,
             alphas: Option<PyReadonlyArray2<'_, f64>>,
             steps: u64,
         ) -> PyResult<Self> {
-            let params = BsgdParams::from(params);
-            let inner = match (support_vectors, alphas) {
-                (Some(s), Some(a)) => {
+            let (params, dim) = (params.0, n_features);
+            let inner = match both(support_vectors, alphas, "`support_vectors` and `alphas`")? {
+                Some((s, a)) => {
                     let (sv, al) = (rows(&s, "support_vectors")?.0, rows(&a, "alphas")?.0);
-                    Bsgd::from_parts(params, n_features, n_classes, sv, al, steps)
+                    Bsgd::from_parts(params, dim, n_classes, sv, al, steps)
                 }
-                (None, None) => Bsgd::new(params, n_features, n_classes),
-                _ => {
-                    return Err(PyValueError::new_err(
-                        "pass both `support_vectors` and `alphas`, or neither",
-                    ));
-                }
+                None => Bsgd::new(params, dim, n_classes),
             };
-            let (inner, dim) = (to_py(inner)?, n_features);
+            let inner = to_py(inner)?;
             Ok(PyBsgd {
                 inner,
                 n_classes,
@@ -376,46 +331,20 @@ trainer_methods!(
     }
 );
 
-/// `arow_fit`'s parameters.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct ArowArgs {
-    classes: Vec<usize>,
-    update_damping: f64,
-    bias: f64,
-    diagonal: bool,
-    update_on: Wrap<UpdateOn>,
-    seeds: Vec<u64>,
-    shuffle: bool,
+impl FromDict for ArowParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(ArowParams {
+            update_damping: d.get("update_damping")?,
+            bias: d.get("bias")?,
+            update_on: d.parse("update_on")?,
+            diagonal: d.get("diagonal")?,
+        })
+    }
 }
 
 /// The stacked AROW models: means `(k, d + 1)` and covariances `(k, d + 1, d + 1)` (or
 /// `(k, d + 1)` when diagonal).
 pub type ArowModels<'py> = (PyReadonlyArray2<'py, f64>, PyReadonlyArrayDyn<'py, f64>);
-
-impl ArowArgs {
-    /// The models of `dim` features from their stacked arrays.
-    fn models(&self, dim: usize, (means, covs): &ArowModels<'_>) -> PyResult<Vec<Arow>> {
-        let covs = covs
-            .as_slice()
-            .map_err(|e| PyTypeError::new_err(format!("`covariances`: {e}")))?;
-        let (update_damping, bias, diagonal) = (self.update_damping, self.bias, self.diagonal);
-        let p = ArowParams {
-            update_damping,
-            bias,
-            update_on: self.update_on.0,
-            diagonal,
-        };
-        let k = self.classes.len();
-        to_py(Arow::stack_from_parts(
-            dim,
-            p,
-            k,
-            rows(means, "means")?.0,
-            covs,
-        ))
-    }
-}
 
 /// The models' stacked means and covariances as NumPy arrays.
 fn arow_arrays<'py>(
@@ -436,7 +365,7 @@ fn arow_arrays<'py>(
 }
 
 /// What `arow_fit` returns: (means, covariances, n_updates, chunks reported, stopped).
-pub type ArowOut<'py> = (
+type ArowOut<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
     Vec<usize>,
@@ -450,51 +379,58 @@ pub type ArowOut<'py> = (
 pub fn arow_fit<'py>(
     py: Python<'py>,
     x: PyX<'py>,
-    y: PyReadonlyArray1<'py, i64>,
+    y: Labels<'py>,
     model: ArowModels<'py>,
-    params: ArowArgs,
+    params: Dict<(ArowParams, ScheduleArgs, Classes)>,
     progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<ArowOut<'py>> {
-    let (ex, y) = labelled(&x, &y)?;
-    let mut models = params.models(ex.dim(), &model)?;
-    let (seeds, shuffle) = (&params.seeds, params.shuffle);
+    let ((ex, y), (p, schedule, Classes(classes))) = (labelled(&x, &y)?, params.0);
+    let (means, covs) = (rows(&model.0, "means")?.0, model.1.as_slice());
+    let covs = covs.map_err(|e| PyTypeError::new_err(format!("`covariances`: {e}")))?;
+    let mut models = to_py(Arow::stack_from_parts(
+        ex.dim(),
+        p,
+        classes.len(),
+        means,
+        covs,
+    ))?;
     let hook = progress::hook(progress, count_state);
     let out = enter(py, n_jobs, |cancel| {
         let control = progress::control(cancel, hook.as_ref());
-        let schedule = Schedule {
-            seeds,
-            shuffle,
-            online: false,
-        };
-        vastml_svm::arow_one_vs_rest(&mut models, &params.classes, &ex, &y, &schedule, control)
+        let schedule = schedule.schedule();
+        vastml_svm::arow_one_vs_rest(&mut models, &classes, &ex, &y, &schedule, control)
     });
     let out = finish(hook, out)?;
-    let (means, covs) = arow_arrays(py, &models, ex.dim() + 1, params.diagonal)?;
-    Ok((
-        means,
-        covs,
-        out.n_updates,
-        out.outcome.n_iter,
-        out.outcome.stopped,
-    ))
+    let (means, covs) = arow_arrays(py, &models, ex.dim() + 1, p.diagonal)?;
+    let (n, o) = (out.n_updates, out.outcome);
+    Ok((means, covs, n, o.n_iter, o.stopped))
 }
 
-/// `llsvm_fit`'s parameters.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct LlsvmArgs {
-    classes: Vec<usize>,
-    #[pyo3(from_py_with = kernel_args)]
-    kernel: Kernel,
-    c: f64,
-    max_iter: usize,
-    tol: f64,
-    seed: u64,
+/// The class code of each one-vs-rest model (key `classes`).
+pub struct Classes(Vec<usize>);
+
+impl FromDict for Classes {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        d.get("classes").map(Classes)
+    }
+}
+
+impl FromDict for LlsvmParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        let dcd = DcdOptions {
+            c: d.get("c")?,
+            max_iter: d.get("max_iter")?,
+            tol: d.get("tol")?,
+            seed: d.get("seed")?,
+        };
+        let kernel = d.get::<Dict<Kernel>>("kernel")?.0;
+        Ok(LlsvmParams { kernel, dcd })
+    }
 }
 
 /// What `llsvm_fit` returns: (map_matrix (rank, B), coef (k, rank), n_iter per model, stopped).
-pub type LlsvmOut<'py> = (
+type LlsvmOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray2<f64>>,
     Vec<usize>,
@@ -507,34 +443,22 @@ pub type LlsvmOut<'py> = (
 pub fn llsvm_fit<'py>(
     py: Python<'py>,
     x: PyX<'py>,
-    y: PyReadonlyArray1<'py, i64>,
+    y: Labels<'py>,
     landmarks: PyReadonlyArray2<'py, f64>,
-    params: LlsvmArgs,
+    params: Dict<(LlsvmParams, Classes)>,
     progress: Option<Py<PyAny>>,
     n_jobs: Option<isize>,
 ) -> PyResult<LlsvmOut<'py>> {
-    let (ex, y) = labelled(&x, &y)?;
+    let ((ex, y), (p, Classes(classes))) = (labelled(&x, &y)?, params.0);
     let (lm, b, _) = rows_n(&landmarks, "landmarks")?;
-    let dcd = DcdOptions {
-        c: params.c,
-        max_iter: params.max_iter,
-        tol: params.tol,
-        seed: params.seed,
-    };
-    let p = LlsvmParams {
-        kernel: params.kernel,
-        dcd,
-    };
     let hook = progress::hook(progress, count_state);
     let out = enter(py, n_jobs, |cancel| {
         let control = progress::control(cancel, hook.as_ref());
-        vastml_svm::llsvm_fit(&ex, &y, &params.classes, lm, &p, control)
+        vastml_svm::llsvm_fit(&ex, &y, &classes, lm, &p, control)
     });
     let fit = finish(hook, out)?;
-    let (map, coef) = (
-        by_rows(py, fit.map_matrix, b)?,
-        by_rows(py, fit.models.coef, fit.rank)?,
-    );
+    let map = by_rows(py, fit.map_matrix, b)?;
+    let coef = by_rows(py, fit.models.coef, fit.rank)?;
     Ok((map, coef, fit.models.n_iter, fit.models.outcome.stopped))
 }
 
@@ -552,15 +476,15 @@ pub fn llsvm_decision<'py>(
     py: Python<'py>,
     x: PyX<'py>,
     model: LlsvmArrays<'py>,
-    #[pyo3(from_py_with = kernel_args)] kernel: Kernel,
+    kernel: Dict<Kernel>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let ex = x.examples()?;
-    let (coef, k, rank) = rows_n(&model.2, "coef")?;
+    let (ex, (coef, k, rank)) = (x.examples()?, rows_n(&model.2, "coef")?);
     let (landmarks, map_matrix) = (
         rows(&model.0, "landmarks")?.0,
         rows(&model.1, "map_matrix")?.0,
     );
+    let kernel = kernel.0;
     let m = LlsvmModel {
         kernel,
         landmarks,
@@ -575,7 +499,7 @@ pub fn llsvm_decision<'py>(
 }
 
 /// Cluster centres and the label of every example.
-pub type Clusters<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>);
+type Clusters<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>);
 
 /// LLSVM's k-means landmarks (BudgetedSVM's): (centers, labels).
 #[pyfunction]
@@ -592,18 +516,18 @@ pub fn llsvm_kmeans<'py>(
     let (c, l) = enter(py, n_jobs, |cancel| {
         vastml_svm::kmeans_landmarks(&ex, k, max_iter, seed, Control::new(cancel))
     })?;
-    Ok((by_rows(py, c, ex.dim())?, codes(py, &l)))
+    Ok((by_rows(py, c, ex.dim())?, index_array(py, &l)))
 }
 
 /// What `kmeans` returns: (centers, labels, inertia, n_iter).
-pub type KmeansOut<'py> = (
+type KmeansOut<'py> = (
     Bound<'py, PyArray2<f64>>,
     Bound<'py, PyArray1<i64>>,
     f64,
     usize,
 );
 
-/// Seeded k-means (k-means++ then Lloyd) on dense rows or a CSR tuple (not densified).
+/// Seeded k-means (k-means++ then Lloyd), dense or CSR: (centers, labels, inertia, n_iter).
 #[pyfunction]
 #[pyo3(signature = (x, k, max_iter=100, tol=0.0, seed=0, n_jobs=None))]
 pub fn kmeans<'py>(
@@ -619,10 +543,6 @@ pub fn kmeans<'py>(
     let km = enter(py, n_jobs, |cancel| {
         vastml_svm::kmeans(&ex, k, max_iter, tol, seed, Control::new(cancel))
     })?;
-    Ok((
-        by_rows(py, km.centers, ex.dim())?,
-        codes(py, &km.labels),
-        km.inertia,
-        km.n_iter,
-    ))
+    let centers = by_rows(py, km.centers, ex.dim())?;
+    Ok((centers, index_array(py, &km.labels), km.inertia, km.n_iter))
 }

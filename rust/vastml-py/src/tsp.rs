@@ -9,55 +9,30 @@ use vastml_order::options::PathMethod;
 use vastml_order::tsp_heuristics::{PathParams, Start, exact_path, path_length, solve_path_with};
 use vastml_order::{TspMeansParams, tsp_means};
 
-use crate::arrays::{Wrap, rows};
+use crate::arrays::{index_array, rows};
 use crate::door::enter;
-use crate::fgt::finish;
-use crate::progress;
+use crate::options::{Dict, FromDict, Options};
+use crate::progress::{self, finish};
 
-/// An order as an int64 array.
-pub fn order_array<'py>(py: Python<'py>, order: &[usize]) -> Bound<'py, PyArray1<i64>> {
-    PyArray1::from_iter(py, order.iter().map(|&i| i as i64))
-}
-
-/// An order as the int64 array a progress callback receives.
-pub fn order_to_py(py: Python<'_>, order: &[usize]) -> PyResult<Py<PyAny>> {
-    Ok(order_array(py, order).into_any().unbind())
-}
-
-/// TSP-means' parameters, as `TSPMeans` names them for the core.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct TspMeansArgs {
-    levels: Option<usize>,
-    sample: usize,
-    seed: u64,
-    parallel_sweep: bool,
-    neighbours: usize,
-    exact_max: usize,
-    polish_window: usize,
-    local_kicks: usize,
-}
-
-impl From<TspMeansArgs> for TspMeansParams {
-    fn from(a: TspMeansArgs) -> Self {
+/// TSP-means' parameters, as `TSPMeans` names them; the paths start greedy.
+impl FromDict for TspMeansParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
         let path = PathParams {
             start: Start::Greedy,
-            neighbours: a.neighbours,
-            exact_max: a.exact_max,
-            kicks_per_city: a.local_kicks,
+            neighbours: d.get("neighbours")?,
+            exact_max: d.get("exact_max")?,
+            kicks_per_city: d.get("local_kicks")?,
             ..PathParams::default()
         };
-        let (levels, sample, seed) = (a.levels, a.sample, a.seed);
-        let (parallel_sweep, polish_window) = (a.parallel_sweep, a.polish_window);
-        TspMeansParams {
-            levels,
-            sample,
-            seed,
-            parallel_sweep,
+        Ok(TspMeansParams {
+            levels: d.get("levels")?,
+            sample: d.get("sample")?,
+            seed: d.get("seed")?,
+            parallel_sweep: d.get("parallel_sweep")?,
             path,
-            polish_window,
+            polish_window: d.get("polish_window")?,
             ..Default::default()
-        }
+        })
     }
 }
 
@@ -78,13 +53,12 @@ pub type TspMeansOut<'py> = (
 pub fn tsp_means_order<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
-    params: TspMeansArgs,
+    params: Dict<TspMeansParams>,
     n_jobs: Option<isize>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<TspMeansOut<'py>> {
-    let (data, dim) = rows(&x, "x")?;
-    let params = TspMeansParams::from(params);
-    let hook = progress::hook(progress, order_to_py);
+    let ((data, dim), params) = (rows(&x, "x")?, params.0);
+    let hook = progress::hook(progress, progress::order_state);
     let r = enter(py, n_jobs, |c| {
         let r = tsp_means(data, dim, &params, progress::control(c, hook.as_ref()))?;
         Ok::<_, vastml_order::OrderError>((path_length(data, dim, &r.order), r))
@@ -92,7 +66,7 @@ pub fn tsp_means_order<'py>(
     let (length, r) = finish(hook, r)?;
     let (counts, s) = ((r.levels, r.n_kmeans, r.n_tsp, r.n_sweeps), r.stage_seconds);
     Ok((
-        order_array(py, &r.order),
+        index_array(py, &r.order),
         counts,
         (s[0], s[1], s[2]),
         length,
@@ -100,15 +74,26 @@ pub fn tsp_means_order<'py>(
     ))
 }
 
-/// An open path's parameters: `method` ("exact" or "heuristic"), `init` (the start of the
-/// heuristic), `neighbours` and `or_opt`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct PathArgs {
-    method: Wrap<PathMethod>,
-    init: Wrap<Start>,
-    neighbours: usize,
-    or_opt: bool,
+/// An open path's parameters: `init` (the start of the heuristic), `neighbours`, `or_opt`.
+impl FromDict for PathParams {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        Ok(PathParams {
+            start: d.parse("init")?,
+            neighbours: d.get("neighbours")?,
+            or_opt: d.get("or_opt")?,
+            exact_max: 0,
+            ..PathParams::default()
+        })
+    }
+}
+
+/// The `method` key of `tsp_path_order`'s parameters: "exact" or "heuristic".
+pub struct PathChoice(PathMethod);
+
+impl FromDict for PathChoice {
+    fn from_dict(d: &Options<'_>) -> PyResult<Self> {
+        d.parse("method").map(PathChoice)
+    }
 }
 
 /// Open path through the rows of `x`, from `ends.0` to `ends.1` when given.
@@ -118,21 +103,14 @@ pub fn tsp_path_order<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     ends: (Option<usize>, Option<usize>),
-    params: PathArgs,
+    params: Dict<(PathChoice, PathParams)>,
     n_jobs: Option<isize>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let (data, dim) = rows(&x, "x")?;
-    let (start, end) = ends;
-    let path = PathParams {
-        start: params.init.0,
-        neighbours: params.neighbours,
-        or_opt: params.or_opt,
-        exact_max: 0,
-        ..PathParams::default()
-    };
-    let order = enter(py, n_jobs, |c| match params.method.0 {
+    let ((data, dim), (start, end)) = (rows(&x, "x")?, ends);
+    let (PathChoice(method), path) = params.0;
+    let order = enter(py, n_jobs, |c| match method {
         PathMethod::Exact => exact_path(data, dim, start, end),
         PathMethod::Heuristic => solve_path_with(data, dim, start, end, &path, c),
     })?;
-    Ok(order_array(py, &order))
+    Ok(index_array(py, &order))
 }

@@ -23,6 +23,27 @@ pub fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
+/// Dot product of two equal-length slices with four accumulators, summed pairwise at the end
+/// (it vectorises; a single-chain `iter().sum()` is bound by the latency of floating-point
+/// addition). The k-means of this crate and the SVM kernels of `vastml-svm` share it.
+///
+/// ```
+/// assert_eq!(vastml_spatial::dot(&[1.0, 2.0, 3.0, 4.0, 5.0], &[1.0; 5]), 15.0);
+/// ```
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
 /// Squared distance with the dimension fixed at compile time when `D > 0` (so the loop is fully
 /// unrolled), or taken from `dim` when `D == 0`. Same summation order as [`squared_distance`].
 #[inline(always)]

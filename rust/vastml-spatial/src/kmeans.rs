@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use vastml_core::{Csr, CsrIndex};
 
-use crate::distance::squared_distance;
+use crate::distance::{dot, squared_distance};
 use crate::validate::validate_points;
 use crate::{Result, SpatialError};
 
@@ -116,20 +116,6 @@ impl<I: CsrIndex> Rows for Csr<'_, I, f64> {
             out.iter_mut().zip(col).for_each(|(o, c)| *o += v * c);
         }
     }
-}
-
-/// Dot product with four accumulators (vectorises).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    acc[0] + acc[1] + acc[2] + acc[3] + tail
 }
 
 /// `||x_i - c||^2` from norms and a dot product (clamped at 0 against rounding).

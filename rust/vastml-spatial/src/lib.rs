@@ -56,7 +56,7 @@ mod validate;
 
 pub use clustering::Clustering;
 pub use cpu::{NO_SIMD_ENV, simd_allowed};
-pub use distance::squared_distance;
+pub use distance::{dot, squared_distance};
 pub use error::SpatialError;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};

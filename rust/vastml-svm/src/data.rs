@@ -308,21 +308,8 @@ pub(crate) fn has_avx2() -> bool {
     vastml_spatial::simd_allowed() && std::arch::is_x86_feature_detected!("avx2")
 }
 
-/// Dot product of two dense slices with four accumulators (vectorises; the single-chain
-/// `iter().sum()` is bound by the latency of floating-point addition).
-#[inline]
-pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
-}
+/// Dot product of two dense slices (the one of `vastml-spatial`, shared with its k-means).
+pub(crate) use vastml_spatial::dot;
 
 /// Checks class labels: one per example, each below `n_classes` (which must be >= 2).
 pub(crate) fn check_labels(labels: &[usize], n: usize, n_classes: usize) -> Result<(), SvmError> {
