@@ -109,10 +109,21 @@ pub(crate) fn ifgt_cost(
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
+    let clustering = size.n as f64 * n_clusters as f64 * size.dim as f64 * ns::CLUSTERING_PER_DIM;
+    clustering + ifgt_call_cost(size, n_clusters, terms, clusters_in_reach, with_tree)
+}
+
+/// Cost in ns of one call of a built IFGT plan: the coefficients and the evaluation.
+pub(crate) fn ifgt_call_cost(
+    size: Size,
+    n_clusters: usize,
+    terms: f64,
+    clusters_in_reach: f64,
+    with_tree: bool,
+) -> f64 {
     let Size { n, m, dim, w } = size;
     let d = dim as f64;
     let k = n_clusters as f64;
-    let clustering = n as f64 * k * d * ns::CLUSTERING_PER_DIM;
     let coefficients = n as f64 * terms * ns::TERM * (1.0 + w as f64) * 0.5;
     let search = if with_tree {
         (k.log2().max(1.0) * 4.0 + clusters_in_reach) * ns::LEAF * 0.5
@@ -126,7 +137,7 @@ pub(crate) fn ifgt_cost(
             * (ns::CLUSTER
                 + ns::CLUSTER_PER_DIM * d
                 + ns::TARGET_TERMS * terms * ns::TERM * (1.0 + w as f64) * 0.5);
-    clustering + coefficients + m as f64 * per_target
+    coefficients + m as f64 * per_target
 }
 
 /// Every `stride`-th target, at most `max` of them (deterministic sample).
