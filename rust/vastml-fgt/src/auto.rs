@@ -37,6 +37,11 @@ const NOISE: f64 = 1.2;
 /// mis-pick costs little there, and the choice (so the result, to the last bit) stays the
 /// same from run to run.
 const MEASURE_ABOVE_NS: f64 = 2e7;
+/// Above this estimated cost (ns on one core) the IFGT's clustering is tried even where the
+/// data-free model rules the IFGT out (at a tenth of the estimate, it costs at most 10%).
+const TRY_IFGT_ABOVE_NS: f64 = 5e6;
+/// A sample whose [`plan::crowding`] is below this does not fill its box.
+const CROWDED: f64 = 0.5;
 
 /// What the planner knows about the problem.
 pub(crate) struct Context<'a> {
@@ -269,11 +274,19 @@ impl Context<'_> {
         }
         // The uniform model finds the IFGT hopeless on data that fill few of their
         // dimensions (a curved sheet in 7-D: the real clustering reached epsilon with 67
-        // clusters and ran 2x faster than the direct sum): where the problem is large enough
-        // to be timed, the clustering is still tried, with a tenth of the best estimate.
+        // clusters and ran 2x faster than the direct sum): above a few milliseconds, where
+        // a sample of the sources is crowded (nearest neighbours at under half the distance
+        // of points filling the box), the clustering is still tried, with a tenth of the
+        // best estimate.
         let ifgt_try = match ifgt_rough {
             Some((rough, robust_only)) => Some((rough, if robust_only { 0.2 } else { 0.5 })),
-            None if dim > 1 && self.measure && best > MEASURE_ABOVE_NS => Some((0.0, 0.1)),
+            None if dim > 1
+                && best > TRY_IFGT_ABOVE_NS
+                && plan::crowding(&plan::sample_rows(self.sources, dim, 128), dim, self.sides)
+                    < CROWDED =>
+            {
+                Some((0.0, 0.1))
+            }
             None => None,
         };
         if let Some((rough, share)) = ifgt_try {
