@@ -38,8 +38,12 @@ const NOISE: f64 = 1.2;
 /// same from run to run.
 const MEASURE_ABOVE_NS: f64 = 2e7;
 /// Above this estimated cost (ns on one core) the IFGT's clustering is tried even where the
-/// data-free model rules the IFGT out (at a tenth of the estimate, it costs at most 10%).
-const TRY_IFGT_ABOVE_NS: f64 = 5e6;
+/// data-free model rules the IFGT out, with [`TRY_IFGT_SHARE`] of the estimate. Below it a
+/// failed try costs too much: the estimate is of one core, the call runs on two, so a 10%
+/// share was a third of the call at 8 ms.
+const TRY_IFGT_ABOVE_NS: f64 = 2e7;
+/// Share of the best estimate the clustering may cost when only the crowding admits it.
+const TRY_IFGT_SHARE: f64 = 0.06;
 /// A sample whose [`plan::crowding`] is below this does not fill its box.
 const CROWDED: f64 = 0.5;
 
@@ -274,10 +278,9 @@ impl Context<'_> {
         }
         // The uniform model finds the IFGT hopeless on data that fill few of their
         // dimensions (a curved sheet in 7-D: the real clustering reached epsilon with 67
-        // clusters and ran 2x faster than the direct sum): above a few milliseconds, where
-        // a sample of the sources is crowded (nearest neighbours at under half the distance
-        // of points filling the box), the clustering is still tried, with a tenth of the
-        // best estimate.
+        // clusters and ran 2x faster than the direct sum): above 20 ms, where a sample of
+        // the sources is crowded (nearest neighbours at under half the distance of points
+        // filling the box), the clustering is still tried, with 6% of the best estimate.
         let ifgt_try = match ifgt_rough {
             Some((rough, robust_only)) => Some((rough, if robust_only { 0.2 } else { 0.5 })),
             None if dim > 1
@@ -285,7 +288,7 @@ impl Context<'_> {
                 && plan::crowding(&plan::sample_rows(self.sources, dim, 128), dim, self.sides)
                     < CROWDED =>
             {
-                Some((0.0, 0.1))
+                Some((0.0, TRY_IFGT_SHARE))
             }
             None => None,
         };
