@@ -367,3 +367,21 @@ def test_auto_takes_the_grid_on_a_large_line(rng):
     sub = x[::997]
     q = np.ones(x.size)
     assert scaled_error(gt(sub, q), direct_gauss(x, sub, q, 0.1), q) <= 1e-6
+
+
+def test_auto_clusters_a_curved_sheet_the_uniform_model_rules_out():
+    # a curve in 7-D, stretched along random axes: spread over its box the IFGT could not
+    # reach epsilon, but the curve needs few clusters; auto must try them (4x the direct sum)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 1, 7))
+    stretch = 10 ** rng.uniform(-1, 1, size=7)
+
+    def sheet(n):
+        t = rng.random((n, 1))
+        return (t @ a + 0.3 * np.sin(3 * t @ b)) * stretch + 1e-3 * rng.standard_normal((n, 7))
+
+    x, y, q = sheet(3000), sheet(20000), rng.random(3000)
+    gt = GaussTransform(x, bandwidth=0.73, epsilon=5e-4, target_sample=y)
+    assert gt.method_ in ("ifgt", "ifgt-tree"), gt.info_
+    assert scaled_error(gt(y[:400], q), direct_gauss(x, y[:400], q, 0.73), q) <= 5e-4
+

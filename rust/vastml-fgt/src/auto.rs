@@ -37,6 +37,15 @@ const NOISE: f64 = 1.2;
 /// mis-pick costs little there, and the choice (so the result, to the last bit) stays the
 /// same from run to run.
 const MEASURE_ABOVE_NS: f64 = 2e7;
+/// Above this estimated cost (ns on one core) the IFGT's clustering is tried even where the
+/// data-free model rules the IFGT out, with [`TRY_IFGT_SHARE`] of the estimate. Below it a
+/// failed try costs too much: the estimate is of one core, the call runs on two, so a 10%
+/// share was a third of the call at 8 ms.
+const TRY_IFGT_ABOVE_NS: f64 = 2e7;
+/// Share of the best estimate the clustering may cost when only the crowding admits it.
+const TRY_IFGT_SHARE: f64 = 0.06;
+/// A sample whose [`plan::crowding`] is below this does not fill its box.
+const CROWDED: f64 = 0.5;
 
 /// What the planner knows about the problem.
 pub(crate) struct Context<'a> {
@@ -267,14 +276,29 @@ impl Context<'_> {
                 });
             }
         }
-        if let Some((rough, robust_only)) = ifgt_rough {
+        // The uniform model finds the IFGT hopeless on data that fill few of their
+        // dimensions (a curved sheet in 7-D: the real clustering reached epsilon with 67
+        // clusters and ran 2x faster than the direct sum): above 20 ms, where a sample of
+        // the sources is crowded (nearest neighbours at under half the distance of points
+        // filling the box), the clustering is still tried, with 6% of the best estimate.
+        let ifgt_try = match ifgt_rough {
+            Some((rough, robust_only)) => Some((rough, if robust_only { 0.2 } else { 0.5 })),
+            None if dim > 1
+                && best > TRY_IFGT_ABOVE_NS
+                && plan::crowding(&plan::sample_rows(self.sources, dim, 128), dim, self.sides)
+                    < CROWDED =>
+            {
+                Some((0.0, TRY_IFGT_SHARE))
+            }
+            None => None,
+        };
+        if let Some((rough, share)) = ifgt_try {
             // Clustering is only worth it when the IFGT may come within the timing window
             // of the best refined alternative, and never grows past the number of clusters
             // whose clustering alone would cost half of that (a fifth when only the sample's
             // extent admits the IFGT: heavy tails look like outliers there, and the
             // clustering then often ends without reaching epsilon).
             if !stopped && rough < WINDOW * best {
-                let share = if robust_only { 0.2 } else { 0.5 };
                 let k_budget = (share * best
                     / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
                     .max(1.0) as usize;

@@ -44,35 +44,39 @@ impl DirectPlan {
         let dim = self.sources.dim;
         let n = self.sources.n;
         let wcols = weight_columns(weights, n_weights, None);
-        out.par_chunks_mut(TARGET_CHUNK * n_weights)
-            .enumerate()
-            .try_for_each(|(chunk, out_chunk)| {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(FgtError::Cancelled);
+        let body = |(chunk, out_chunk): (usize, &mut [f64])| -> Result<()> {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(FgtError::Cancelled);
+            }
+            let first = chunk * TARGET_CHUNK;
+            let count = out_chunk.len() / n_weights;
+            let mut prepared = vec![0.0; count * dim];
+            let norms: Vec<f64> = (0..count)
+                .map(|t| {
+                    let y = &targets[(first + t) * dim..(first + t + 1) * dim];
+                    self.sources
+                        .prepare_target(y, &mut prepared[t * dim..(t + 1) * dim])
+                })
+                .collect();
+            // Source blocks outside, targets inside: a block stays in L1 across targets.
+            let block = block_len(dim, n_weights);
+            let mut s = 0;
+            while s < n {
+                let e = (s + block).min(n);
+                for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
+                    let y = &prepared[t * dim..(t + 1) * dim];
+                    accumulate(y, norms[t], &self.sources, &wcols, s, e, o);
                 }
-                let first = chunk * TARGET_CHUNK;
-                let count = out_chunk.len() / n_weights;
-                let mut prepared = vec![0.0; count * dim];
-                let norms: Vec<f64> = (0..count)
-                    .map(|t| {
-                        let y = &targets[(first + t) * dim..(first + t + 1) * dim];
-                        self.sources
-                            .prepare_target(y, &mut prepared[t * dim..(t + 1) * dim])
-                    })
-                    .collect();
-                // Source blocks outside, targets inside: a block stays in L1 across targets.
-                let block = block_len(dim, n_weights);
-                let mut s = 0;
-                while s < n {
-                    let e = (s + block).min(n);
-                    for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                        let y = &prepared[t * dim..(t + 1) * dim];
-                        accumulate(y, norms[t], &self.sources, &wcols, s, e, o);
-                    }
-                    s = e;
-                }
-                Ok(())
-            })
+                s = e;
+            }
+            Ok(())
+        };
+        let size = TARGET_CHUNK * n_weights;
+        if crate::par::sequential() {
+            out.chunks_mut(size).enumerate().try_for_each(body)
+        } else {
+            out.par_chunks_mut(size).enumerate().try_for_each(body)
+        }
     }
 }
 
@@ -117,38 +121,41 @@ impl TreePlan {
         // in cache (in input order each target pulls its own part of the tree from memory).
         let order = morton_order(targets, dim);
         let mut sorted = vec![0.0; out.len()];
-        sorted
-            .par_chunks_mut(TARGET_CHUNK * n_weights)
-            .enumerate()
-            .try_for_each(|(chunk, out_chunk)| {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(FgtError::Cancelled);
+        let body = |(chunk, out_chunk): (usize, &mut [f64])| -> Result<()> {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(FgtError::Cancelled);
+            }
+            let first = chunk * TARGET_CHUNK;
+            let mut prepared = vec![0.0; dim];
+            for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
+                let j = order[first + t];
+                let y = &targets[j * dim..(j + 1) * dim];
+                let norm = self.sources.prepare_target(y, &mut prepared);
+                // Leaves next to each other in tree order are summed as one range.
+                let mut run: Option<(usize, usize)> = None;
+                self.tree
+                    .for_each_leaf_within_radius(y, self.radius, |start, end, _| {
+                        run = match run {
+                            Some((a, b)) if b == start => Some((a, end)),
+                            Some((a, b)) => {
+                                accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
+                                Some((start, end))
+                            }
+                            None => Some((start, end)),
+                        };
+                    });
+                if let Some((a, b)) = run {
+                    accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
                 }
-                let first = chunk * TARGET_CHUNK;
-                let mut prepared = vec![0.0; dim];
-                for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                    let j = order[first + t];
-                    let y = &targets[j * dim..(j + 1) * dim];
-                    let norm = self.sources.prepare_target(y, &mut prepared);
-                    // Leaves next to each other in tree order are summed as one range.
-                    let mut run: Option<(usize, usize)> = None;
-                    self.tree
-                        .for_each_leaf_within_radius(y, self.radius, |start, end, _| {
-                            run = match run {
-                                Some((a, b)) if b == start => Some((a, end)),
-                                Some((a, b)) => {
-                                    accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
-                                    Some((start, end))
-                                }
-                                None => Some((start, end)),
-                            };
-                        });
-                    if let Some((a, b)) = run {
-                        accumulate(&prepared, norm, &self.sources, &wcols, a, b, o);
-                    }
-                }
-                Ok(())
-            })?;
+            }
+            Ok(())
+        };
+        let size = TARGET_CHUNK * n_weights;
+        if crate::par::sequential() {
+            sorted.chunks_mut(size).enumerate().try_for_each(body)?;
+        } else {
+            sorted.par_chunks_mut(size).enumerate().try_for_each(body)?;
+        }
         for (&j, v) in order.iter().zip(sorted.chunks_exact(n_weights)) {
             out[j * n_weights..(j + 1) * n_weights].copy_from_slice(v);
         }

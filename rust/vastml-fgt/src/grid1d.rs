@@ -254,28 +254,37 @@ impl Grid1d {
         // Hermite moments per source box: A[b][c][n] = sum q_c a^n / n!
         let inv: Vec<f64> = (1..=p).map(|k| 1.0 / k as f64).collect();
         let mut moments = vec![0.0; nb * w * p];
-        moments
-            .par_chunks_mut(w * p)
-            .enumerate()
-            .with_min_len(64)
-            .try_for_each(|(b, acc)| {
-                if b % 1024 == 0 {
-                    check()?;
-                }
-                for slot in self.offsets[b]..self.offsets[b + 1] {
-                    let a = self.scaled[slot];
-                    let i = self.order[slot] as usize;
-                    let q = &weights[i * w..(i + 1) * w];
-                    let mut t = 1.0;
-                    for (nn, f) in inv.iter().enumerate() {
-                        for (c, &qc) in q.iter().enumerate() {
-                            acc[c * p + nn] += qc * t;
-                        }
-                        t *= a * f;
+        let sequential = crate::par::sequential();
+        let moment_of_box = |(b, acc): (usize, &mut [f64])| {
+            if b % 1024 == 0 {
+                check()?;
+            }
+            for slot in self.offsets[b]..self.offsets[b + 1] {
+                let a = self.scaled[slot];
+                let i = self.order[slot] as usize;
+                let q = &weights[i * w..(i + 1) * w];
+                let mut t = 1.0;
+                for (nn, f) in inv.iter().enumerate() {
+                    for (c, &qc) in q.iter().enumerate() {
+                        acc[c * p + nn] += qc * t;
                     }
+                    t *= a * f;
                 }
-                Ok::<(), FgtError>(())
-            })?;
+            }
+            Ok::<(), FgtError>(())
+        };
+        if sequential {
+            moments
+                .chunks_mut(w * p)
+                .enumerate()
+                .try_for_each(moment_of_box)?;
+        } else {
+            moments
+                .par_chunks_mut(w * p)
+                .enumerate()
+                .with_min_len(64)
+                .try_for_each(moment_of_box)?;
+        }
         // Target boxes, shifted by R so that every box within reach of a source has an index.
         let nl = nb + 2 * reach;
         let local_box = |y: f64| -> Option<usize> {
@@ -290,59 +299,74 @@ impl Grid1d {
         }
         // Taylor coefficients per wanted target box
         let mut local = vec![0.0; nl * w * p];
-        local
-            .par_chunks_mut(w * p)
-            .enumerate()
-            .with_min_len(16)
-            .try_for_each(|(tl, acc)| {
-                if !wanted[tl] {
-                    return Ok(());
+        let local_of_box = |(tl, acc): (usize, &mut [f64])| {
+            if !wanted[tl] {
+                return Ok(());
+            }
+            if tl % 256 == 0 {
+                check()?;
+            }
+            // target box t = tl - R, delta = t - b = k - R, so the source box is tl - k
+            for k in 0..=2 * reach {
+                let Some(b) = tl.checked_sub(k) else {
+                    break;
+                };
+                if b >= nb || self.offsets[b] == self.offsets[b + 1] {
+                    continue;
                 }
-                if tl % 256 == 0 {
-                    check()?;
-                }
-                // target box t = tl - R, delta = t - b = k - R, so the source box is tl - k
-                for k in 0..=2 * reach {
-                    let Some(b) = tl.checked_sub(k) else {
-                        break;
-                    };
-                    if b >= nb || self.offsets[b] == self.offsets[b + 1] {
-                        continue;
-                    }
-                    let mat = &self.mats[k * p * p..(k + 1) * p * p];
-                    let a = &moments[b * w * p..(b + 1) * w * p];
-                    for c in 0..w {
-                        let ac = &a[c * p..(c + 1) * p];
-                        let out_c = &mut acc[c * p..(c + 1) * p];
-                        for (mm, o) in out_c.iter_mut().enumerate() {
-                            let row = &mat[mm * p..(mm + 1) * p];
-                            *o += row.iter().zip(ac).map(|(x, y)| x * y).sum::<f64>();
-                        }
+                let mat = &self.mats[k * p * p..(k + 1) * p * p];
+                let a = &moments[b * w * p..(b + 1) * w * p];
+                for c in 0..w {
+                    let ac = &a[c * p..(c + 1) * p];
+                    let out_c = &mut acc[c * p..(c + 1) * p];
+                    for (mm, o) in out_c.iter_mut().enumerate() {
+                        let row = &mat[mm * p..(mm + 1) * p];
+                        *o += row.iter().zip(ac).map(|(x, y)| x * y).sum::<f64>();
                     }
                 }
-                Ok::<(), FgtError>(())
-            })?;
+            }
+            Ok::<(), FgtError>(())
+        };
+        if sequential {
+            local
+                .chunks_mut(w * p)
+                .enumerate()
+                .try_for_each(local_of_box)?;
+        } else {
+            local
+                .par_chunks_mut(w * p)
+                .enumerate()
+                .with_min_len(16)
+                .try_for_each(local_of_box)?;
+        }
         // every target: one polynomial in s = (y - c_T) / h
         let inv_h = 1.0 / self.h;
-        out.par_chunks_mut(CHUNK * w)
-            .zip(targets.par_chunks(CHUNK))
-            .try_for_each(|(o, ys)| {
-                check()?;
-                for (oj, &y) in o.chunks_exact_mut(w).zip(ys) {
-                    match local_box(y) {
-                        None => oj.iter_mut().for_each(|v| *v = 0.0),
-                        Some(tl) => {
-                            let centre = self.lo + ((tl as f64 - reach as f64) + 0.5) * self.width;
-                            let s = (y - centre) * inv_h;
-                            for (c, v) in oj.iter_mut().enumerate() {
-                                let coef = &local[(tl * w + c) * p..(tl * w + c + 1) * p];
-                                *v = coef.iter().rev().fold(0.0, |acc, &l| acc * s + l);
-                            }
+        let chunk_of_targets = |(o, ys): (&mut [f64], &[f64])| {
+            check()?;
+            for (oj, &y) in o.chunks_exact_mut(w).zip(ys) {
+                match local_box(y) {
+                    None => oj.iter_mut().for_each(|v| *v = 0.0),
+                    Some(tl) => {
+                        let centre = self.lo + ((tl as f64 - reach as f64) + 0.5) * self.width;
+                        let s = (y - centre) * inv_h;
+                        for (c, v) in oj.iter_mut().enumerate() {
+                            let coef = &local[(tl * w + c) * p..(tl * w + c + 1) * p];
+                            *v = coef.iter().rev().fold(0.0, |acc, &l| acc * s + l);
                         }
                     }
                 }
-                Ok::<(), FgtError>(())
-            })
+            }
+            Ok::<(), FgtError>(())
+        };
+        if sequential {
+            out.chunks_mut(CHUNK * w)
+                .zip(targets.chunks(CHUNK))
+                .try_for_each(chunk_of_targets)
+        } else {
+            out.par_chunks_mut(CHUNK * w)
+                .zip(targets.par_chunks(CHUNK))
+                .try_for_each(chunk_of_targets)
+        }
     }
 }
 

@@ -914,45 +914,50 @@ impl IfgtPlan {
         let chunk = n.div_ceil(16).max(4096);
         let inv_h = 1.0 / self.h;
         let neg_inv_h2 = -inv_h * inv_h;
-        let partials: Vec<Vec<f64>> = (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map(|ch| {
-                let mut local = vec![0.0; width];
-                let mut u = vec![0.0; dim];
-                let mut mono = vec![0.0; terms];
-                for i in ch * chunk..((ch + 1) * chunk).min(n) {
-                    if i % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
-                        break;
+        let partial = |ch: usize| {
+            let mut local = vec![0.0; width];
+            let mut u = vec![0.0; dim];
+            let mut mono = vec![0.0; terms];
+            for i in ch * chunk..((ch + 1) * chunk).min(n) {
+                if i % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
+                    break;
+                }
+                let c = self.source_cluster[i] as usize;
+                let center = &self.centers[c * dim..(c + 1) * dim];
+                let x = &sources[i * dim..(i + 1) * dim];
+                let mut d2 = 0.0;
+                for kk in 0..dim {
+                    let t = x[kk] - center[kk];
+                    d2 += t * t;
+                    u[kk] = t * inv_h;
+                }
+                let len = self.source_len[i] as usize;
+                self.monomials.evaluate(&u, &mut mono[..len]);
+                let g = exp_nonpositive(d2 * neg_inv_h2);
+                let block = &mut local[c * n_weights * terms..(c + 1) * n_weights * terms];
+                for w in 0..n_weights {
+                    let qg = weights[i * n_weights + w] * g;
+                    if qg == 0.0 {
+                        continue;
                     }
-                    let c = self.source_cluster[i] as usize;
-                    let center = &self.centers[c * dim..(c + 1) * dim];
-                    let x = &sources[i * dim..(i + 1) * dim];
-                    let mut d2 = 0.0;
-                    for kk in 0..dim {
-                        let t = x[kk] - center[kk];
-                        d2 += t * t;
-                        u[kk] = t * inv_h;
-                    }
-                    let len = self.source_len[i] as usize;
-                    self.monomials.evaluate(&u, &mut mono[..len]);
-                    let g = exp_nonpositive(d2 * neg_inv_h2);
-                    let block = &mut local[c * n_weights * terms..(c + 1) * n_weights * terms];
-                    for w in 0..n_weights {
-                        let qg = weights[i * n_weights + w] * g;
-                        if qg == 0.0 {
-                            continue;
-                        }
-                        for (cf, m) in block[w * terms..w * terms + len]
-                            .iter_mut()
-                            .zip(&mono[..len])
-                        {
-                            *cf += qg * m;
-                        }
+                    for (cf, m) in block[w * terms..w * terms + len]
+                        .iter_mut()
+                        .zip(&mono[..len])
+                    {
+                        *cf += qg * m;
                     }
                 }
-                local
-            })
-            .collect();
+            }
+            local
+        };
+        let partials: Vec<Vec<f64>> = if crate::par::sequential() {
+            (0..n.div_ceil(chunk)).map(partial).collect()
+        } else {
+            (0..n.div_ceil(chunk))
+                .into_par_iter()
+                .map(partial)
+                .collect()
+        };
         if cancel.load(Ordering::Relaxed) {
             return Err(FgtError::Cancelled);
         }
@@ -1028,46 +1033,52 @@ impl IfgtPlan {
         let inv_h = 1.0 / self.h;
         let neg_inv_h2 = -inv_h * inv_h;
         let mut coeffs = vec![0.0; self.n_clusters() * n_weights * terms];
-        coeffs
-            .par_chunks_mut(n_weights * terms)
-            .enumerate()
-            .for_each(|(c, block)| {
-                let center = &self.centers[c * dim..(c + 1) * dim];
-                let mut u = vec![0.0; dim];
-                let mut mono = vec![0.0; terms];
-                for slot in offsets[c]..offsets[c + 1] {
-                    if (slot - offsets[c]) % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let i = members[slot];
-                    let x = &sources[i * dim..(i + 1) * dim];
-                    let mut d2 = 0.0;
-                    for kk in 0..dim {
-                        let t = x[kk] - center[kk];
-                        d2 += t * t;
-                        u[kk] = t * inv_h;
-                    }
-                    let len = source_terms[slot] as usize;
-                    self.monomials.evaluate(&u, &mut mono[..len]);
-                    let g = exp_nonpositive(d2 * neg_inv_h2);
-                    for w in 0..n_weights {
-                        let qg = weights[i * n_weights + w] * g;
-                        if qg == 0.0 {
-                            continue;
-                        }
-                        let row = &mut block[w * terms..w * terms + len];
-                        for (cf, m) in row.iter_mut().zip(&mono[..len]) {
-                            *cf += qg * m;
-                        }
-                    }
+        let cluster_block = |(c, block): (usize, &mut [f64])| {
+            let center = &self.centers[c * dim..(c + 1) * dim];
+            let mut u = vec![0.0; dim];
+            let mut mono = vec![0.0; terms];
+            for slot in offsets[c]..offsets[c + 1] {
+                if (slot - offsets[c]) % POLL_SOURCES == 0 && cancel.load(Ordering::Relaxed) {
+                    return;
                 }
-                let constants = self.monomials.constants();
+                let i = members[slot];
+                let x = &sources[i * dim..(i + 1) * dim];
+                let mut d2 = 0.0;
+                for kk in 0..dim {
+                    let t = x[kk] - center[kk];
+                    d2 += t * t;
+                    u[kk] = t * inv_h;
+                }
+                let len = source_terms[slot] as usize;
+                self.monomials.evaluate(&u, &mut mono[..len]);
+                let g = exp_nonpositive(d2 * neg_inv_h2);
                 for w in 0..n_weights {
-                    for (cf, k) in block[w * terms..(w + 1) * terms].iter_mut().zip(constants) {
-                        *cf *= k;
+                    let qg = weights[i * n_weights + w] * g;
+                    if qg == 0.0 {
+                        continue;
+                    }
+                    let row = &mut block[w * terms..w * terms + len];
+                    for (cf, m) in row.iter_mut().zip(&mono[..len]) {
+                        *cf += qg * m;
                     }
                 }
-            });
+            }
+            let constants = self.monomials.constants();
+            for w in 0..n_weights {
+                for (cf, k) in block[w * terms..(w + 1) * terms].iter_mut().zip(constants) {
+                    *cf *= k;
+                }
+            }
+        };
+        let size = n_weights * terms;
+        if crate::par::sequential() {
+            coeffs.chunks_mut(size).enumerate().for_each(cluster_block);
+        } else {
+            coeffs
+                .par_chunks_mut(size)
+                .enumerate()
+                .for_each(cluster_block);
+        }
         if cancel.load(Ordering::Relaxed) {
             return Err(FgtError::Cancelled);
         }
@@ -1096,7 +1107,9 @@ impl IfgtPlan {
         // results in group order, scattered back at the end
         let mut sorted = vec![0.0; m * n_weights];
         const GROUPS_PER_TASK: usize = 16;
-        let tasks: Vec<(usize, &[(usize, usize)])> = groups
+        // (first target, its groups of targets as (start, end) runs)
+        type Task<'a> = (usize, &'a [(usize, usize)]);
+        let tasks: Vec<Task<'_>> = groups
             .chunks(GROUPS_PER_TASK)
             .map(|g| (g[0].0, g))
             .collect();
@@ -1108,27 +1121,25 @@ impl IfgtPlan {
             slices.push(head);
             rest = tail;
         }
-        tasks
-            .par_iter()
-            .zip(slices.into_par_iter())
-            .try_for_each(|((first, groups), res)| {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(FgtError::Cancelled);
-                }
-                let mut scratch = GroupScratch::new(self.monomials.len(), dim);
-                for &(s, e) in groups.iter() {
-                    let res = &mut res[(s - first) * n_weights..(e - first) * n_weights];
-                    self.evaluate_group(
-                        targets,
-                        &order[s..e],
-                        coeffs,
-                        n_weights,
-                        res,
-                        &mut scratch,
-                    );
-                }
-                Ok(())
-            })?;
+        let task = |((first, groups), res): (&Task<'_>, &mut [f64])| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(FgtError::Cancelled);
+            }
+            let mut scratch = GroupScratch::new(self.monomials.len(), dim);
+            for &(s, e) in groups.iter() {
+                let res = &mut res[(s - first) * n_weights..(e - first) * n_weights];
+                self.evaluate_group(targets, &order[s..e], coeffs, n_weights, res, &mut scratch);
+            }
+            Ok(())
+        };
+        if crate::par::sequential() {
+            tasks.iter().zip(slices).try_for_each(task)?;
+        } else {
+            tasks
+                .par_iter()
+                .zip(slices.into_par_iter())
+                .try_for_each(task)?;
+        }
         for (i, &t) in order.iter().enumerate() {
             out[t * n_weights..(t + 1) * n_weights]
                 .copy_from_slice(&sorted[i * n_weights..(i + 1) * n_weights]);

@@ -51,6 +51,7 @@ mod intervals;
 mod kernel;
 mod logsum;
 pub mod monomials;
+mod par;
 mod plan;
 mod split;
 
@@ -75,6 +76,7 @@ pub use ifgt::{
 };
 pub use kernel::simd_level;
 pub use logsum::LogGaussSum;
+pub use par::INLINE_NS;
 pub use split::{SplitIfgt, cluster_radii, split_centers};
 
 use direct::{DirectPlan, TreePlan};
@@ -191,6 +193,10 @@ pub struct GaussTransform {
     sources: Vec<f64>,
     engine: Engine,
     info: PlanInfo,
+    /// Estimated ns of one call at `call_m` targets (one core), to run small calls inline.
+    call_ns: f64,
+    call_m: usize,
+    call_w: usize,
 }
 
 /// Checks a row-major point set (through [`vastml_core::Points`], the one point-set check of
@@ -567,6 +573,24 @@ impl GaussTransform {
                 stopped: false,
             },
         };
+        let call_ns = {
+            let size = plan::Size { n, m, dim, w };
+            let model = match &engine {
+                Engine::Direct(_) => plan::direct_cost(n, m, dim, w),
+                Engine::Tree(t) => plan::tree_cost_uniform(n, m, w, t.radius(), &sides),
+                Engine::Ifgt(p) => {
+                    let k = p.n_clusters();
+                    plan::ifgt_call_cost(size, k, p.n_terms() as f64, k as f64, p.has_tree())
+                }
+                Engine::Grid(g) => g.params().cost,
+            };
+            // auto's estimate refined on the data, when it has one (it includes the plan)
+            estimates
+                .iter()
+                .filter(|(k, _)| *k == info.method)
+                .map(|(_, c)| *c)
+                .fold(model, f64::min)
+        };
         let info = PlanInfo {
             estimates: estimates.into_iter().map(|(k, c)| (k, c * 1e-9)).collect(),
             measured,
@@ -581,7 +605,19 @@ impl GaussTransform {
             sources: sources.to_vec(),
             engine,
             info,
+            call_ns,
+            call_m: m,
+            call_w: w,
         })
+    }
+
+    /// Whether a call at `m` targets with `n_weights` weight columns is estimated below
+    /// [`INLINE_NS`] of work: [`GaussTransform::evaluate`] then runs it in one piece on the
+    /// calling thread, and a caller that hands calls to a thread pool had better not.
+    pub fn runs_inline(&self, m: usize, n_weights: usize) -> bool {
+        let w = self.call_w;
+        self.call_ns * (m as f64 / self.call_m as f64) * (n_weights.max(w) as f64 / w as f64)
+            < INLINE_NS
     }
 
     /// Number of sources.
@@ -642,6 +678,8 @@ impl GaussTransform {
             return Err(FgtError::NonFinite { name: "weights" });
         }
         let mut out = vec![0.0; m * n_weights];
+        let _inline =
+            par::SequentialScope::new(par::sequential() || self.runs_inline(m, n_weights));
         match &self.engine {
             Engine::Direct(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
             Engine::Tree(p) => p.evaluate(targets, weights, n_weights, &mut out, cancel)?,
@@ -653,6 +691,13 @@ impl GaussTransform {
         }
         Ok(out)
     }
+}
+
+/// Whether planning (any method) and one call for `n` sources and `m` targets in `dim`
+/// dimensions is small enough to run on the calling thread: the direct sum's estimate is
+/// below [`INLINE_NS`].
+pub fn plans_inline(n: usize, m: usize, dim: usize) -> bool {
+    plan::direct_cost(n, m, dim, 1) < INLINE_NS
 }
 
 /// One-shot Gauss transform: plans for these targets and evaluates.

@@ -109,10 +109,21 @@ pub(crate) fn ifgt_cost(
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
+    let clustering = size.n as f64 * n_clusters as f64 * size.dim as f64 * ns::CLUSTERING_PER_DIM;
+    clustering + ifgt_call_cost(size, n_clusters, terms, clusters_in_reach, with_tree)
+}
+
+/// Cost in ns of one call of a built IFGT plan: the coefficients and the evaluation.
+pub(crate) fn ifgt_call_cost(
+    size: Size,
+    n_clusters: usize,
+    terms: f64,
+    clusters_in_reach: f64,
+    with_tree: bool,
+) -> f64 {
     let Size { n, m, dim, w } = size;
     let d = dim as f64;
     let k = n_clusters as f64;
-    let clustering = n as f64 * k * d * ns::CLUSTERING_PER_DIM;
     let coefficients = n as f64 * terms * ns::TERM * (1.0 + w as f64) * 0.5;
     let search = if with_tree {
         (k.log2().max(1.0) * 4.0 + clusters_in_reach) * ns::LEAF * 0.5
@@ -126,7 +137,7 @@ pub(crate) fn ifgt_cost(
             * (ns::CLUSTER
                 + ns::CLUSTER_PER_DIM * d
                 + ns::TARGET_TERMS * terms * ns::TERM * (1.0 + w as f64) * 0.5);
-    clustering + coefficients + m as f64 * per_target
+    coefficients + m as f64 * per_target
 }
 
 /// Every `stride`-th target, at most `max` of them (deterministic sample).
@@ -143,4 +154,82 @@ pub(crate) fn sample_rows(points: &[f64], dim: usize, max: usize) -> Vec<f64> {
                 .copied()
         })
         .collect()
+}
+
+/// Mean nearest-neighbour distance within a sample of points, over what it would be for as
+/// many points spread uniformly over a box with the given sides (Poisson points:
+/// Gamma(1 + 1/d) / (rho V_d)^(1/d), V_d the unit ball's volume). About 1 for data that fill
+/// their box, well below 1 for clusters or a few-dimensional sheet inside it.
+pub(crate) fn crowding(sample: &[f64], dim: usize, sides: &[f64]) -> f64 {
+    let m = sample.len() / dim;
+    if m < 8 || dim == 0 {
+        return 1.0;
+    }
+    let d = dim as f64;
+    let scale = sides.iter().copied().fold(0.0f64, f64::max);
+    if scale <= 0.0 {
+        return 1.0;
+    }
+    // sides far below the largest are counted at 1e-6 of it (a flat box is not empty)
+    let volume: f64 = sides.iter().map(|&s| s.max(1e-6 * scale)).product();
+    let ball = std::f64::consts::PI.powf(d / 2.0) / gamma_half_plus_one(dim);
+    let rho = m as f64 / volume;
+    let expected = gamma_one_plus_inverse(d) / (rho * ball).powf(1.0 / d);
+    let mut total = 0.0;
+    for i in 0..m {
+        let a = &sample[i * dim..(i + 1) * dim];
+        let nearest = (0..m)
+            .filter(|&j| j != i)
+            .map(|j| {
+                let b = &sample[j * dim..(j + 1) * dim];
+                a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>()
+            })
+            .fold(f64::INFINITY, f64::min);
+        total += nearest.sqrt();
+    }
+    total / m as f64 / expected
+}
+
+/// Gamma(1 + 1/d) for d >= 1 (between 0.886 and 1), by Stirling's series at 4 + 1/d.
+fn gamma_one_plus_inverse(d: f64) -> f64 {
+    let x = 1.0 / d;
+    let z = 4.0 + x;
+    let ln = (z - 0.5) * z.ln() - z + 0.5 * (2.0 * std::f64::consts::PI).ln() + 1.0 / (12.0 * z)
+        - 1.0 / (360.0 * z.powi(3))
+        + 1.0 / (1260.0 * z.powi(5));
+    // Gamma(1 + x) = Gamma(4 + x) / ((1 + x)(2 + x)(3 + x))
+    ln.exp() / ((1.0 + x) * (2.0 + x) * (3.0 + x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gamma_and_crowding_are_right_on_known_points() {
+        // Gamma(2) = 1, Gamma(1.5) = sqrt(pi) / 2
+        assert!((gamma_one_plus_inverse(1.0) - 1.0).abs() < 1e-6);
+        assert!((gamma_one_plus_inverse(2.0) - std::f64::consts::PI.sqrt() / 2.0).abs() < 1e-6);
+        let mut state = 1u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for dim in [2, 5, 8] {
+            let uniform: Vec<f64> = (0..128 * dim).map(|_| next()).collect();
+            let c = crowding(&uniform, dim, &vec![1.0; dim]);
+            assert!(c > 0.7 && c < 1.6, "{dim}: {c}");
+            // the same number of points on a segment of the box's diagonal
+            let line: Vec<f64> = (0..128)
+                .flat_map(|_| {
+                    let t = next();
+                    vec![t; dim]
+                })
+                .collect();
+            let c = crowding(&line, dim, &vec![1.0; dim]);
+            assert!(c < 0.3, "{dim}: {c}");
+        }
+    }
 }

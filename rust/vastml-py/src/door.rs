@@ -145,3 +145,24 @@ where
         Ok(Err(e)) => Err(e.to_pyerr()),
     }
 }
+
+/// Runs `work` without the GIL on the calling thread, for calls known to take well under a
+/// millisecond: handing them to the pool would wake two threads, which on a loaded machine
+/// can each wait a scheduler tick (milliseconds) for a core. Ctrl-C is not polled (the work
+/// ends before it would be seen); `n_jobs` is still validated.
+pub fn enter_inline<T, E, F>(py: Python<'_>, n_jobs: Option<isize>, work: F) -> PyResult<T>
+where
+    T: Send,
+    E: ToPyErr + Send,
+    F: FnOnce(&AtomicBool) -> Result<T, E> + Send,
+{
+    resolve_n_jobs(n_jobs)?;
+    let cancel = AtomicBool::new(false);
+    let outcome =
+        py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&cancel))));
+    match outcome {
+        Err(payload) => Err(panic_to_pyerr(payload.as_ref())),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.to_pyerr()),
+    }
+}

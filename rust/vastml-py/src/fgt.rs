@@ -3,10 +3,12 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyString};
-use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt};
+use std::sync::atomic::AtomicBool;
+
+use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt, plans_inline};
 
 use crate::arrays::{matrix, rows, rows_n, same_cols, vector};
-use crate::door::enter;
+use crate::door::{enter, enter_inline};
 use crate::errors::ToPyErr;
 use crate::options::Wrap;
 use crate::progress::{self, finish};
@@ -78,7 +80,8 @@ pub fn gauss_transform<'py>(
     let (w, n_weights) = rows(&weights, "weights")?;
     same_cols("targets", tdim, "sources", dim)?;
     let hook = progress::hook(progress, stage_to_py);
-    let out = enter(py, n_jobs, |cancel| {
+    let inline = hook.is_none() && plans_inline(src.len() / dim.max(1), m, dim);
+    let work = |cancel: &AtomicBool| {
         let options = PlanOptions {
             targets: Some(tgt),
             n_weights,
@@ -87,7 +90,11 @@ pub fn gauss_transform<'py>(
         let control = progress::control(cancel, hook.as_ref());
         plan.plan(src, dim, options, &control)?
             .evaluate(tgt, w, n_weights, cancel)
-    });
+    };
+    let out = match inline {
+        true => enter_inline(py, n_jobs, work),
+        false => enter(py, n_jobs, work),
+    };
     matrix(py, finish(hook, out)?, m, n_weights)
 }
 
@@ -112,13 +119,23 @@ impl PyGaussTransform {
         let (src, dim) = rows(&sources, "sources")?;
         let target_sample = sample(&target_sample, dim)?;
         let hook = progress::hook(progress, stage_to_py);
-        let inner = enter(py, n_jobs, |cancel| {
+        let n = src.len() / dim.max(1);
+        let m = plan
+            .n_targets
+            .or(target_sample.map(|t| t.len() / dim.max(1)))
+            .unwrap_or(n);
+        let inline = hook.is_none() && plans_inline(n, m, dim);
+        let work = |cancel: &AtomicBool| {
             let options = PlanOptions {
                 target_sample,
                 ..PlanOptions::default()
             };
             plan.plan(src, dim, options, &progress::control(cancel, hook.as_ref()))
-        });
+        };
+        let inner = match inline {
+            true => enter_inline(py, n_jobs, work),
+            false => enter(py, n_jobs, work),
+        };
         Ok(PyGaussTransform {
             inner: finish(hook, inner)?,
         })
@@ -136,9 +153,11 @@ impl PyGaussTransform {
         let ((tgt, m, tdim), (w, n_weights)) =
             (rows_n(&targets, "targets")?, rows(&weights, "weights")?);
         same_cols("targets", tdim, "sources", self.inner.dim())?;
-        let out = enter(py, n_jobs, |cancel| {
-            self.inner.evaluate(tgt, w, n_weights, cancel)
-        });
+        let work = |cancel: &AtomicBool| self.inner.evaluate(tgt, w, n_weights, cancel);
+        let out = match self.inner.runs_inline(m, n_weights) {
+            true => enter_inline(py, n_jobs, work),
+            false => enter(py, n_jobs, work),
+        };
         matrix(py, out?, m, n_weights)
     }
 
