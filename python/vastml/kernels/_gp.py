@@ -24,7 +24,7 @@ from vastml._validation import (
 )
 from vastml.kernels._gauss import METHODS
 from vastml.kernels._gp_cg import CGResult, conjugate_gradient
-from vastml.kernels._gp_dense import CholeskyPreconditioner, choose_solver, dense_fits
+from vastml.kernels._gp_dense import choose_solver, dense_fits, dense_preconditioner
 from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
 from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
 from vastml.kernels._gp_system import GPSystem
@@ -304,7 +304,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             solver = self._choose_solver(system, tol)
             nystrom = system.precond
             if solver == "dense":
-                system.precond = CholeskyPreconditioner(self._scaled, sf2, noise, self.n_jobs)
+                system.precond = dense_preconditioner(self._scaled, sf2, noise, self.n_jobs, tol)
                 system.target_iterations = None
             res, total = system.solve(
                 yc,
@@ -317,6 +317,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.solver_ = solver
         self.preconditioner_rank_ = system.rank
         if solver == "dense":  # the n x n factor is not kept; std columns fall back on the Nystrom one
+            dense = system.precond
+            keys = ("rank", "inner_iterations", "schedule", "timings")
+            self._dense_info = {"preconditioner": type(dense).__name__}
+            self._dense_info.update({k: getattr(dense, k) for k in keys if hasattr(dense, k)})
             system.precond = nystrom
             system.target_iterations = self.target_iterations
         self._system = system

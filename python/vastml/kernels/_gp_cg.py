@@ -176,15 +176,18 @@ def conjugate_gradient(
         alpha = np.where(active, rz / np.where(pv == 0, 1.0, pv), 0.0)
         X += alpha * P
         R -= alpha * V
-        Z = apply_m(R)
-        rz_new = np.sum(R * Z, axis=0)
-        beta = np.where(active, rz_new / np.where(rz == 0, 1.0, rz), 0.0)
-        alphas.append(alpha)
-        betas.append(beta)
-        col_iters += active
         rnorm = np.linalg.norm(R, axis=0)
         rel = rnorm / bn
         residuals.append(float(rel[active].max()))
+        if np.any(active & (rel > tol)):
+            Z = apply_m(R)
+            rz_new = np.sum(R * Z, axis=0)
+            beta = np.where(active, rz_new / np.where(rz == 0, 1.0, rz), 0.0)
+        else:  # all converged: no preconditioner solve for a direction that is never taken
+            rz_new, beta = rz, np.zeros(m)
+        alphas.append(alpha)
+        betas.append(beta)
+        col_iters += active
         active = active & (rel > tol)
         P = Z + beta * P
         rz = rz_new
