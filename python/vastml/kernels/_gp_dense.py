@@ -315,6 +315,8 @@ class StoredKernelPreconditioner:
     True
     """
 
+    #: The solve is an inner iteration (the outer CG runs flexible).
+    inexact = True
     #: Ranks start here and grow by RANK_GROWTH.
     FIRST_RANK = 256
     RANK_GROWTH = 1.5

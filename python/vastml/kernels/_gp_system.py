@@ -144,6 +144,7 @@ class GPSystem:
                 b_norm=b_norm,
                 progress=progress,
                 start_iteration=total,
+                flexible=getattr(self.precond, "inexact", False),
             )
             total += res.n_iter_
             precond = self.precond
