@@ -65,9 +65,11 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     :math:`P = LL^T + \sigma^2 I`, a Nystrom factor on farthest-point landmarks applied by
     Woodbury. The rank of :math:`L` doubles until CG converges within ``target_iterations``.
     When the kernel's spectrum is too flat for a low-rank factor (short length scales, low
-    noise) and the kernel matrix fits in memory, a cost model switches the preconditioner to a
-    single-precision Cholesky factor of :math:`\hat K` (``solver="dense"``): CG then converges
-    in a few products, still computed in double precision to the same tolerance.
+    noise) and the kernel matrix fits in memory, a cost model switches to ``solver="dense"``:
+    the kernel matrix is stored in single precision and the preconditioner is either CG on it
+    with a Nystrom factor of rank up to N/4 (when that rank leaves a residual below the noise)
+    or its single-precision Cholesky factor; the outer CG then converges in a few products,
+    still computed in double precision to the same tolerance.
     The length scales (ARD: one per feature, by scaling the inputs), signal and noise variance
     can be fitted by maximising the log marginal likelihood with L-BFGS, its log-determinant
     estimated by stochastic Lanczos quadrature and its gradient's traces by Hutchinson probes
@@ -120,8 +122,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         Gauss transform method (see :func:`vastml.kernels.gauss_transform`).
     solver : {"auto", "cg", "dense"}, default="auto"
         How the final solve is preconditioned. ``"cg"``: the Nystrom factor above. ``"dense"``:
-        a single-precision Cholesky factor of the whole kernel matrix (memory 4 N^2 bytes, at
-        most 4 GB and half the free memory; cost N^3 / 3 operations), for flat spectra.
+        the whole kernel matrix in single precision (memory 4 N^2 bytes, at most 4 GB and half
+        the free memory) with CG on it preconditioned by a Nystrom factor of rank r <= N/4
+        (cost O(N r^2)), or its Cholesky factor (N^3 / 3 operations), for flat spectra.
         ``"auto"`` picks ``"dense"`` when it fits and its cost, in transform products, is below
         CG's expected iterations times the planned cost of one product (see
         ``docs/guide/kernels.md``). Either way CG stops at ``tol`` on double-precision products.
@@ -154,7 +157,8 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     solver_ : str
         The preconditioner the final solve used: ``"cg"`` (Nystrom) or ``"dense"`` (Cholesky).
     preconditioner_rank_ : int
-        Rank of the Nystrom factor (n_samples with the dense solver).
+        Rank of the Nystrom factor (with the dense solver: the rank of the stored-matrix
+        branch's factor, or n_samples for the Cholesky branch).
     residuals_, epsilons_ : list of float
         Relative residual and transform accuracy per CG iteration (of the last CG run).
     stopped_early_ : bool
