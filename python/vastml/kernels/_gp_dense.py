@@ -35,12 +35,14 @@ if TYPE_CHECKING:
 
 #: Bytes the single-precision kernel matrix may take (4 N^2); N up to about 31,600.
 DENSE_MAX_BYTES = 4_000_000_000
-#: Dense factorisation cost in units of one direct (exact) product: build + N / DENSE_FLOP_RATIO
-#: for the Cholesky. A direct product costs N^2 exponentials; the factorisation N^3 / 3 fused
-#: multiply-adds in single precision, which run about 60 times faster per entry.
-DENSE_FLOP_RATIO = 180.0
+#: Dense solver's cost in units of the planner's estimate of one direct (exact) product:
+#: DENSE_EXTRA_PRODUCTS + N / DENSE_FLOP_RATIO (a direct product costs N^2 exponentials, the
+#: Cholesky N^3 / 3 single-precision multiply-adds). Both fitted by least squares to the
+#: measured wall time of ``solver="dense"`` fits (Cholesky branch) at N = 2,000-8,000 on the
+#: 2-core machine the benchmarks run on (``benches/gp_cost_model.py``; fit 11.2 + N / 166).
+DENSE_FLOP_RATIO = 166.0
 #: Products the dense path spends besides the factorisation (the matrix, refinement steps).
-DENSE_EXTRA_PRODUCTS = 6.0
+DENSE_EXTRA_PRODUCTS = 11.0
 
 
 #: The stored-matrix solver tries Nystrom ranks up to this fraction of N (and STORED_MAX_RANK)
