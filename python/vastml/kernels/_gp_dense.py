@@ -350,17 +350,19 @@ class StoredKernelPreconditioner:
         rng = np.random.default_rng(random_state)
         sample = rng.choice(n, size=min(n, self.SAMPLE), replace=False)
         max_rank = int(min(max(max_rank, 1), n))
-        order, _ = farthest_points(scaled, max_rank)
+        order, min_dist = None, None
         self.ok = False
         self.schedule: list[tuple[int, float]] = []  # (rank, sampled mean residual variance)
-        rank = min(self.FIRST_RANK, len(order))
+        rank = min(self.FIRST_RANK, max_rank)
         K = kernel_matrix(scaled, sf2, self.threads) if matrix is None else matrix
         self.timings = {"matrix": time.perf_counter() - t0}
         with threadpool_limits(self.threads, user_api="blas"):
             while True:
-                # K_SS in double from the stored entries; pivots below single precision's
-                # rounding are dropped
-                S = order[:rank]
+                # the farthest-point traversal continues only as far as the rank tried; K_SS
+                # in double from the stored entries, pivots below single precision's rounding
+                # dropped
+                order, min_dist = farthest_points(scaled, rank, 0, order, min_dist)
+                S = order
                 c, piv, r, _ = dpstrf(K[np.ix_(S, S)].astype(np.float64), lower=1, tol=1e-6 * sf2)
                 C = np.tril(c[:r, :r])
                 keep = S[piv[:r] - 1]
@@ -372,9 +374,9 @@ class StoredKernelPreconditioner:
                 if self.sample_residual <= self.noise:
                     self.ok = True
                     break
-                if rank >= len(order):
+                if rank >= max_rank or len(order) < rank:  # the cap, or every distinct point
                     break
-                rank = min(len(order), int(self.RANK_GROWTH * rank))
+                rank = min(max_rank, int(self.RANK_GROWTH * rank))
             self.rank = len(keep)
             self.timings["rank"] = time.perf_counter() - t0
             if not self.ok:
