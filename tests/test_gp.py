@@ -420,3 +420,26 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
     assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
     assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+
+
+def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():
+    # Polak-Ribiere updates around a preconditioner that is itself a loose CG solve (nonlinear in
+    # its input): the solution is the system's, to the tolerance, where Fletcher-Reeves stalls
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 2))
+    A = rbf(X, X, 0.3) + 1e-3 * np.eye(400)
+    b = rng.normal(size=400)
+
+    def inner(R):
+        return conjugate_gradient(lambda V, eps: A @ V, R, tol=0.3, max_iter=400).x
+
+    runs = {}
+    for flexible in (False, True):
+        res = conjugate_gradient(
+            lambda V, eps: A @ V, b, tol=1e-9, delta=1e-9, max_iter=100, preconditioner=inner, flexible=flexible
+        )
+        runs[flexible] = res
+    assert runs[True].converged
+    assert np.linalg.norm(A @ runs[True].x - b) <= 1e-9 * np.linalg.norm(b) * 1.01
+    assert runs[True].n_iter_ <= 40
+    assert not runs[False].converged  # Fletcher-Reeves stalls with so loose an inner solve
