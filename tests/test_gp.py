@@ -386,3 +386,60 @@ def test_dense_solver_refuses_what_does_not_fit(monkeypatch):
     with pytest.raises(ValueError, match="solver"):
         GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
     assert GaussianProcessRegressor(length_scale=ls, noise_variance=noise).fit(X, y).solver_ == "cg"
+
+
+def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
+    # the dense solver's Nystrom-preconditioned single-precision CG on the stored kernel matrix
+    # (chosen when a rank of a fraction of N leaves a residual below the noise): forced here on a
+    # flat-spectrum problem, against the Cholesky solve
+    from vastml.kernels import _gp_dense
+
+    monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
+    ls, noise = 0.3, 1e-3  # a Nystrom rank of 864 leaves a mean residual variance below the noise
+    Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert gp._dense_info["preconditioner"] == "StoredKernelPreconditioner"
+    assert gp._dense_info["rank"] < len(X)
+    test_mean, train_mean = _exact_mean(X, y, Xt, ls, noise)
+    assert np.abs(gp.predict(X) - train_mean).max() <= 1e-3 * y.std()
+    assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+    assert gp.n_iter_ <= 6
+    # the inner solve alone: a relative residual of inner_tol against the double-precision system
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    scaled = (X - X.mean(0)) / ls
+    P = _gp_dense.StoredKernelPreconditioner(
+        scaled, 1.0, noise, None, max_rank=1000, inner_tol=1e-3
+    )
+    assert P.ok and P.sample_residual <= noise
+    v = y - y.mean()
+    assert np.linalg.norm(K @ P.solve(v) - v) <= 2e-3 * np.linalg.norm(v)
+    # too small a rank cap: not ok, and the dense solver falls back on the Cholesky factor
+    assert not _gp_dense.StoredKernelPreconditioner(scaled, 1.0, noise, None, max_rank=300).ok
+    monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.2)
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
+    assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+
+
+def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():
+    # Polak-Ribiere updates around a preconditioner that is itself a loose CG solve (nonlinear in
+    # its input): the solution is the system's, to the tolerance, where Fletcher-Reeves stalls
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 2))
+    A = rbf(X, X, 0.3) + 1e-3 * np.eye(400)
+    b = rng.normal(size=400)
+
+    def inner(R):
+        return conjugate_gradient(lambda V, eps: A @ V, R, tol=0.3, max_iter=400).x
+
+    runs = {}
+    for flexible in (False, True):
+        res = conjugate_gradient(
+            lambda V, eps: A @ V, b, tol=1e-9, delta=1e-9, max_iter=100, preconditioner=inner, flexible=flexible
+        )
+        runs[flexible] = res
+    assert runs[True].converged
+    assert np.linalg.norm(A @ runs[True].x - b) <= 1e-9 * np.linalg.norm(b) * 1.01
+    assert runs[True].n_iter_ <= 40
+    assert not runs[False].converged  # Fletcher-Reeves stalls with so loose an inner solve

@@ -24,7 +24,7 @@ from vastml._validation import (
 )
 from vastml.kernels._gauss import METHODS
 from vastml.kernels._gp_cg import CGResult, conjugate_gradient
-from vastml.kernels._gp_dense import CholeskyPreconditioner, choose_solver, dense_fits
+from vastml.kernels._gp_dense import choose_solver, dense_fits, dense_preconditioner
 from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
 from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
 from vastml.kernels._gp_system import GPSystem
@@ -65,9 +65,11 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     :math:`P = LL^T + \sigma^2 I`, a Nystrom factor on farthest-point landmarks applied by
     Woodbury. The rank of :math:`L` doubles until CG converges within ``target_iterations``.
     When the kernel's spectrum is too flat for a low-rank factor (short length scales, low
-    noise) and the kernel matrix fits in memory, a cost model switches the preconditioner to a
-    single-precision Cholesky factor of :math:`\hat K` (``solver="dense"``): CG then converges
-    in a few products, still computed in double precision to the same tolerance.
+    noise) and the kernel matrix fits in memory, a cost model switches to ``solver="dense"``:
+    the kernel matrix is stored in single precision and the preconditioner is either CG on it
+    with a Nystrom factor of rank up to N/4 (when that rank leaves a residual below the noise)
+    or its single-precision Cholesky factor; the outer CG then converges in a few products,
+    still computed in double precision to the same tolerance.
     The length scales (ARD: one per feature, by scaling the inputs), signal and noise variance
     can be fitted by maximising the log marginal likelihood with L-BFGS, its log-determinant
     estimated by stochastic Lanczos quadrature and its gradient's traces by Hutchinson probes
@@ -120,8 +122,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         Gauss transform method (see :func:`vastml.kernels.gauss_transform`).
     solver : {"auto", "cg", "dense"}, default="auto"
         How the final solve is preconditioned. ``"cg"``: the Nystrom factor above. ``"dense"``:
-        a single-precision Cholesky factor of the whole kernel matrix (memory 4 N^2 bytes, at
-        most 4 GB and half the free memory; cost N^3 / 3 operations), for flat spectra.
+        the whole kernel matrix in single precision (memory 4 N^2 bytes, at most 4 GB and half
+        the free memory) with CG on it preconditioned by a Nystrom factor of rank r <= N/4
+        (cost O(N r^2)), or its Cholesky factor (N^3 / 3 operations), for flat spectra.
         ``"auto"`` picks ``"dense"`` when it fits and its cost, in transform products, is below
         CG's expected iterations times the planned cost of one product (see
         ``docs/guide/kernels.md``). Either way CG stops at ``tol`` on double-precision products.
@@ -154,7 +157,8 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     solver_ : str
         The preconditioner the final solve used: ``"cg"`` (Nystrom) or ``"dense"`` (Cholesky).
     preconditioner_rank_ : int
-        Rank of the Nystrom factor (n_samples with the dense solver).
+        Rank of the Nystrom factor (with the dense solver: the rank of the stored-matrix
+        branch's factor, or n_samples for the Cholesky branch).
     residuals_, epsilons_ : list of float
         Relative residual and transform accuracy per CG iteration (of the last CG run).
     stopped_early_ : bool
@@ -304,7 +308,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             solver = self._choose_solver(system, tol)
             nystrom = system.precond
             if solver == "dense":
-                system.precond = CholeskyPreconditioner(self._scaled, sf2, noise, self.n_jobs)
+                system.precond = dense_preconditioner(self._scaled, sf2, noise, self.n_jobs, tol)
                 system.target_iterations = None
             res, total = system.solve(
                 yc,
@@ -317,6 +321,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.solver_ = solver
         self.preconditioner_rank_ = system.rank
         if solver == "dense":  # the n x n factor is not kept; std columns fall back on the Nystrom one
+            dense = system.precond
+            keys = ("rank", "inner_iterations", "schedule", "timings")
+            self._dense_info = {"preconditioner": type(dense).__name__}
+            self._dense_info.update({k: getattr(dense, k) for k in keys if hasattr(dense, k)})
             system.precond = nystrom
             system.target_iterations = self.target_iterations
         self._system = system

@@ -93,6 +93,7 @@ def conjugate_gradient(
     b_norm: FloatArray | None = None,
     progress: Reporter | None = None,
     start_iteration: int = 0,
+    flexible: bool = False,
 ) -> CGResult:
     r"""Solve :math:`A X = B` by preconditioned CG with a loosening product accuracy.
 
@@ -123,6 +124,9 @@ def conjugate_gradient(
         current X as state; True stops the run.
     start_iteration : int
         Offset added to the iteration numbers reported to ``progress``.
+    flexible : bool
+        Polak-Ribiere direction updates (flexible CG), for a preconditioner that is an inexact
+        iterative solve; the Lanczos coefficients are then not those of a fixed operator.
 
     Returns
     -------
@@ -176,15 +180,21 @@ def conjugate_gradient(
         alpha = np.where(active, rz / np.where(pv == 0, 1.0, pv), 0.0)
         X += alpha * P
         R -= alpha * V
-        Z = apply_m(R)
-        rz_new = np.sum(R * Z, axis=0)
-        beta = np.where(active, rz_new / np.where(rz == 0, 1.0, rz), 0.0)
-        alphas.append(alpha)
-        betas.append(beta)
-        col_iters += active
         rnorm = np.linalg.norm(R, axis=0)
         rel = rnorm / bn
         residuals.append(float(rel[active].max()))
+        if np.any(active & (rel > tol)):
+            Z = apply_m(R)
+            rz_new = np.sum(R * Z, axis=0)
+            # Polak-Ribiere z^T (r_new - r_old) when the preconditioner is itself an iterative
+            # solve (flexible CG); Fletcher-Reeves otherwise (the Lanczos coefficients need it)
+            num = rz_new - np.sum((R + alpha * V) * Z, axis=0) if flexible else rz_new
+            beta = np.where(active, num / np.where(rz == 0, 1.0, rz), 0.0)
+        else:  # all converged: no preconditioner solve for a direction that is never taken
+            rz_new, beta = rz, np.zeros(m)
+        alphas.append(alpha)
+        betas.append(beta)
+        col_iters += active
         active = active & (rel > tol)
         P = Z + beta * P
         rz = rz_new

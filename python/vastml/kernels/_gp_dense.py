@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg.lapack import spotrf, spotrs
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg.blas import ssymv, ssyrk, strsm
+from scipy.linalg.lapack import dpstrf, spotrf, spotrs
 from threadpoolctl import threadpool_limits
 
 from vastml._validation import n_jobs_arg
+from vastml.kernels._gp_precond import farthest_points
 
 if TYPE_CHECKING:
     from vastml._typing import FloatArray
@@ -30,12 +35,53 @@ if TYPE_CHECKING:
 
 #: Bytes the single-precision kernel matrix may take (4 N^2); N up to about 31,600.
 DENSE_MAX_BYTES = 4_000_000_000
-#: Dense factorisation cost in units of one direct (exact) product: build + N / DENSE_FLOP_RATIO
-#: for the Cholesky. A direct product costs N^2 exponentials; the factorisation N^3 / 3 fused
-#: multiply-adds in single precision, which run about 60 times faster per entry.
-DENSE_FLOP_RATIO = 180.0
+#: Dense solver's cost in units of the planner's estimate of one direct (exact) product:
+#: DENSE_EXTRA_PRODUCTS + N / DENSE_FLOP_RATIO (a direct product costs N^2 exponentials, the
+#: Cholesky N^3 / 3 single-precision multiply-adds). Both fitted by least squares to the
+#: measured wall time of ``solver="dense"`` fits (Cholesky branch) at N = 2,000-8,000 on the
+#: 2-core machine the benchmarks run on (``benches/gp_cost_model.py``; fit 11.2 + N / 166).
+DENSE_FLOP_RATIO = 166.0
 #: Products the dense path spends besides the factorisation (the matrix, refinement steps).
-DENSE_EXTRA_PRODUCTS = 6.0
+DENSE_EXTRA_PRODUCTS = 11.0
+
+
+#: The stored-matrix solver tries Nystrom ranks up to this fraction of N (and STORED_MAX_RANK)
+#: before it gives way to the Cholesky factor.
+STORED_RANK_FRACTION = 0.25
+STORED_MAX_RANK = 6000
+
+
+def dense_preconditioner(
+    scaled: FloatArray,
+    signal_variance: float,
+    noise_variance: float,
+    n_jobs: int | None,
+    tol: float = 1e-6,
+) -> StoredKernelPreconditioner | CholeskyPreconditioner:
+    """The preconditioner of ``solver="dense"``: CG on the stored single-precision matrix with
+    a Nystrom factor when a rank up to :data:`STORED_RANK_FRACTION` of N leaves a mean residual
+    variance below the noise variance (:class:`StoredKernelPreconditioner`), else the
+    single-precision Cholesky factor (:class:`CholeskyPreconditioner`).
+
+    ``tol`` is the outer CG's relative tolerance: the inner solve is made accurate to about
+    its square root, so that two outer iterations (each error times the inner one) reach it."""
+    inner_tol = min(1e-2, max(1e-5, 0.3 * math.sqrt(tol)))
+    n = scaled.shape[0]
+    K = kernel_matrix(scaled, signal_variance, _threads(n_jobs))
+    max_rank = min(int(STORED_RANK_FRACTION * n), STORED_MAX_RANK)
+    if max_rank >= StoredKernelPreconditioner.FIRST_RANK:
+        stored = StoredKernelPreconditioner(
+            scaled,
+            signal_variance,
+            noise_variance,
+            n_jobs,
+            max_rank=max_rank,
+            matrix=K,
+            inner_tol=inner_tol,
+        )
+        if stored.ok:
+            return stored
+    return CholeskyPreconditioner(scaled, signal_variance, noise_variance, n_jobs, matrix=K)
 
 
 def _available_bytes() -> float:
@@ -74,23 +120,24 @@ def choose_solver(system: GPSystem, tol: float, delta: float, max_iter: int) -> 
     info: dict = {"fits": dense_fits(n)}
     if not info["fits"] or system.precond is None:
         return "cg", info
-    iters = min(float(max_iter), expected_iterations(system.precond.residual_variance, system.noise_variance, tol))
+    iters = min(
+        float(max_iter),
+        expected_iterations(system.precond.residual_variance, system.noise_variance, tol),
+    )
     plan = system.kernel.plan(min(delta, tol) / n * system.kernel.signal_variance)
+    # both in the planner's estimated seconds on one core (its "measured" times are of a
+    # sample of the targets, not comparable with the estimate of a direct product)
     estimates = plan.info_.get("estimates", {})
-    measured = plan.info_.get("measured", {})
     direct = float(estimates.get("direct", 0.0))
-    product = float(measured.get(plan.method_, estimates.get(plan.method_, direct)))
+    product = float(estimates.get(plan.method_, direct))
     if direct <= 0.0 or product <= 0.0:
         return "cg", info
     cg_cost = iters * product / direct
     dense_cost = DENSE_EXTRA_PRODUCTS + n / DENSE_FLOP_RATIO
-    info.update(expected_iterations=iters, cg_cost=cg_cost, dense_cost=dense_cost, method=plan.method_)
+    info.update(
+        expected_iterations=iters, cg_cost=cg_cost, dense_cost=dense_cost, method=plan.method_
+    )
     return ("dense" if dense_cost < cg_cost else "cg"), info
-
-
-def _squared_distances(A: FloatArray, B: FloatArray) -> FloatArray:
-    sq = np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :] - 2.0 * (A @ B.T)
-    return np.maximum(sq, 0.0, out=sq)
 
 
 def _threads(n_jobs: int | None) -> int:
@@ -131,7 +178,14 @@ class CholeskyPreconditioner:
     True
     """
 
-    def __init__(self, scaled: FloatArray, signal_variance: float, noise_variance: float, n_jobs: int | None) -> None:
+    def __init__(
+        self,
+        scaled: FloatArray,
+        signal_variance: float,
+        noise_variance: float,
+        n_jobs: int | None,
+        matrix: FloatArray | None = None,
+    ) -> None:
         n = scaled.shape[0]
         self.n = n
         self.threads = _threads(n_jobs)
@@ -139,16 +193,10 @@ class CholeskyPreconditioner:
         sf2, noise = float(signal_variance), float(noise_variance)
         with threadpool_limits(self.threads, user_api="blas"):
             for _ in range(6):
-                A = np.empty((n, n), dtype=np.float32, order="F")
-                step = max(1, 2_000_000 // max(n, 1))
-                for a in range(0, n, step):
-                    # column block (Fortran order; K is symmetric): squared distances in double
-                    # precision (they cancel), the exponential in single (it is stored so)
-                    sq = _squared_distances(scaled, scaled[a : a + step]).astype(np.float32)
-                    sq *= np.float32(-0.5)
-                    np.exp(sq, out=sq)
-                    sq *= np.float32(sf2)
-                    A[:, a : a + step] = sq
+                # K is symmetric: its C-order array, transposed, is the Fortran-order matrix
+                # LAPACK factors in place (no copy)
+                A = (matrix if matrix is not None else kernel_matrix(scaled, sf2, self.threads)).T
+                matrix = None
                 A.flat[:: n + 1] = np.float32(sf2 + noise + self.shift)
                 c, info = spotrf(A, lower=1, clean=0, overwrite_a=1)
                 if info == 0:
@@ -156,7 +204,9 @@ class CholeskyPreconditioner:
                 # single precision lost positive definiteness: shift (still a valid preconditioner)
                 self.shift = max(10.0 * self.shift, noise, 1e-6 * sf2)
             else:  # pragma: no cover - a shift of 1e5 sigma^2 always factors
-                raise np.linalg.LinAlgError("the kernel matrix could not be factored in single precision")
+                raise np.linalg.LinAlgError(
+                    "the kernel matrix could not be factored in single precision"
+                )
         self._factor = c
 
     def solve(self, V: FloatArray) -> FloatArray:
@@ -170,6 +220,218 @@ class CholeskyPreconditioner:
     @property
     def rank(self) -> int:
         return self.n
+
+    @property
+    def n_visited(self) -> int:
+        return self.n
+
+    residual_variance = 0.0
+
+
+def kernel_matrix(scaled: FloatArray, signal_variance: float, threads: int) -> FloatArray:
+    """The single-precision kernel matrix :math:`\\sigma_f^2 K` (C order, so symmetric that its
+    transpose is the Fortran-order matrix), built in row blocks on ``threads`` threads.
+
+    The exponent :math:`a\\cdot b - |a|^2/2 - |b|^2/2 + \\log\\sigma_f^2` of a whole block is
+    one double-precision product of augmented coordinates :math:`[a, |a|^2, 1]` and
+    :math:`[b, -1/2, -|b|^2/2 + \\log\\sigma_f^2]` (double precision because it cancels), and
+    the exponential is written straight into the single-precision matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels._gp_dense import kernel_matrix
+    >>> from vastml.kernels._gp_precond import rbf_block
+    >>> X = np.random.default_rng(0).normal(size=(300, 3))
+    >>> K = kernel_matrix(X, 2.0, 2)
+    >>> K.dtype == np.float32, bool(np.abs(K - rbf_block(X, X, 2.0)).max() < 1e-6)
+    (True, True)
+    """
+    n, d = scaled.shape
+    K = np.empty((n, n), dtype=np.float32)
+    norms = np.einsum("ij,ij->i", scaled, scaled)
+    left = np.empty((n, d + 2))
+    left[:, :d] = scaled
+    left[:, d] = -0.5 * norms
+    left[:, d + 1] = 1.0
+    right = np.empty((n, d + 2))
+    right[:, :d] = scaled
+    right[:, d] = 1.0
+    right[:, d + 1] = -0.5 * norms + math.log(signal_variance)
+    right = np.ascontiguousarray(right.T)
+    step = max(1, 1_000_000 // max(n, 1))
+
+    def rows(a: int) -> None:
+        b = min(n, a + step)
+        expo = left[a:b] @ right
+        np.minimum(expo, math.log(signal_variance), out=expo)
+        np.exp(expo, out=K[a:b], casting="same_kind")
+
+    starts = range(0, n, step)
+    with threadpool_limits(1, user_api="blas"):
+        if threads > 1:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(rows, starts))
+        else:
+            for a in starts:
+                rows(a)
+    return K
+
+
+class StoredKernelPreconditioner:
+    """:math:`P^{-1}v \\approx \\hat K^{-1}v` by conjugate gradients in single precision on the
+    stored kernel matrix, preconditioned by a Nystrom factor of large rank.
+
+    On a flat spectrum a Nystrom factor whose rank is a fraction of N already leaves a residual
+    :math:`K - LL^T` of the order of the noise (CG then takes tens of iterations), and it costs
+    :math:`O(Nr^2)`, against the :math:`N^3/3` of a Cholesky factorisation; each iteration is one
+    single-precision product with the stored matrix (memory bound, :math:`N^2` operations).
+    The rank is the smallest of a geometric schedule whose mean residual variance, estimated
+    on a random sample of points, is at most the noise variance. The outer CG of
+    :class:`~vastml.kernels._gp_system.GPSystem` keeps its double-precision products; this
+    inner solve only has to be accurate to ``inner_tol``.
+
+    Parameters
+    ----------
+    scaled : ndarray of shape (n, d)
+        Length-scaled training inputs.
+    signal_variance, noise_variance : float
+    n_jobs : int or None
+        BLAS threads and kernel-matrix builders (None: all cores).
+    max_rank : int
+        Largest rank tried; when its residual is still above the noise variance, ``ok`` is
+        False (the caller factors the whole matrix instead).
+    inner_tol : float
+        Relative residual of the inner solve.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels._gp_dense import StoredKernelPreconditioner
+    >>> from vastml.kernels._gp_precond import rbf_block
+    >>> X = np.random.default_rng(0).uniform(size=(400, 2)) * 4
+    >>> P = StoredKernelPreconditioner(X, 1.0, 0.01, None, max_rank=200)
+    >>> K = rbf_block(X, X, 1.0) + 0.01 * np.eye(400)
+    >>> v = np.ones(400)
+    >>> bool(P.ok and np.linalg.norm(K @ P.solve(v) - v) < 1e-3 * np.linalg.norm(v))
+    True
+    """
+
+    #: The solve is an inner iteration (the outer CG runs flexible).
+    inexact = True
+    #: Ranks start here and grow by RANK_GROWTH.
+    FIRST_RANK = 256
+    RANK_GROWTH = 1.5
+    #: Points of the residual-variance sample.
+    SAMPLE = 512
+    #: Inner iterations at most (per solve).
+    MAX_INNER = 300
+
+    def __init__(
+        self,
+        scaled: FloatArray,
+        signal_variance: float,
+        noise_variance: float,
+        n_jobs: int | None,
+        *,
+        max_rank: int,
+        matrix: FloatArray | None = None,
+        inner_tol: float = 1e-4,
+        random_state: int = 0,
+    ) -> None:
+        t0 = time.perf_counter()
+        n = scaled.shape[0]
+        self.n = n
+        self.threads = _threads(n_jobs)
+        self.noise = float(noise_variance)
+        self.inner_tol = float(inner_tol)
+        self.inner_iterations: list[int] = []
+        sf2 = float(signal_variance)
+        rng = np.random.default_rng(random_state)
+        sample = rng.choice(n, size=min(n, self.SAMPLE), replace=False)
+        max_rank = int(min(max(max_rank, 1), n))
+        order, min_dist = None, None
+        self.ok = False
+        self.schedule: list[tuple[int, float]] = []  # (rank, sampled mean residual variance)
+        rank = min(self.FIRST_RANK, max_rank)
+        K = kernel_matrix(scaled, sf2, self.threads) if matrix is None else matrix
+        self.timings = {"matrix": time.perf_counter() - t0}
+        with threadpool_limits(self.threads, user_api="blas"):
+            while True:
+                # the farthest-point traversal continues only as far as the rank tried; K_SS
+                # in double from the stored entries, pivots below single precision's rounding
+                # dropped
+                order, min_dist = farthest_points(scaled, rank, 0, order, min_dist)
+                S = order
+                c, piv, r, _ = dpstrf(K[np.ix_(S, S)].astype(np.float64), lower=1, tol=1e-6 * sf2)
+                C = np.tril(c[:r, :r])
+                keep = S[piv[:r] - 1]
+                B = solve_triangular(C, K[np.ix_(keep, sample)].astype(np.float64), lower=True)
+                self.sample_residual = float(
+                    np.mean(np.maximum(sf2 - np.einsum("ij,ij->j", B, B), 0.0))
+                )
+                self.schedule.append((rank, self.sample_residual))
+                if self.sample_residual <= self.noise:
+                    self.ok = True
+                    break
+                if rank >= max_rank or len(order) < rank:  # the cap, or every distinct point
+                    break
+                rank = min(max_rank, int(self.RANK_GROWTH * rank))
+            self.rank = len(keep)
+            self.timings["rank"] = time.perf_counter() - t0
+            if not self.ok:
+                return
+            self._K = K
+            LT = K[keep]  # K_SX (r x n), overwritten by L^T = C^-1 K_SX
+            LT = strsm(1.0, C.astype(np.float32), LT.T, side=1, lower=1, trans_a=1, overwrite_b=1).T
+            self.timings["trsm"] = time.perf_counter() - t0
+            gram = ssyrk(1.0, LT.T, trans=1).astype(np.float64)  # L^T L, upper triangle
+            self.timings["syrk"] = time.perf_counter() - t0
+            gram = np.triu(gram) + np.triu(gram, 1).T
+            gram[np.diag_indices_from(gram)] += self.noise
+        self._LT = LT
+        self._inner = cholesky(gram, lower=True)  # sigma^2 I + L^T L, kept in double precision
+
+    def _woodbury(self, R: FloatArray) -> FloatArray:
+        # (L L^T + sigma^2 I)^-1 R = (R - L (sigma^2 I + L^T L)^-1 L^T R) / sigma^2
+        u = cho_solve((self._inner, True), (self._LT @ R).astype(np.float64), check_finite=False)
+        return (R - self._LT.T @ u.astype(np.float32)) * np.float32(1.0 / self.noise)
+
+    def solve(self, V: FloatArray) -> FloatArray:
+        """:math:`\\hat K^{-1}V` to a relative residual ``inner_tol`` per column (V of shape (n,)
+        or (n, m)), by Nystrom-preconditioned CG in single precision."""
+        V = np.asarray(V)
+        B = V.reshape(self.n, -1).astype(np.float32)
+        noise = np.float32(self.noise)
+        X = np.zeros_like(B)
+        R = B.copy()
+        bn = np.linalg.norm(B, axis=0)
+        bn[bn == 0] = 1.0
+        with threadpool_limits(self.threads, user_api="blas"):
+            Z = self._woodbury(R)
+            P = Z.copy()
+            rz = np.sum(R * Z, axis=0)
+            active = np.linalg.norm(R, axis=0) / bn > self.inner_tol
+            it = 0
+            while active.any() and it < self.MAX_INNER:
+                it += 1
+                # symmetric product: reads one triangle, half the memory traffic of a general one
+                Q = np.empty_like(P)
+                for j in range(P.shape[1]):
+                    Q[:, j] = ssymv(1.0, self._K.T, P[:, j], lower=1)
+                Q += noise * P
+                pq = np.sum(P * Q, axis=0)
+                alpha = np.where(active, rz / np.where(pq == 0, 1, pq), 0).astype(np.float32)
+                X += alpha * P
+                R -= alpha * Q
+                active &= np.linalg.norm(R, axis=0) / bn > self.inner_tol
+                Z = self._woodbury(R)
+                rz_new = np.sum(R * Z, axis=0)
+                beta = np.where(active, rz_new / np.where(rz == 0, 1, rz), 0).astype(np.float32)
+                P = Z + beta * P
+                rz = rz_new
+        self.inner_iterations.append(it)
+        return X.astype(np.float64).reshape(V.shape)
 
     @property
     def n_visited(self) -> int:

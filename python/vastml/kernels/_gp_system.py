@@ -17,9 +17,9 @@ from vastml.kernels._gp_cg import EPS_MAX, EPS_MIN, conjugate_gradient
 from vastml.kernels._gp_precond import NystromPreconditioner
 
 if TYPE_CHECKING:
-    from vastml.kernels._gp_dense import CholeskyPreconditioner
     from vastml._typing import FloatArray
     from vastml.kernels._gp_cg import CGResult, Reporter
+    from vastml.kernels._gp_dense import CholeskyPreconditioner, StoredKernelPreconditioner
 
 
 class GaussKernel:
@@ -88,7 +88,7 @@ class GPSystem:
         self.noise_variance = float(noise_variance)
         self.kernel = GaussKernel(scaled, signal_variance, method, n_jobs)
         self.target_iterations = target_iterations
-        self.precond: NystromPreconditioner | CholeskyPreconditioner | None = (
+        self.precond: NystromPreconditioner | CholeskyPreconditioner | StoredKernelPreconditioner | None = (
             NystromPreconditioner(scaled, signal_variance, noise_variance, rank) if rank > 0 else None
         )
 
@@ -144,6 +144,7 @@ class GPSystem:
                 b_norm=b_norm,
                 progress=progress,
                 start_iteration=total,
+                flexible=getattr(self.precond, "inexact", False),
             )
             total += res.n_iter_
             precond = self.precond
