@@ -395,6 +395,7 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     from vastml.kernels import _gp_dense
 
     monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "cholesky_is_faster", lambda *a: False)
     X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
     ls, noise = 0.3, 1e-3  # a Nystrom rank of 864 leaves a mean residual variance below the noise
     Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
@@ -420,6 +421,26 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
     assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
     assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+
+
+def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_product(monkeypatch):
+    # where the stored-matrix solver would apply, the timed probe decides: a factorisation
+    # that costs less than STORED_PRODUCTS symmetric products wins, and either branch gives the
+    # exact mean
+    from vastml.kernels import _gp_dense
+
+    monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
+    ls, noise = 0.3, 1e-3
+    Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
+    test_mean, _ = _exact_mean(X, y, Xt, ls, noise)
+    K = _gp_dense.kernel_matrix(np.ascontiguousarray((X - X.mean(0)) / ls), 1.0, 1)
+    for products, branch in ((0.0, "StoredKernelPreconditioner"), (1e12, "CholeskyPreconditioner")):
+        monkeypatch.setattr(_gp_dense, "STORED_PRODUCTS", products)
+        assert _gp_dense.cholesky_is_faster(K, 1.0 + noise, 1) == (products > 0)
+        gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+        assert gp._dense_info["preconditioner"] == branch
+        assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
 
 
 def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():

@@ -14,6 +14,10 @@ import numpy.typing as npt
 
 #: A float64 NumPy array (what vastml returns).
 FloatArray: TypeAlias = npt.NDArray[np.float64]
+#: A boolean NumPy array (masks).
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
+#: A float32 NumPy array (the single-precision kernel matrices of the GP's dense solver).
+Float32Array: TypeAlias = npt.NDArray[np.float32]
 #: An integer NumPy array (labels, orders, indices).
 IntArray: TypeAlias = npt.NDArray[np.integer[Any]]
 #: Anything NumPy can turn into an array (what vastml accepts).

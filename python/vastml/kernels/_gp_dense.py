@@ -30,19 +30,21 @@ from vastml._validation import n_jobs_arg
 from vastml.kernels._gp_precond import farthest_points
 
 if TYPE_CHECKING:
-    from vastml._typing import FloatArray
+    from vastml._typing import Float32Array, FloatArray
     from vastml.kernels._gp_system import GPSystem
 
 #: Bytes the single-precision kernel matrix may take (4 N^2); N up to about 31,600.
 DENSE_MAX_BYTES = 4_000_000_000
 #: Dense solver's cost in units of the planner's estimate of one direct (exact) product:
 #: DENSE_EXTRA_PRODUCTS + N / DENSE_FLOP_RATIO (a direct product costs N^2 exponentials, the
-#: Cholesky N^3 / 3 single-precision multiply-adds). Both fitted by least squares to the
-#: measured wall time of ``solver="dense"`` fits (Cholesky branch) at N = 2,000-8,000 on the
-#: 2-core machine the benchmarks run on (``benches/gp_cost_model.py``; fit 11.2 + N / 166).
-DENSE_FLOP_RATIO = 166.0
+#: Cholesky N^3 / 3 single-precision multiply-adds). Fitted to the measured wall time of
+#: ``solver="dense"`` fits (Cholesky branch) at N = 2,000-16,000 on an idle 2-core machine
+#: (``benches/gp_cost_model.py``: 10-12 products, barely growing with N, because LAPACK's
+#: factorisation runs at 200-300 GFLOP/s there). On a machine loaded by other processes the
+#: factorisation is several times slower and the model favours it too much.
+DENSE_FLOP_RATIO = 8000.0
 #: Products the dense path spends besides the factorisation (the matrix, refinement steps).
-DENSE_EXTRA_PRODUCTS = 11.0
+DENSE_EXTRA_PRODUCTS = 10.0
 
 
 #: The stored-matrix solver tries Nystrom ranks up to this fraction of N (and STORED_MAX_RANK)
@@ -69,7 +71,9 @@ def dense_preconditioner(
     n = scaled.shape[0]
     K = kernel_matrix(scaled, signal_variance, _threads(n_jobs))
     max_rank = min(int(STORED_RANK_FRACTION * n), STORED_MAX_RANK)
-    if max_rank >= StoredKernelPreconditioner.FIRST_RANK:
+    if max_rank >= StoredKernelPreconditioner.FIRST_RANK and not cholesky_is_faster(
+        K, signal_variance + noise_variance, _threads(n_jobs)
+    ):
         stored = StoredKernelPreconditioner(
             scaled,
             signal_variance,
@@ -82,6 +86,43 @@ def dense_preconditioner(
         if stored.ok:
             return stored
     return CholeskyPreconditioner(scaled, signal_variance, noise_variance, n_jobs, matrix=K)
+
+
+#: Leading block (at most half of N) whose factorisation times the machine's LAPACK, its
+#: time extrapolated as N^3.
+#: Smaller blocks run further below the full factorisation's rate (on 2 idle cores, blocks of
+#: 2,048 / 4,096 reach 0.4 / 0.6 of it), so the extrapolation leans towards the stored solver.
+CHOLESKY_PROBE = 4096
+#: The stored-matrix solver's cost in symmetric products with the stored matrix: the rank
+#: search, the triangular solve and rank-k update of the factor, and the inner CG's products.
+#: Measured at N = 20,000 (rank 2,916) on 2 idle cores: 16.5 s against 0.114 s per product.
+STORED_PRODUCTS = 140.0
+
+
+def cholesky_is_faster(K: Float32Array, diagonal: float, threads: int) -> bool:
+    """Whether factoring the stored matrix ``K`` (diagonal set to ``diagonal``) is expected to
+    beat the stored-matrix CG, timed here: the factorisation of a leading
+    :data:`CHOLESKY_PROBE` block, extrapolated as N^3, against :data:`STORED_PRODUCTS`
+    symmetric products with the whole matrix.
+
+    The choice is timed, not modelled, because the two are bound by different things: the
+    factorisation by the cores' arithmetic (LAPACK reaches hundreds of GFLOP/s on two idle
+    AVX-512 cores, a tenth of that when other processes share them), the products by memory
+    bandwidth, which load barely changes. Either branch gives the same solution to the outer
+    CG's tolerance; only the time differs."""
+    n = K.shape[0]
+    m = max(1, min(n // 2, CHOLESKY_PROBE))
+    with threadpool_limits(threads, user_api="blas"):
+        A = np.array(K[:m, :m], order="F")
+        A.flat[:: m + 1] = np.float32(diagonal)
+        t0 = time.perf_counter()
+        spotrf(A, lower=1, clean=0, overwrite_a=1)
+        t_factor = (time.perf_counter() - t0) * (n / m) ** 3
+        v = np.ones(n, dtype=np.float32)
+        t0 = time.perf_counter()
+        ssymv(1.0, K.T, v, lower=1)
+        t_product = time.perf_counter() - t0
+    return t_factor <= STORED_PRODUCTS * t_product
 
 
 def _available_bytes() -> float:
@@ -184,7 +225,7 @@ class CholeskyPreconditioner:
         signal_variance: float,
         noise_variance: float,
         n_jobs: int | None,
-        matrix: FloatArray | None = None,
+        matrix: Float32Array | None = None,
     ) -> None:
         n = scaled.shape[0]
         self.n = n
@@ -228,7 +269,7 @@ class CholeskyPreconditioner:
     residual_variance = 0.0
 
 
-def kernel_matrix(scaled: FloatArray, signal_variance: float, threads: int) -> FloatArray:
+def kernel_matrix(scaled: FloatArray, signal_variance: float, threads: int) -> Float32Array:
     """The single-precision kernel matrix :math:`\\sigma_f^2 K` (C order, so symmetric that its
     transpose is the Fortran-order matrix), built in row blocks on ``threads`` threads.
 
@@ -335,7 +376,7 @@ class StoredKernelPreconditioner:
         n_jobs: int | None,
         *,
         max_rank: int,
-        matrix: FloatArray | None = None,
+        matrix: Float32Array | None = None,
         inner_tol: float = 1e-4,
         random_state: int = 0,
     ) -> None:
@@ -392,7 +433,7 @@ class StoredKernelPreconditioner:
         self._LT = LT
         self._inner = cholesky(gram, lower=True)  # sigma^2 I + L^T L, kept in double precision
 
-    def _woodbury(self, R: FloatArray) -> FloatArray:
+    def _woodbury(self, R: Float32Array) -> Float32Array:
         # (L L^T + sigma^2 I)^-1 R = (R - L (sigma^2 I + L^T L)^-1 L^T R) / sigma^2
         u = cho_solve((self._inner, True), (self._LT @ R).astype(np.float64), check_finite=False)
         return (R - self._LT.T @ u.astype(np.float32)) * np.float32(1.0 / self.noise)
