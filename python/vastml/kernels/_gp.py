@@ -67,8 +67,8 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     When the kernel's spectrum is too flat for a low-rank factor (short length scales, low
     noise) and the kernel matrix fits in memory, a cost model switches to ``solver="dense"``:
     the kernel matrix is stored in single precision and the preconditioner is either CG on it
-    with a Nystrom factor of rank up to N/4 (when that rank leaves a residual below the noise)
-    or its single-precision Cholesky factor; the outer CG then converges in a few products,
+    with a Nystrom factor of rank up to N/4 (when that rank leaves a residual below the noise
+    and a timed probe finds it cheaper than factoring) or its single-precision Cholesky factor; the outer CG then converges in a few products,
     still computed in double precision to the same tolerance.
     The length scales (ARD: one per feature, by scaling the inputs), signal and noise variance
     can be fitted by maximising the log marginal likelihood with L-BFGS, its log-determinant
