@@ -574,15 +574,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
-        let mut state = seed;
-        (0..n * dim)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect()
+        crate::testing::uniform(n * dim, seed)
     }
 
     /// Auto times its close candidates (here several are close at this size) and whatever

@@ -376,15 +376,7 @@ mod tests {
     use crate::direct_reference;
 
     fn points(n: usize, seed: u64) -> Vec<f64> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect()
+        crate::testing::uniform(n, seed)
     }
 
     /// The bound of the module docs holds term by term: checked against the exact double

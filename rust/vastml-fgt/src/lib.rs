@@ -55,6 +55,23 @@ mod par;
 mod plan;
 mod split;
 
+/// Test data shared by the unit tests of the modules.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// `n` numbers in [0, 1) from a fixed linear congruential sequence started at `seed`.
+    pub(crate) fn uniform(n: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .collect()
+    }
+}
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;

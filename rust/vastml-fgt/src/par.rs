@@ -46,15 +46,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     fn points(n: usize, seed: u64) -> Vec<f64> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect()
+        crate::testing::uniform(n, seed)
     }
 
     /// Every method gives the same bits in one piece on the calling thread as split over a
