@@ -184,6 +184,67 @@ def test_tsp_progress_and_stop():
     assert seen[1][1] <= seen[0][1]
 
 
+def test_tsp_callbacks_see_every_round_of_one_search(monkeypatch):
+    import vastml.reorder._seriate as seriate_module
+
+    X = np.random.default_rng(11).random((400, 2))
+    calls = []
+    real = _core.tsp_ils_order
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("progress"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(seriate_module._core, "tsp_ils_order", counted)
+    seen = []
+    o = seriate(X, time_limit=0.5, random_state=0,
+                callbacks=lambda it, obj, st: seen.append((it, obj, np.array(st))) and False)
+    # one Rust call with the hook, which reported every round: the best path so far
+    assert len(calls) == 1 and calls[0] is not None
+    assert [s[0] for s in seen] == list(range(1, 11))
+    for k, (_, obj, st) in enumerate(seen):
+        assert _perm(st, 400) and obj == pytest.approx(path_length(X, st))
+        assert k == 0 or obj <= seen[k - 1][1]
+    assert np.array_equal(seen[-1][2], o)
+    # True stops the search with the path of that report
+    calls.clear()
+    stop = []
+    o = seriate(X, time_limit=0.5, random_state=0,
+                callbacks=lambda it, obj, st: stop.append((it, np.array(st))) or it >= 4)
+    assert len(calls) == 1 and [s[0] for s in stop] == [1, 2, 3, 4]
+    assert np.array_equal(o, stop[-1][1])
+    # callback_every thins the calls, not the search
+    every = []
+    seriate(X, time_limit=0.2, random_state=0, callback_every=5,
+            callbacks=lambda it, obj, st: every.append(it) and False)
+    assert every == [5, 10]
+
+
+def test_tsp_with_callbacks_equals_tsp_without(monkeypatch):
+    import vastml.reorder._seriate as seriate_module
+
+    # a kick budget instead of a time limit: the search no longer depends on the machine
+    def by_kicks(neighbours, kicks, time_limit, runs, kick_window, seed):
+        return {"neighbours": neighbours, "kicks": 100, "time_limit": None, "runs": runs,
+                "kick_window": kick_window, "seed": seed}
+
+    monkeypatch.setattr(seriate_module, "_ils_params", by_kicks)
+    for X in (np.random.default_rng(13).random((600, 2)), _blobs(400, seed=3)):
+        plain = seriate(X, random_state=5)
+        seen = []
+        with_cb = seriate(X, random_state=5,
+                          callbacks=lambda it, obj, st: seen.append(it) and False)
+        assert np.array_equal(plain, with_cb) and seen == list(range(1, 11))
+        for jobs in (1, 2):
+            assert np.array_equal(seriate(X, random_state=5, n_jobs=jobs,
+                                          callbacks=lambda it, obj, st: False), plain)
+        # the bindings: the same path, length and kick counts with and without a hook
+        params = by_kicks(10, None, None, 2, 30, 5)
+        a = _core.tsp_ils_order(X, False, (None, None), params)
+        b = _core.tsp_ils_order(X, False, (None, None), params, progress=lambda it, obj, st: False)
+        assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
+
+
 def test_tsp_means_reports_every_sweep_and_a_stop_keeps_that_order():
     X = np.random.default_rng(12).random((3000, 3))
     seen = []

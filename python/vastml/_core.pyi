@@ -389,6 +389,7 @@ def tsp_ils_order(
     params: dict[str, Any],
     init: npt.NDArray[np.int64] | None = None,
     n_jobs: int | None = None,
+    progress: Callable[[int, float, npt.NDArray[np.int64]], Any] | None = None,
 ) -> tuple[npt.NDArray[np.int64], float, float, int, int]: ...
 def pe_r_step(
     p: npt.NDArray[np.float64],

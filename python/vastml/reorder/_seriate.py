@@ -97,19 +97,12 @@ def _tsp(
     x, pre = prob.rust_args()
     n = prob.n
     tl = default_time_limit(n) if time_limit is None else time_limit
-    if not progress.active:
-        params = _ils_params(n_neighbors, None, tl, 2, 30, seed)
-        order, length, *_ = _core.tsp_ils_order(x, pre, (None, None), params, n_jobs=n_jobs)
-        return order, length
-    # in chunks so that callbacks and the bar see the path shorten
-    chunks = 10
-    start: Any = None
-    for it in range(1, chunks + 1):
-        params = _ils_params(n_neighbors, None, tl / chunks, 2, 30, seed + it)
-        order, length, *_ = _core.tsp_ils_order(x, pre, (None, None), params, start, n_jobs=n_jobs)
-        start = order
-        if progress.report(it, length, order):
-            break
+    params = _ils_params(n_neighbors, None, tl, 2, 30, seed)
+    # with callbacks or a bar the search reports ten times (the best path so far) and stops
+    # when a callback returns True
+    report = progress.report if progress.active else None
+    order, length, *_ = _core.tsp_ils_order(x, pre, (None, None), params, n_jobs=n_jobs,
+                                            progress=report)
     return order, length
 
 
@@ -399,8 +392,9 @@ def seriate(
     n_jobs : int or None
         Threads (None = all cores).
     callbacks, callback_every, verbose
-        Progress protocol of :mod:`vastml._progress`: "TSP" reports ten times (objective = path
-        length, state = the order so far), "TSP_means" after every sweep and after the polish
+        Progress protocol of :mod:`vastml._progress`: "TSP" reports ten times from one search
+        (objective = length of the best path so far, state = that order; once for up to 9
+        objects, solved exactly), "TSP_means" after every sweep and after the polish
         (objective = path length, state = the order so far, see :class:`TSPMeans`), "ARSA" once
         per temperature (objective = minus the merit); a callback returning True stops with the
         best order so far. The other methods report once when done.

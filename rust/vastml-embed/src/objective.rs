@@ -65,52 +65,26 @@ impl FromStr for Model {
     }
 }
 
-pub use vastml_core::{CsrIndex, CsrValue};
+/// A borrowed sparse n x n matrix in CSR form ([`vastml_core::Csr`], checked when built):
+/// int64 / f64 arrays as SciPy and NumPy hold them by default, or the compact int32 / f32
+/// layout of large problems. The embedding objectives take it as an attraction (square,
+/// weights >= 0); [`crate::lll`] takes any signs.
+pub use vastml_core::{Csr, CsrIndex, CsrValue};
 
-/// A borrowed sparse n x n matrix in CSR form: int64 / f64 arrays as SciPy and NumPy hold
-/// them by default, or the compact int32 / f32 layout of large problems. The embedding
-/// objectives check it as an attraction (weights >= 0); [`crate::lll`] takes any signs.
-#[derive(Debug, Clone, Copy)]
-pub struct Csr<'a, I: CsrIndex = i64, V: CsrValue = f64> {
-    /// Row pointers (n + 1 entries).
-    pub indptr: &'a [I],
-    /// Column indices.
-    pub indices: &'a [I],
-    /// Values.
-    pub data: &'a [V],
-}
-
-impl<I: CsrIndex, V: CsrValue> Csr<'_, I, V> {
-    fn check(&self, n: usize) -> Result<()> {
-        let bad = |why: &str| {
-            Err(EmbedError::ShapeMismatch(format!(
-                "attraction matrix: {why}"
-            )))
-        };
-        if self.indptr.len() != n + 1 {
-            return bad(&format!(
-                "{} row pointers for {n} points",
-                self.indptr.len()
-            ));
-        }
-        if !self.indptr[0].below(1) || self.indptr.windows(2).any(|w| w[0] > w[1]) {
-            return bad("row pointers must start at 0 and not decrease");
-        }
-        let nnz = self.indptr[n].ix();
-        if self.indices.len() != nnz || self.data.len() != nnz {
-            return bad("indices and data must have indptr[-1] entries");
-        }
-        if self.indices.par_iter().any(|&j| !j.below(n)) {
-            return bad("column index out of range");
-        }
-        if self.data.par_iter().any(|w| !w.get().is_finite()) {
-            return Err(EmbedError::NonFinite { name: "attraction" });
-        }
-        if self.data.par_iter().any(|w| w.get() < 0.0) {
-            return Err(invalid("attraction", "weights must be >= 0"));
-        }
-        Ok(())
+/// Checks that `w` is an attraction of `n` points: n x n with weights >= 0 (its structure and
+/// finiteness were checked when it was built).
+fn check_attraction<I: CsrIndex, V: CsrValue>(w: &Csr<I, V>, n: usize) -> Result<()> {
+    if w.n_rows() != n || w.n_cols() != n {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "attraction matrix: {} x {} for {n} points",
+            w.n_rows(),
+            w.n_cols()
+        )));
     }
+    if w.data().par_iter().any(|v| v.get() < 0.0) {
+        return Err(invalid("attraction", "weights must be >= 0"));
+    }
+    Ok(())
 }
 
 /// Objective value, its two parts and the gradient.
@@ -147,9 +121,9 @@ fn attraction<I: CsrIndex, V: CsrValue>(
             for (j, gn) in g.chunks_exact_mut(dim).enumerate() {
                 let n = b * 256 + j;
                 let xn = &x[n * dim..(n + 1) * dim];
-                for idx in w.indptr[n].ix()..w.indptr[n + 1].ix() {
-                    let m = w.indices[idx].ix();
-                    let wt = w.data[idx].get();
+                for idx in w.indptr()[n].ix()..w.indptr()[n + 1].ix() {
+                    let m = w.indices()[idx].ix();
+                    let wt = w.data()[idx].get();
                     let xm = &x[m * dim..(m + 1) * dim];
                     let t: f64 = xn.iter().zip(xm).map(|(a, b)| (a - b) * (a - b)).sum();
                     let coef = match model {
@@ -234,7 +208,7 @@ pub fn evaluate_with<I: CsrIndex, V: CsrValue>(
         need_objective,
     } = *params;
     let n = check_points(x, dim)?;
-    attraction_w.check(n)?;
+    check_attraction(attraction_w, n)?;
     if !(lambda >= 0.0 && lambda.is_finite()) {
         return Err(invalid("lambda", "must be finite and >= 0"));
     }
@@ -346,11 +320,11 @@ impl<V: CsrValue> UpperPairs<V> {
         let mut cols = Vec::new();
         let mut data = Vec::new();
         for r in 0..n {
-            for idx in w.indptr[r].ix()..w.indptr[r + 1].ix() {
-                let m = w.indices[idx].ix();
+            for idx in w.indptr()[r].ix()..w.indptr()[r + 1].ix() {
+                let m = w.indices()[idx].ix();
                 if m > r {
                     cols.push(m as u32);
-                    data.push(w.data[idx]);
+                    data.push(w.data()[idx]);
                 }
             }
             indptr.push(cols.len());
@@ -365,8 +339,8 @@ impl<V: CsrValue> UpperPairs<V> {
         // Parallel: count each new row's entries, then fill blocks of rows in parallel.
         let kept = |rp: usize| {
             let r = perm[rp] as usize;
-            (w.indptr[r].ix()..w.indptr[r + 1].ix())
-                .filter(move |&idx| inv[w.indices[idx].ix()] as usize > rp)
+            (w.indptr()[r].ix()..w.indptr()[r + 1].ix())
+                .filter(move |&idx| inv[w.indices()[idx].ix()] as usize > rp)
         };
         let counts: Vec<usize> = (0..n)
             .into_par_iter()
@@ -396,8 +370,8 @@ impl<V: CsrValue> UpperPairs<V> {
             let mut k = 0;
             for rp in lo..hi {
                 for idx in kept(rp) {
-                    pc[k] = inv[w.indices[idx].ix()];
-                    pd[k] = w.data[idx];
+                    pc[k] = inv[w.indices()[idx].ix()];
+                    pd[k] = w.data()[idx];
                     k += 1;
                 }
             }
@@ -533,7 +507,7 @@ impl<V: CsrValue> TsnePairs<V> {
     /// Shape and finiteness errors of `x` and `w`.
     pub fn new<I: CsrIndex>(w: &Csr<I, V>, x: &[f64], dim: usize) -> Result<TsnePairs<V>> {
         let n = check_points(x, dim)?;
-        w.check(n)?;
+        check_attraction(w, n)?;
         if n >= DUAL_TREE_MIN && dim <= 3 {
             let perm = crate::dualtree::morton_order(x, dim);
             let mut inv = vec![0u32; n];
@@ -642,8 +616,7 @@ pub struct GdOutcome {
 /// use vastml_embed::Repulsion;
 ///
 /// // Two pairs of points attracted to each other.
-/// let w = Csr { indptr: &[0i64, 1, 2, 3, 4][..], indices: &[1i64, 0, 3, 2][..],
-///               data: &[0.25, 0.25, 0.25, 0.25][..] };
+/// let w = Csr::new("P", &[0i64, 1, 2, 3, 4], &[1i64, 0, 3, 2], &[0.25; 4], 4)?;
 /// let mut x = vec![0.0, 0.0, 1.0, 0.0, 5.0, 5.0, 6.0, 5.0];
 /// let (mut update, mut gains) = (vec![0.0; 8], vec![1.0; 8]);
 /// let opts = GdOptions { learning_rate: 1.0, momentum: 0.5, exaggeration: 1.0, min_gain: 0.01 };
@@ -927,11 +900,7 @@ mod gd_tests {
         n_iter: usize,
     ) -> Result<GdOutcome> {
         let (indptr, indices, data, _) = problem(x.len() / 2);
-        let w = Csr {
-            indptr: &indptr[..],
-            indices: &indices[..],
-            data: &data[..],
-        };
+        let w = Csr::new("P", &indptr, &indices, &data, indptr.len() - 1).unwrap();
         let (mut u, mut g) = (vec![0.0; x.len()], vec![1.0; x.len()]);
         let opts = GdOptions {
             learning_rate: 5.0,

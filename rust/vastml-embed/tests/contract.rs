@@ -352,11 +352,7 @@ fn gradients_match_finite_differences() {
     let c = AtomicBool::new(false);
     let n = 30;
     let (ip, ix, dt) = random_csr(4, n, 3);
-    let w = Csr {
-        indptr: &ip,
-        indices: &ix,
-        data: &dt,
-    };
+    let w = Csr::new("P", &ip, &ix, &dt, n).unwrap();
     for model in [
         Model::ElasticEmbedding,
         Model::Sne,
@@ -403,11 +399,7 @@ fn approximate_gradients_approach_the_exact_one() {
     let c = AtomicBool::new(false);
     let n = 400;
     let (ip, ix, dt) = random_csr(8, n, 5);
-    let w = Csr {
-        indptr: &ip,
-        indices: &ix,
-        data: &dt,
-    };
+    let w = Csr::new("P", &ip, &ix, &dt, n).unwrap();
     let x = points(3, n, 2, 8.0);
     for model in [
         Model::ElasticEmbedding,
@@ -452,11 +444,7 @@ fn approximate_gradients_approach_the_exact_one() {
     // An isolated point with no attraction has zero gradient only from repulsion balance:
     // a single point has zero gradient.
     let one = [0.5, 0.5];
-    let empty: Csr = Csr {
-        indptr: &[0, 0],
-        indices: &[],
-        data: &[],
-    };
+    let empty: Csr = Csr::new("P", &[0, 0], &[], &[], 1).unwrap();
     let ev = evaluate(
         Model::TSne,
         &one,
@@ -493,4 +481,21 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn an_attraction_that_does_not_fit_is_refused() {
+    let c = AtomicBool::new(false);
+    let x = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+    let eval = |w: &Csr| evaluate(Model::Sne, &x, 2, w, 1.0, Repulsion::Exact, &c);
+    let (ip, ix) = ([0i64, 1, 2, 2], [1i64, 0]);
+    assert!(eval(&Csr::new("P", &ip, &ix, &[0.5, 0.5], 3).unwrap()).is_ok());
+    // 3 x 4, 2 x 2, a negative weight
+    assert!(eval(&Csr::new("P", &ip, &ix, &[0.5, 0.5], 4).unwrap()).is_err());
+    assert!(eval(&Csr::new("P", &ip[..3], &ix, &[0.5, 0.5], 2).unwrap()).is_err());
+    assert!(eval(&Csr::new("P", &ip, &ix, &[0.5, -0.5], 3).unwrap()).is_err());
+    // a broken structure or a NaN never makes a matrix
+    assert!(Csr::new("P", &[0i64, 2, 1, 2], &ix, &[0.5, 0.5], 3).is_err());
+    assert!(Csr::new("P", &ip, &[1i64, 3], &[0.5, 0.5], 3).is_err());
+    assert!(Csr::new("P", &ip, &ix, &[0.5, f64::NAN], 3).is_err());
 }

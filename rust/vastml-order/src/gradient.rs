@@ -32,6 +32,19 @@
 //! parallel over the first two objects with a shared atomic incumbent. Children are bounded
 //! and insertion-tested from their parent's frame; only survivors get a frame of their own.
 //!
+//! The result does not depend on the thread count or timing (unless cancelled): among the
+//! optimal orders it is the heuristic incumbent if that is optimal, else the first one (in
+//! the search's own child order) of the subtree with the smallest first two objects. Each
+//! subtree has a rank (0 for the heuristic, then the subtrees by their first two objects);
+//! the shared incumbent keeps its finder's rank next to its value in one atomic word and each
+//! memo entry keeps the rank of the subtree that made it. A tie (within the tolerance of
+//! "strictly better") is cut only against a find or a memo entry of the same or a higher
+//! rank; anything strictly better cuts whoever found it. The subtrees are taken in rank order
+//! by the threads, so most ties meet a higher-ranked find. With real-valued dissimilarities
+//! this holds as long as no two orders' values differ by less than the tolerance (about
+//! 1e-11 relative) without being equal; it is exact for the unweighted criterion and for
+//! integer dissimilarities.
+//!
 //! From [`SETS_MIN`] to [`SETS_MAX`] objects both criteria are instead solved by a bounded
 //! dynamic programme over the sets of placed objects with a meet in the middle (`dp`): the
 //! value of a completion only depends on the prefix through its set, so each set is kept once
@@ -41,7 +54,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -361,38 +374,92 @@ impl std::hash::Hasher for MaskHasher {
     }
 }
 
-type Memo = HashMap<u64, f64, std::hash::BuildHasherDefault<MaskHasher>>;
+/// Prefix-dominance memo: placed set -> (largest F seen, rank of the subtree that saw it).
+type Memo = HashMap<u64, (f64, u64), std::hash::BuildHasherDefault<MaskHasher>>;
 
 /// Entries of each thread's prefix-dominance memo.
 const MEMO_CAPACITY: usize = 1 << 21;
 
+/// Bits of a rank in the incumbent's word: 0 for the heuristic, then the subtrees (at most
+/// 64 * 63 of them) from 1.
+const RANK_BITS: u32 = 12;
+const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
+
+/// The shared incumbent: its value and its finder's rank in one atomic word, so that a
+/// reader never pairs a value with another find's rank. The word is the value's bits mapped
+/// to an unsigned integer of the same order, with the low [`RANK_BITS`] replaced by the
+/// rank; the value it gives back is rounded down by at most 2^-40 of itself, far below the
+/// tolerance of "strictly better".
+struct Incumbent {
+    word: AtomicU64,
+    /// The incumbent order (written under the lock with the word).
+    order: Mutex<Vec<usize>>,
+    eps: f64,
+}
+
+impl Incumbent {
+    fn new(value: f64, rank: u64, order: Vec<usize>, eps: f64) -> Self {
+        Self {
+            word: AtomicU64::new(Self::pack(value, rank)),
+            order: Mutex::new(order),
+            eps,
+        }
+    }
+
+    fn pack(value: f64, rank: u64) -> u64 {
+        // -inf would round down to a NaN: the lowest finite value stands for "nothing yet"
+        let b = value.max(f64::MIN).to_bits();
+        let ordered = if b >> 63 == 0 { b | 1 << 63 } else { !b };
+        ordered & !RANK_MASK | rank
+    }
+
+    /// (value, rank) of the incumbent.
+    fn load(&self) -> (f64, u64) {
+        let w = self.word.load(Ordering::Relaxed);
+        let ordered = w & !RANK_MASK;
+        let b = if ordered >> 63 == 1 {
+            ordered & !(1 << 63)
+        } else {
+            !ordered
+        };
+        (f64::from_bits(b), w & RANK_MASK)
+    }
+
+    /// Whether a node of subtree `rank` whose completions are worth at most `bound` can be
+    /// cut: the incumbent is strictly better, or ties and was found by an equal or higher
+    /// (smaller) rank.
+    fn cuts(&self, bound: f64, rank: u64) -> bool {
+        let (v, r) = self.load();
+        if r <= rank {
+            bound <= v + self.eps
+        } else {
+            bound < v - self.eps
+        }
+    }
+
+    /// Offers a complete order of value `value` found by subtree `rank`: it replaces the
+    /// incumbent when strictly better, or when it ties and ranks higher.
+    fn offer(&self, value: f64, rank: u64, order: &[usize]) {
+        let Ok(mut o) = self.order.lock() else {
+            return;
+        };
+        let (v, r) = self.load();
+        if value > v + self.eps || (value >= v - self.eps && rank < r) {
+            self.word.store(Self::pack(value, rank), Ordering::Relaxed);
+            o.clear();
+            o.extend_from_slice(order);
+        }
+    }
+}
+
 struct Shared<'a> {
     t: &'a Tables,
-    best: AtomicU64,
-    best_order: Mutex<Vec<usize>>,
+    best: Incumbent,
     cancel: &'a AtomicBool,
     cancelled: AtomicBool,
     nodes: AtomicU64,
     /// symmetry: `sym.0` must come before `sym.1`.
     sym: (usize, usize),
-    memos: Vec<Mutex<Memo>>,
-}
-
-impl Shared<'_> {
-    fn best(&self) -> f64 {
-        f64::from_bits(self.best.load(Ordering::Relaxed))
-    }
-
-    fn offer(&self, v: f64, order: &[usize]) {
-        let Ok(mut o) = self.best_order.lock() else {
-            return;
-        };
-        if v > self.best() {
-            self.best.store(v.to_bits(), Ordering::Relaxed);
-            o.clear();
-            o.extend_from_slice(order);
-        }
-    }
 }
 
 struct Worker<'a, 'b> {
@@ -401,10 +468,20 @@ struct Worker<'a, 'b> {
     prefix: Vec<usize>,
     used: u64,
     nodes: u64,
-    memo: std::sync::MutexGuard<'a, Memo>,
+    memo: &'a mut Memo,
+    /// Rank of the subtree being searched.
+    rank: u64,
+    /// Best value this subtree has found (its first find of a value wins ties).
+    own: f64,
 }
 
 impl Worker<'_, '_> {
+    /// Whether a node whose completions are worth at most `bound` can be cut: this
+    /// subtree's own find, or the shared incumbent's rule (see [`Incumbent::cuts`]).
+    fn cuts(&self, bound: f64) -> bool {
+        bound <= self.own + self.s.t.eps || self.s.best.cuts(bound, self.rank)
+    }
+
     /// Fills frame `k + 1` from frame `k` with `x` placed at position k (`self.used` does
     /// not contain `x` yet).
     fn place(&mut self, k: usize, x: usize) {
@@ -634,15 +711,16 @@ impl Worker<'_, '_> {
             let bound = self.child_bound(m, x, &un, s2sum);
             if un.len() == 2 {
                 // a complete order: the bound is its value
-                if bound > self.s.best() + t.eps {
+                if !self.cuts(bound) {
                     let last = un[usize::from(un[0] == x)];
                     self.prefix.extend([x, last]);
-                    self.s.offer(bound, &self.prefix);
+                    self.own = bound;
+                    self.s.best.offer(bound, self.rank, &self.prefix);
                     self.prefix.truncate(m);
                 }
                 continue;
             }
-            if bound <= self.s.best() + t.eps {
+            if self.cuts(bound) {
                 continue;
             }
             if m >= 1 && self.insertion_dominated(m, x) {
@@ -652,7 +730,7 @@ impl Worker<'_, '_> {
         }
         kids.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         for (_, x, bound) in kids {
-            if bound <= self.s.best() + t.eps {
+            if self.cuts(bound) {
                 continue;
             }
             self.place(m, x);
@@ -690,18 +768,21 @@ impl Worker<'_, '_> {
             }
         }
         // the joint bound pays for itself on the weighted criterion only (measured)
-        if t.weighted && n - m >= 3 && fval + self.joint_bound(m) <= self.s.best() + t.eps {
+        if t.weighted && n - m >= 3 && self.cuts(fval + self.joint_bound(m)) {
             return;
         }
         if m >= 3 && m + 2 < n {
+            // a strictly larger F cuts whoever saw it; a tie only when seen by this or a
+            // higher-ranked subtree (see the module documentation)
+            let rank = self.rank;
             match self.memo.get_mut(&self.used) {
-                Some(v) if *v >= fval - t.eps => {
+                Some(&mut (v, r)) if v > fval + t.eps || (v >= fval - t.eps && r <= rank) => {
                     return;
                 }
-                Some(v) => *v = fval,
+                Some(e) => *e = (fval, rank),
                 None => {
                     if self.memo.len() < MEMO_CAPACITY {
-                        self.memo.insert(self.used, fval);
+                        self.memo.insert(self.used, (fval, rank));
                     }
                 }
             }
@@ -986,45 +1067,53 @@ pub fn gradient_order_with(
     let threads = rayon::current_num_threads().max(1);
     let shared = Shared {
         t: &t,
-        best: AtomicU64::new(init_value.to_bits()),
-        best_order: Mutex::new(init.clone()),
+        best: Incumbent::new(init_value, 0, init.clone(), t.eps),
         cancel,
         cancelled: AtomicBool::new(false),
         nodes: AtomicU64::new(0),
         sym,
-        memos: (0..threads).map(|_| Mutex::new(Memo::default())).collect(),
     };
     let root = root_frame(&t);
+    // the subtrees in rank order (rank = index + 1)
     let tasks: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (0..n).map(move |b| (a, b)))
         .filter(|&(a, b)| a != b && a != sym.1 && !(b == sym.1 && a != sym.0))
         .collect();
-    tasks.par_iter().for_each(|&(a, b)| {
-        if shared.cancelled.load(Ordering::Relaxed) {
-            return;
-        }
-        let idx = rayon::current_thread_index().unwrap_or(0) % threads;
-        let Ok(memo) = shared.memos[idx].lock() else {
-            return;
-        };
+    // every thread takes the next subtree in rank order, keeping its memo and frames
+    let next = AtomicUsize::new(0);
+    (0..threads).into_par_iter().for_each(|_| {
+        let mut memo = Memo::default();
         let mut w = Worker {
             s: &shared,
             frames: vec![root.clone(); n + 1],
             prefix: Vec::with_capacity(n),
             used: 0,
             nodes: 0,
-            memo,
+            memo: &mut memo,
+            rank: 0,
+            own: f64::NEG_INFINITY,
         };
-        w.place(0, a);
-        w.prefix.push(a);
-        w.used |= 1 << a;
-        w.expand(1, Some(b));
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= tasks.len() || shared.cancelled.load(Ordering::Relaxed) {
+                break;
+            }
+            let (a, b) = tasks[i];
+            w.rank = i as u64 + 1;
+            w.own = f64::NEG_INFINITY;
+            w.used = 0;
+            w.place(0, a);
+            w.prefix.clear();
+            w.prefix.push(a);
+            w.used = 1 << a;
+            w.expand(1, Some(b));
+        }
         shared.nodes.fetch_add(w.nodes, Ordering::Relaxed);
     });
     if shared.cancelled.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
         return Err(OrderError::Cancelled);
     }
-    let order = shared.best_order.into_inner().unwrap_or(init);
+    let order = shared.best.order.into_inner().unwrap_or(init);
     let value = order_value(&t, &order);
     Ok(GradientResult {
         order,
@@ -1188,22 +1277,22 @@ mod tests {
                 let t = Tables::new(&d, n, kind);
                 let shared = Shared {
                     t: &t,
-                    best: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
-                    best_order: Mutex::new((0..n).collect()),
+                    best: Incumbent::new(f64::NEG_INFINITY, 0, (0..n).collect(), t.eps),
                     cancel: &no,
                     cancelled: AtomicBool::new(false),
                     nodes: AtomicU64::new(0),
                     sym: (0, 1),
-                    memos: vec![Mutex::new(Memo::default())],
                 };
-                let memo = shared.memos[0].lock().unwrap();
+                let mut memo = Memo::default();
                 let mut w = Worker {
                     s: &shared,
                     frames: vec![root_frame(&t); n + 1],
                     prefix: Vec::new(),
                     used: 0,
                     nodes: 0,
-                    memo,
+                    memo: &mut memo,
+                    rank: 1,
+                    own: f64::NEG_INFINITY,
                 };
                 let mut perm: Vec<usize> = (0..n).collect();
                 for k in (1..n).rev() {
@@ -1347,6 +1436,41 @@ mod tests {
                 st.generated,
                 st.kept
             );
+        }
+    }
+
+    /// Nodes and time of the tree search on 1 and 2 threads (`cargo test --release
+    /// tree_nodes -- --ignored --nocapture`): generic points at n = 24 and tie-heavy data
+    /// at n = 20, both criteria, with the heuristic incumbent and without (restarts 0).
+    #[test]
+    #[ignore = "measurement"]
+    fn tree_nodes() {
+        let no = AtomicBool::new(false);
+        for (what, n) in [("points", 24), ("ties", 20)] {
+            let mut s = 77u64 + n as u64;
+            let d = if what == "points" {
+                points5(n, &mut s)
+            } else {
+                ties(n, &mut s)
+            };
+            for kind in [Gradient::Unweighted, Gradient::Weighted] {
+                for (threads, restarts) in [(1, 20 + 2 * n), (2, 20 + 2 * n), (1, 0), (2, 0)] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let t0 = std::time::Instant::now();
+                    let r = pool
+                        .install(|| gradient_order_with(&d, n, kind, &no, restarts))
+                        .unwrap();
+                    eprintln!(
+                        "{what} n {n} {kind:?} restarts {restarts} {threads} threads: nodes {} value {} ({:.3} s)",
+                        r.nodes,
+                        r.value,
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
+            }
         }
     }
 

@@ -218,6 +218,8 @@ pub struct IlsResult {
     pub kicks: usize,
     /// Kicks that shortened the tour, over all runs.
     pub accepted: usize,
+    /// A progress hook asked to stop: `order` is the best path of the last report.
+    pub stopped: bool,
 }
 
 const EPS: f64 = 1e-10;
@@ -581,7 +583,12 @@ pub fn solve<M: Metric>(
     solve_cancellable(m, start, end, params, init, Control::none())
 }
 
-/// [`solve`] that polls `control`'s cancel flag every 64 kicks of every run.
+/// [`solve`] that polls `control`'s cancel flag every 64 kicks of every run and, with a
+/// hook, reports [`REPORTS`] times: the kicks (or the time budget) are cut into that many
+/// rounds, and after round k the hook gets iteration k, the length of the best path so far and
+/// that path (an exact path is reported once). A hook that returns `true` ends the search with that path
+/// ([`IlsResult::stopped`]). Each run's kicks are the same however they are cut into rounds,
+/// so with a kick budget the result does not depend on the hook.
 ///
 /// # Errors
 /// As [`solve`]; [`OrderError::Cancelled`] when the flag is raised before the first local optimum.
@@ -591,7 +598,7 @@ pub fn solve_cancellable<M: Metric>(
     end: Option<usize>,
     params: &IlsParams,
     init: Option<&[usize]>,
-    control: Control<'_>,
+    control: Control<'_, [usize]>,
 ) -> Result<IlsResult, OrderError> {
     let n = m.len();
     if params.neighbours == 0 {
@@ -630,12 +637,16 @@ pub fn solve_cancellable<M: Metric>(
     if n <= 3 || n <= params.exact_max.min(13) {
         let order = exact_by_metric(m, start, end);
         let length = length_of(&order);
+        // one report: the search is over
+        let stopped =
+            control.has_hook() && crate::tsp_means::halted(control.report(1, || length, &order))?;
         return Ok(IlsResult {
             order,
             length,
             first_length: length,
             kicks: 0,
             accepted: 0,
+            stopped,
         });
     }
     let (nb, k) = m.neighbours(params.neighbours);
@@ -666,85 +677,145 @@ pub fn solve_cancellable<M: Metric>(
     let mut tour0 = path;
     tour0.push(n);
     let deadline = params.time_limit.map(|t| t0 + t);
-    let runs: Vec<(Vec<usize>, f64, f64, usize, usize)> = (0..params.runs)
-        .into_par_iter()
-        .map(|r| {
-            let cost = Cost { m, n, fixed, big };
-            let mut s = Search {
-                cost,
+    let max_kicks = params.kicks.unwrap_or(50 * n);
+    let mut runs: Vec<Run<'_, M>> = (0..params.runs)
+        .map(|r| Run {
+            s: Search {
+                cost: Cost { m, n, fixed, big },
                 nb: &nb,
                 nbd: &nbd,
                 k,
                 tour: Tour::new(tour0.clone()),
                 active: vec![true; n + 1],
                 queue: (0..=n).collect(),
-            };
-            let mut len = tour_cost(&s.cost, &s.tour.t);
-            len -= s.local_search();
-            s.tour.log.clear();
-            let first = len;
-            let mut rng = Pcg64::seed_from_u64(params.seed.wrapping_add(r as u64));
-            let max_kicks = params.kicks.unwrap_or(50 * n);
-            let total = n + 1;
-            let w = params.kick_window.min(total / 3).max(1);
-            let (mut kicks, mut acc) = (0, 0);
-            while kicks < max_kicks {
-                if kicks % 64 == 0 {
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        break;
-                    }
-                    if control.is_cancelled() {
-                        break;
-                    }
-                }
-                kicks += 1;
-                let p0 = rng.random_range(0..total);
-                let l1 = rng.random_range(1..=w);
-                let l2 = rng.random_range(1..=w);
-                let (a, b) = (s.tour.t[(p0 + total - 1) % total], s.tour.t[p0]);
-                let c1 = s.tour.t[(p0 + l1 - 1) % total];
-                let c2 = s.tour.t[(p0 + l1) % total];
-                let d1 = s.tour.t[(p0 + l1 + l2 - 1) % total];
-                let d2 = s.tour.t[(p0 + l1 + l2) % total];
-                // a [b..c1] [c2..d1] d2 -> a [c2..d1] [b..c1] d2
-                let delta =
-                    s.c(a, c2) + s.c(d1, b) + s.c(c1, d2) - s.c(a, b) - s.c(c1, c2) - s.c(d1, d2);
-                s.tour.swap_blocks(p0, l1, l2);
-                for v in [a, b, c1, c2, d1, d2] {
-                    s.push(v);
-                }
-                let new_len = len + delta - s.local_search();
-                if new_len < len - EPS {
-                    len = new_len;
-                    acc += 1;
-                    s.tour.log.clear();
-                } else {
-                    s.tour.undo();
-                }
-            }
-            let t = std::mem::take(&mut s.tour.t);
-            (t, len, first, kicks, acc)
+            },
+            rng: Pcg64::seed_from_u64(params.seed.wrapping_add(r as u64)),
+            len: f64::NAN,
+            first: f64::NAN,
+            kicks: 0,
+            accepted: 0,
         })
         .collect();
-    if control.is_cancelled() && runs.iter().all(|r| r.3 == 0) {
+    let window = params.kick_window.min((n + 1) / 3).max(1);
+    let best_of = |runs: &[Run<'_, M>]| {
+        runs.iter()
+            .enumerate()
+            .min_by(|x, y| x.1.len.total_cmp(&y.1.len).then(x.0.cmp(&y.0)))
+            .map_or(0, |x| x.0)
+    };
+    let path_of = |r: &Run<'_, M>| orient(tour_to_path(&r.s.tour.t, n), start, end);
+    let rounds = if control.has_hook() { REPORTS } else { 1 };
+    let mut stopped = false;
+    for round in 1..=rounds {
+        let until = Round {
+            kicks: max_kicks * round / rounds,
+            deadline: params
+                .time_limit
+                .map(|t| t0 + t.mul_f64(round as f64 / rounds as f64)),
+        };
+        runs.par_iter_mut()
+            .for_each(|r| r.advance(until, deadline, window, &control));
+        if control.is_cancelled() {
+            break;
+        }
+        if control.has_hook() {
+            let order = path_of(&runs[best_of(&runs)]);
+            if crate::tsp_means::halted(control.report(round, || length_of(&order), &order))? {
+                stopped = true;
+                break;
+            }
+        }
+    }
+    if control.is_cancelled() && runs.iter().all(|r| r.kicks == 0) {
         return Err(OrderError::Cancelled);
     }
-    let best = runs
-        .iter()
-        .enumerate()
-        .min_by(|x, y| x.1.1.total_cmp(&y.1.1).then(x.0.cmp(&y.0)))
-        .map(|x| x.0)
-        .unwrap_or(0);
-    let order = tour_to_path(&runs[best].0, n);
-    let order = orient(order, start, end);
+    let best = &runs[best_of(&runs)];
+    let order = path_of(best);
     let length = length_of(&order);
     Ok(IlsResult {
         order,
         length,
-        first_length: runs[best].2,
-        kicks: runs.iter().map(|r| r.3).sum(),
-        accepted: runs.iter().map(|r| r.4).sum(),
+        first_length: best.first,
+        kicks: runs.iter().map(|r| r.kicks).sum(),
+        accepted: runs.iter().map(|r| r.accepted).sum(),
+        stopped,
     })
+}
+
+/// Reports of [`solve_cancellable`] to a progress hook (rounds of the search).
+pub const REPORTS: usize = 10;
+
+/// Where a round of [`solve_cancellable`] ends: this many kicks of a run, or this time.
+#[derive(Clone, Copy)]
+struct Round {
+    kicks: usize,
+    deadline: Option<Instant>,
+}
+
+/// One run of the iterated local search: its tour, random stream and counts.
+struct Run<'a, M: Metric> {
+    s: Search<'a, M>,
+    rng: Pcg64,
+    /// Length of the tour (NaN before the first local search).
+    len: f64,
+    /// Length of the first local optimum.
+    first: f64,
+    kicks: usize,
+    accepted: usize,
+}
+
+impl<M: Metric> Run<'_, M> {
+    /// Kicks (after the first local search) until `until` or the search's `deadline`, kicks
+    /// of `window` cities at most, polling the cancel flag every 64 kicks.
+    fn advance(
+        &mut self,
+        until: Round,
+        deadline: Option<Instant>,
+        window: usize,
+        control: &Control<'_, [usize]>,
+    ) {
+        let s = &mut self.s;
+        if self.len.is_nan() {
+            let mut len = tour_cost(&s.cost, &s.tour.t);
+            len -= s.local_search();
+            s.tour.log.clear();
+            (self.len, self.first) = (len, len);
+        }
+        let total = s.cost.n + 1;
+        while self.kicks < until.kicks {
+            if self.kicks % 64 == 0 {
+                let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
+                if past(deadline) || past(until.deadline) || control.is_cancelled() {
+                    break;
+                }
+            }
+            self.kicks += 1;
+            let rng = &mut self.rng;
+            let p0 = rng.random_range(0..total);
+            let l1 = rng.random_range(1..=window);
+            let l2 = rng.random_range(1..=window);
+            let (a, b) = (s.tour.t[(p0 + total - 1) % total], s.tour.t[p0]);
+            let c1 = s.tour.t[(p0 + l1 - 1) % total];
+            let c2 = s.tour.t[(p0 + l1) % total];
+            let d1 = s.tour.t[(p0 + l1 + l2 - 1) % total];
+            let d2 = s.tour.t[(p0 + l1 + l2) % total];
+            // a [b..c1] [c2..d1] d2 -> a [c2..d1] [b..c1] d2
+            let delta =
+                s.c(a, c2) + s.c(d1, b) + s.c(c1, d2) - s.c(a, b) - s.c(c1, c2) - s.c(d1, d2);
+            s.tour.swap_blocks(p0, l1, l2);
+            for v in [a, b, c1, c2, d1, d2] {
+                s.push(v);
+            }
+            let new_len = self.len + delta - s.local_search();
+            if new_len < self.len - EPS {
+                self.len = new_len;
+                self.accepted += 1;
+                s.tour.log.clear();
+            } else {
+                s.tour.undo();
+            }
+        }
+    }
 }
 
 /// Turns the path so that `start` comes first / `end` last.
@@ -1133,5 +1204,59 @@ mod tests {
         assert!(Dense::new(&[0.0, 1.0, 2.0, 0.0], 2).is_err());
         assert!(Dense::new(&[0.0, -1.0, -1.0, 0.0], 2).is_err());
         assert!(Points::new(&[0.0, f64::NAN], 1).is_err());
+    }
+
+    /// A hook sees the ten rounds (each the best path so far, never longer than the one
+    /// before), costs nothing in the result with a kick budget, and a stop keeps the path of
+    /// that report; with fixed ends and on 1 and 2 threads alike.
+    #[test]
+    fn the_hook_sees_every_round_changes_nothing_and_can_stop() {
+        use std::sync::Mutex;
+        let x = uniform(300, 2, 8);
+        let m = Points::new(&x, 2).unwrap();
+        for (start, end) in [(None, None), (Some(3), Some(250))] {
+            let p = kicks(3000);
+            let plain = solve(&m, start, end, &p, None).unwrap();
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let seen = Mutex::new(Vec::new());
+                let stop_at = Mutex::new(usize::MAX);
+                let hook = |it: usize, len: f64, order: &[usize]| {
+                    seen.lock().unwrap().push((it, len, order.to_vec()));
+                    it >= *stop_at.lock().unwrap()
+                };
+                let run = || {
+                    let c = Control::none().with_hook(&hook, 1);
+                    pool.install(|| solve_cancellable(&m, start, end, &p, None, c).unwrap())
+                };
+                let r = run();
+                assert!(!r.stopped);
+                assert_eq!((&r.order, r.length), (&plain.order, plain.length));
+                assert_eq!((r.kicks, r.accepted), (plain.kicks, plain.accepted));
+                let got = std::mem::take(&mut *seen.lock().unwrap());
+                assert_eq!(
+                    got.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    (1..=10).collect::<Vec<_>>()
+                );
+                for (k, (_, len, order)) in got.iter().enumerate() {
+                    assert!(is_perm(order, 300));
+                    assert_eq!(*len, path_length(&x, 2, order));
+                    assert!(k == 0 || *len <= got[k - 1].1);
+                }
+                assert_eq!(got[9].2, plain.order);
+                // stop at the third report
+                *stop_at.lock().unwrap() = 3;
+                let r = run();
+                let got = std::mem::take(&mut *seen.lock().unwrap());
+                assert!(r.stopped);
+                assert_eq!(got.len(), 3);
+                assert_eq!(r.order, got[2].2);
+                assert_eq!(r.length, got[2].1);
+                *stop_at.lock().unwrap() = usize::MAX;
+            }
+        }
     }
 }

@@ -220,9 +220,17 @@ where
 {
     let (indptr, indices) = (slice(indptr, "indptr")?, slice(indices, "indices")?);
     let data = slice(data, "data")?;
-    Ok(Csr {
-        indptr,
-        indices,
-        data,
-    })
+    square_csr("attraction", indptr, indices, data)
+}
+
+/// The checked square CSR view of the three slices (as many columns as rows).
+pub fn square_csr<'a, I: CsrIndex, V: CsrValue>(
+    name: &'static str,
+    indptr: &'a [I],
+    indices: &'a [I],
+    data: &'a [V],
+) -> PyResult<Csr<'a, I, V>> {
+    let n = indptr.len().saturating_sub(1);
+    Csr::new_or_empty(name, indptr, indices, data, n)
+        .map_err(|e| crate::errors::ToPyErr::to_pyerr(vastml_embed::EmbedError::from(e)))
 }

@@ -662,7 +662,7 @@ pub fn symmetrize_csr<'py>(
     let arrays = csr_arrays(indptr, indices, data)?;
     with_csr!(arrays, |w| {
         let s = enter(py, n_jobs, |_cancel| {
-            vastml_embed::affinity::symmetrize_csr(n, w.indptr, w.indices, w.data, scale)
+            vastml_embed::affinity::symmetrize_csr(n, w.indptr(), w.indices(), w.data(), scale)
         })?;
         Ok(csr_out(py, s.indptr, s.indices, s.data))
     })

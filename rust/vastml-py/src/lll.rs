@@ -70,11 +70,7 @@ macro_rules! with_m {
     ($args:expr, |$m:ident| $body:expr) => {{
         let (index, data) = $args.parts()?;
         with_csr!(index, |indptr, indices| {
-            let $m = Csr {
-                indptr,
-                indices,
-                data,
-            };
+            let $m = $crate::arrays::square_csr("M", indptr, indices, data)?;
             $body
         })
     }};

@@ -14,6 +14,7 @@ use vastml_order::tsp_ils::{Dense, IlsParams, Points, solve_cancellable};
 use crate::arrays::{index_array, rows, slice};
 use crate::door::enter;
 use crate::options::{Dict, FromDict, Options};
+use crate::progress;
 
 /// The iterated local search's parameters, as `seriate` names them.
 impl FromDict for IlsParams {
@@ -35,32 +36,37 @@ impl FromDict for IlsParams {
 pub type IlsOut<'py> = (Bound<'py, PyArray1<i64>>, f64, f64, usize, usize);
 
 /// Open path through the rows of `x` (points) or the objects of the dissimilarity matrix `x`
-/// (`precomputed`) by 2-opt + Or-opt iterated local search, from `ends.0` to `ends.1`.
+/// (`precomputed`) by 2-opt + Or-opt iterated local search, from `ends.0` to `ends.1`;
+/// `progress(iteration, length, order)` after each of ten rounds, True to stop.
 #[pyfunction]
-#[pyo3(signature = (x, precomputed, ends, params, init=None, n_jobs=None))]
+#[pyo3(signature = (x, precomputed, ends, params, init=None, n_jobs=None, progress=None))]
 pub fn tsp_ils_order<'py>(
-    py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     precomputed: bool,
     ends: (Option<usize>, Option<usize>),
     params: Dict<IlsParams>,
     init: Option<PyReadonlyArray1<'py, i64>>,
     n_jobs: Option<isize>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<IlsOut<'py>> {
+    // (no `py` argument: with the hook it would be one too many)
+    let py = x.py();
     let (data, dim) = rows(&x, "x")?;
     let init = init
         .as_ref()
         .map(|a| slice(a, "init").map(indices_from_i64))
         .transpose()?;
     let (params, (start, end), init) = (params.0, ends, init.as_deref());
+    let hook = progress::hook::<[usize]>(progress, progress::order_state);
     let r = enter(py, n_jobs, |c| {
-        let ctl = Control::new(c);
+        let ctl = progress::control(c, hook.as_ref());
         if precomputed {
             solve_cancellable(&Dense::new(data, dim)?, start, end, &params, init, ctl)
         } else {
             solve_cancellable(&Points::new(data, dim)?, start, end, &params, init, ctl)
         }
-    })?;
+    });
+    let r = progress::finish(hook, r)?;
     Ok((
         index_array(py, &r.order),
         r.length,

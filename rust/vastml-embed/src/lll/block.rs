@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Csr, PREFETCH, prefetch, upper_row};
+use super::{Csr, PREFETCH, check_square, prefetch, upper_row};
 use crate::error::{EmbedError, Result, check_finite, invalid};
 use crate::objective::CsrIndex;
 
@@ -17,12 +17,8 @@ fn check_csr_block<I: CsrIndex>(
     k: usize,
     name: &'static str,
 ) -> Result<usize> {
-    let n = m.indptr.len().saturating_sub(1);
-    if m.indptr.is_empty() || m.indices.len() != m.data.len() {
-        return Err(EmbedError::ShapeMismatch(
-            "M: indptr empty or indices and data differ in length".into(),
-        ));
-    }
+    let n = m.n_rows();
+    check_square(&m, n)?;
     if x.len() != n * k {
         return Err(EmbedError::ShapeMismatch(format!(
             "{} has {} entries for {n}×{k}",
@@ -30,7 +26,6 @@ fn check_csr_block<I: CsrIndex>(
             x.len()
         )));
     }
-    m.check_indptr()?;
     check_finite(x, name)?;
     Ok(n)
 }
@@ -46,7 +41,7 @@ const SPMM_ROWS: usize = 256;
 /// entries in stored order, so the result does not depend on the number of threads.
 ///
 /// # Errors
-/// Shapes that disagree, an invalid CSR structure, non-finite values, or cancellation.
+/// Shapes that disagree (M not N×N), non-finite values, or cancellation.
 pub fn csr_dense_product<I: CsrIndex>(
     m: Csr<'_, I>,
     x: &[f64],
@@ -90,7 +85,7 @@ fn spmm_fixed<I: CsrIndex, const K: usize>(
     bad: &AtomicBool,
     cancel: &AtomicBool,
 ) {
-    let n = m.indptr.len() - 1;
+    let n = m.n_rows();
     out.par_chunks_mut(SPMM_ROWS * K)
         .enumerate()
         .for_each(|(b, block)| {
@@ -99,8 +94,7 @@ fn spmm_fixed<I: CsrIndex, const K: usize>(
             }
             for (r, dst) in block.chunks_exact_mut(K).enumerate() {
                 let row = b * SPMM_ROWS + r;
-                let (q0, q1) = (m.indptr[row].ix(), m.indptr[row + 1].ix());
-                let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+                let (ix, vs) = m.row(row);
                 let mut acc = [0.0f64; K];
                 for (t, (&j, &w)) in ix.iter().zip(vs).enumerate() {
                     if let Some(&ahead) = ix.get(t + PREFETCH) {
@@ -131,7 +125,7 @@ fn spmm_any<I: CsrIndex>(
     bad: &AtomicBool,
     cancel: &AtomicBool,
 ) {
-    let n = m.indptr.len() - 1;
+    let n = m.n_rows();
     out.par_chunks_mut(SPMM_ROWS * k)
         .enumerate()
         .for_each(|(b, block)| {
@@ -140,8 +134,8 @@ fn spmm_any<I: CsrIndex>(
             }
             for (r, acc) in block.chunks_exact_mut(k).enumerate() {
                 let row = b * SPMM_ROWS + r;
-                let (q0, q1) = (m.indptr[row].ix(), m.indptr[row + 1].ix());
-                for (&j, &w) in m.indices[q0..q1].iter().zip(&m.data[q0..q1]) {
+                let (ix, vs) = m.row(row);
+                for (&j, &w) in ix.iter().zip(vs) {
                     if !j.below(n) {
                         bad.store(true, Ordering::Relaxed);
                         return;
@@ -169,8 +163,7 @@ const QF_CHUNK: usize = 2048;
 /// Deterministic for any number of threads (fixed chunks of points, summed in order).
 ///
 /// # Errors
-/// Shapes that disagree, an invalid CSR structure or column index, non-finite values, or
-/// cancellation.
+/// Shapes that disagree (M not N×N), non-finite values, or cancellation.
 pub fn sym_quadratic_form<I: CsrIndex>(
     m: Csr<'_, I>,
     v: &[f64],
@@ -221,7 +214,7 @@ fn qf_fixed<I: CsrIndex, const K: usize>(
     bad: &AtomicBool,
     cancel: &AtomicBool,
 ) -> Vec<Vec<f64>> {
-    let n = m.indptr.len() - 1;
+    let n = m.n_rows();
     (0..n.div_ceil(QF_CHUNK))
         .into_par_iter()
         .map(|c| {
@@ -263,7 +256,7 @@ fn qf_any<I: CsrIndex>(
     bad: &AtomicBool,
     cancel: &AtomicBool,
 ) -> Vec<Vec<f64>> {
-    let n = m.indptr.len() - 1;
+    let n = m.n_rows();
     (0..n.div_ceil(QF_CHUNK))
         .into_par_iter()
         .map(|c| {

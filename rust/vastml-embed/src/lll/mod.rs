@@ -89,41 +89,21 @@ impl Weights {
 }
 
 /// A sparse N×N matrix in CSR form (int64 indices, or SciPy's int32 so that a large graph
-/// is not copied on the way in); float64 values of any sign. The CSR view of
-/// [`crate::objective`] with f64 values.
+/// is not copied on the way in); float64 values of any sign. The checked CSR view
+/// [`vastml_core::Csr`] with f64 values.
 pub type Csr<'a, I = i64> = crate::objective::Csr<'a, I, f64>;
 
-impl<I: CsrIndex> Csr<'_, I> {
-    /// Checks that `indptr` is a valid row pointer of an N×N matrix (`n` = N).
-    fn check_rows(&self, n: usize) -> Result<()> {
-        if self.indptr.len() != n + 1 || self.indices.len() != self.data.len() {
-            return Err(EmbedError::ShapeMismatch(format!(
-                "M must be a {n}×{n} CSR matrix (indptr of length {})",
-                n + 1
-            )));
-        }
-        self.check_indptr()
+/// Checks that `m` is N×N (`n` = N); its structure, column range and finiteness were checked
+/// when it was built.
+fn check_square<I: CsrIndex>(m: &Csr<'_, I>, n: usize) -> Result<()> {
+    if m.n_rows() != n || m.n_cols() != n {
+        return Err(EmbedError::ShapeMismatch(format!(
+            "M must be a {n}×{n} CSR matrix (got {}×{})",
+            m.n_rows(),
+            m.n_cols()
+        )));
     }
-
-    /// Checks that `indptr` starts at 0, ends at nnz and never decreases.
-    fn check_indptr(&self) -> Result<()> {
-        let n = self.indptr.len() - 1;
-        if !self.indptr.iter().all(|p| p.below(self.indices.len() + 1))
-            || self.indptr[0].ix() != 0
-            || self.indptr[n].ix() != self.indices.len()
-            || self.indptr.windows(2).any(|w| w[0] > w[1])
-        {
-            return Err(invalid("indptr", "not a valid CSR row pointer"));
-        }
-        Ok(())
-    }
-
-    /// Stored column indices and values of row `p`.
-    #[inline(always)]
-    fn row(&self, p: usize) -> (&[I], &[f64]) {
-        let (q0, q1) = (self.indptr[p].ix(), self.indptr[p + 1].ix());
-        (&self.indices[q0..q1], &self.data[q0..q1])
-    }
+    Ok(())
 }
 
 /// Reports of a loop over `total` chunks: at most [`MAX_REPORTS`], numbered 1, 2, … in order.
@@ -216,9 +196,8 @@ fn upper_row<I: CsrIndex>(
     p: usize,
     mut f: impl FnMut(usize, f64, &[I], usize),
 ) -> bool {
-    let n = m.indptr.len() - 1;
-    let (q0, q1) = (m.indptr[p].ix(), m.indptr[p + 1].ix());
-    let (ix, vs) = (&m.indices[q0..q1], &m.data[q0..q1]);
+    let n = m.n_rows();
+    let (ix, vs) = m.row(p);
     let pi = I::of(p);
     if ix.windows(2).all(|w| w[0] < w[1]) {
         let mut from = ix.partition_point(|&j| j < pi);

@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 use vastml_core::Control;
 
-use super::{Csr, PREFETCH, Packed, Reports, Weights, prefetch};
-use crate::error::{EmbedError, Result, check_finite, invalid};
+use super::{Csr, PREFETCH, Packed, Reports, Weights, check_square, prefetch};
+use crate::error::{EmbedError, Result, check_finite};
 use crate::objective::CsrIndex;
 
 /// Points per block of [`z_m_zt`] (the unit between two polls / progress reports).
@@ -171,11 +171,7 @@ fn check<I: CsrIndex>(
         check_finite(v, "diag")?;
     }
     if let Some(mm) = m {
-        mm.check_rows(n)?;
-        if !mm.indices.iter().all(|j| j.below(n)) {
-            return Err(invalid("indices", format!("column index >= {n}")));
-        }
-        check_finite(mm.data, "data")?;
+        check_square(mm, n)?;
     }
     Ok(())
 }

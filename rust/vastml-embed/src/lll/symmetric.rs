@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use vastml_core::{Control, Halt};
 
-use super::{Csr, PREFETCH, Packed, Weights, prefetch, upper_row};
+use super::{Csr, PREFETCH, Packed, Weights, check_square, prefetch, upper_row};
 use crate::error::{EmbedError, Result, check_finite, invalid};
 use crate::objective::CsrIndex;
 
@@ -182,8 +182,8 @@ fn sum_and_symmetrise(out: &mut [f64], l: usize, parts: &[Vec<f64>]) {
 /// (about 256 in all, none below 4,096 points per chunk; objective NaN).
 ///
 /// # Errors
-/// Shapes that disagree, landmark indices ≥ `l`, an invalid CSR structure or a column index
-/// out of range, non-finite values, [`EmbedError::Cancelled`] or [`EmbedError::Stopped`].
+/// Shapes that disagree (M not N×N), landmark indices ≥ `l`, non-finite values,
+/// [`EmbedError::Cancelled`] or [`EmbedError::Stopped`].
 pub fn z_m_zt_sym<I: CsrIndex>(
     z: &Weights,
     l: usize,
@@ -192,7 +192,7 @@ pub fn z_m_zt_sym<I: CsrIndex>(
 ) -> Result<Vec<f64>> {
     let n = z.n_points();
     z.check(l)?;
-    m.check_rows(n)?;
+    check_square(&m, n)?;
     let mut out = vec![0.0f64; l * l];
     if l == 0 || n == 0 {
         return Ok(out);

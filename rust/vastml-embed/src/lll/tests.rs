@@ -5,6 +5,11 @@ use rand_pcg::Pcg64;
 use std::sync::atomic::AtomicBool;
 use vastml_core::Control;
 
+/// The checked N×N CSR view of the three arrays.
+fn square<'a, I: CsrIndex>(indptr: &'a [I], indices: &'a [I], data: &'a [f64]) -> Csr<'a, I> {
+    Csr::new("M", indptr, indices, data, indptr.len() - 1).unwrap()
+}
+
 fn uniform(rng: &mut Pcg64, len: usize) -> Vec<f64> {
     (0..len).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect()
 }
@@ -117,11 +122,7 @@ fn sandwich_matches_dense_products_for_any_thread_count() {
                     &z,
                     l,
                     Some(&v),
-                    Some(Csr {
-                        indptr: &indptr,
-                        indices: &indices,
-                        data: &data,
-                    }),
+                    Some(square(&indptr, &indices, &data)),
                     Control::none(),
                 )
                 .unwrap()
@@ -137,11 +138,7 @@ fn sandwich_matches_dense_products_for_any_thread_count() {
         &z,
         l,
         Some(&v),
-        Some(Csr {
-            indptr: &indptr32,
-            indices: &indices32,
-            data: &data,
-        }),
+        Some(square(&indptr32, &indices32, &data)),
         Control::none(),
     )
     .unwrap();
@@ -151,11 +148,7 @@ fn sandwich_matches_dense_products_for_any_thread_count() {
         &z,
         l,
         Some(&v),
-        Some(Csr {
-            indptr: &indptr,
-            indices: &indices,
-            data: &data,
-        }),
+        Some(square(&indptr, &indices, &data)),
         Control::none(),
     )
     .unwrap();
@@ -203,11 +196,7 @@ fn block_product_matches_a_dense_loop_for_any_thread_count() {
             }
         }
     }
-    let m = Csr {
-        indptr: &indptr,
-        indices: &indices,
-        data: &data,
-    };
+    let m = square(&indptr, &indices, &data);
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -220,11 +209,7 @@ fn block_product_matches_a_dense_loop_for_any_thread_count() {
     assert_eq!(got1, want);
     let indptr32: Vec<i32> = indptr.iter().map(|&p| p as i32).collect();
     let indices32: Vec<i32> = indices.iter().map(|&j| j as i32).collect();
-    let m32 = Csr {
-        indptr: &indptr32,
-        indices: &indices32,
-        data: &data,
-    };
+    let m32 = square(&indptr32, &indices32, &data);
     assert_eq!(
         csr_dense_product(m32, &x, k, &AtomicBool::new(false)).unwrap(),
         want
@@ -232,11 +217,9 @@ fn block_product_matches_a_dense_loop_for_any_thread_count() {
     let c = AtomicBool::new(false);
     assert!(csr_dense_product(m, &x[1..], k, &c).is_err());
     let bad = [0i64, 1];
-    let m_bad = Csr {
-        indptr: &bad,
-        indices: &[5i64],
-        data: &[1.0],
-    };
+    // a column out of range is refused when M is built; a 1×6 M does not fit one point
+    assert!(Csr::new("M", &bad, &[5i64], &[1.0], 1).is_err());
+    let m_bad = Csr::new("M", &bad, &[5i64], &[1.0], 6).unwrap();
     assert!(csr_dense_product(m_bad, &[1.0], 1, &c).is_err());
 }
 
@@ -328,11 +311,7 @@ fn symmetric_kernel_equals_the_dense_product_for_any_thread_count() {
     let (ip, ix, dv) = csr(&rows, true);
     let want = dense_z_m_zt(&z, l, &ip, &ix, &dv);
     let scale = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-    let m = Csr {
-        indptr: &ip,
-        indices: &ix,
-        data: &dv,
-    };
+    let m = square(&ip, &ix, &dv);
     let run = |threads: usize, m: Csr<'_, i64>| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -351,44 +330,24 @@ fn symmetric_kernel_equals_the_dense_product_for_any_thread_count() {
         r.reverse();
     }
     let (ip2, ix2, dv2) = csr(&shuffled, false);
-    let got2 = run(
-        2,
-        Csr {
-            indptr: &ip2,
-            indices: &ix2,
-            data: &dv2,
-        },
-    );
+    let got2 = run(2, square(&ip2, &ix2, &dv2));
     for (g, w) in got2.iter().zip(&want) {
         assert!((g - w).abs() < 1e-12 * scale, "{g} vs {w}");
     }
     // bad input
     let c = AtomicBool::new(false);
     let bad = [0i64, 1];
-    let m_bad = Csr {
-        indptr: &bad,
-        indices: &[5i64],
-        data: &[1.0],
-    };
+    // a column out of range is refused when M is built; a 1×6 M does not fit one point
+    assert!(Csr::new("M", &bad, &[5i64], &[1.0], 1).is_err());
+    let m_bad = Csr::new("M", &bad, &[5i64], &[1.0], 6).unwrap();
     let z1 = Weights {
         k: 1,
         indices: vec![0],
         values: vec![1.0],
     };
     assert!(z_m_zt_sym(&z1, 1, m_bad, Control::new(&c)).is_err());
-    assert!(
-        z_m_zt_sym(
-            &z,
-            l,
-            Csr {
-                indptr: &ip[1..],
-                indices: &ix,
-                data: &dv
-            },
-            Control::new(&c)
-        )
-        .is_err()
-    );
+    // row pointers that do not start at 0 are refused when M is built
+    assert!(Csr::new("M", &ip[1..], &ix, &dv, ip.len() - 2).is_err());
 }
 
 #[test]
@@ -431,11 +390,7 @@ fn symmetric_quadratic_form_equals_the_dense_one() {
                 }
             }
         }
-        let m = Csr {
-            indptr: &indptr,
-            indices: &indices,
-            data: &data,
-        };
+        let m = square(&indptr, &indices, &data);
         let run = |threads: usize| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -452,11 +407,9 @@ fn symmetric_quadratic_form_equals_the_dense_one() {
     }
     let c = AtomicBool::new(false);
     let bad = [0i64, 1];
-    let m_bad = Csr {
-        indptr: &bad,
-        indices: &[5i64],
-        data: &[1.0],
-    };
+    // a column out of range is refused when M is built; a 1×6 M does not fit one point
+    assert!(Csr::new("M", &bad, &[5i64], &[1.0], 1).is_err());
+    let m_bad = Csr::new("M", &bad, &[5i64], &[1.0], 6).unwrap();
     assert!(sym_quadratic_form(m_bad, &[1.0], 1, &c).is_err());
 }
 
@@ -503,11 +456,7 @@ fn long_loops_report_in_order_and_stop_on_request() {
         .flat_map(|p| [(p + n as i64 - 1) % n as i64, (p + 1) % n as i64])
         .collect();
     let data = vec![1.0; 2 * n];
-    let m = Csr {
-        indptr: &indptr,
-        indices: &indices,
-        data: &data,
-    };
+    let m = square(&indptr, &indices, &data);
     for sym in [false, true] {
         seen.lock().unwrap().clear();
         let out = if sym {
