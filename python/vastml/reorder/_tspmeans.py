@@ -36,8 +36,7 @@ class TSPMeans(BaseEstimator):
     parallel_sweep : bool, default=False
         Solve the local TSPs of a sweep in parallel, each seeing its neighbours as they were
         before the sweep (a deviation from the thesis, whose left neighbour is the last child
-        placed; off by default). The thesis's sweeps run on ``n_jobs`` threads as well, with
-        the same result as on one thread.
+        placed; off by default).
     n_neighbors : int, default=8
         Neighbour-list length of the local 2-opt / Or-opt.
     local_kicks : int, default=0

@@ -5,13 +5,10 @@
 //!
 //! The tree is built in parallel (`rayon::join`; the result does not depend on the number of
 //! threads). Sweeps follow the thesis by default: the left neighbour of a node is the last
-//! child already placed for the node before it, so each local problem of a sweep depends on
-//! the one before. On several threads the list is cut into runs solved in parallel, each
-//! from a guess of its first left neighbour, and the few nodes whose guess was wrong are
-//! solved again: the result is the one-thread result exactly. With `parallel_sweep` every
-//! node of a sweep sees its neighbours as they were before the sweep (their centroids), which
-//! makes the local problems of one level independent (a deviation from the thesis, off by
-//! default).
+//! child already placed for the node before it, so the local problems of a sweep are solved
+//! one after another. With `parallel_sweep` every node of a sweep sees its neighbours as they
+//! were before the sweep (their centroids), which makes the local problems of one level
+//! independent and solves them on rayon (a deviation from the thesis, off by default).
 //!
 //! ```
 //! use vastml_order::{Control, TspMeansParams, tsp_means};
@@ -382,83 +379,6 @@ impl Tree {
     }
 }
 
-impl Tree {
-    /// A sweep of the thesis's rule (the left neighbour of a node is the last child placed
-    /// for the node before it) solved on rayon with the same result as one after another.
-    ///
-    /// The only link between the local problems of a sweep is that left neighbour. The list
-    /// is cut into runs, solved in parallel, each one node after another as the thesis does,
-    /// its first node from a guess of its left neighbour: exact when the item before is an
-    /// example or a node with at most one child, else the child of that node nearest to this
-    /// node's centroid (the path of the node before ends next to its right neighbour, this
-    /// node). Then the list is walked in order: a node whose assumed left neighbour is the
-    /// last item placed before it keeps its solution, which is the one the sequential sweep
-    /// computes (`expand` is a function of the node and its two neighbours); any other is
-    /// solved again, until the solutions agree again (usually the next node).
-    fn sweep_in_runs(
-        &self,
-        list: &[Item],
-        params: &PathParams,
-        runs: usize,
-        cancel: Option<&AtomicBool>,
-    ) -> Result<Vec<Item>, OrderError> {
-        let dim = self.dim;
-        let guess = |i: usize| -> Option<Item> {
-            let prev = list[i.checked_sub(1)?];
-            let (Item::Node(zp), Item::Node(z)) = (prev, list[i]) else {
-                return Some(prev);
-            };
-            let kids = self.children(zp);
-            if kids.len() <= 1 {
-                return kids.last().copied();
-            }
-            let c = &self.cent[z * dim..(z + 1) * dim];
-            kids.iter()
-                .map(|&k| (d2(self.rep(k), c), k))
-                .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, k)| k)
-        };
-        let solve = |i: usize, left: Option<Item>| -> Result<Vec<Item>, OrderError> {
-            match list[i] {
-                Item::Ex(p) => Ok(vec![Item::Ex(p)]),
-                Item::Node(z) => self.expand(z, left, list.get(i + 1).copied(), params),
-            }
-        };
-        let len = list.len();
-        let runs = runs.clamp(1, len.max(1));
-        // per item: (the left neighbour assumed, its children in order)
-        let parts: Vec<Vec<(Option<Item>, Vec<Item>)>> = (0..runs)
-            .into_par_iter()
-            .map(|r| {
-                let (lo, hi) = (r * len / runs, (r + 1) * len / runs);
-                let mut left = if lo < hi { guess(lo) } else { None };
-                let mut out = Vec::with_capacity(hi - lo);
-                for i in lo..hi {
-                    if (i - lo) % 64 == 0 {
-                        check_cancel(cancel)?;
-                    }
-                    let kids = solve(i, left)?;
-                    let assumed = left;
-                    left = kids.last().copied().or(left);
-                    out.push((assumed, kids));
-                }
-                Ok(out)
-            })
-            .collect::<Result<_, OrderError>>()?;
-        let mut next = Vec::with_capacity(len * 4);
-        for (i, (assumed, kids)) in parts.into_iter().flatten().enumerate() {
-            let last = next.last().copied();
-            if matches!(list[i], Item::Node(_)) && assumed != last {
-                check_cancel(cancel)?;
-                next.extend(solve(i, last)?);
-            } else {
-                next.extend(kids);
-            }
-        }
-        Ok(next)
-    }
-}
-
 /// Orders the rows of `x` (row-major, `dim` columns) by TSP-means.
 ///
 /// `control` is polled throughout; its hook is called after every sweep (iteration `k` =
@@ -574,9 +494,6 @@ pub fn tsp_means_progress(
             for p in parts {
                 next.extend(p?);
             }
-        } else if rayon::current_num_threads() > 1 {
-            let runs = 4 * rayon::current_num_threads();
-            next = tree.sweep_in_runs(&list, &params.path, runs, cancel)?;
         } else {
             for i in 0..list.len() {
                 match list[i] {
@@ -940,94 +857,6 @@ mod tests {
             .unwrap()
             .install(|| tsp_means(&x, 3, &p, Control::none()).unwrap().order);
         assert_eq!(one, two);
-    }
-
-    /// Data sets for the sweep tests: uniform in 2-D, Gaussian blobs in 8-D, points on a
-    /// grid (many equal distances), and few distinct points (duplicates).
-    fn sweep_cases(n: usize) -> Vec<(&'static str, Vec<f64>, usize)> {
-        let mut rng = Pcg64::seed_from_u64(29);
-        let uniform: Vec<f64> = (0..2 * n).map(|_| rng.random::<f64>()).collect();
-        let mut blobs = Vec::with_capacity(8 * n);
-        for i in 0..n {
-            let c = (i % 5) as f64 * 4.0;
-            blobs.extend((0..8).map(|j| c * f64::from(j % 2 == 0) + gauss(&mut rng)));
-        }
-        let grid: Vec<f64> = (0..n)
-            .flat_map(|i| [(i % 40) as f64, (i / 40) as f64])
-            .collect();
-        let dups: Vec<f64> = (0..n)
-            .flat_map(|_| {
-                let k = rng.random_range(0..7u32);
-                [f64::from(k % 3), f64::from(k / 3)]
-            })
-            .collect();
-        vec![
-            ("uniform", uniform, 2),
-            ("blobs", blobs, 8),
-            ("grid", grid, 2),
-            ("duplicates", dups, 2),
-        ]
-    }
-
-    /// The sweeps of the thesis's rule run in parallel (guessing each node's left neighbour
-    /// and solving again where the guess was wrong) give the one-thread order exactly, with
-    /// and without the polish, on 2 and 4 threads and with 1 or more subtree levels.
-    #[test]
-    fn parallel_sweeps_equal_the_one_thread_sweeps() {
-        let run = |threads: usize, x: &[f64], dim: usize, p: &TspMeansParams| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| tsp_means(x, dim, p, Control::none()).unwrap())
-        };
-        for (what, x, dim) in sweep_cases(3000) {
-            for (levels, polish) in [(None, 0), (Some(2), 0), (Some(3), 1000)] {
-                let p = TspMeansParams {
-                    levels,
-                    polish_window: polish,
-                    ..TspMeansParams::default()
-                };
-                let one = run(1, &x, dim, &p);
-                assert!(is_perm(&one.order, x.len() / dim));
-                let len = path_length(&x, dim, &one.order);
-                for threads in [2, 4] {
-                    let r = run(threads, &x, dim, &p);
-                    assert_eq!(r.order, one.order, "{what} {levels:?} {threads} threads");
-                    assert_eq!(path_length(&x, dim, &r.order), len);
-                    assert_eq!((r.n_sweeps, r.n_tsp), (one.n_sweeps, one.n_tsp));
-                }
-            }
-        }
-    }
-
-    /// Sweep time on 1 and 2 threads, best of 10 (`SWEEP_N=4000 SWEEP_THREADS=2 cargo test
-    /// --release -p vastml-order sweep_seconds -- --ignored --nocapture`).
-    #[test]
-    #[ignore = "measurement"]
-    fn sweep_seconds() {
-        let n: usize = std::env::var("SWEEP_N").map_or(4000, |v| v.parse().unwrap());
-        let threads: Vec<usize> =
-            std::env::var("SWEEP_THREADS").map_or(vec![1, 2], |v| vec![v.parse().unwrap()]);
-        for (what, x, dim) in sweep_cases(n) {
-            for &threads in &threads {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let p = TspMeansParams::default();
-                let (mut best, mut total) = (f64::INFINITY, 0.0);
-                for _ in 0..10 {
-                    let r = pool.install(|| tsp_means(&x, dim, &p, Control::none()).unwrap());
-                    best = best.min(r.stage_seconds[1]);
-                    total += r.stage_seconds.iter().sum::<f64>();
-                }
-                eprintln!(
-                    "{what} n {n} {threads} threads: sweeps {best:.4} s (best of 10), whole fit {:.4} s (mean)",
-                    total / 10.0
-                );
-            }
-        }
     }
 
     #[test]
