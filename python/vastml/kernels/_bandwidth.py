@@ -14,6 +14,7 @@ import numpy as np
 import scipy.fft as sfft
 from scipy.optimize import brentq
 
+from vastml import _core
 from vastml._progress import Progress
 from vastml._validation import (
     as_float_array,
@@ -204,7 +205,8 @@ def density_functional(
 
 #: Sample size from which ``method="auto"`` bins the data before the functional sums.
 BIN_FROM = 20_000
-#: Grid spacing of the binned functionals, as a fraction of the smallest pilot bandwidth.
+#: Largest grid spacing of a binned functional, as a fraction of its pilot bandwidth (the
+#: coarse one of the two solves compared; the fine one uses half of it).
 BIN_RESOLUTION = 1.0 / 20.0
 #: Relative accuracy the binned bandwidth must show between two grids (spacing and half of it).
 BIN_RTOL = 2e-5
@@ -246,11 +248,25 @@ def robust_scale(x: ArrayLike) -> float:
     return min(sd, iqr) if iqr > 0 else sd
 
 
+def _percentiles(x: FloatArray, q: tuple[float, ...]) -> list[float]:
+    """``np.percentile(x, q)`` (its default linear interpolation, to the last bit) from the
+    exact order statistics, without sorting or copying x."""
+    n = x.shape[0]
+    below = [math.floor(p / 100.0 * (n - 1)) for p in q]
+    ranks = sorted({r for i in below for r in (i, min(i + 1, n - 1))})
+    value = dict(zip(ranks, _core.order_statistics(x, ranks)))
+    out = []
+    for p, i in zip(q, below):
+        a, b, t = value[i], value[min(i + 1, n - 1)], p / 100.0 * (n - 1) - i
+        out.append(a + (b - a) * t if t < 0.5 else b - (b - a) * (1.0 - t))
+    return out
+
+
 def _standardise(x: FloatArray) -> tuple[FloatArray, float]:
     """(z, unit) with z = (x - median) / unit of robust scale 1: the selector is equivariant,
     so h(x) = unit * h(z); dividing by the largest deviation first keeps x * 1e-300 and
     x * 1e300 finite."""
-    q25, center, q75 = np.percentile(x, [25.0, 50.0, 75.0])
+    q25, center, q75 = _percentiles(x, (25.0, 50.0, 75.0))
     spread = max(center - float(x.min()), float(x.max()) - center)
     if not spread > 0 or not math.isfinite(spread):
         raise ValueError("`data` has zero variance: the bandwidth is undefined")
@@ -287,7 +303,7 @@ class _BinnedPairs:
         next call."""
         if self._autocorrelation is None or len(self._autocorrelation) <= lags:
             w = self.weights
-            lags = min(len(w) - 1, max(2 * lags, len(w) // 2))
+            lags = min(len(w) - 1, max(2 * lags, 4096))
             size = sfft.next_fast_len(len(w) + lags, real=True)
             spectrum = sfft.rfft(w, size)
             self._autocorrelation = sfft.irfft(spectrum.real**2 + spectrum.imag**2, size)[: lags + 1]
@@ -298,14 +314,8 @@ class _BinnedPairs:
         """The linear binning of ``z`` on the grid of ``spacing`` over ``window`` (lo, hi);
         the points beyond it stay points."""
         lo, hi = window
-        nb = math.ceil((hi - lo) / spacing) + 2
-        inside = (z >= lo) & (z <= hi)
-        every = bool(inside.all())
-        t = ((z if every else z[inside]) - lo) / spacing
-        k = t.astype(np.intp)  # t >= 0: truncation is the floor
-        f = t - k
-        weights = np.bincount(k, 1.0 - f, nb) + np.bincount(k + 1, f, nb)
-        return cls(spacing, weights, lo, None if every else np.ascontiguousarray(z[~inside]))
+        weights, out = _core.linear_binning(z, (0.0, 1.0), (lo, spacing, math.ceil((hi - lo) / spacing) + 2))
+        return cls(spacing, weights, lo, out if out.size else None)
 
     def coarsen(self) -> _BinnedPairs:
         """The same data on the grid of twice the spacing (hat of a coarse node = the fine
@@ -409,8 +419,8 @@ def _window(z: FloatArray, n: int, spacing: float, tails: list[tuple[float, floa
         return lo, hi
     if not tails:
         k = min(n // 2 - 1, math.ceil(n * TAIL_FRACTION))
-        part = np.partition(z, [k, n - 1 - k])
-        tails.append((float(part[k]), float(part[n - 1 - k])))
+        q_lo, q_hi = _core.order_statistics(z, [k, n - 1 - k])
+        tails.append((q_lo, q_hi))
     q_lo, q_hi = tails[0]
     margin = 0.5 * (q_hi - q_lo)
     lo, hi = max(lo, q_lo - margin), min(hi, q_hi + margin)
@@ -617,12 +627,18 @@ def sheather_jones(
     outlier does not inflate the pilots; the data are standardised first (the selector is
     scale-equivariant), so values of any magnitude work.
 
-    From ``BIN_FROM`` samples on, ``method="auto"`` sums over a linear binning of the data
-    on a grid of spacing 1/20 of the smallest pilot bandwidth (points beyond four million
-    grid nodes stay points), solves on that grid and on the one of twice its spacing, and
-    accepts when the two bandwidths agree to 2e-5 (linear binning errs by O(spacing^2), so the
-    finer one is then about four times closer); otherwise it halves the spacing, and past a
-    grid as large as the data it falls back to the points.
+    From ``BIN_FROM`` samples on, ``method="auto"`` bins the data linearly on a regular grid
+    and sums each density functional at pilot g on the coarsest of the grid's exact
+    coarsenings (spacing, 2 spacing, 4 spacing, ...) whose spacing is at most r g, so that
+    every functional has the same relative binning error O((spacing / g)^2) and costs a few
+    hundred lags whatever g is. It solves with r = ``BIN_RESOLUTION`` and with r / 2 and
+    accepts when the two bandwidths agree to ``BIN_RTOL`` (2e-5; the error falls as r^2, so
+    the finer one is then about four times closer); otherwise it halves r, binning again
+    whenever the grid is too coarse for the smallest pilot near the root. When the data's
+    range would take more than max(2^16, N) nodes (heavy tails, far outliers), the grid
+    covers the inner points and the outermost ``TAIL_FRACTION`` on each side stays points,
+    whose pairs go through the fast Hermite sums; a grid that would leave more than 5% of the
+    data outside falls back to the points.
 
     Parameters
     ----------
