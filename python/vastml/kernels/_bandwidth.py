@@ -212,6 +212,9 @@ BIN_RESOLUTION = 1.0 / 20.0
 BIN_RTOL = 2e-5
 #: Largest number of grid nodes; points beyond the grid are kept as points.
 MAX_BINS = 4_000_000
+#: The finest grid is binned this many times finer than the first solves need, so that the
+#: resolution can halve twice without binning again (unused fine grids cost no FFT).
+HEADROOM = 4
 #: Fraction of the points on each side left beyond the grid when the data's range would
 #: take more than max(2^16, n) nodes (heavy tails, far outliers).
 TAIL_FRACTION = 1e-4
@@ -413,7 +416,7 @@ def _window(z: FloatArray, n: int, spacing: float, tails: list[tuple[float, floa
     of all but the ``TAIL_FRACTION`` outermost points on each side (computed once, into
     ``tails``) widened by half its length on each side, within the data, then cut to that many
     nodes. Points beyond stay points."""
-    budget = min(MAX_BINS, max(1 << 16, n)) * spacing
+    budget = min(MAX_BINS, HEADROOM * max(1 << 16, n)) * spacing
     lo, hi = float(z.min()), float(z.max())
     if hi - lo <= budget:
         return lo, hi
@@ -737,7 +740,7 @@ def _solve_binned(
     a_factor, b_factor, ratio_factor = _CONSTANTS[convention]
     g_min = min(a_factor * n ** (-1.0 / 7.0), b_factor * n ** (-1.0 / 9.0), 0.5 * (4.0 / (3.0 * n)) ** 0.2)
     resolution = BIN_RESOLUTION
-    spacing = g_min * resolution / 2.0
+    spacing = g_min * resolution / 2.0 / HEADROOM
     norm = n * (n - 1) * SQRT_2PI
     tails: list[tuple[float, float]] = []
     pyramid: _Pyramid | None = None
@@ -774,7 +777,7 @@ def _solve_binned(
         near = fine_h
         need = 0.5 * resolution * g_root  # the fine solve's spacing at the smallest pilot
         if pyramid.spacing > 1.25 * need:  # the finest grid is too coarse near the root
-            spacing = 0.4 * need  # with room for one halving of the resolution
+            spacing = need / HEADROOM
             continue
         if abs(fine_h - coarse_h) <= BIN_RTOL * fine_h:
             details["grid_spacing"] = pyramid.spacing
@@ -782,7 +785,7 @@ def _solve_binned(
         resolution /= 2.0
         coarse_h = fine_h  # the next coarse solve is this fine one, on the same grids
         if pyramid.spacing > 0.625 * need:
-            spacing = 0.2 * need
+            spacing = 0.5 * need / HEADROOM
 
 
 def sheather_jones_bandwidth(
