@@ -275,7 +275,12 @@ def _standardise(x: FloatArray) -> tuple[FloatArray, float]:
         raise ValueError("`data` has zero variance: the bandwidth is undefined")
     z = x - center
     z /= spread
-    sd = float(z.std(ddof=1))
+    # the sd from two sums without the temporaries of z.std() (|z| <= 1 and z is centred on
+    # its median, so the difference below does not cancel; std() where it would)
+    n = z.shape[0]
+    total, squares = float(z.sum()), float(z @ z)
+    spread_sq = squares - total * total / n
+    sd = math.sqrt(spread_sq / (n - 1)) if spread_sq > 1e-6 * squares else float(z.std(ddof=1))
     iqr = (q75 / spread - q25 / spread) / 1.349
     scale = min(sd, iqr) if iqr > 0 else sd
     if not scale > 0:

@@ -219,12 +219,18 @@ fn from_sample_brackets(
         a.1 = if joined { a.1.max(b.1) } else { a.1 };
         joined
     });
-    // value brackets, merged until strictly apart (ties in the sample can make them touch)
+    // value brackets, merged until strictly apart (ties in the sample can make them touch);
+    // a bracket reaching the sample's first or last value reaches past x's extremes
+    let value = |k: usize| match k {
+        0 => f64::NEG_INFINITY,
+        k if k == SAMPLE - 1 => f64::INFINITY,
+        k => sample[k],
+    };
     let mut brackets: Vec<(f64, f64)> = Vec::with_capacity(spans.len());
     for &(a, b) in &spans {
         match brackets.last_mut() {
-            Some(last) if sample[a] <= last.1 => last.1 = last.1.max(sample[b]),
-            _ => brackets.push((sample[a], sample[b])),
+            Some(last) if value(a) <= last.1 => last.1 = last.1.max(value(b)),
+            _ => brackets.push((value(a), value(b))),
         }
     }
     // interval 2j + 1 is bracket j, interval 2j the values between brackets j - 1 and j
