@@ -19,7 +19,8 @@ from vastml.kernels import (
     sheather_jones,
     silverman_bandwidth,
 )
-from vastml.kernels._bandwidth import _r_zeroin
+from vastml import _core
+from vastml.kernels._bandwidth import _percentiles, _r_zeroin
 
 
 @pytest.mark.parametrize("number", range(1, 16))
@@ -178,3 +179,34 @@ def test_r_convention_matches_r_bw_sj_with_many_bins(number, tmp_path):
     h_r = float(out.strip().split()[-1])
     h = sheather_jones(x, method="direct", convention="R")
     assert abs(h - h_r) / h_r <= 1e-4
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 1000, 40_000, 300_001])
+def test_order_statistics_equal_sorting(n):
+    rng = np.random.default_rng(n)
+    samples = {
+        "normal": rng.normal(size=n),
+        "t1": rng.standard_t(1, n),  # most values in one bin of the full range
+        "ties": np.floor(rng.uniform(0, 5, n)),
+        "sorted": np.sort(rng.uniform(size=n)),
+        "outlier": np.r_[rng.normal(size=n - 1), 1e300],
+    }
+    for name, x in samples.items():
+        ranks = sorted({0, n // 4, n // 4 + 1, n // 2, n - 1 - n // 4, n - 1} & set(range(n)))
+        want = np.sort(x)[ranks]
+        assert _core.order_statistics(x, ranks) == list(want), name
+        # the selector's quartiles are np.percentile's to the last bit
+        assert _percentiles(x, (25.0, 50.0, 75.0)) == list(np.percentile(x, [25.0, 50.0, 75.0])), name
+
+
+def test_linear_binning_equals_bincount():
+    x = np.random.default_rng(3).normal(size=50_000) * 3.0
+    lo, spacing, nodes = -4.0, 0.01, 801
+    weights, out = _core.linear_binning(x, (1.0, 0.5), (lo, spacing, nodes))
+    z = (x - 1.0) * 0.5
+    inside = (z >= lo) & (z <= lo + (nodes - 1) * spacing)
+    t = (z[inside] - lo) / spacing
+    k = np.minimum(np.floor(t).astype(int), nodes - 2)
+    want = np.bincount(k, 1.0 - (t - k), nodes) + np.bincount(k + 1, t - k, nodes)
+    np.testing.assert_allclose(weights, want, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(out, z[~inside])

@@ -41,6 +41,15 @@ def erfc_sum(
     method: str,
     n_jobs: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
+def order_statistics(
+    x: npt.NDArray[np.float64], ranks: list[int], n_jobs: int | None = None
+) -> list[float]: ...
+def linear_binning(
+    x: npt.NDArray[np.float64],
+    affine: tuple[float, float],
+    grid: tuple[float, float, int],
+    n_jobs: int | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 
 def entropic_affinities_knn(
     sqdist: npt.NDArray[np.float64],

@@ -11,8 +11,10 @@ import math
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+import scipy.fft as sfft
 from scipy.optimize import brentq
 
+from vastml import _core
 from vastml._progress import Progress
 from vastml._validation import (
     as_float_array,
@@ -203,12 +205,19 @@ def density_functional(
 
 #: Sample size from which ``method="auto"`` bins the data before the functional sums.
 BIN_FROM = 20_000
-#: Grid spacing of the binned functionals, as a fraction of the smallest pilot bandwidth.
-BIN_RESOLUTION = 1.0 / 10.0
+#: Largest grid spacing of a binned functional, as a fraction of its pilot bandwidth (the
+#: coarse one of the two solves compared; the fine one uses half of it).
+BIN_RESOLUTION = 1.0 / 20.0
 #: Relative accuracy the binned bandwidth must show between two grids (spacing and half of it).
 BIN_RTOL = 2e-5
 #: Largest number of grid nodes; points beyond the grid are kept as points.
 MAX_BINS = 4_000_000
+#: The finest grid is binned this many times finer than the first solves need, so that the
+#: resolution can halve twice without binning again (unused fine grids cost no FFT).
+HEADROOM = 4
+#: Fraction of the points on each side left beyond the grid when the data's range would
+#: take more than max(2^16, n) nodes (heavy tails, far outliers).
+TAIL_FRACTION = 1e-4
 #: SJ constants of the two conventions: pilot factors (a, b) on scale * n^(-1/7), n^(-1/9),
 #: the ratio factor of gamma(h), and the upper end of the root's bracket on scale * n^(-1/5).
 _CONSTANTS = {
@@ -242,31 +251,51 @@ def robust_scale(x: ArrayLike) -> float:
     return min(sd, iqr) if iqr > 0 else sd
 
 
+def _percentiles(x: FloatArray, q: tuple[float, ...]) -> list[float]:
+    """``np.percentile(x, q)`` (its default linear interpolation, to the last bit) from the
+    exact order statistics, without sorting or copying x."""
+    n = x.shape[0]
+    below = [math.floor(p / 100.0 * (n - 1)) for p in q]
+    ranks = sorted({r for i in below for r in (i, min(i + 1, n - 1))})
+    value = dict(zip(ranks, _core.order_statistics(x, ranks)))
+    out = []
+    for p, i in zip(q, below):
+        a, b, t = value[i], value[min(i + 1, n - 1)], p / 100.0 * (n - 1) - i
+        out.append(a + (b - a) * t if t < 0.5 else b - (b - a) * (1.0 - t))
+    return out
+
+
 def _standardise(x: FloatArray) -> tuple[FloatArray, float]:
     """(z, unit) with z = (x - median) / unit of robust scale 1: the selector is equivariant,
     so h(x) = unit * h(z); dividing by the largest deviation first keeps x * 1e-300 and
     x * 1e300 finite."""
-    q25, center, q75 = np.percentile(x, [25.0, 50.0, 75.0])
+    q25, center, q75 = _percentiles(x, (25.0, 50.0, 75.0))
     spread = max(center - float(x.min()), float(x.max()) - center)
     if not spread > 0 or not math.isfinite(spread):
         raise ValueError("`data` has zero variance: the bandwidth is undefined")
-    z = (x - center) / spread
-    sd = float(z.std(ddof=1))
+    z = x - center
+    z /= spread
+    # the sd from two sums without the temporaries of z.std() (|z| <= 1 and z is centred on
+    # its median, so the difference below does not cancel; std() where it would)
+    n = z.shape[0]
+    total, squares = float(z.sum()), float(z @ z)
+    spread_sq = squares - total * total / n
+    sd = math.sqrt(spread_sq / (n - 1)) if spread_sq > 1e-6 * squares else float(z.std(ddof=1))
     iqr = (q75 / spread - q25 / spread) / 1.349
     scale = min(sd, iqr) if iqr > 0 else sd
     if not scale > 0:
         raise ValueError("`data` has zero variance: the bandwidth is undefined")
-    return z / scale, spread * scale
+    z /= scale
+    return z, spread * scale
 
 
 class _BinnedPairs:
     """The pairwise sums of a linear binning of z on a regular grid.
 
     sum_ij K(z_i - z_j) over the grid is sum_lag K(lag * spacing) A(lag), with A the
-    autocorrelation of the bin weights (one FFT, once): each functional then costs one dot
-    product over the lags within the kernel's reach. Points beyond the grid (which has at
-    most MAX_BINS nodes, centred on z = 0) are kept as points and their pairs summed with the
-    fast Hermite sums.
+    autocorrelation of the bin weights (one FFT, on first use): each functional then costs
+    one dot product over the lags within the kernel's reach. Points beyond the grid are kept
+    as points and their pairs summed with the fast Hermite sums.
     """
 
     def __init__(
@@ -274,38 +303,38 @@ class _BinnedPairs:
     ) -> None:
         """Bin weights ``weights`` on the nodes ``lo + k spacing``; ``out``: the points beyond."""
         self.spacing, self.weights, self.lo, self.out = spacing, weights, lo, out
-        w = self.weights
-        size = 1 << int(2 * len(w) - 1).bit_length()
-        spectrum = np.fft.rfft(w, size)
-        self.autocorrelation = np.fft.irfft(spectrum.real**2 + spectrum.imag**2, size)[: len(w)]
+        self._autocorrelation: FloatArray | None = None
+
+    def autocorrelation(self, lags: int) -> FloatArray:
+        """sum_k w_k w_(k + lag) for lag = 0 .. ``lags`` (at least): one FFT of len(w) + lags
+        points (the zero padding that keeps those lags free of wrap-around), kept for the
+        next call."""
+        if self._autocorrelation is None or len(self._autocorrelation) <= lags:
+            w = self.weights
+            lags = min(len(w) - 1, max(2 * lags, 4096))
+            size = sfft.next_fast_len(len(w) + lags, real=True)
+            spectrum = sfft.rfft(w, size)
+            self._autocorrelation = sfft.irfft(spectrum.real**2 + spectrum.imag**2, size)[: lags + 1]
+        return self._autocorrelation
 
     @classmethod
-    def of(cls, z: FloatArray, spacing: float, max_nodes: int = MAX_BINS) -> _BinnedPairs:
-        """The linear binning of ``z`` on the grid of ``spacing`` (at most ``max_nodes``
-        nodes, centred on 0)."""
-        lo, hi = float(z.min()), float(z.max())
-        half = max_nodes // 2 * spacing
-        lo, hi = max(lo, -half), min(hi, half)
-        lo = math.floor(lo / (2 * spacing)) * 2 * spacing  # coarsening keeps even nodes
-        nb = math.ceil((hi - lo) / spacing) + 3
-        inside = (z >= lo) & (z <= hi)
-        every = bool(inside.all())
-        t = ((z if every else z[inside]) - lo) / spacing
-        k = np.floor(t).astype(np.intp)
-        f = t - k
-        weights = np.bincount(k, 1.0 - f, nb) + np.bincount(k + 1, f, nb)
-        return cls(spacing, weights, lo, None if every else np.ascontiguousarray(z[~inside]))
+    def of(cls, z: FloatArray, spacing: float, window: tuple[float, float]) -> _BinnedPairs:
+        """The linear binning of ``z`` on the grid of ``spacing`` over ``window`` (lo, hi);
+        the points beyond it stay points."""
+        lo, hi = window
+        weights, out = _core.linear_binning(z, (0.0, 1.0), (lo, spacing, math.ceil((hi - lo) / spacing) + 2))
+        return cls(spacing, weights, lo, out if out.size else None)
 
     def coarsen(self) -> _BinnedPairs:
         """The same data on the grid of twice the spacing (hat of a coarse node = the fine
-        one plus half of each neighbour's)."""
+        one plus half of each neighbour's): exactly the linear binning on that grid."""
         w = self.weights
         if len(w) % 2:
             w = np.append(w, 0.0)
         even, odd = w[0::2].copy(), w[1::2]
         even += 0.5 * odd
         even[1:] += 0.5 * odd[:-1]
-        return _BinnedPairs(2 * self.spacing, even, self.lo, self.out)
+        return _BinnedPairs(2 * self.spacing, np.append(even, 0.5 * odd[-1]), self.lo, self.out)
 
     def pair_sum(self, order: int, g: float, epsilon: float, n_jobs: int | None) -> float:
         """sum_ij He_r(d_ij / g) exp(-d_ij^2 / 2 g^2) over all ordered pairs (i = j too)."""
@@ -314,7 +343,7 @@ class _BinnedPairs:
         coef = np.zeros(order + 1)
         coef[order] = 1.0
         k = np.polynomial.hermite_e.hermeval(u, coef) * np.exp(-0.5 * u * u)
-        a = self.autocorrelation[: reach + 1]
+        a = self.autocorrelation(reach)[: reach + 1]
         total = a[0] * k[0] + 2.0 * float(a[1:] @ k[1:])
         if self.out is not None:
             total += self._outside_pairs(order, g, epsilon, n_jobs, coef)
@@ -332,21 +361,81 @@ class _BinnedPairs:
         h2 = math.sqrt(2.0) * g
         total = 0.0
         first, last = self.lo, self.lo + (len(self.weights) - 1) * self.spacing
-        near = out[(out > first - reach) & (out < last + reach)]
-        if near.size:
+        # the points below the grid reach its first nodes, those above its last ones
+        for near in (out[(out < first) & (out > first - reach)], out[(out > last) & (out < last + reach)]):
+            if not near.size:
+                continue
             a = int(max(0, math.floor((near.min() - reach - first) / self.spacing)))
             b = int(min(len(self.weights), math.ceil((near.max() + reach - first) / self.spacing) + 1))
             keep = a + np.flatnonzero(self.weights[a:b] > 0)
-            if keep.size:
+            if keep.size * near.size <= 200_000:  # direct, without planning a transform
+                u = (near[None, :] - (self.lo + keep[:, None] * self.spacing)) / g
+                kernel = np.polynomial.hermite_e.hermeval(u, coef) * np.exp(-0.5 * u * u)
+                total += 2.0 * float(self.weights[keep] @ kernel.sum(axis=1))
+            elif keep.size:
                 nodes = self.lo + keep * self.spacing
                 cross = hermite_gauss_sum(nodes, near, order, g, h2, self.weights[keep], epsilon, "auto", n_jobs)
                 total += 2.0 * float(cross.sum())
-        if out.size <= 2000:
+        if out.size <= 300:
             u = (out[:, None] - out[None, :]) / g
             total += float((np.polynomial.hermite_e.hermeval(u, coef) * np.exp(-0.5 * u * u)).sum())
         else:
             total += float(hermite_gauss_sum(out, out, order, g, h2, None, epsilon, "auto", n_jobs).sum())
         return total
+
+
+class _Pyramid:
+    """One linear binning and its exact coarsenings (spacing, 2 spacing, 4 spacing, ...): a
+    functional at pilot g is summed on the coarsest grid whose spacing is at most
+    ``resolution * g``, so that every functional has the same relative binning error
+    O((spacing / g)^2) and costs a few hundred lags whatever g is."""
+
+    def __init__(self, finest: _BinnedPairs) -> None:
+        self.levels = [finest]
+
+    @property
+    def spacing(self) -> float:
+        return self.levels[0].spacing
+
+    @property
+    def out(self) -> FloatArray | None:
+        return self.levels[0].out
+
+    def at(self, g: float, resolution: float) -> _BinnedPairs:
+        """The grid for pilot ``g`` (the finest one when even that is coarser than
+        ``resolution * g``)."""
+        limit = resolution * g
+        j = 0
+        while self.spacing * 2.0 ** (j + 1) <= limit:
+            if j + 1 == len(self.levels):
+                if len(self.levels[-1].weights) <= 16:
+                    break
+                self.levels.append(self.levels[-1].coarsen())
+            j += 1
+        return self.levels[j]
+
+
+def _window(z: FloatArray, n: int, spacing: float, tails: list[tuple[float, float]]) -> tuple[float, float]:
+    """The interval of the grid of ``spacing``: the data's range when it takes at most
+    max(2^16, n) nodes (whose FFT costs about what binning the data does). Otherwise the range
+    of all but the ``TAIL_FRACTION`` outermost points on each side (computed once, into
+    ``tails``) widened by half its length on each side, within the data, then cut to that many
+    nodes. Points beyond stay points."""
+    budget = min(MAX_BINS, HEADROOM * max(1 << 16, n)) * spacing
+    lo, hi = float(z.min()), float(z.max())
+    if hi - lo <= budget:
+        return lo, hi
+    if not tails:
+        k = min(n // 2 - 1, math.ceil(n * TAIL_FRACTION))
+        q_lo, q_hi = _core.order_statistics(z, [k, n - 1 - k])
+        tails.append((q_lo, q_hi))
+    q_lo, q_hi = tails[0]
+    margin = 0.5 * (q_hi - q_lo)
+    lo, hi = max(lo, q_lo - margin), min(hi, q_hi + margin)
+    if hi - lo > budget:
+        lo = max(lo, -0.5 * budget)  # z is centred on the median
+        hi = min(hi, lo + budget)
+    return lo, hi
 
 
 def _functional(
@@ -411,6 +500,23 @@ def _r_zeroin(
     return b
 
 
+def _secant(equation: Callable[[float], float], near: float) -> float | None:
+    """The root of ``equation`` by secant steps from ``near`` (a root of a nearby equation:
+    three or four evaluations), or None when the steps do not settle within 0.5-2x of it."""
+    x0, x1 = near, near * 1.0005
+    f0, f1 = equation(x0), equation(x1)
+    for _ in range(10):
+        if f1 == f0:
+            return x1 if f1 == 0 else None
+        x0, x1, f0 = x1, x1 - f1 * (x1 - x0) / (f1 - f0), f1
+        if not 0.5 * near < x1 < 2.0 * near:
+            return None
+        if abs(x1 - x0) <= 1e-11 * x1:
+            return x1
+        f1 = equation(x1)
+    return None
+
+
 def _solve(
     phi: Callable[[int, float], float], n: int, convention: str, near: float | None = None
 ) -> tuple[float, dict[str, float]]:
@@ -453,6 +559,10 @@ def _solve(
             itry += 1
         # R evaluates its default tol = 0.1 * lower lazily, after the bracket has grown
         return _r_zeroin(equation, lower, upper, f_lo, f_hi, 0.1 * lower), details
+    if near is not None:
+        root = _secant(equation, near)
+        if root is not None:
+            return root, details
     # Bracket around the normal-reference bandwidth (the root is rarely far below it).
     h_normal = (4.0 / (3.0 * n)) ** 0.2
     lo, hi = (h_normal / 20.0, 2.0 * h_normal) if near is None else (near * 0.999, near * 1.001)
@@ -525,12 +635,18 @@ def sheather_jones(
     outlier does not inflate the pilots; the data are standardised first (the selector is
     scale-equivariant), so values of any magnitude work.
 
-    From ``BIN_FROM`` samples on, ``method="auto"`` sums over a linear binning of the data
-    on a grid of spacing 1/20 of the smallest pilot bandwidth (points beyond four million
-    grid nodes stay points), solves on that grid and on the one of twice its spacing, and
-    accepts when the two bandwidths agree to 2e-5 (linear binning errs by O(spacing^2), so the
-    finer one is then about four times closer); otherwise it halves the spacing, and past a
-    grid as large as the data it falls back to the points.
+    From ``BIN_FROM`` samples on, ``method="auto"`` bins the data linearly on a regular grid
+    and sums each density functional at pilot g on the coarsest of the grid's exact
+    coarsenings (spacing, 2 spacing, 4 spacing, ...) whose spacing is at most r g, so that
+    every functional has the same relative binning error O((spacing / g)^2) and costs a few
+    hundred lags whatever g is. It solves with r = ``BIN_RESOLUTION`` and with r / 2 and
+    accepts when the two bandwidths agree to ``BIN_RTOL`` (2e-5; the error falls as r^2, so
+    the finer one is then about four times closer); otherwise it halves r, binning again
+    whenever the grid is too coarse for the smallest pilot near the root. When the data's
+    range would take more than max(2^16, N) nodes (heavy tails, far outliers), the grid
+    covers the inner points and the outermost ``TAIL_FRACTION`` on each side stays points,
+    whose pairs go through the fast Hermite sums; a grid that would leave more than 5% of the
+    data outside falls back to the points.
 
     Parameters
     ----------
@@ -622,36 +738,59 @@ class _Counter:
 def _solve_binned(
     z: FloatArray, n: int, epsilon: float, n_jobs: int | None, convention: str, count: _Counter
 ) -> tuple[float, dict[str, float]]:
-    """SJ on binned data, the grid halved until two grids agree (see sheather_jones)."""
-    a_factor, b_factor, _ = _CONSTANTS[convention]
+    """SJ on binned data (see sheather_jones): solved with every functional on a grid of
+    spacing at most ``r`` times its pilot, and again at ``r / 2``; ``r`` halves until the two
+    agree, and the data are binned again whenever the finest grid is too coarse for the
+    smallest pilot near the root."""
+    a_factor, b_factor, ratio_factor = _CONSTANTS[convention]
     g_min = min(a_factor * n ** (-1.0 / 7.0), b_factor * n ** (-1.0 / 9.0), 0.5 * (4.0 / (3.0 * n)) ** 0.2)
-    spacing = g_min * BIN_RESOLUTION / 2.0
+    resolution = BIN_RESOLUTION
+    spacing = g_min * resolution / 2.0 / HEADROOM
     norm = n * (n - 1) * SQRT_2PI
+    tails: list[tuple[float, float]] = []
+    pyramid: _Pyramid | None = None
+    near: float | None = None
 
-    def solve_on(pairs: _BinnedPairs, near: float | None = None) -> tuple[float, dict[str, float]]:
+    memo: dict[tuple[int, float, int], float] = {}
+
+    def solve_at(pyr: _Pyramid, res: float, near: float | None) -> tuple[float, dict[str, float]]:
         def phi(order: int, g: float) -> float:
-            return count(pairs.pair_sum(order, g, epsilon, n_jobs) / (norm * g ** (order + 1)))
+            grid = pyr.at(g, res)
+            key = (order, g, id(grid))
+            if key not in memo:
+                memo[key] = count(grid.pair_sum(order, g, epsilon, n_jobs) / (norm * g ** (order + 1)))
+            return memo[key]
         return _solve(phi, n, convention, near)
 
-    coarse_h = None
-    # a grid of at most 4n nodes (and at least 2^16): its one FFT stays cheap, while each
-    # point beyond it costs a term in every functional
-    max_nodes = min(MAX_BINS, max(4 * n, 1 << 16))
+    coarse_h: float | None = None
     while True:
-        pairs = _BinnedPairs.of(z, spacing, max_nodes)
-        if pairs.out is not None and pairs.out.size > n // 20:  # the grid misses too much: points
-            def phi(order: int, g: float) -> float:
-                return count(_functional(z, None, n, order, g, epsilon, "auto", n_jobs))
-            h, details = _solve(phi, n, convention, coarse_h)
-            details["grid_spacing"] = 0.0
-            return h, details
+        if pyramid is None or pyramid.spacing > spacing:
+            memo.clear()
+            pyramid = _Pyramid(_BinnedPairs.of(z, spacing, _window(z, n, spacing, tails)))
+            coarse_h = None
+            if pyramid.out is not None and pyramid.out.size > n // 20:  # the grid misses too much
+                def phi(order: int, g: float) -> float:
+                    return count(_functional(z, None, n, order, g, epsilon, "auto", n_jobs))
+                h, details = _solve(phi, n, convention, near)
+                details["grid_spacing"] = 0.0
+                return h, details
         if coarse_h is None:
-            coarse_h, _ = solve_on(pairs.coarsen())
-        fine_h, details = solve_on(pairs, coarse_h)
+            coarse_h, _ = solve_at(pyramid, resolution, near)
+        fine_h, details = solve_at(pyramid, resolution / 2.0, coarse_h)
+        ratio = ratio_factor * (details["phi4_g1"] / -details["phi6_g2"]) ** (1.0 / 7.0)
+        g_root = min(details["g1"], details["g2"], ratio * fine_h ** (5.0 / 7.0))
+        near = fine_h
+        need = 0.5 * resolution * g_root  # the fine solve's spacing at the smallest pilot
+        if pyramid.spacing > 1.25 * need:  # the finest grid is too coarse near the root
+            spacing = need / HEADROOM
+            continue
         if abs(fine_h - coarse_h) <= BIN_RTOL * fine_h:
-            details["grid_spacing"] = spacing
+            details["grid_spacing"] = pyramid.spacing
             return fine_h, details
-        coarse_h, spacing = fine_h, spacing / 2.0
+        resolution /= 2.0
+        coarse_h = fine_h  # the next coarse solve is this fine one, on the same grids
+        if pyramid.spacing > 0.625 * need:
+            spacing = 0.5 * need / HEADROOM
 
 
 def sheather_jones_bandwidth(

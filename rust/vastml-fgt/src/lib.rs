@@ -49,6 +49,7 @@ mod hermite;
 mod ifgt;
 mod intervals;
 mod kernel;
+mod line;
 mod logsum;
 pub mod monomials;
 mod par;
@@ -92,6 +93,7 @@ pub use ifgt::{
     IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
 };
 pub use kernel::simd_level;
+pub use line::{INLINE_LEN, LinearBinning, linear_binning, order_statistics};
 pub use logsum::LogGaussSum;
 pub use par::INLINE_NS;
 pub use split::{SplitIfgt, cluster_radii, split_centers};
