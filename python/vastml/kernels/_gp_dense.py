@@ -147,24 +147,43 @@ def expected_iterations(residual_variance: float, noise_variance: float, tol: fl
     return max(1.0, 0.5 * math.sqrt(kappa) * math.log(2.0 / tol))
 
 
-def choose_solver(system: GPSystem, tol: float, delta: float, max_iter: int) -> tuple[str, dict]:
-    """``"dense"`` or ``"cg"`` for ``system`` (built with its starting Nystrom preconditioner).
+#: When the expected CG cost is within this factor of the dense solver's, CG is tried first
+#: (capped at the dense solver's cost) before the dense solver: the expected iteration count,
+#: from the largest residual variance, is pessimistic when only a few points are far from the
+#: landmarks. Set from the N = 5,000 grid of ``benches/gp.py``: clustered data (d = 2) expected
+#: 1.8 times the dense cost and converged in under half the expected iterations; uniform d = 8
+#: expected 3.3 times and needed twice the expected iterations.
+TRIAL_FACTOR = 2.5
+
+
+def choose_solver(
+    system: GPSystem,
+    tol: float,
+    delta: float,
+    max_iter: int,
+    residual_variance: float | None = None,
+) -> tuple[str, dict]:
+    """``"dense"``, ``"cg"`` or ``"trial"`` (CG first, capped, then the dense solver) for
+    ``system``.
 
     The CG cost is the expected iterations (:func:`expected_iterations`, from the starting
-    preconditioner's residual variance)
-    times the planned cost of one transform at the first iteration's accuracy; the dense cost
-    is :data:`DENSE_EXTRA_PRODUCTS` + N / :data:`DENSE_FLOP_RATIO` direct products. Both are in
-    the transform planner's own units, so the choice needs no timing of its own. Returns the
-    choice and the numbers behind it.
+    Nystrom factor's largest residual variance: ``residual_variance``, or that of
+    ``system.precond``) times the planned cost of one transform at the first iteration's
+    accuracy; the dense cost is :data:`DENSE_EXTRA_PRODUCTS` + N / :data:`DENSE_FLOP_RATIO`
+    direct products. Both are in the transform planner's own units, so the choice needs no
+    timing of its own. ``"trial"`` when the dense solver is the cheaper but CG's cost is within
+    :data:`TRIAL_FACTOR` of it; ``info["trial_iterations"]`` is then the CG iterations that
+    cost as much as the dense solver. Returns the choice and the numbers behind it.
     """
     n = system.n
     info: dict = {"fits": dense_fits(n)}
-    if not info["fits"] or system.precond is None:
+    if residual_variance is None:
+        if system.precond is None:
+            return "cg", info
+        residual_variance = system.precond.residual_variance
+    if not info["fits"]:
         return "cg", info
-    iters = min(
-        float(max_iter),
-        expected_iterations(system.precond.residual_variance, system.noise_variance, tol),
-    )
+    iters = min(float(max_iter), expected_iterations(residual_variance, system.noise_variance, tol))
     plan = system.kernel.plan(min(delta, tol) / n * system.kernel.signal_variance)
     # both in the planner's estimated seconds on one core (its "measured" times are of a
     # sample of the targets, not comparable with the estimate of a direct product)
@@ -176,9 +195,18 @@ def choose_solver(system: GPSystem, tol: float, delta: float, max_iter: int) -> 
     cg_cost = iters * product / direct
     dense_cost = DENSE_EXTRA_PRODUCTS + n / DENSE_FLOP_RATIO
     info.update(
-        expected_iterations=iters, cg_cost=cg_cost, dense_cost=dense_cost, method=plan.method_
+        expected_iterations=iters,
+        cg_cost=cg_cost,
+        dense_cost=dense_cost,
+        method=plan.method_,
+        residual_variance=residual_variance,
     )
-    return ("dense" if dense_cost < cg_cost else "cg"), info
+    if dense_cost >= cg_cost:
+        return "cg", info
+    if cg_cost <= TRIAL_FACTOR * dense_cost:
+        info["trial_iterations"] = max(1, int(dense_cost * direct / product))
+        return "trial", info
+    return "dense", info
 
 
 def _threads(n_jobs: int | None) -> int:
@@ -306,7 +334,12 @@ def kernel_matrix(scaled: FloatArray, signal_variance: float, threads: int) -> F
         b = min(n, a + step)
         expo = left[a:b] @ right
         np.minimum(expo, math.log(signal_variance), out=expo)
-        np.exp(expo, out=K[a:b], casting="same_kind")
+        # the exponent rounded to single precision changes exp by a relative |expo| * 6e-8,
+        # at most 2.2e-8 sigma_f^2 in absolute terms (where expo = -1): below the result's own
+        # rounding; the single-precision exp is several times faster
+        out = K[a:b]
+        out[...] = expo
+        np.exp(out, out=out)
 
     starts = range(0, n, step)
     with threadpool_limits(1, user_api="blas"):
