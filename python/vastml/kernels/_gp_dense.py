@@ -88,11 +88,13 @@ def dense_preconditioner(
     return CholeskyPreconditioner(scaled, signal_variance, noise_variance, n_jobs, matrix=K)
 
 
-#: Leading block (at most half of N) whose factorisation times the machine's LAPACK, its
-#: time extrapolated as N^3.
+#: Leading blocks (at most half of N) whose factorisation times the machine's LAPACK, its
+#: time extrapolated as N^3: the small one first, the large one only when the small one does
+#: not already show the factorisation to be the cheaper.
 #: Smaller blocks run further below the full factorisation's rate (on 2 idle cores, blocks of
-#: 2,048 / 4,096 reach 0.4 / 0.6 of it), so the extrapolation leans towards the stored solver.
-CHOLESKY_PROBE = 4096
+#: 2,048 / 4,096 reach 0.4 / 0.6 of it), so the extrapolation leans towards the stored solver,
+#: and a verdict for the factorisation from the small block holds.
+CHOLESKY_PROBES = (1024, 4096)
 #: The stored-matrix solver's cost in symmetric products with the stored matrix: the rank
 #: search, the triangular solve and rank-k update of the factor, and the inner CG's products.
 #: Measured at N = 20,000 (rank 2,916) on 2 idle cores: 16.5 s against 0.114 s per product.
@@ -101,9 +103,10 @@ STORED_PRODUCTS = 140.0
 
 def cholesky_is_faster(K: Float32Array, diagonal: float, threads: int) -> bool:
     """Whether factoring the stored matrix ``K`` (diagonal set to ``diagonal``) is expected to
-    beat the stored-matrix CG, timed here: the factorisation of a leading
-    :data:`CHOLESKY_PROBE` block, extrapolated as N^3, against :data:`STORED_PRODUCTS`
-    symmetric products with the whole matrix.
+    beat the stored-matrix CG, timed here: the factorisation of leading blocks of the sizes
+    :data:`CHOLESKY_PROBES` (the larger only when the smaller does not decide for the
+    factorisation), extrapolated as N^3, against :data:`STORED_PRODUCTS` symmetric products
+    with the whole matrix.
 
     The choice is timed, not modelled, because the two are bound by different things: the
     factorisation by the cores' arithmetic (LAPACK reaches hundreds of GFLOP/s on two idle
@@ -111,18 +114,23 @@ def cholesky_is_faster(K: Float32Array, diagonal: float, threads: int) -> bool:
     bandwidth, which load barely changes. Either branch gives the same solution to the outer
     CG's tolerance; only the time differs."""
     n = K.shape[0]
-    m = max(1, min(n // 2, CHOLESKY_PROBE))
     with threadpool_limits(threads, user_api="blas"):
-        A = np.array(K[:m, :m], order="F")
-        A.flat[:: m + 1] = np.float32(diagonal)
-        t0 = time.perf_counter()
-        spotrf(A, lower=1, clean=0, overwrite_a=1)
-        t_factor = (time.perf_counter() - t0) * (n / m) ** 3
         v = np.ones(n, dtype=np.float32)
         t0 = time.perf_counter()
         ssymv(1.0, K.T, v, lower=1)
         t_product = time.perf_counter() - t0
-    return t_factor <= STORED_PRODUCTS * t_product
+        for size in CHOLESKY_PROBES:
+            m = max(1, min(n // 2, size))
+            A = np.array(K[:m, :m], order="F")
+            A.flat[:: m + 1] = np.float32(diagonal)
+            t0 = time.perf_counter()
+            spotrf(A, lower=1, clean=0, overwrite_a=1)
+            t_factor = (time.perf_counter() - t0) * (n / m) ** 3
+            if t_factor <= STORED_PRODUCTS * t_product:
+                return True
+            if m == n // 2:
+                break
+    return False
 
 
 def _available_bytes() -> float:

@@ -52,11 +52,24 @@ def farthest_points(
     Returns ``(order, min_dist)``: the landmark indices and each point's squared distance to
     the nearest landmark, which can be passed back to extend the traversal.
     """
-    n = X.shape[0]
+    n, d = X.shape
     k = min(k, n)
+    columns = [np.ascontiguousarray(X[:, j]) for j in range(d)]
+    sq, diff = np.empty(n), np.empty(n)
+
+    def distances(i: int) -> FloatArray:
+        # squared distances to point i, a coordinate at a time into preallocated arrays: the
+        # same sums as np.sum((X - X[i]) ** 2, axis=1), without its n x d temporaries
+        sq.fill(0.0)
+        for col in columns:
+            np.subtract(col, col[i], out=diff)
+            np.multiply(diff, diff, out=diff)
+            np.add(sq, diff, out=sq)
+        return sq
+
     if order is None or min_dist is None:
         order = [int(start)]
-        min_dist = np.sum((X - X[start]) ** 2, axis=1)
+        min_dist = distances(int(start)).copy()
     taken = list(order)
     dist = min_dist
     while len(taken) < k:
@@ -64,7 +77,7 @@ def farthest_points(
         if dist[nxt] <= 0.0:  # all remaining points duplicate a landmark
             break
         taken.append(nxt)
-        np.minimum(dist, np.sum((X - X[nxt]) ** 2, axis=1), out=dist)
+        np.minimum(dist, distances(nxt), out=dist)
     return np.asarray(taken, dtype=np.intp), dist
 
 
