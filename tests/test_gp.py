@@ -395,6 +395,7 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     from vastml.kernels import _gp_dense
 
     monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", 0)
     monkeypatch.setattr(_gp_dense, "cholesky_is_faster", lambda *a: False)
     X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
     ls, noise = 0.3, 1e-3  # a Nystrom rank of 864 leaves a mean residual variance below the noise
@@ -430,6 +431,7 @@ def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_produc
     from vastml.kernels import _gp_dense
 
     monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", 0)
     X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
     ls, noise = 0.3, 1e-3
     Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
@@ -441,6 +443,11 @@ def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_produc
         gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
         assert gp._dense_info["preconditioner"] == branch
         assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+    # below STORED_MIN_N the factorisation is used without the probe (which would pick the other)
+    monkeypatch.setattr(_gp_dense, "STORED_PRODUCTS", 0.0)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", len(X) + 1)
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
 
 
 def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():
