@@ -127,7 +127,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         (cost O(N r^2)), or its Cholesky factor (N^3 / 3 operations), for flat spectra.
         ``"auto"`` picks ``"dense"`` when it fits and its cost, in transform products, is below
         CG's expected iterations times the planned cost of one product (see
-        ``docs/guide/kernels.md``). Either way CG stops at ``tol`` on double-precision products.
+        ``docs/guide/kernels.md``); when the two are within a factor 2.5, CG is tried first,
+        capped at the dense solver's cost, and the dense solver continues from its iterate if
+        it does not converge. Either way CG stops at ``tol`` on double-precision products.
     n_jobs : int, default=None
     random_state : int, RandomState instance or None, default=None
         Probes and restarts.
@@ -312,15 +314,14 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             tol = self._relative_tol(yc)
             solver, trial_iterations = self._choose_solver(system, tol, rank)
             reporter = None if self.stopped_early_ else _Offset(progress, offset)
-            solve = {"tol": tol, "delta": float(self.delta)}
+            delta = float(self.delta)
             res: CGResult | None = None
             total = 0
             if solver == "trial":
                 # CG first, given the iterations that cost as much as the dense solver
                 trial = _Trial(reporter, trial_iterations, tol)
-                res, total = system.solve(
-                    yc, **solve, max_iter=min(trial_iterations, int(self.max_iter)), progress=trial, grow=False
-                )
+                cap = min(trial_iterations, int(self.max_iter))
+                res, total = system.solve(yc, tol=tol, delta=delta, max_iter=cap, progress=trial, grow=False)
                 failed = not res.converged and (trial.gave_up or not res.stopped)
                 solver = "dense" if failed and total < int(self.max_iter) else "cg"
                 res.stopped = res.stopped and not trial.gave_up
@@ -330,7 +331,8 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
                 system.target_iterations = None
                 res, more = system.solve(
                     yc,
-                    **solve,
+                    tol=tol,
+                    delta=delta,
                     max_iter=int(self.max_iter) - total,
                     progress=reporter,
                     x0=None if res is None else res.x,
@@ -339,7 +341,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
                 )
                 total += more
             elif res is None:
-                res, total = system.solve(yc, **solve, max_iter=int(self.max_iter), progress=reporter)
+                res, total = system.solve(yc, tol=tol, delta=delta, max_iter=int(self.max_iter), progress=reporter)
         self.stopped_early_ = self.stopped_early_ or res.stopped
         self.solver_ = solver
         self.preconditioner_rank_ = system.rank
