@@ -2,7 +2,8 @@
 scikit-learn's exact GaussianProcessRegressor and GPyTorch's exact GP on CPU, in the same run.
 
     python benches/gp.py [--quick] [--rows fixed,hyper,big,bighyper] [--sizes 5000,20000]
-                         [--cases 1,2] [--hyper-n 10000] [--no-gpytorch] [--out DIR]
+                         [--cases 1,2] [--hyper-n 10000] [--no-gpytorch] [--no-sklearn-fit] [--threads 1]
+                         [--gpytorch-timeout SECONDS] [--out DIR]
 
 Data: inputs uniform on [-1, 1]^d (shape "uniform"), or in 8 tight Gaussian clusters
 ("clustered"), or stretched 10:1 along the first axis ("anisotropic"); targets are a draw of
@@ -51,6 +52,12 @@ def add_args(ap):
     ap.add_argument("--no-gpytorch", action="store_true")
     ap.add_argument("--hyper-n", type=int, default=None)
     ap.add_argument("--cases", default=None, help="comma list of indices into the fixed-row cases")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="fixed rows: ours with n_jobs=THREADS and scikit-learn under a BLAS limit of THREADS")
+    ap.add_argument("--no-sklearn-fit", action="store_true",
+                    help="hyper rows: leave out scikit-learn's own fit (its exact NLL still scores every result)")
+    ap.add_argument("--gpytorch-timeout", type=float, default=None,
+                    help="seconds GPyTorch may take per row (default 120 fixed, 600 hyper)")
 
 
 def make_data(n, d, shape, noise, seed):
@@ -75,13 +82,15 @@ def make_data(n, d, shape, noise, seed):
     return X, y, Xt, ft, s
 
 
-def sklearn_fixed(X, y, Xt, ls, noise):
+def sklearn_fixed(X, y, Xt, ls, noise, threads=None):
     from sklearn.gaussian_process import GaussianProcessRegressor as SkGP
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    from threadpoolctl import threadpool_limits
 
     ym = y.mean()
-    gp = SkGP(ConstantKernel(1.0, "fixed") * RBF(ls, "fixed"), alpha=noise, optimizer=None).fit(X, y - ym)
-    return gp.predict(Xt) + ym
+    with threadpool_limits(threads, user_api="blas"):
+        gp = SkGP(ConstantKernel(1.0, "fixed") * RBF(ls, "fixed"), alpha=noise, optimizer=None).fit(X, y - ym)
+        return gp.predict(Xt) + ym
 
 
 def gpytorch_model(X, y, ls, sf2, noise, fixed):
@@ -202,7 +211,8 @@ def fixed_rows(bench, sizes, use_gpytorch):
             info = {}
 
             def ours(X=X, y=y, Xt=Xt, ls=ls, noise=noise, info=info):
-                gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise).fit(X, y)
+                gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, n_jobs=bench.args.threads)
+                gp.fit(X, y)
                 info.update(iters=gp.n_iter_, rank=gp.preconditioner_rank_, solver=gp.solver_)
                 return gp.predict(Xt)
 
@@ -210,12 +220,13 @@ def fixed_rows(bench, sizes, use_gpytorch):
             peers = {}
             exact = None
             if n <= 20_000:
-                t = bench.time(lambda X=X, y=y, Xt=Xt, ls=ls, noise=noise: sklearn_fixed(X, y, Xt, ls, noise),
-                               warmup=0, repeats=1)
+                t = bench.time(lambda X=X, y=y, Xt=Xt, ls=ls, noise=noise: sklearn_fixed(
+                    X, y, Xt, ls, noise, bench.args.threads), warmup=0, repeats=1)
                 peers["sklearn exact"] = t
                 exact = t.value
             if use_gpytorch and n <= 20_000:
-                t, err = isolated(bench, "fixed", (n, d, shape, noise, frac), GPYTORCH_TIMEOUT)
+                t, err = isolated(bench, "fixed", (n, d, shape, noise, frac),
+                                  bench.args.gpytorch_timeout or GPYTORCH_TIMEOUT)
                 if t is not None:
                     peers["GPyTorch CPU"] = t
                 else:
@@ -270,7 +281,7 @@ def hyper_rows(bench, n, use_gpytorch, with_sklearn=True):
             lambda: SkGP(kernel, normalize_y=False, random_state=0).fit(X, yc).kernel_.theta, warmup=0, repeats=1
         )
     if use_gpytorch:
-        t, err = isolated(bench, "hyper", (n,), 5 * GPYTORCH_TIMEOUT)
+        t, err = isolated(bench, "hyper", (n,), bench.args.gpytorch_timeout or 5 * GPYTORCH_TIMEOUT)
         if t is not None:
             peers["GPyTorch Adam x50"] = t
         else:
@@ -382,7 +393,8 @@ def main() -> int:
     if "fixed" in rows:
         fixed_rows(bench, sizes, use_gpytorch)
     if "hyper" in rows:
-        hyper_rows(bench, bench.args.hyper_n or (2_000 if bench.quick else 10_000), use_gpytorch)
+        hyper_rows(bench, bench.args.hyper_n or (2_000 if bench.quick else 10_000), use_gpytorch,
+                   with_sklearn=not bench.args.no_sklearn_fit)
     if "big" in rows:
         big = [v for v in sizes if v >= 100_000] or [100_000]
         big_rows(bench, big)

@@ -395,6 +395,7 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     from vastml.kernels import _gp_dense
 
     monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", 0)
     monkeypatch.setattr(_gp_dense, "cholesky_is_faster", lambda *a: False)
     X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
     ls, noise = 0.3, 1e-3  # a Nystrom rank of 864 leaves a mean residual variance below the noise
@@ -430,6 +431,7 @@ def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_produc
     from vastml.kernels import _gp_dense
 
     monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", 0)
     X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
     ls, noise = 0.3, 1e-3
     Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
@@ -441,6 +443,11 @@ def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_produc
         gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
         assert gp._dense_info["preconditioner"] == branch
         assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+    # below STORED_MIN_N the factorisation is used without the probe (which would pick the other)
+    monkeypatch.setattr(_gp_dense, "STORED_PRODUCTS", 0.0)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", len(X) + 1)
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
 
 
 def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():
@@ -464,3 +471,85 @@ def test_flexible_cg_solves_with_an_inexact_iterative_preconditioner():
     assert np.linalg.norm(A @ runs[True].x - b) <= 1e-9 * np.linalg.norm(b) * 1.01
     assert runs[True].n_iter_ <= 40
     assert not runs[False].converged  # Fletcher-Reeves stalls with so loose an inner solve
+
+
+def test_sampled_residual_variance_is_the_factor_s_on_the_farthest_points():
+    # the cost model reads the starting Nystrom factor's largest residual variance from a sample
+    # (the points farthest from the landmarks and random ones) instead of forming the factor:
+    # checked against the whole factor built on the same landmarks
+    from vastml.kernels._gp_precond import residual_variance_estimate
+
+    rng = np.random.default_rng(4)
+    centres = rng.uniform(-1, 1, size=(8, 2))
+    X = (centres[rng.integers(0, 8, 3000)] + 0.15 * rng.normal(size=(3000, 2))) / 0.1
+    rho, traversal = residual_variance_estimate(X, 1.0, 128, n_far=64)
+    P = NystromPreconditioner(X, 1.0, 1e-3, 128, traversal=traversal)
+    per_point = np.maximum(1.0 - np.einsum("ij,ij->i", P.factor, P.factor), 0.0)
+    far = np.argsort(traversal[1])[-64:]
+    assert per_point[far].max() - 1e-9 <= rho <= P.residual_variance + 1e-9
+    assert rho >= 0.5 * P.residual_variance
+    # the factor continued the sampled traversal: the same landmarks as a fresh one
+    fresh = NystromPreconditioner(X, 1.0, 1e-3, 128)
+    np.testing.assert_array_equal(np.sort(fresh.landmarks), np.sort(P.landmarks))
+
+
+@pytest.mark.parametrize(("cap", "expected"), [(400, "cg"), (2, "dense")])
+def test_capped_cg_trial_then_dense_gives_the_exact_mean(monkeypatch, cap, expected):
+    # solver="auto" tries CG capped at the dense solver's cost when the two are close; a trial
+    # that converges keeps CG, one that does not hands its iterate to the dense solver, and
+    # either way the mean is the Cholesky solve's
+    from vastml.kernels import _gp
+
+    def trial(*args, **kwargs):
+        return "trial", {"trial_iterations": cap}
+
+    monkeypatch.setattr(_gp, "choose_solver", trial)
+    X, y, _, _ = hard_problem(1500, d=3, noise=1e-3, seed=3)
+    ls, noise = 0.3, 1e-3
+    Xt = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
+    seen = []
+    gp = GaussianProcessRegressor(
+        length_scale=ls, noise_variance=noise, callbacks=lambda it, obj, state: seen.append(it)
+    ).fit(X, y)
+    assert gp.solver_ == expected and not gp.stopped_early_
+    test_mean, train_mean = _exact_mean(X, y, Xt, ls, noise)
+    assert np.abs(gp.predict(X) - train_mean).max() <= 1e-3 * y.std()
+    assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+    assert seen == list(range(1, gp.n_iter_ + 1))  # the dense solve numbers on after the trial
+    if expected == "dense":
+        assert cap < gp.n_iter_ <= cap + 5
+        assert gp._dense_info["preconditioner"] == "CholeskyPreconditioner"
+    else:
+        assert gp.n_iter_ > 50 and gp.preconditioner_rank_ <= 256  # the trial does not grow the factor
+    # a callback's stop during the trial ends the fit there, with CG's coefficients
+    stopped = GaussianProcessRegressor(
+        length_scale=ls, noise_variance=noise, callbacks=lambda it, obj, state: it >= 2
+    ).fit(X, y)
+    assert stopped.stopped_early_ and stopped.solver_ == "cg" and stopped.n_iter_ == 2
+
+
+def test_trial_gives_up_when_the_residual_projects_beyond_twice_the_cap():
+    from vastml.kernels._gp import _Trial
+
+    trial = _Trial(None, cap=5, tol=1e-6)
+    assert not trial.report(2, 0.9, None)  # too early to project
+    assert not trial.report(3, 1e-4, None)  # 4.5 iterations projected
+    assert not trial.gave_up
+    assert trial.report(3, 0.5, None) and trial.gave_up  # about 63 projected
+
+
+def test_dense_solver_builds_the_nystrom_factor_for_std_only_when_needed():
+    X, y, ls, noise = hard_problem(1200, noise=1e-3)
+    Xt = np.random.default_rng(9).uniform(-1.2, 1.2, size=(200, 3))
+    K = rbf(X, X, ls) + noise * np.eye(len(X))
+    Ks = rbf(Xt, X, ls)
+    std = np.sqrt(np.maximum(1 - np.sum(Ks * cho_solve(cho_factor(K), Ks.T).T, axis=1), 0))
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-6, solver="dense").fit(X, y)
+    assert gp._system.precond is None  # the fit left no Nystrom factor
+    gp._variance_cache = False  # the per-point CG path, which builds it
+    _, s = gp.predict(Xt, return_std=True)
+    assert gp._system.precond is not None and gp._system.rank > 0
+    assert np.abs(s - std).max() <= 1e-4
+    gp2 = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, tol=1e-6, solver="dense").fit(X, y)
+    _, s2 = gp2.predict(Xt, return_std=True)  # the low-rank cache
+    assert np.abs(s2 - std).max() <= 2e-3

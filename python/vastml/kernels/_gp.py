@@ -26,7 +26,7 @@ from vastml.kernels._gauss import METHODS
 from vastml.kernels._gp_cg import CGResult, conjugate_gradient
 from vastml.kernels._gp_dense import choose_solver, dense_fits, dense_preconditioner
 from vastml.kernels._gp_mll import MarginalLikelihood, optimize_hyperparameters
-from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block
+from vastml.kernels._gp_precond import NystromPreconditioner, rbf_block, residual_variance_estimate
 from vastml.kernels._gp_system import GPSystem
 
 if TYPE_CHECKING:
@@ -127,7 +127,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         (cost O(N r^2)), or its Cholesky factor (N^3 / 3 operations), for flat spectra.
         ``"auto"`` picks ``"dense"`` when it fits and its cost, in transform products, is below
         CG's expected iterations times the planned cost of one product (see
-        ``docs/guide/kernels.md``). Either way CG stops at ``tol`` on double-precision products.
+        ``docs/guide/kernels.md``); when the two are within a factor 2.5, CG is tried first,
+        capped at the dense solver's cost, and the dense solver continues from its iterate if
+        it does not converge. Either way CG stops at ``tol`` on double-precision products.
     n_jobs : int, default=None
     random_state : int, RandomState instance or None, default=None
         Probes and restarts.
@@ -303,20 +305,43 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             self.signal_variance_ = sf2
             self.noise_variance_ = noise
             self._scaled = np.ascontiguousarray(Xc / ls)
-            system = GPSystem(self._scaled, sf2, noise, self.method, self.n_jobs, rank, self.target_iterations)
+            self._start_rank = rank
+            # with solver "auto" or "dense" the Nystrom factor is built only when CG is to run
+            lazy = self.solver != "cg"
+            system = GPSystem(
+                self._scaled, sf2, noise, self.method, self.n_jobs, 0 if lazy else rank, self.target_iterations
+            )
             tol = self._relative_tol(yc)
-            solver = self._choose_solver(system, tol)
+            solver, trial_iterations = self._choose_solver(system, tol, rank)
+            reporter = None if self.stopped_early_ else _Offset(progress, offset)
+            delta = float(self.delta)
+            res: CGResult | None = None
+            total = 0
+            if solver == "trial":
+                # CG first, given the iterations that cost as much as the dense solver
+                trial = _Trial(reporter, trial_iterations, tol)
+                cap = min(trial_iterations, int(self.max_iter))
+                res, total = system.solve(yc, tol=tol, delta=delta, max_iter=cap, progress=trial, grow=False)
+                failed = not res.converged and (trial.gave_up or not res.stopped)
+                solver = "dense" if failed and total < int(self.max_iter) else "cg"
+                res.stopped = res.stopped and not trial.gave_up
             nystrom = system.precond
             if solver == "dense":
                 system.precond = dense_preconditioner(self._scaled, sf2, noise, self.n_jobs, tol)
                 system.target_iterations = None
-            res, total = system.solve(
-                yc,
-                tol=tol,
-                delta=float(self.delta),
-                max_iter=int(self.max_iter),
-                progress=None if self.stopped_early_ else _Offset(progress, offset),
-            )
+                res, more = system.solve(
+                    yc,
+                    tol=tol,
+                    delta=delta,
+                    max_iter=int(self.max_iter) - total,
+                    progress=reporter,
+                    x0=None if res is None else res.x,
+                    r0=None if res is None else res.residual,
+                    start_iteration=total,
+                )
+                total += more
+            elif res is None:
+                res, total = system.solve(yc, tol=tol, delta=delta, max_iter=int(self.max_iter), progress=reporter)
         self.stopped_early_ = self.stopped_early_ or res.stopped
         self.solver_ = solver
         self.preconditioner_rank_ = system.rank
@@ -356,20 +381,28 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         share = (1.0 - self.PREDICT_SHARE) * self.MEAN_TOL
         return max(0.5 * share * float(np.std(yc)) / norm, 1e-14)
 
-    def _choose_solver(self, system: GPSystem, tol: float) -> str:
+    def _choose_solver(self, system: GPSystem, tol: float, rank: int) -> tuple[str, int]:
+        """The solver (``"cg"``, ``"dense"`` or ``"trial"``) and the trial's iteration cap; sets
+        ``system.precond`` to the Nystrom factor when CG is to run."""
         if self.solver == "cg":
-            return "cg"
+            return "cg", 0
         if self.solver == "dense":
             if not dense_fits(system.n):
                 raise ValueError(
                     f"`solver='dense'` needs {4 * system.n**2 / 1e9:.1f} GB for the kernel matrix; "
                     "use solver='cg' or 'auto'"
                 )
-            return "dense"
-        if system.precond is None:  # preconditioner_rank=0 asks for the thesis's plain CG
-            return "cg"
-        choice_, self._solver_costs = choose_solver(system, tol, float(self.delta), int(self.max_iter))
-        return choice_
+            return "dense", 0
+        if rank == 0:  # preconditioner_rank=0 asks for the thesis's plain CG
+            return "cg", 0
+        sf2 = system.kernel.signal_variance
+        # the starting factor's largest residual variance, from a sample: the N x rank factor
+        # itself is built only when CG is to run
+        rho, traversal = residual_variance_estimate(system.scaled, sf2, rank)
+        choice_, self._solver_costs = choose_solver(system, tol, float(self.delta), int(self.max_iter), rho)
+        if choice_ != "dense":
+            system.precond = NystromPreconditioner(system.scaled, sf2, system.noise_variance, rank, traversal)
+        return choice_, int(self._solver_costs.get("trial_iterations", 0))
 
     def _scale(self, X: FloatArray) -> FloatArray:
         return np.ascontiguousarray((X - self._x_offset) / self.length_scale_)
@@ -394,7 +427,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         """:math:`Z = \\hat K^{-1}L` and :math:`G = L^TZ` for a Nystrom factor L whose residual
         variance is at most a tenth of the noise variance (None when the rank cap stops first)."""
         sf2, noise = self.signal_variance_, self.noise_variance_
-        rank = max(64, self._system.rank)
+        rank = max(64, self._system.rank if self._system.precond is not None else self._start_rank)
         precond = NystromPreconditioner(self._scaled, sf2, noise, rank)
         cap = precond.max_rank(self._scaled.shape[0], fraction=0.5)
         while precond.residual_variance > 0.1 * noise and precond.n_visited < cap:
@@ -417,6 +450,10 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             self._variance_cache = self._build_variance_cache() or False
         sf2 = self.signal_variance_
         if not isinstance(self._variance_cache, tuple):  # no accurate low-rank cache: one CG column per point
+            if self._system.precond is None and self._start_rank > 0:  # the dense solver left none
+                self._system.precond = NystromPreconditioner(
+                    self._scaled, sf2, self.noise_variance_, self._start_rank
+                )
             Ks = rbf_block(self._scaled, Xs, sf2)
             res, _ = self._system.solve(Ks, tol=1e-6, delta=1e-6, max_iter=int(self.max_iter), grow=False)
             quad = np.sum(Ks * res.x.reshape(Ks.shape), axis=0)
@@ -428,6 +465,29 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
             KZ = self._kernel.apply(Xs, Z, self.epsilon)
             quad = 2.0 * np.sum(KZ * C, axis=1) - np.einsum("ij,jk,ik->i", C, G, C)
         return np.sqrt(np.maximum(sf2 - quad, 0.0))
+
+
+class _Trial:
+    """The reporter of a capped CG trial: passes reports on, and stops CG (``gave_up``) when,
+    from the third iteration on, the residual's mean rate of decrease so far projects more than
+    twice ``cap`` iterations to reach ``tol``."""
+
+    __slots__ = ("cap", "gave_up", "reporter", "tol")
+
+    def __init__(self, reporter: _Offset | None, cap: int, tol: float) -> None:
+        self.reporter, self.cap, self.tol = reporter, cap, tol
+        self.gave_up = False
+
+    def report(self, iteration: int, objective: float, state: Any) -> bool:
+        if self.reporter is not None and self.reporter.report(iteration, objective, state):
+            return True
+        if iteration >= 3 and objective > self.tol:
+            rate = -math.log(max(objective, 1e-300)) / iteration  # from a relative residual of 1
+            projected = iteration + math.log(objective / self.tol) / rate if rate > 0 else math.inf
+            if projected > 2 * self.cap:
+                self.gave_up = True
+                return True
+        return False
 
 
 class _Offset:

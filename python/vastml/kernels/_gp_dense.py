@@ -51,6 +51,11 @@ DENSE_EXTRA_PRODUCTS = 10.0
 #: before it gives way to the Cholesky factor.
 STORED_RANK_FRACTION = 0.25
 STORED_MAX_RANK = 6000
+#: ... and only from this N on: below it, on the flat cases of ``benches/gp.py`` (N = 5,000
+#: and 8,000) no rank up to N/4 got the residual below the noise, so the rank search was
+#: wasted (0.4 s at N = 5,000 under load), while the factorisation takes 0.1 s on 2 idle
+#: cores and 0.5 s on one loaded core there.
+STORED_MIN_N = 10_000
 
 
 def dense_preconditioner(
@@ -71,7 +76,7 @@ def dense_preconditioner(
     n = scaled.shape[0]
     K = kernel_matrix(scaled, signal_variance, _threads(n_jobs))
     max_rank = min(int(STORED_RANK_FRACTION * n), STORED_MAX_RANK)
-    if max_rank >= StoredKernelPreconditioner.FIRST_RANK and not cholesky_is_faster(
+    if n >= STORED_MIN_N and max_rank >= StoredKernelPreconditioner.FIRST_RANK and not cholesky_is_faster(
         K, signal_variance + noise_variance, _threads(n_jobs)
     ):
         stored = StoredKernelPreconditioner(
@@ -88,11 +93,13 @@ def dense_preconditioner(
     return CholeskyPreconditioner(scaled, signal_variance, noise_variance, n_jobs, matrix=K)
 
 
-#: Leading block (at most half of N) whose factorisation times the machine's LAPACK, its
-#: time extrapolated as N^3.
+#: Leading blocks (at most half of N) whose factorisation times the machine's LAPACK, its
+#: time extrapolated as N^3: the small one first, the large one only when the small one does
+#: not already show the factorisation to be the cheaper.
 #: Smaller blocks run further below the full factorisation's rate (on 2 idle cores, blocks of
-#: 2,048 / 4,096 reach 0.4 / 0.6 of it), so the extrapolation leans towards the stored solver.
-CHOLESKY_PROBE = 4096
+#: 2,048 / 4,096 reach 0.4 / 0.6 of it), so the extrapolation leans towards the stored solver,
+#: and a verdict for the factorisation from the small block holds.
+CHOLESKY_PROBES = (1024, 4096)
 #: The stored-matrix solver's cost in symmetric products with the stored matrix: the rank
 #: search, the triangular solve and rank-k update of the factor, and the inner CG's products.
 #: Measured at N = 20,000 (rank 2,916) on 2 idle cores: 16.5 s against 0.114 s per product.
@@ -101,9 +108,10 @@ STORED_PRODUCTS = 140.0
 
 def cholesky_is_faster(K: Float32Array, diagonal: float, threads: int) -> bool:
     """Whether factoring the stored matrix ``K`` (diagonal set to ``diagonal``) is expected to
-    beat the stored-matrix CG, timed here: the factorisation of a leading
-    :data:`CHOLESKY_PROBE` block, extrapolated as N^3, against :data:`STORED_PRODUCTS`
-    symmetric products with the whole matrix.
+    beat the stored-matrix CG, timed here: the factorisation of leading blocks of the sizes
+    :data:`CHOLESKY_PROBES` (the larger only when the smaller does not decide for the
+    factorisation), extrapolated as N^3, against :data:`STORED_PRODUCTS` symmetric products
+    with the whole matrix.
 
     The choice is timed, not modelled, because the two are bound by different things: the
     factorisation by the cores' arithmetic (LAPACK reaches hundreds of GFLOP/s on two idle
@@ -111,18 +119,23 @@ def cholesky_is_faster(K: Float32Array, diagonal: float, threads: int) -> bool:
     bandwidth, which load barely changes. Either branch gives the same solution to the outer
     CG's tolerance; only the time differs."""
     n = K.shape[0]
-    m = max(1, min(n // 2, CHOLESKY_PROBE))
     with threadpool_limits(threads, user_api="blas"):
-        A = np.array(K[:m, :m], order="F")
-        A.flat[:: m + 1] = np.float32(diagonal)
-        t0 = time.perf_counter()
-        spotrf(A, lower=1, clean=0, overwrite_a=1)
-        t_factor = (time.perf_counter() - t0) * (n / m) ** 3
         v = np.ones(n, dtype=np.float32)
         t0 = time.perf_counter()
         ssymv(1.0, K.T, v, lower=1)
         t_product = time.perf_counter() - t0
-    return t_factor <= STORED_PRODUCTS * t_product
+        for size in CHOLESKY_PROBES:
+            m = max(1, min(n // 2, size))
+            A = np.array(K[:m, :m], order="F")
+            A.flat[:: m + 1] = np.float32(diagonal)
+            t0 = time.perf_counter()
+            spotrf(A, lower=1, clean=0, overwrite_a=1)
+            t_factor = (time.perf_counter() - t0) * (n / m) ** 3
+            if t_factor <= STORED_PRODUCTS * t_product:
+                return True
+            if m == n // 2:
+                break
+    return False
 
 
 def _available_bytes() -> float:
@@ -147,24 +160,43 @@ def expected_iterations(residual_variance: float, noise_variance: float, tol: fl
     return max(1.0, 0.5 * math.sqrt(kappa) * math.log(2.0 / tol))
 
 
-def choose_solver(system: GPSystem, tol: float, delta: float, max_iter: int) -> tuple[str, dict]:
-    """``"dense"`` or ``"cg"`` for ``system`` (built with its starting Nystrom preconditioner).
+#: When the expected CG cost is within this factor of the dense solver's, CG is tried first
+#: (capped at the dense solver's cost) before the dense solver: the expected iteration count,
+#: from the largest residual variance, is pessimistic when only a few points are far from the
+#: landmarks. Set from the N = 5,000 grid of ``benches/gp.py``: clustered data (d = 2) expected
+#: 1.8 times the dense cost and converged in under half the expected iterations; uniform d = 8
+#: expected 3.3 times and needed twice the expected iterations.
+TRIAL_FACTOR = 2.5
+
+
+def choose_solver(
+    system: GPSystem,
+    tol: float,
+    delta: float,
+    max_iter: int,
+    residual_variance: float | None = None,
+) -> tuple[str, dict]:
+    """``"dense"``, ``"cg"`` or ``"trial"`` (CG first, capped, then the dense solver) for
+    ``system``.
 
     The CG cost is the expected iterations (:func:`expected_iterations`, from the starting
-    preconditioner's residual variance)
-    times the planned cost of one transform at the first iteration's accuracy; the dense cost
-    is :data:`DENSE_EXTRA_PRODUCTS` + N / :data:`DENSE_FLOP_RATIO` direct products. Both are in
-    the transform planner's own units, so the choice needs no timing of its own. Returns the
-    choice and the numbers behind it.
+    Nystrom factor's largest residual variance: ``residual_variance``, or that of
+    ``system.precond``) times the planned cost of one transform at the first iteration's
+    accuracy; the dense cost is :data:`DENSE_EXTRA_PRODUCTS` + N / :data:`DENSE_FLOP_RATIO`
+    direct products. Both are in the transform planner's own units, so the choice needs no
+    timing of its own. ``"trial"`` when the dense solver is the cheaper but CG's cost is within
+    :data:`TRIAL_FACTOR` of it; ``info["trial_iterations"]`` is then the CG iterations that
+    cost as much as the dense solver. Returns the choice and the numbers behind it.
     """
     n = system.n
     info: dict = {"fits": dense_fits(n)}
-    if not info["fits"] or system.precond is None:
+    if residual_variance is None:
+        if system.precond is None:
+            return "cg", info
+        residual_variance = system.precond.residual_variance
+    if not info["fits"]:
         return "cg", info
-    iters = min(
-        float(max_iter),
-        expected_iterations(system.precond.residual_variance, system.noise_variance, tol),
-    )
+    iters = min(float(max_iter), expected_iterations(residual_variance, system.noise_variance, tol))
     plan = system.kernel.plan(min(delta, tol) / n * system.kernel.signal_variance)
     # both in the planner's estimated seconds on one core (its "measured" times are of a
     # sample of the targets, not comparable with the estimate of a direct product)
@@ -176,9 +208,18 @@ def choose_solver(system: GPSystem, tol: float, delta: float, max_iter: int) -> 
     cg_cost = iters * product / direct
     dense_cost = DENSE_EXTRA_PRODUCTS + n / DENSE_FLOP_RATIO
     info.update(
-        expected_iterations=iters, cg_cost=cg_cost, dense_cost=dense_cost, method=plan.method_
+        expected_iterations=iters,
+        cg_cost=cg_cost,
+        dense_cost=dense_cost,
+        method=plan.method_,
+        residual_variance=residual_variance,
     )
-    return ("dense" if dense_cost < cg_cost else "cg"), info
+    if dense_cost >= cg_cost:
+        return "cg", info
+    if cg_cost <= TRIAL_FACTOR * dense_cost:
+        info["trial_iterations"] = max(1, int(dense_cost * direct / product))
+        return "trial", info
+    return "dense", info
 
 
 def _threads(n_jobs: int | None) -> int:
@@ -306,7 +347,12 @@ def kernel_matrix(scaled: FloatArray, signal_variance: float, threads: int) -> F
         b = min(n, a + step)
         expo = left[a:b] @ right
         np.minimum(expo, math.log(signal_variance), out=expo)
-        np.exp(expo, out=K[a:b], casting="same_kind")
+        # the exponent rounded to single precision changes exp by a relative |expo| * 6e-8,
+        # at most 2.2e-8 sigma_f^2 in absolute terms (where expo = -1): below the result's own
+        # rounding; the single-precision exp is several times faster
+        out = K[a:b]
+        out[...] = expo
+        np.exp(out, out=out)
 
     starts = range(0, n, step)
     with threadpool_limits(1, user_api="blas"):

@@ -52,11 +52,24 @@ def farthest_points(
     Returns ``(order, min_dist)``: the landmark indices and each point's squared distance to
     the nearest landmark, which can be passed back to extend the traversal.
     """
-    n = X.shape[0]
+    n, d = X.shape
     k = min(k, n)
+    columns = [np.ascontiguousarray(X[:, j]) for j in range(d)]
+    sq, diff = np.empty(n), np.empty(n)
+
+    def distances(i: int) -> FloatArray:
+        # squared distances to point i, a coordinate at a time into preallocated arrays: the
+        # same sums as np.sum((X - X[i]) ** 2, axis=1), without its n x d temporaries
+        sq.fill(0.0)
+        for col in columns:
+            np.subtract(col, col[i], out=diff)
+            np.multiply(diff, diff, out=diff)
+            np.add(sq, diff, out=sq)
+        return sq
+
     if order is None or min_dist is None:
         order = [int(start)]
-        min_dist = np.sum((X - X[start]) ** 2, axis=1)
+        min_dist = distances(int(start)).copy()
     taken = list(order)
     dist = min_dist
     while len(taken) < k:
@@ -64,7 +77,7 @@ def farthest_points(
         if dist[nxt] <= 0.0:  # all remaining points duplicate a landmark
             break
         taken.append(nxt)
-        np.minimum(dist, np.sum((X - X[nxt]) ** 2, axis=1), out=dist)
+        np.minimum(dist, distances(nxt), out=dist)
     return np.asarray(taken, dtype=np.intp), dist
 
 
@@ -95,12 +108,19 @@ class NystromPreconditioner:
     _order: IntArray | None
     _min_dist: FloatArray | None
 
-    def __init__(self, scaled: FloatArray, signal_variance: float, noise_variance: float, rank: int) -> None:
+    def __init__(
+        self,
+        scaled: FloatArray,
+        signal_variance: float,
+        noise_variance: float,
+        rank: int,
+        traversal: tuple[IntArray, FloatArray] | None = None,
+    ) -> None:
         self.scaled = scaled
         self.signal_variance = float(signal_variance)
         self.noise_variance = float(noise_variance)
-        self._order = None
-        self._min_dist = None
+        # a farthest-point traversal already made (by :func:`residual_variance_estimate`)
+        self._order, self._min_dist = traversal if traversal is not None else (None, None)
         self.build(rank)
 
     @staticmethod
@@ -163,3 +183,47 @@ class NystromPreconditioner:
     def sample(self, g_low: FloatArray, g_full: FloatArray) -> FloatArray:
         """z = L g_low + sigma g_full ~ N(0, P) for standard normal g_low (rank x m), g_full (n x m)."""
         return self.factor @ g_low[: self.rank] + np.sqrt(self.noise_variance) * g_full
+
+
+def residual_variance_estimate(
+    scaled: FloatArray,
+    signal_variance: float,
+    rank: int,
+    n_far: int = 64,
+    n_random: int = 512,
+    random_state: int = 0,
+) -> tuple[float, tuple[IntArray, FloatArray]]:
+    """The largest residual variance :math:`\\sigma_f^2 - k_{xS}K_{SS}^{-1}k_{Sx}` of the Nystrom
+    factor on ``rank`` farthest-point landmarks, over a sample of the points, without forming
+    the N x rank factor: the ``n_far`` points farthest from the landmarks (where the largest
+    residual is, since it grows with the distance to the nearest landmark) and ``n_random``
+    others drawn at random.
+
+    Returns the estimate and the traversal ``(order, min_dist)``, which
+    :class:`NystromPreconditioner` can continue (``traversal=``) so that the factor, when it is
+    needed, has the same landmarks and the same residual at the sampled points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vastml.kernels._gp_precond import NystromPreconditioner, residual_variance_estimate
+    >>> X = np.random.default_rng(0).uniform(size=(2000, 3)) * 6
+    >>> rho, traversal = residual_variance_estimate(X, 1.0, 100)
+    >>> P = NystromPreconditioner(X, 1.0, 0.01, 100, traversal=traversal)
+    >>> bool(0.9 * P.residual_variance <= rho <= P.residual_variance)
+    True
+    """
+    n = scaled.shape[0]
+    sf2 = float(signal_variance)
+    rank = int(min(max(rank, 1), n))
+    order, min_dist = farthest_points(scaled, rank, 0)
+    kss = rbf_block(scaled[order], scaled[order], sf2)
+    c, piv, r, _ = dpstrf(kss, lower=1, tol=1e-10 * sf2)
+    C = np.tril(c[:r, :r])
+    S = order[piv[:r] - 1]
+    far = np.argpartition(min_dist, max(n - n_far, 0))[max(n - n_far, 0) :]
+    rng = np.random.default_rng(random_state)
+    sample = np.union1d(far, rng.choice(n, size=min(n, n_random), replace=False))
+    B = solve_triangular(C, rbf_block(scaled[S], scaled[sample], sf2), lower=True)
+    rho = max(0.0, float(sf2 - np.min(np.einsum("ij,ij->j", B, B))))
+    return rho, (order, min_dist)

@@ -121,11 +121,16 @@ class GPSystem:
         max_iter: int,
         progress: Reporter | None = None,
         grow: bool = True,
+        x0: FloatArray | None = None,
+        r0: FloatArray | None = None,
+        start_iteration: int = 0,
     ) -> tuple[CGResult, int]:
-        """Solve :math:`\\hat K X = B`; returns (CGResult of the last run, total iterations)."""
+        """Solve :math:`\\hat K X = B`; returns (CGResult of the last run, total iterations).
+
+        ``x0`` and its residual ``r0`` continue an earlier run (its iterations counted from
+        ``start_iteration`` in the reports)."""
         B = np.asarray(B, dtype=np.float64)
         b_norm = np.linalg.norm(B.reshape(self.n, -1), axis=0)
-        x0 = r0 = None
         total = 0
         while True:
             budget = max_iter - total
@@ -143,7 +148,7 @@ class GPSystem:
                 r0=r0,
                 b_norm=b_norm,
                 progress=progress,
-                start_iteration=total,
+                start_iteration=start_iteration + total,
                 flexible=getattr(self.precond, "inexact", False),
             )
             total += res.n_iter_
