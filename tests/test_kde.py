@@ -202,3 +202,31 @@ def test_verbose_shows_selection_planning_and_chunked_evaluation(capfd, monkeypa
     np.testing.assert_allclose(got, quiet.score_samples(Y), rtol=0, atol=1e-12)
     sheather_jones(X[:, 0], verbose=True)
     assert "sheather_jones" in capfd.readouterr().err
+
+
+def test_rtol_at_a_tiny_bandwidth_tightens_in_one_tree_pass(monkeypatch):
+    # uniform points and a kernel far narrower than their spacing: every target has a few
+    # sources in reach, the first pass (a tree) certifies about half of the densities, and
+    # the rest are recomputed by one more tree pass at the smallest accuracy any needs
+    rng = np.random.default_rng(20)
+    X = rng.random((8000, 2))
+    Y = rng.random((3000, 2))
+    sigma = 0.004
+    kde = KernelDensity(bandwidth=sigma, rtol=1e-6).fit(X)
+    assert kde._transform.method_ == "direct-tree"
+    import vastml.kernels._kde as kde_module
+
+    calls = []
+    real = kde_module.gauss_transform
+
+    def spy(sources, targets, weights, bandwidth, epsilon, method, n_jobs):
+        calls.append((len(targets), epsilon, method))
+        return real(sources, targets, weights, bandwidth, epsilon, method, n_jobs)
+
+    monkeypatch.setattr(kde_module, "gauss_transform", spy)
+    got = kde.score_samples(Y)
+    tree_passes = [c for c in calls if c[2] == "direct-tree"]
+    assert len(tree_passes) == 1 and tree_passes[0][0] > 500, calls
+    want = exact_log_density_stable(X, Y, sigma)
+    # relative accuracy rtol on the density is an absolute one on its log
+    np.testing.assert_allclose(got, want, rtol=0, atol=1.01e-6)

@@ -39,6 +39,9 @@ FIRST_PASS = 0.1
 FIRST_PASS_PAIRS = 2e6
 #: The targets left are recomputed in passes whose accuracies span at most this factor.
 PASS_SPAN = 1e3
+#: Largest growth of the volume within the tree's cut-off for which the targets left are
+#: recomputed in one pass of the tree at the smallest accuracy any of them needs.
+TREE_GROWTH = 2.0
 #: Up to this many (target, source) pairs the log-space sums are taken directly, without
 #: building their kd-tree (a tree over a million points costs more than a few such targets).
 LOG_DIRECT_PAIRS = 4e6
@@ -313,13 +316,24 @@ class KernelDensity(BaseEstimator):
         band = np.floor(np.log10(need))
         # beyond what a fast pass can certify (below 1e-14): the log-space sums do it
         bands = [b for b in np.unique(band)[::-1] if b >= -14]
-        span = math.log10(PASS_SPAN)
+        # The direct sum costs the same at any accuracy, and the tree's cut-off grows only as
+        # sqrt(ln(1 / epsilon)): when the first pass ran the direct sum, or the tree and the
+        # smallest accuracy at most doubles the volume within its cut-off, one pass of the
+        # same method at the smallest accuracy does every band, without planning anew per band.
+        method = self._transform.method_
+        if bands and method == "direct-tree":
+            growth = (bands[-1] / min(bands[0], -1.0)) ** (0.5 * Xs.shape[1])
+            if growth > TREE_GROWTH:
+                method = self.method
+        elif method != "direct":
+            method = self.method
+        span = math.inf if method in ("direct", "direct-tree") else math.log10(PASS_SPAN)
         while bands:
             group = [b for b in bands if b >= bands[0] - span]
             bands = bands[len(group):]
             e = 10.0 ** group[-1]
             sel = idx[(band <= group[0]) & (band >= group[-1])]
-            gb = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, self.method, self.n_jobs)
+            gb = gauss_transform(self._scaled, Xs[sel], self._weights, SQRT2, e, method, self.n_jobs)
             ok = (gb - e > 0) & (e <= rtol * (gb - e))
             out[sel[ok]] = np.log(gb[ok])
             done[sel[ok]] = True

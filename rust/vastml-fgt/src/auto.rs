@@ -44,6 +44,9 @@ const MEASURE_ABOVE_NS: f64 = 2e7;
 const TRY_IFGT_ABOVE_NS: f64 = 2e7;
 /// Share of the best estimate the clustering may cost when only the crowding admits it.
 const TRY_IFGT_SHARE: f64 = 0.06;
+/// Interleaved groups of the sample the tree's neighbour count is taken in (see
+/// [`Context::tree_estimate`]).
+const GROUPS: usize = 8;
 /// A sample whose [`plan::crowding`] is below this does not fill its box.
 const CROWDED: f64 = 0.5;
 
@@ -259,8 +262,7 @@ impl Context<'_> {
             if !stopped && rough < 5.0 * rough_best {
                 let tree =
                     TreePlan::new(self.sources, dim, self.h, self.epsilon, self.tree_radius)?;
-                let (pts, runs) = tree.mean_sources_in_reach(&sample);
-                let cost = plan::tree_cost(n, m, dim, w, pts, runs);
+                let cost = self.tree_estimate(&tree, &sample, best);
                 best = best.min(cost);
                 cands.push(Candidate {
                     method: Method::DirectTree,
@@ -485,6 +487,43 @@ impl Context<'_> {
         if let Some(c) = cands.iter_mut().find(|c| c.method == key) {
             c.engine = Some(engine);
         }
+    }
+
+    /// The tree's cost from the sources and leaf runs in reach of the sample, counted in
+    /// eight interleaved groups. In many dimensions at a wide cut-off a count visits most of
+    /// the tree per target, and on small problems the count of 128 targets was most of the
+    /// planning: once four groups put the tree beyond [`TIME_WINDOW`] of `best` (where it
+    /// is neither timed nor, unless the estimate is off by that much, picked), the rest
+    /// are not counted.
+    fn tree_estimate(&self, tree: &TreePlan, sample: &[f64], best: f64) -> f64 {
+        let (n, m, dim, w) = (self.sources.len() / self.dim, self.m, self.dim, self.w);
+        let rows = sample.len() / dim;
+        let groups = GROUPS.min(rows).max(1);
+        let (mut pts, mut runs, mut counted) = (0.0, 0.0, 0usize);
+        let mut group = Vec::with_capacity(sample.len().div_ceil(groups));
+        for g in 0..groups {
+            group.clear();
+            for r in (g..rows).step_by(groups) {
+                group.extend_from_slice(&sample[r * dim..(r + 1) * dim]);
+            }
+            let k = group.len() / dim;
+            let (p, l) = tree.mean_sources_in_reach(&group);
+            pts += p * k as f64;
+            runs += l * k as f64;
+            counted += k;
+            if g + 1 >= GROUPS / 2 && g + 1 < groups {
+                let cost =
+                    plan::tree_cost(n, m, dim, w, pts / counted as f64, runs / counted as f64);
+                if cost > TIME_WINDOW * best {
+                    return cost;
+                }
+            }
+        }
+        if counted == 0 {
+            let (p, l) = tree.mean_sources_in_reach(&[]);
+            return plan::tree_cost(n, m, dim, w, p, l);
+        }
+        plan::tree_cost(n, m, dim, w, pts / counted as f64, runs / counted as f64)
     }
 
     /// About `s` targets for timing: eight runs of consecutive targets along a Z-order curve,

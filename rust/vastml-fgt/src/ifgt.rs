@@ -215,6 +215,18 @@ impl IfgtProblem {
     }
 }
 
+/// Writes `(x - center) / h` into `u` (`inv_h` = 1 / h) and returns `|x - center|^2`.
+#[inline]
+fn scaled_offset(x: &[f64], center: &[f64], inv_h: f64, u: &mut [f64]) -> f64 {
+    let mut d2 = 0.0;
+    for ((ui, &xi), &ci) in u.iter_mut().zip(x).zip(center) {
+        let t = xi - ci;
+        d2 += t * t;
+        *ui = t * inv_h;
+    }
+    d2
+}
+
 /// Keeps the cheaper of `best` and `candidate`.
 fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParameters>) {
     if let Some(c) = candidate {
@@ -227,13 +239,29 @@ fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParamet
 /// Algorithm 1 on the uniform-data model (no clustering): r_x ~ range * K^(-1/d).
 /// Cheap; used to decide whether clustering is worth trying. `None` when no K reaches epsilon.
 pub fn choose_parameters_uniform(problem: &IfgtProblem) -> Option<IfgtParameters> {
-    let mut best = None;
+    let limit = problem.k_limit();
+    // The radius shrinks as K grows, and so do the terms a radius needs: when the largest K
+    // reaches no epsilon, no K does (the common answer at small bandwidths, where the search
+    // below would try a hundred K, each with a search over p).
+    let rx = problem.range * (limit as f64).powf(-1.0 / problem.dim as f64);
+    problem.candidate(limit, rx)?;
+    uniform_search(problem, limit)
+}
+
+/// The search of [`choose_parameters_uniform`] over K (up to `limit`).
+fn uniform_search(problem: &IfgtProblem, limit: usize) -> Option<IfgtParameters> {
+    let mut best: Option<IfgtParameters> = None;
     // every K up to 64, then K growing by 5% a step: the model is smooth in K, and a small
     // bandwidth allows tens of thousands of K, each costing a search over p (this loop was
     // most of auto's planning time on small problems)
-    let limit = problem.k_limit();
     let mut k = 1usize;
+    // the cost of K is at least M d K (every target's distance to every centre), so past the
+    // K where that alone exceeds the best cost no larger K can win
+    let floor = problem.n_targets as f64 * problem.dim as f64;
     while k <= limit {
+        if best.is_some_and(|b| floor * k as f64 > b.cost) {
+            break;
+        }
         let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
         keep_cheaper(&mut best, problem.candidate(k, rx));
         k = if k < 64 {
@@ -267,8 +295,11 @@ pub fn choose_parameters(
 /// On a line (d = 1) the farthest-point clustering is replaced by K equal intervals over the
 /// sources' range (as in chapter 3 of the thesis): the same guarantee, since the bound uses
 /// the actual radii, for O(N) work instead of growing K clusters one by one. K comes from
-/// Algorithm 1 on the uniform model; empty intervals are dropped. Returns `None` when the
-/// uniform model finds no K that reaches epsilon.
+/// Algorithm 1 on the uniform model; empty intervals are dropped. A few far outliers stretch
+/// the range so far that no K within the limit reaches epsilon: then the interval width is
+/// taken from the model on the bulk of the sources (a sample less its 1/64 most extreme on
+/// each side) and laid over the whole range, every outlier landing in an interval of its own.
+/// Returns `None` when neither reaches epsilon.
 pub(crate) fn interval_clustering(
     sources: &[f64],
     problem: &IfgtProblem,
@@ -276,9 +307,74 @@ pub(crate) fn interval_clustering(
     let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let range = (hi - lo).max(problem.bandwidth * 1e-3);
-    let params = choose_parameters_uniform(&IfgtProblem { range, ..*problem })?;
-    let clustering = equal_intervals(sources, params.n_clusters.max(1), problem.bandwidth);
+    if let Some(params) = choose_parameters_uniform(&IfgtProblem { range, ..*problem }) {
+        let clustering = equal_intervals(sources, params.n_clusters.max(1), problem.bandwidth);
+        return Some((params, clustering, Vec::new()));
+    }
+    let bulk = bulk_range(sources).max(problem.bandwidth * 1e-3);
+    if bulk >= 0.5 * range {
+        return None;
+    }
+    let params = choose_parameters_uniform(&IfgtProblem {
+        range: bulk,
+        ..*problem
+    })?;
+    let width = bulk / params.n_clusters.max(1) as f64;
+    let clustering = intervals_of_width(sources, width)?;
     Some((params, clustering, Vec::new()))
+}
+
+/// The extent of a sample of up to 1,024 points on a line less its 1/64 most extreme
+/// values on each side.
+fn bulk_range(sources: &[f64]) -> f64 {
+    let n = sources.len();
+    let stride = n.div_ceil(1024).max(1);
+    let mut sample: Vec<f64> = sources.iter().step_by(stride).copied().collect();
+    sample.sort_unstable_by(f64::total_cmp);
+    let cut = sample.len() / 64;
+    match (sample.get(cut), sample.len().checked_sub(1 + cut)) {
+        (Some(&a), Some(b)) => sample[b] - a,
+        _ => 0.0,
+    }
+}
+
+/// Intervals of the given width over the range of points on a line, numbered in order,
+/// the empty ones dropped; `None` when there would be more than 2^40 of them.
+pub(crate) fn intervals_of_width(sources: &[f64], width: f64) -> Option<Clustering> {
+    let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let total = ((hi - lo) / width).floor() + 1.0;
+    if !(width > 0.0 && total.is_finite() && total <= (1u64 << 40) as f64) {
+        return None;
+    }
+    let last = total as u64 - 1;
+    let raw: Vec<u64> = sources
+        .iter()
+        .map(|&x| (((x - lo) / width) as u64).min(last))
+        .collect();
+    // the distinct non-empty intervals, in order: a table when there are not many more
+    // intervals than points, else a sort
+    if total as usize <= 4 * sources.len() + 1024 {
+        let mut table = vec![usize::MAX; total as usize];
+        for &r in &raw {
+            table[r as usize] = 0;
+        }
+        let mut next = 0;
+        for t in table.iter_mut().filter(|t| **t == 0) {
+            *t = next;
+            next += 1;
+        }
+        let labels = raw.iter().map(|&r| table[r as usize]).collect();
+        return Some(Clustering::from_labels(sources, 1, labels, next));
+    }
+    let mut used = raw.clone();
+    used.sort_unstable();
+    used.dedup();
+    let labels = raw
+        .iter()
+        .map(|r| used.binary_search(r).unwrap_or(0))
+        .collect();
+    Some(Clustering::from_labels(sources, 1, labels, used.len()))
 }
 
 /// `k` equal intervals over the range of points on a line, the empty ones dropped.
@@ -925,12 +1021,7 @@ impl IfgtPlan {
                 let c = self.source_cluster[i] as usize;
                 let center = &self.centers[c * dim..(c + 1) * dim];
                 let x = &sources[i * dim..(i + 1) * dim];
-                let mut d2 = 0.0;
-                for kk in 0..dim {
-                    let t = x[kk] - center[kk];
-                    d2 += t * t;
-                    u[kk] = t * inv_h;
-                }
+                let d2 = scaled_offset(x, center, inv_h, &mut u);
                 let len = self.source_len[i] as usize;
                 self.monomials.evaluate(&u, &mut mono[..len]);
                 let g = exp_nonpositive(d2 * neg_inv_h2);
@@ -1043,12 +1134,7 @@ impl IfgtPlan {
                 }
                 let i = members[slot];
                 let x = &sources[i * dim..(i + 1) * dim];
-                let mut d2 = 0.0;
-                for kk in 0..dim {
-                    let t = x[kk] - center[kk];
-                    d2 += t * t;
-                    u[kk] = t * inv_h;
-                }
+                let d2 = scaled_offset(x, center, inv_h, &mut u);
                 let len = source_terms[slot] as usize;
                 self.monomials.evaluate(&u, &mut mono[..len]);
                 let g = exp_nonpositive(d2 * neg_inv_h2);
@@ -1356,6 +1442,118 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The pruned search of the uniform model (no K when the largest reaches no epsilon; no
+    /// K past the one whose M d K exceeds the best cost) gives exactly the parameters of the
+    /// full search, over dimensions, ranges, bandwidths, accuracies and sizes.
+    #[test]
+    fn pruned_uniform_search_equals_the_full_one() {
+        fn full(problem: &IfgtProblem) -> Option<IfgtParameters> {
+            let limit = problem.k_limit();
+            let mut best = None;
+            let mut k = 1usize;
+            while k <= limit {
+                let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
+                keep_cheaper(&mut best, problem.candidate(k, rx));
+                k = if k < 64 {
+                    k + 1
+                } else {
+                    (k + k / 20).min(limit.max(k + 1))
+                };
+                if k == limit {
+                    let rx = problem.range * (k as f64).powf(-1.0 / problem.dim as f64);
+                    keep_cheaper(&mut best, problem.candidate(k, rx));
+                    break;
+                }
+            }
+            best
+        }
+        let (mut some, mut none) = (0, 0);
+        for dim in 1..=10 {
+            for &h in &[0.003, 0.02, 0.1, 0.4, 1.5, 6.0] {
+                for &eps in &[1e-3, 1e-6, 1e-10] {
+                    for &(n, m) in &[(1000, 30_000), (50_000, 2000), (1_000_000, 1_000_000)] {
+                        let problem = IfgtProblem {
+                            n_sources: n,
+                            n_targets: m,
+                            dim,
+                            range: 1.0,
+                            bandwidth: h,
+                            epsilon: eps,
+                            cutoff: crate::cutoff_radius(h, eps, None),
+                            max_clusters: usize::MAX,
+                        };
+                        let got = choose_parameters_uniform(&problem);
+                        assert_eq!(got, full(&problem), "d={dim} h={h} eps={eps} n={n} m={m}");
+                        if got.is_some() {
+                            some += 1;
+                        } else {
+                            none += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(some > 100 && none > 100, "{some} {none}");
+    }
+
+    /// On a line with a few far outliers the uniform model over the whole range reaches no
+    /// epsilon; the intervals sized on the bulk of the sources do, and the IFGT (and auto,
+    /// whichever it picks) meets epsilon against the direct sum, with signed weights, at
+    /// targets in the bulk, at the outliers and between them.
+    #[test]
+    fn a_line_with_far_outliers_gets_intervals_sized_on_its_bulk() {
+        use crate::{GaussTransform, Method, direct_reference};
+        let n = 6000;
+        let u = crate::testing::uniform(3 * n, 11);
+        // a blob of about unit spread, and 0.5% of the points 100-10,000 away
+        let x: Vec<f64> = (0..n)
+            .map(|i| {
+                let blob = (u[3 * i] + u[3 * i + 1] + u[3 * i + 2] - 1.5) * 2.0;
+                if i % 200 == 7 {
+                    let far = 10f64.powf(2.0 + 2.0 * u[3 * i]);
+                    if i % 400 == 7 { far } else { -far }
+                } else {
+                    blob
+                }
+            })
+            .collect();
+        let q: Vec<f64> = u.iter().take(n).map(|v| v - 0.3).collect();
+        let qsum: f64 = q.iter().map(|v| v.abs()).sum();
+        let mut y: Vec<f64> = x.iter().step_by(37).copied().collect();
+        y.extend([-3.0, 0.0, 2.5, 50.0, -7000.0]);
+        let cancel = AtomicBool::new(false);
+        for (h, eps) in [(0.07, 1.5e-4), (0.02, 1e-8), (0.3, 1e-6)] {
+            let full = IfgtProblem {
+                n_sources: n,
+                n_targets: y.len(),
+                dim: 1,
+                range: 2e4,
+                bandwidth: h,
+                epsilon: eps,
+                cutoff: crate::cutoff_radius(h, eps, None),
+                max_clusters: usize::MAX,
+            };
+            assert!(choose_parameters_uniform(&full).is_none(), "h={h}");
+            let exact = direct_reference(&x, &y, 1, &q, 1, h);
+            for method in [Method::Ifgt, Method::IfgtTree, Method::Auto] {
+                let gt = GaussTransform::new(&x, 1, h, eps, method).unwrap();
+                let g = gt.evaluate(&y, &q, 1, &cancel).unwrap();
+                for (j, (a, b)) in g.iter().zip(&exact).enumerate() {
+                    assert!(
+                        (a - b).abs() <= eps * qsum,
+                        "h={h} {method}: target {j}: {a} against {b}"
+                    );
+                }
+            }
+        }
+        // the intervals of a given width cover every point, in order, with no empty one
+        let c = intervals_of_width(&x, 0.05).unwrap();
+        let (offsets, members) = c.members();
+        assert!(c.n_clusters() > 100 && members.len() == n);
+        assert!(offsets.windows(2).all(|w| w[1] > w[0]));
+        assert!(intervals_of_width(&x, 0.0).is_none());
     }
 
     #[test]
