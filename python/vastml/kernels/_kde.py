@@ -42,6 +42,10 @@ PASS_SPAN = 1e3
 #: Largest growth of the volume within the tree's cut-off for which the targets left are
 #: recomputed in one pass of the tree at the smallest accuracy any of them needs.
 TREE_GROWTH = 2.0
+#: Up to this many sources the targets left may take that one pass: the pass builds its own
+#: tree, which over more sources costs more than planning a pass per band (20,000 sources in
+#: 2-D: 5% slower).
+ONE_PASS_MAX_SOURCES = 10_000
 #: Up to this many (target, source) pairs the log-space sums are taken directly, without
 #: building their kd-tree (a tree over a million points costs more than a few such targets).
 LOG_DIRECT_PAIRS = 4e6
@@ -321,7 +325,9 @@ class KernelDensity(BaseEstimator):
         # smallest accuracy at most doubles the volume within its cut-off, one pass of the
         # same method at the smallest accuracy does every band, without planning anew per band.
         method = self._transform.method_
-        if bands and method == "direct-tree":
+        if self._scaled.shape[0] > ONE_PASS_MAX_SOURCES:
+            method = self.method
+        elif bands and method == "direct-tree":
             growth = (bands[-1] / min(bands[0], -1.0)) ** (0.5 * Xs.shape[1])
             if growth > TREE_GROWTH:
                 method = self.method
