@@ -4,17 +4,11 @@
 //! tie-break), and the same order run after run on 1, 2 and 8 threads, with busy threads
 //! competing for the cores.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
+use std::sync::atomic::AtomicBool;
 
+mod common;
+use common::{lcg, under_load};
 use vastml_order::gradient::{Gradient, gradient_order, gradient_order_with, gradient_value};
-
-fn lcg(x: &mut u64) -> u64 {
-    *x = x
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    *x >> 33
-}
 
 /// Symmetric dissimilarities in {0, .., levels - 1}: many orders tie.
 fn tie_heavy(n: usize, levels: u64, seed: u64) -> Vec<f64> {
@@ -95,27 +89,6 @@ fn run_on(
     })
     .unwrap()
     .order
-}
-
-/// Runs `f` while `k` threads spin, so the pool's threads are descheduled at random points.
-fn under_load<T>(k: usize, f: impl FnOnce() -> T) -> T {
-    let stop = AtomicBool::new(false);
-    thread::scope(|s| {
-        for _ in 0..k {
-            s.spawn(|| {
-                let mut x = 1u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..10_000 {
-                        x = std::hint::black_box(lcg(&mut x));
-                    }
-                    thread::yield_now();
-                }
-            });
-        }
-        let out = f();
-        stop.store(true, Ordering::Relaxed);
-        out
-    })
 }
 
 #[test]
