@@ -424,6 +424,82 @@ def test_stored_matrix_solver_gives_the_exact_mean(monkeypatch):
     assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
 
 
+def _shaped_problem(shape, n=1500, noise=1e-3, seed=3):
+    # flat-spectrum problems on which a Nystrom rank of about a third of N meets the noise
+    rng = np.random.default_rng(seed)
+    if shape == "uniform":
+        X, ls = rng.uniform(-1, 1, size=(n, 3)), 0.3
+    elif shape == "clustered":
+        X = rng.uniform(-1, 1, size=(6, 3))[rng.integers(0, 6, n)] + 0.25 * rng.normal(size=(n, 3))
+        ls = 0.25
+    else:  # anisotropic, with per-axis length scales
+        X = rng.uniform(-1, 1, size=(n, 3)) * np.array([4.0, 1.0, 0.5])
+        ls = np.array([1.0, 0.3, 0.2])
+    y = np.sin(3 * X / X.std(0)).sum(1) + np.sqrt(noise) * rng.normal(size=n)
+    return X, y, ls, noise
+
+
+def test_stored_matrix_blocks_cut_the_inner_iterations():
+    # the residual's block diagonal added to the Nystrom factor (the two-level preconditioner):
+    # the same rank, fewer single-precision CG iterations to the same relative residual
+    # (measured 9 -> 5, 20 -> 12, 18 -> 14), and the solve still that of the double-precision
+    # system
+    from vastml.kernels import _gp_dense
+
+    totals = {0: 0, 250: 0}
+    for shape in ("uniform", "clustered", "anisotropic"):
+        X, y, ls, noise = _shaped_problem(shape)
+        scaled = (X - X.mean(0)) / ls
+        K = rbf(X, X, ls) + noise * np.eye(len(X))
+        v = y - y.mean()
+        ranks, iterations = [], []
+        for block_size in (0, 250):
+            P = _gp_dense.StoredKernelPreconditioner(
+                scaled, 1.0, noise, None, max_rank=1200, inner_tol=1e-5, block_size=block_size
+            )
+            assert P.ok
+            assert (len(P._blocks) == 8) == (block_size > 0)  # 1,500 points in leaves of 187-188
+            x = P.solve(v)
+            assert np.linalg.norm(K @ x - v) <= 1e-4 * np.linalg.norm(v)
+            ranks.append(P.rank)
+            iterations.append(P.inner_iterations[0])
+            totals[block_size] += P.inner_iterations[0]
+        assert ranks[0] == ranks[1]
+        assert iterations[1] < iterations[0], shape
+    assert totals[250] <= 0.8 * totals[0], totals
+
+
+@pytest.mark.parametrize("shape", ["uniform", "clustered", "anisotropic"])
+def test_stored_matrix_solver_with_blocks_gives_the_exact_mean(monkeypatch, shape):
+    from vastml.kernels import _gp_dense
+
+    monkeypatch.setattr(_gp_dense, "STORED_RANK_FRACTION", 0.9)
+    monkeypatch.setattr(_gp_dense, "STORED_MIN_N", 0)
+    monkeypatch.setattr(_gp_dense, "STORED_BLOCK_SIZE", 300)
+    monkeypatch.setattr(_gp_dense, "cholesky_is_faster", lambda *a: False)
+    X, y, ls, noise = _shaped_problem(shape)
+    Xt = X[:300] + 0.05 * np.random.default_rng(5).normal(size=(300, 3))
+    gp = GaussianProcessRegressor(length_scale=ls, noise_variance=noise, solver="dense").fit(X, y)
+    assert gp._dense_info["preconditioner"] == "StoredKernelPreconditioner"
+    assert gp._dense_info["rank"] < len(X)
+    test_mean, train_mean = _exact_mean(X, y, Xt, ls, noise)
+    assert np.abs(gp.predict(X) - train_mean).max() <= 1e-3 * y.std()
+    assert np.abs(gp.predict(Xt) - test_mean).max() <= 1e-3 * y.std()
+
+
+def test_kd_blocks_partition_the_points_into_compact_leaves():
+    from vastml.kernels._gp_dense import kd_blocks
+
+    X = np.random.default_rng(0).uniform(-1, 1, size=(1000, 2)) * np.array([8.0, 1.0])
+    blocks = kd_blocks(X, 130)
+    assert sorted(np.concatenate(blocks).tolist()) == list(range(1000))
+    assert all(len(b) <= 130 for b in blocks) and len(blocks) == 8
+    # the long axis is split first: every leaf spans at most a quarter of it, and the split is
+    # deterministic
+    assert max(np.ptp(X[b, 0]) for b in blocks) < 0.3 * np.ptp(X[:, 0])
+    assert all(np.array_equal(a, b) for a, b in zip(blocks, kd_blocks(X, 130)))
+
+
 def test_the_dense_branch_is_chosen_by_timing_the_factorisation_against_a_product(monkeypatch):
     # where the stored-matrix solver would apply, the timed probe decides: a factorisation
     # that costs less than STORED_PRODUCTS symmetric products wins, and either branch gives the
