@@ -23,8 +23,7 @@ Each configuration ``block:rank`` prints the CG iterations to each relative resi
 ``--tols`` (5e-4 is the library's inner tolerance at N = 20,000; the outer solve needs about two
 such solves), the set-up time, and the time of one product with the stored matrix, so that
 iterations x product + set-up can be compared with the 4 s that 20x scikit-learn needs there.
-``--library`` times instead the library's stored-matrix branch (forced) with and without the
-residual's blocks, fit + predict. ``--tiles`` prints instead, for every case, the fraction of the matrix in tiles of kd-tree
+``--tiles`` prints instead, for every case, the fraction of the matrix in tiles of kd-tree
 leaves whose entries are all below 1e-7 (what a tile-sparse product could skip).
 Times are wall times of numpy / scipy code on this machine (the set-up is not optimised); the
 iteration counts do not depend on the load. It writes ``gp_precond_study.json``.
@@ -183,11 +182,6 @@ def main() -> int:
         action="store_true",
         help="only print the fraction of negligible tiles (kd leaves of 500 and 1,000) per case",
     )
-    ap.add_argument(
-        "--library",
-        action="store_true",
-        help="time the library's stored-matrix branch with and without its blocks instead",
-    )
     ap.add_argument("--threads", type=int, default=None, help="BLAS threads (default: all)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = ap.parse_args()
@@ -195,42 +189,7 @@ def main() -> int:
         return study(args)
 
 
-def library_rows(args: argparse.Namespace) -> int:
-    """fit + predict (2,000 test points) of GaussianProcessRegressor(solver="dense") forced to
-    the stored-matrix branch, with the residual's blocks (the library's STORED_BLOCK_SIZE) and
-    without (0), in the same run; the mean against each other's is printed, not against an
-    exact solve (see benches/gp.py for that)."""
-    from vastml.kernels import GaussianProcessRegressor, _gp_dense
-
-    shape, d, noise, frac = CASES[args.case]
-    X, y, Xt, _, s = make_data(args.n, d, shape, noise, seed=args.n + d)
-    _gp_dense.STORED_MIN_N = 0
-    _gp_dense.cholesky_is_faster = lambda *a: False
-    default = _gp_dense.STORED_BLOCK_SIZE
-    means = []
-    for block in (0, default):
-        _gp_dense.STORED_BLOCK_SIZE = block
-        t0, c0 = time.perf_counter(), time.process_time()
-        gp = GaussianProcessRegressor(length_scale=frac * s, noise_variance=noise, solver="dense")
-        gp.fit(X, y)
-        means.append(gp.predict(Xt))
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        info = gp._dense_info
-        print(
-            f"{shape} d={d} noise={noise} ls={frac} N={args.n} blocks {block:>5}: {wall:.1f} s "
-            f"(cpu {cpu:.1f} s), {info['preconditioner']} rank {info.get('rank')}, "
-            f"inner iterations {info.get('inner_iterations')}, outer {gp.n_iter_}",
-            flush=True,
-        )
-    diff = float(np.abs(means[0] - means[1]).max() / y.std())
-    print(f"  max |mean(blocks) - mean(no blocks)| / std(y) = {diff:.1e}")
-    _gp_dense.STORED_BLOCK_SIZE = default
-    return 0
-
-
 def study(args: argparse.Namespace) -> int:
-    if args.library:
-        return library_rows(args)
     if args.tiles:
         for shape, d, noise, frac in CASES:
             X, _, _, _, s = make_data(args.n, d, shape, noise, seed=args.n + d)

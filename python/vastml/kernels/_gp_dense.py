@@ -30,7 +30,7 @@ from vastml._validation import n_jobs_arg
 from vastml.kernels._gp_precond import farthest_points
 
 if TYPE_CHECKING:
-    from vastml._typing import Float32Array, FloatArray, IntArray
+    from vastml._typing import Float32Array, FloatArray
     from vastml.kernels._gp_system import GPSystem
 
 #: Bytes the single-precision kernel matrix may take (4 N^2); N up to about 31,600.
@@ -56,40 +56,6 @@ STORED_MAX_RANK = 6000
 #: wasted (0.4 s at N = 5,000 under load), while the factorisation takes 0.1 s on 2 idle
 #: cores and 0.5 s on one loaded core there.
 STORED_MIN_N = 10_000
-#: The stored-matrix solver's preconditioner adds to its Nystrom factor L the diagonal blocks of
-#: the residual :math:`K - LL^T` on kd-tree leaves of at most this many points (0: Nystrom
-#: alone). At N = 20,000 on the flat case of ``benches/gp.py`` (rank 3,000) the blocks cut the
-#: inner iterations to a relative residual of 5e-4 from 30 to 13, for about 0.05 of a full
-#: factorisation's flops (``benches/gp_precond_study.py``).
-STORED_BLOCK_SIZE = 1000
-
-
-def kd_blocks(X: FloatArray, size: int) -> list[IntArray]:
-    """Index sets of the leaves (at most ``size`` points each, ``size >= 1``) of a kd-tree that
-    halves the longest side of each box at its median; deterministic (stable sorts).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from vastml.kernels._gp_dense import kd_blocks
-    >>> blocks = kd_blocks(np.random.default_rng(0).uniform(size=(1000, 2)), 300)
-    >>> [len(b) for b in blocks], int(np.sort(np.concatenate(blocks))[-1])
-    ([250, 250, 250, 250], 999)
-    """
-    leaves: list[IntArray] = []
-    stack = [np.arange(X.shape[0])]
-    while stack:
-        idx = stack.pop()
-        if len(idx) <= size:
-            leaves.append(idx)
-            continue
-        sub = X[idx]
-        axis = int(np.argmax(sub.max(axis=0) - sub.min(axis=0)))
-        order = np.argsort(sub[:, axis], kind="stable")
-        half = len(idx) // 2
-        stack.append(idx[order[half:]])
-        stack.append(idx[order[:half]])
-    return leaves
 
 
 def dense_preconditioner(
@@ -121,7 +87,6 @@ def dense_preconditioner(
             max_rank=max_rank,
             matrix=K,
             inner_tol=inner_tol,
-            block_size=STORED_BLOCK_SIZE,
         )
         if stored.ok:
             return stored
@@ -409,13 +374,7 @@ class StoredKernelPreconditioner:
     :math:`O(Nr^2)`, against the :math:`N^3/3` of a Cholesky factorisation; each iteration is one
     single-precision product with the stored matrix (memory bound, :math:`N^2` operations).
     The rank is the smallest of a geometric schedule whose mean residual variance, estimated
-    on a random sample of points, is at most the noise variance. With ``block_size`` > 0 the
-    preconditioner is :math:`M = LL^T + B`, :math:`B` the diagonal blocks of
-    :math:`K - LL^T + \\sigma^2 I` on kd-tree leaves of at most ``block_size`` points (each
-    factored by Cholesky), applied by Woodbury as
-    :math:`M^{-1}r = B^{-1}(r - L(I + L^T B^{-1} L)^{-1} L^T B^{-1} r)`: the blocks take the
-    short-range part of the residual that the factor leaves (a two-level, partially independent
-    preconditioner), which halves the inner iterations or better. The outer CG of
+    on a random sample of points, is at most the noise variance. The outer CG of
     :class:`~vastml.kernels._gp_system.GPSystem` keeps its double-precision products; this
     inner solve only has to be accurate to ``inner_tol``.
 
@@ -431,8 +390,6 @@ class StoredKernelPreconditioner:
         False (the caller factors the whole matrix instead).
     inner_tol : float
         Relative residual of the inner solve.
-    block_size : int
-        Largest block of the residual's block diagonal (0: the Nystrom factor alone).
 
     Examples
     --------
@@ -468,7 +425,6 @@ class StoredKernelPreconditioner:
         matrix: Float32Array | None = None,
         inner_tol: float = 1e-4,
         random_state: int = 0,
-        block_size: int = 0,
     ) -> None:
         t0 = time.perf_counter()
         n = scaled.shape[0]
@@ -477,7 +433,6 @@ class StoredKernelPreconditioner:
         self.noise = float(noise_variance)
         self.inner_tol = float(inner_tol)
         self.inner_iterations: list[int] = []
-        self._blocks: list[tuple[IntArray, Float32Array]] = []
         sf2 = float(signal_variance)
         rng = np.random.default_rng(random_state)
         sample = rng.choice(n, size=min(n, self.SAMPLE), replace=False)
@@ -517,55 +472,14 @@ class StoredKernelPreconditioner:
             LT = K[keep]  # K_SX (r x n), overwritten by L^T = C^-1 K_SX
             LT = strsm(1.0, C.astype(np.float32), LT.T, side=1, lower=1, trans_a=1, overwrite_b=1).T
             self.timings["trsm"] = time.perf_counter() - t0
-            if block_size > 0:
-                gram = self._factor_blocks(K, LT, scaled, int(block_size))
-            else:
-                gram = ssyrk(1.0, LT.T, trans=1).astype(np.float64)  # L^T L, upper triangle
+            gram = ssyrk(1.0, LT.T, trans=1).astype(np.float64)  # L^T L, upper triangle
             self.timings["syrk"] = time.perf_counter() - t0
             gram = np.triu(gram) + np.triu(gram, 1).T
-            # sigma^2 I + L^T L (Nystrom alone), I + L^T B^-1 L (with blocks)
-            gram[np.diag_indices_from(gram)] += 1.0 if self._blocks else self.noise
+            gram[np.diag_indices_from(gram)] += self.noise
         self._LT = LT
-        self._inner = cholesky(gram, lower=True)  # kept in double precision
-
-    def _factor_blocks(self, K: Float32Array, LT: Float32Array, scaled: FloatArray, size: int) -> FloatArray:
-        """Factor each block of :math:`K - LL^T + \\sigma^2 I` (shifted if single precision
-        loses its positive definiteness: still a valid preconditioner); returns the upper
-        triangle of :math:`L^T B^{-1} L`, summed over the blocks in a fixed order."""
-        r = LT.shape[0]
-        gram = np.zeros((r, r), dtype=np.float32, order="F")
-        for idx in kd_blocks(scaled, size):
-            Lb = np.array(LT[:, idx].T, order="F")  # b x r
-            E = K[np.ix_(idx, idx)].T  # symmetric: the Fortran-order view of a C-order copy
-            E = ssyrk(-1.0, Lb, beta=1.0, c=E, lower=1, overwrite_c=1)  # lower triangle
-            E.flat[:: len(idx) + 1] += np.float32(self.noise)
-            shift = 0.0
-            for _ in range(6):
-                F, info = spotrf(E, lower=1, clean=1, overwrite_a=0)
-                if info == 0:
-                    break
-                shift = max(10.0 * shift, self.noise)
-                E.flat[:: len(idx) + 1] += np.float32(shift)
-            else:  # pragma: no cover - a shift of 1e5 sigma^2 always factors
-                raise np.linalg.LinAlgError("a block of the residual could not be factored")
-            V = strsm(1.0, F, Lb, lower=1, overwrite_b=1)  # F^-1 L_b
-            gram = ssyrk(1.0, V, beta=1.0, c=gram, trans=1, overwrite_c=1)
-            self._blocks.append((idx, F))
-        return gram.astype(np.float64)
-
-    def _block_solve(self, R: Float32Array) -> Float32Array:
-        out = np.empty_like(R)
-        for idx, F in self._blocks:
-            x, _ = spotrs(F, R[idx], lower=1)
-            out[idx] = x
-        return out
+        self._inner = cholesky(gram, lower=True)  # sigma^2 I + L^T L, kept in double precision
 
     def _woodbury(self, R: Float32Array) -> Float32Array:
-        if self._blocks:
-            # (L L^T + B)^-1 R = B^-1 (R - L (I + L^T B^-1 L)^-1 L^T B^-1 R)
-            Z = self._block_solve(R)
-            u = cho_solve((self._inner, True), (self._LT @ Z).astype(np.float64), check_finite=False)
-            return self._block_solve(R - self._LT.T @ u.astype(np.float32))
         # (L L^T + sigma^2 I)^-1 R = (R - L (sigma^2 I + L^T L)^-1 L^T R) / sigma^2
         u = cho_solve((self._inner, True), (self._LT @ R).astype(np.float64), check_finite=False)
         return (R - self._LT.T @ u.astype(np.float32)) * np.float32(1.0 / self.noise)
