@@ -327,7 +327,9 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
                 res.stopped = res.stopped and not trial.gave_up
             nystrom = system.precond
             if solver == "dense":
-                system.precond = dense_preconditioner(self._scaled, sf2, noise, self.n_jobs, tol)
+                system.precond = dense_preconditioner(
+                    self._scaled, sf2, noise, self.n_jobs, tol, float(np.linalg.norm(yc))
+                )
                 system.target_iterations = None
                 res, more = system.solve(
                     yc,

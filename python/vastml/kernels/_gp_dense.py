@@ -64,6 +64,7 @@ def dense_preconditioner(
     noise_variance: float,
     n_jobs: int | None,
     tol: float = 1e-6,
+    b_norm: float = 0.0,
 ) -> StoredKernelPreconditioner | CholeskyPreconditioner:
     """The preconditioner of ``solver="dense"``: CG on the stored single-precision matrix with
     a Nystrom factor when a rank up to :data:`STORED_RANK_FRACTION` of N leaves a mean residual
@@ -71,7 +72,9 @@ def dense_preconditioner(
     single-precision Cholesky factor (:class:`CholeskyPreconditioner`).
 
     ``tol`` is the outer CG's relative tolerance: the inner solve is made accurate to about
-    its square root, so that two outer iterations (each error times the inner one) reach it."""
+    its square root, so that two outer iterations (each error times the inner one) reach it;
+    given the norm ``b_norm`` of the outer right-hand side, a later inner solve is only made as
+    accurate as the outer tolerance needs from its (smaller) right-hand side."""
     inner_tol = min(1e-2, max(1e-5, 0.3 * math.sqrt(tol)))
     n = scaled.shape[0]
     K = kernel_matrix(scaled, signal_variance, _threads(n_jobs))
@@ -87,6 +90,8 @@ def dense_preconditioner(
             max_rank=max_rank,
             matrix=K,
             inner_tol=inner_tol,
+            outer_tol=tol,
+            b_norm=b_norm,
         )
         if stored.ok:
             return stored
@@ -390,6 +395,13 @@ class StoredKernelPreconditioner:
         False (the caller factors the whole matrix instead).
     inner_tol : float
         Relative residual of the inner solve.
+    outer_tol, b_norm : float
+        The outer CG's relative tolerance and the norm of its right-hand side (0: unknown).
+        When known, an inner solve of a right-hand side v stops at the relative residual
+        :math:`\\max(\\epsilon_{in}, \\min(0.3\\,\\epsilon_{out}\\lVert b\\rVert /
+        \\lVert v\\rVert, 10^{-2}))` (``inner_tol``, ``outer_tol``): the second solve of the
+        outer CG, whose right-hand side is the outer residual, needs only to cut that residual
+        to the outer tolerance.
 
     Examples
     --------
@@ -424,6 +436,8 @@ class StoredKernelPreconditioner:
         max_rank: int,
         matrix: Float32Array | None = None,
         inner_tol: float = 1e-4,
+        outer_tol: float = 0.0,
+        b_norm: float = 0.0,
         random_state: int = 0,
     ) -> None:
         t0 = time.perf_counter()
@@ -432,6 +446,8 @@ class StoredKernelPreconditioner:
         self.threads = _threads(n_jobs)
         self.noise = float(noise_variance)
         self.inner_tol = float(inner_tol)
+        self.outer_tol = float(outer_tol)
+        self.b_norm = float(b_norm)
         self.inner_iterations: list[int] = []
         sf2 = float(signal_variance)
         rng = np.random.default_rng(random_state)
@@ -485,8 +501,9 @@ class StoredKernelPreconditioner:
         return (R - self._LT.T @ u.astype(np.float32)) * np.float32(1.0 / self.noise)
 
     def solve(self, V: FloatArray) -> FloatArray:
-        """:math:`\\hat K^{-1}V` to a relative residual ``inner_tol`` per column (V of shape (n,)
-        or (n, m)), by Nystrom-preconditioned CG in single precision."""
+        """:math:`\\hat K^{-1}V` to a relative residual ``inner_tol`` per column (looser for a
+        small right-hand side when the outer tolerance is known; V of shape (n,) or (n, m)), by
+        Nystrom-preconditioned CG in single precision."""
         V = np.asarray(V)
         B = V.reshape(self.n, -1).astype(np.float32)
         noise = np.float32(self.noise)
@@ -494,11 +511,14 @@ class StoredKernelPreconditioner:
         R = B.copy()
         bn = np.linalg.norm(B, axis=0)
         bn[bn == 0] = 1.0
+        tol = np.full(B.shape[1], self.inner_tol)
+        if self.outer_tol > 0.0 and self.b_norm > 0.0:
+            tol = np.maximum(tol, np.minimum(0.3 * self.outer_tol * self.b_norm / bn, 1e-2))
         with threadpool_limits(self.threads, user_api="blas"):
             Z = self._woodbury(R)
             P = Z.copy()
             rz = np.sum(R * Z, axis=0)
-            active = np.linalg.norm(R, axis=0) / bn > self.inner_tol
+            active = np.linalg.norm(R, axis=0) / bn > tol
             it = 0
             while active.any() and it < self.MAX_INNER:
                 it += 1
@@ -511,7 +531,7 @@ class StoredKernelPreconditioner:
                 alpha = np.where(active, rz / np.where(pq == 0, 1, pq), 0).astype(np.float32)
                 X += alpha * P
                 R -= alpha * Q
-                active &= np.linalg.norm(R, axis=0) / bn > self.inner_tol
+                active &= np.linalg.norm(R, axis=0) / bn > tol
                 Z = self._woodbury(R)
                 rz_new = np.sum(R * Z, axis=0)
                 beta = np.where(active, rz_new / np.where(rz == 0, 1, rz), 0).astype(np.float32)
