@@ -212,8 +212,9 @@ BIN_RESOLUTION = 1.0 / 20.0
 BIN_RTOL = 2e-5
 #: Largest number of grid nodes; points beyond the grid are kept as points.
 MAX_BINS = 4_000_000
-#: The finest grid is binned this many times finer than the first solves need, so that the
-#: resolution can halve twice without binning again (unused fine grids cost no FFT).
+#: The pyramid's finest level is this many times finer than the first solves need, so that
+#: the resolution can halve twice on the same interval (levels are made on first use, so an
+#: unused fine level costs nothing).
 HEADROOM = 4
 #: Fraction of the points on each side left beyond the grid when the data's range would
 #: take more than max(2^16, n) nodes (heavy tails, far outliers).
@@ -419,7 +420,8 @@ class _Pyramid:
     level is made on first use: by exact coarsening of a finer level when that grid is small
     against the data, else by binning the data directly (so a fine level nobody uses costs
     nothing). When the data outnumber the finest grid's nodes four times, the finest level is
-    binned at once and every other level coarsened from it.
+    binned at once and every other level coarsened from it. ``out`` (the points beyond the
+    interval) is known once a level is made.
     """
 
     def __init__(self, z: FloatArray, spacing: float, window: tuple[float, float]) -> None:
@@ -432,7 +434,8 @@ class _Pyramid:
         self.last = lo + (self.nodes - 1) * spacing
         self.levels: dict[int, _BinnedPairs] = {}
         self.out: FloatArray | None = None
-        self._bin(0 if z.shape[0] > 4 * self.nodes else self.depth)
+        if z.shape[0] > 4 * self.nodes:
+            self._bin(0)
 
     def _bin(self, j: int) -> _BinnedPairs | None:
         """Level ``j`` binned from the data (None when its points beyond differ from the
@@ -702,7 +705,9 @@ def sheather_jones(
     and sums each density functional at pilot g on the coarsest of the grid's exact
     coarsenings (spacing, 2 spacing, 4 spacing, ...) whose spacing is at most r g, so that
     every functional has the same relative binning error O((spacing / g)^2) and costs a few
-    hundred lags whatever g is. It solves with r = ``BIN_RESOLUTION`` and with r / 2 and
+    hundred lags whatever g is (the autocorrelation of the bin weights by one FFT over the
+    grid's dense middle, the pairs with a node in sparse tails summed directly). It solves
+    with r = ``BIN_RESOLUTION`` and with r / 2 and
     accepts when the two bandwidths agree to ``BIN_RTOL`` (2e-5; the error falls as r^2, so
     the finer one is then about four times closer); otherwise it halves r, binning again
     whenever the grid is too coarse for the smallest pilot near the root. When the data's
@@ -830,6 +835,7 @@ def _solve_binned(
         if pyramid is None or pyramid.spacing > spacing:
             memo.clear()
             pyramid = _Pyramid(z, spacing, _window(z, n, spacing, tails))
+            pyramid.at(a_factor * n ** (-1.0 / 7.0), resolution)  # the first pilot's grid
             coarse_h = None
             if pyramid.out is not None and pyramid.out.size > n // 20:  # the grid misses too much
                 def phi(order: int, g: float) -> float:
