@@ -300,6 +300,8 @@ def _dense_span(w: FloatArray, lags: int) -> tuple[int, int]:
     outside summed directly: minimises (hi - lo + lags) log2(hi - lo + lags) + DIRECT_COST
     (lags + 1) (nonzero weights outside), over cuts that leave 0, 0.1%, 0.3%, 1%, 3% or
     10% of the nonzero weights on each side."""
+    if len(w) <= 16 * lags:  # the FFT costs little next to the lags' own sums
+        return 0, len(w)
     nz = np.flatnonzero(w)
     if nz.size < 2:
         return 0, len(w)
@@ -455,7 +457,8 @@ class _Pyramid:
         if j in self.levels:
             return self.levels[j]
         finer = max((i for i in self.levels if i < j), default=None)
-        if finer is None or 2 * len(self.levels[finer].weights) > self.z.shape[0]:
+        # coarsening costs about 1.5 ns per fine node, binning 3.5 ns per point
+        if finer is None or len(self.levels[finer].weights) > 2 * self.z.shape[0]:
             level = self._bin(j)
             if level is not None:
                 return level
