@@ -474,14 +474,26 @@ class _Pyramid:
         self._bin(0)
         return 0
 
-    def at(self, g: float, resolution: float) -> _BinnedPairs:
-        """The grid for pilot ``g`` (the finest one when even that is coarser than
-        ``resolution * g``)."""
-        limit = resolution * g
+    def index(self, g: float, resolution: float) -> int:
+        """The level of pilot ``g``: the coarsest whose spacing is at most ``resolution * g``
+        (the finest one when even that is coarser)."""
         j = 0
-        while j < self.depth and self.spacing * 2.0 ** (j + 1) <= limit:
+        while j < self.depth and self.spacing * 2.0 ** (j + 1) <= resolution * g:
             j += 1
-        return self.level(j)
+        return j
+
+    def at(self, g: float, resolution: float) -> _BinnedPairs:
+        """The grid for pilot ``g`` (see ``index``)."""
+        return self.level(self.index(g, resolution))
+
+    def start(self, g: float, resolution: float) -> None:
+        """Makes the level of pilot ``g`` and, when it is small enough to be coarsened from,
+        none of the coarser ones by binning: the solves ask for coarse levels first, so the
+        finest level they are expected to need is binned before them."""
+        j = self.index(g, resolution)
+        while j < self.depth and (self.nodes - 1 >> j) + 1 > 2 * self.z.shape[0]:
+            j += 1
+        self.level(j)
 
 
 def _window(z: FloatArray, n: int, spacing: float, tails: list[tuple[float, float]]) -> tuple[float, float]:
@@ -838,7 +850,7 @@ def _solve_binned(
         if pyramid is None or pyramid.spacing > spacing:
             memo.clear()
             pyramid = _Pyramid(z, spacing, _window(z, n, spacing, tails))
-            pyramid.at(a_factor * n ** (-1.0 / 7.0), resolution)  # the first pilot's grid
+            pyramid.start(g_min, resolution / 2.0)  # the smallest pilot's grid in the fine solve
             coarse_h = None
             if pyramid.out is not None and pyramid.out.size > n // 20:  # the grid misses too much
                 def phi(order: int, g: float) -> float:
