@@ -20,7 +20,14 @@ from vastml.kernels import (
     silverman_bandwidth,
 )
 from vastml import _core
-from vastml.kernels._bandwidth import _BinnedPairs, _Pyramid, _dense_span, _percentiles, _r_zeroin
+from vastml.kernels._bandwidth import (
+    _BinnedPairs,
+    _Pyramid,
+    _dense_span,
+    _hermite_gauss,
+    _percentiles,
+    _r_zeroin,
+)
 
 
 @pytest.mark.parametrize("number", range(1, 16))
@@ -246,3 +253,12 @@ def test_pyramid_levels_binned_or_coarsened_are_one_binning(n):
     assert direct.last >= 20.0
     assert direct.out is not None and direct.out.size == np.count_nonzero((z < -20.0) | (z > direct.last))
 
+
+
+@pytest.mark.parametrize("order", range(9))
+def test_hermite_gauss_equals_hermeval(order):
+    u = np.linspace(-13.0, 13.0, 1001)
+    unit = np.zeros(order + 1)
+    unit[order] = 1.0
+    want = np.polynomial.hermite_e.hermeval(u, unit) * np.exp(-0.5 * u * u)
+    np.testing.assert_allclose(_hermite_gauss(u, order), want, rtol=1e-12, atol=1e-13)
