@@ -14,7 +14,9 @@ Against R (stats::bw.SJ, method "ste", default 1,000 bins), when Rscript is on t
 15 Marron-Wand densities and heavy-tailed samples (Student-t 2 and 3 d.o.f., lognormal, a normal
 sample with one point at 1e6):
   ours      sheather_jones(x) (binned above 20,000 points), wall time in this process
-  R         bw.SJ(x) timed inside R (system.time), the data read beforehand
+  R         bw.SJ(x) timed inside R, the data read beforehand; as many timings as ours,
+            medians compared (system.time has 1 ms resolution, so below N = 1e6 each
+            timing is of 1e6 / N calls, divided); ours after one warm-up call
   accuracy  |h - h_exact| / h_exact for ours and for R, h_exact = our selector on the points
             (method="fast", epsilon=1e-9) up to --ref-max points (default 1e6), beyond that the
             binned selector on a grid 4x finer (a convergence check, marked "grid/4").
@@ -53,8 +55,8 @@ def add_args(ap):
 
 _R = """
 con <- file('{path}', 'rb'); x <- readBin(con, 'double', n = {n}L); close(con)
-t <- system.time(h <- bw.SJ(x))[['elapsed']]
-cat(sprintf('{{"seconds": %.6f, "h": %.17g}}', t, h))
+t <- c(); for (i in seq_len({repeats})) t <- c(t, system.time(for (j in seq_len({inner})) h <- bw.SJ(x))[['elapsed']] / {inner})
+cat(sprintf('{{"seconds": [%s], "h": %.17g}}', paste(sprintf('%.6f', t), collapse = ', '), h))
 """
 
 
@@ -115,11 +117,12 @@ def r_rows(bench: Bench, sizes, ref_max):
         samples.update(heavy_samples(n, rng))
         for name, x in samples.items():
             x = np.ascontiguousarray(x, dtype=np.float64)
-            ours = bench.time(lambda x=x: sheather_jones(x), warmup=0, repeats=1 if n >= 1e7 else 3)
+            repeats = 1 if n >= 1e7 else 3
+            ours = bench.time(lambda x=x: sheather_jones(x), warmup=int(n < 1e7), repeats=repeats)
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "x.bin"
                 x.tofile(path)
-                out = subprocess.run(["Rscript", "-e", _R.format(path=path, n=n)],
+                out = subprocess.run(["Rscript", "-e", _R.format(path=path, n=n, repeats=repeats, inner=max(1, int(1e6 // n)))],
                                      capture_output=True, text=True, timeout=600)
             try:
                 r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -137,7 +140,7 @@ def r_rows(bench: Bench, sizes, ref_max):
                     _bandwidth.BIN_RESOLUTION = saved
             rel = abs(ours.value - exact) / exact
             rel_r = abs(r["h"] - exact) / exact
-            row = bench.compare(f"{name} vs R", ours, {"R bw.SJ (1000 bins)": Timing([r["seconds"]])},
+            row = bench.compare(f"{name} vs R", ours, {"R bw.SJ (1000 bins)": Timing(r["seconds"])},
                                 {"N": n}, {"h": f"{ours.value:.6g}", "|dh|/h": f"{rel:.1e}",
                                            "R h": f"{r['h']:.6g}", "R |dh|/h": f"{rel_r:.1e}",
                                            "reference": how})

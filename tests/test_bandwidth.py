@@ -20,7 +20,14 @@ from vastml.kernels import (
     silverman_bandwidth,
 )
 from vastml import _core
-from vastml.kernels._bandwidth import _percentiles, _r_zeroin
+from vastml.kernels._bandwidth import (
+    _BinnedPairs,
+    _Pyramid,
+    _dense_span,
+    _hermite_gauss,
+    _percentiles,
+    _r_zeroin,
+)
 
 
 @pytest.mark.parametrize("number", range(1, 16))
@@ -210,3 +217,49 @@ def test_linear_binning_equals_bincount():
     want = np.bincount(k, 1.0 - (t - k), nodes) + np.bincount(k + 1, t - k, nodes)
     np.testing.assert_allclose(weights, want, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(out, z[~inside])
+
+
+def test_autocorrelation_of_sparse_tails_equals_the_direct_one():
+    # a dense middle and sparse tails: the FFT covers only the middle, the tails' pairs are
+    # summed directly; both together must be the whole autocorrelation
+    rng = np.random.default_rng(5)
+    w = np.zeros(60_000)
+    w[25_000:31_000] = rng.uniform(size=6_000)
+    tails = np.r_[rng.integers(0, 25_000, 150), rng.integers(31_000, 60_000, 150)]
+    w[tails] = rng.uniform(size=tails.size)
+    lags = 700
+    lo, hi = _dense_span(w, lags)
+    assert 0 < lo and hi < len(w)  # the split is used here
+    got = _BinnedPairs(1.0, w, 0.0, len(w) - 1.0, None).autocorrelation(lags // 2)[: lags + 1]
+    want = np.array([w[: len(w) - k] @ w[k:] for k in range(lags + 1)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9 * want[0])
+
+
+@pytest.mark.parametrize("n", [1_000, 200_000])
+def test_pyramid_levels_binned_or_coarsened_are_one_binning(n):
+    # a level made by binning the data directly and the same level coarsened from a finer
+    # one hold the same weights; every level ends on the same node (so the points beyond
+    # the interval pair with the grid's end at every level) and shares those points
+    z = np.random.default_rng(n).standard_t(2, n)
+    window = (-20.0, 20.0)
+    direct, chain = _Pyramid(z, 0.01, window), _Pyramid(z, 0.01, window)
+    chain.level(0)
+    for j in range(chain.depth + 1):
+        a, b = direct._bin(j) if j not in direct.levels else direct.levels[j], chain.level(j)
+        np.testing.assert_allclose(a.weights, b.weights, rtol=0, atol=1e-9)
+        assert a.spacing == b.spacing and a.last == b.last == direct.last
+        assert math.isclose(direct.last, a.lo + (len(a.weights) - 1) * a.spacing, rel_tol=1e-12)
+        np.testing.assert_array_equal(a.out.points, b.out.points)
+    assert direct.last >= 20.0
+    assert direct.out is not None
+    assert direct.out.points.size == np.count_nonzero((z < -20.0) | (z > direct.last))
+
+
+
+@pytest.mark.parametrize("order", range(9))
+def test_hermite_gauss_equals_hermeval(order):
+    u = np.linspace(-13.0, 13.0, 1001)
+    unit = np.zeros(order + 1)
+    unit[order] = 1.0
+    want = np.polynomial.hermite_e.hermeval(u, unit) * np.exp(-0.5 * u * u)
+    np.testing.assert_allclose(_hermite_gauss(u, order), want, rtol=1e-12, atol=1e-13)

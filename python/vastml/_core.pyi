@@ -44,6 +44,9 @@ def erfc_sum(
 def order_statistics(
     x: npt.NDArray[np.float64], ranks: list[int], n_jobs: int | None = None
 ) -> list[float]: ...
+def edge_autocorrelation(
+    w: npt.NDArray[np.float64], dense: tuple[int, int], lags: int
+) -> npt.NDArray[np.float64]: ...
 def linear_binning(
     x: npt.NDArray[np.float64],
     affine: tuple[float, float],

@@ -93,7 +93,7 @@ pub use ifgt::{
     IfgtParameters, IfgtProblem, choose_parameters, choose_parameters_uniform, max_clusters,
 };
 pub use kernel::simd_level;
-pub use line::{INLINE_LEN, LinearBinning, linear_binning, order_statistics};
+pub use line::{INLINE_LEN, LinearBinning, edge_autocorrelation, linear_binning, order_statistics};
 pub use logsum::LogGaussSum;
 pub use par::INLINE_NS;
 pub use split::{SplitIfgt, cluster_radii, split_centers};

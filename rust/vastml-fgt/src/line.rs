@@ -4,6 +4,7 @@
 //! Both serve the binned density functionals of the Sheather-Jones bandwidth selector, where
 //! the data can have 1e7 points and everything else costs a few milliseconds.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -465,6 +466,51 @@ pub fn linear_binning(
     Ok(LinearBinning { weights, outside })
 }
 
+/// The part of the autocorrelation A(lag) = sum_k w_k w_(k + lag), lag = 0 ..= `lags`, that
+/// comes from the pairs of nodes not both in `dense`: the pairs whose lower node is below
+/// `dense.start`, and those whose upper node is at or beyond `dense.end` while the lower one
+/// is not below `dense.start`. The rest of A is the autocorrelation of `w[dense]` alone (an
+/// FFT's job), so a grid whose tails are sparse pays an FFT only over its dense middle and
+/// `lags + 1` multiply-adds per nonzero weight outside it.
+///
+/// # Errors
+/// [`FgtError::InvalidParameter`] when `dense` is not a range within `w`.
+///
+/// # Example
+/// ```
+/// let w = [1.0, 0.0, 2.0, 3.0];
+/// // everything outside the (empty) dense part: the whole autocorrelation
+/// let a = vastml_fgt::edge_autocorrelation(&w, 0..0, 2).unwrap();
+/// assert_eq!(a, vec![14.0, 6.0, 2.0]);
+/// // both nodes of the pair (2, 3) are in 2..4: its product 6 is left to the FFT
+/// let b = vastml_fgt::edge_autocorrelation(&w, 2..4, 2).unwrap();
+/// assert_eq!(b, vec![1.0, 0.0, 2.0]);
+/// ```
+pub fn edge_autocorrelation(w: &[f64], dense: Range<usize>, lags: usize) -> Result<Vec<f64>> {
+    if dense.start > dense.end || dense.end > w.len() {
+        return Err(FgtError::InvalidParameter {
+            name: "dense",
+            reason: format!("{dense:?} is not a range within {} weights", w.len()),
+        });
+    }
+    let mut a = vec![0.0; lags + 1];
+    for (j, &wj) in w[..dense.start].iter().enumerate() {
+        if wj != 0.0 {
+            let partners = &w[j..w.len().min(j + lags + 1)];
+            a.iter_mut().zip(partners).for_each(|(s, &v)| *s += wj * v);
+        }
+    }
+    for (i, &wi) in w.iter().enumerate().skip(dense.end) {
+        if wi != 0.0 {
+            let partners = &w[i.saturating_sub(lags).max(dense.start)..=i];
+            a.iter_mut()
+                .zip(partners.iter().rev())
+                .for_each(|(s, &v)| *s += wi * v);
+        }
+    }
+    Ok(a)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,5 +641,53 @@ mod tests {
         assert!(linear_binning(&x, 0.0, f64::NAN, 0.0, 1.0, 3, &off).is_err());
         assert!(linear_binning(&x, 0.0, 1.0, 0.0, 1.0, 1, &off).is_err());
         assert!(linear_binning(&[], 0.0, 1.0, 0.0, 1.0, 3, &off).is_err());
+    }
+
+    #[test]
+    fn edge_autocorrelation_completes_the_dense_part() {
+        let mut state = 7_u64;
+        let w: Vec<f64> = (0..300)
+            .map(|k| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                // sparse tails, a dense middle
+                if (40..250).contains(&k) || u < 0.1 {
+                    u
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let direct = |v: &[f64], lags: usize| -> Vec<f64> {
+            (0..=lags)
+                .map(|l| {
+                    (0..v.len().saturating_sub(l))
+                        .map(|k| v[k] * v[k + l])
+                        .sum()
+                })
+                .collect()
+        };
+        for (dense, lags) in [
+            (0..0, 20),
+            (40..250, 20),
+            (0..300, 7),
+            (100..120, 35),
+            (5..6, 299),
+        ] {
+            let edge = edge_autocorrelation(&w, dense.clone(), lags).unwrap();
+            let middle = direct(&w[dense.clone()], lags);
+            for (l, want) in direct(&w, lags).iter().enumerate() {
+                let got = edge[l] + middle.get(l).copied().unwrap_or(0.0);
+                assert!(
+                    (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                    "{dense:?} lag {l}: {got} vs {want}"
+                );
+            }
+        }
+        let (start, end) = (10, 5);
+        assert!(edge_autocorrelation(&w, start..end, 3).is_err());
+        assert!(edge_autocorrelation(&w, 0..301, 3).is_err());
     }
 }

@@ -1,7 +1,8 @@
 //! Criterion benchmarks: one incremental move evaluation (`Arrangement::delta`) per move kind
 //! against one full recomputation (on the rayon pool: set `RAYON_NUM_THREADS=1` for the
 //! single-thread ratio of `benches/reorder.py`), on a random 2,000 x 400 binary matrix with GBS(25), the
-//! anti-Robinson gradient branch and bound at n = 16, and the ConvoMap branch and bound (rows
+//! anti-Robinson gradient order at n = 16 (dynamic programmes) and its branch and bound at
+//! n = 13 (tree search), and the ConvoMap branch and bound (rows
 //! only, GBS 3 x 3, zero padding) on banded rows with 10% noise and on rows with many ties
 //! (copies of four patterns).
 
@@ -12,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_pcg::Pcg64;
 use vastml_order::bnb::{Bound, PairCosts, branch_and_bound};
-use vastml_order::gradient::{Gradient, gradient_order};
+use vastml_order::gradient::{Gradient, gradient_order, gradient_order_with};
 use vastml_order::{
     Arrangement, Control, ErrorKind, Kernel, KernelKind, Matrix, MoveConfig, MoveKind, Objective,
     Padding, random_move,
@@ -59,13 +60,13 @@ fn moves(c: &mut Criterion) {
     g.finish();
 }
 
-fn gradient(c: &mut Criterion) {
-    let n = 16;
-    let mut s = 5u64;
+/// Euclidean distances between n random points in 5-D.
+fn distances(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed;
     let x: Vec<f64> = (0..n * 5)
         .map(|_| (lcg(&mut s) % 1_000_000) as f64)
         .collect();
-    let d: Vec<f64> = (0..n * n)
+    (0..n * n)
         .map(|k| {
             let (a, b) = (k / n, k % n);
             (0..5)
@@ -73,12 +74,28 @@ fn gradient(c: &mut Criterion) {
                 .sum::<f64>()
                 .sqrt()
         })
-        .collect();
-    let mut g = c.benchmark_group("gradient branch and bound n=16");
+        .collect()
+}
+
+fn gradient(c: &mut Criterion) {
+    // `gradient_order` at n = 16 dispatches to the dynamic programmes over sets; the tree
+    // search itself is measured through `gradient_order_with` at n = 13
+    let mut g = c.benchmark_group("gradient order n=16 (dynamic programme)");
     g.sample_size(10);
+    let d = distances(16, 5);
     for kind in [Gradient::Unweighted, Gradient::Weighted] {
         g.bench_function(format!("{kind:?}"), |b| {
-            b.iter(|| black_box(gradient_order(&d, n, kind, &AtomicBool::new(false)).unwrap()))
+            b.iter(|| black_box(gradient_order(&d, 16, kind, &AtomicBool::new(false)).unwrap()))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("gradient branch and bound n=13 (tree search)");
+    g.sample_size(10);
+    let d = distances(13, 5);
+    for kind in [Gradient::Unweighted, Gradient::Weighted] {
+        g.bench_function(format!("{kind:?}"), |b| {
+            let cancel = AtomicBool::new(false);
+            b.iter(|| black_box(gradient_order_with(&d, 13, kind, &cancel, 46).unwrap()))
         });
     }
     g.finish();

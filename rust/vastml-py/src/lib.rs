@@ -69,7 +69,9 @@ mod _core {
     #[pymodule_export]
     use super::seriate::{olo_order, tsp_ils_order};
     #[pymodule_export]
-    use super::sums::{erfc_sum, hermite_gauss_sum, linear_binning, order_statistics};
+    use super::sums::{
+        edge_autocorrelation, erfc_sum, hermite_gauss_sum, linear_binning, order_statistics,
+    };
     #[pymodule_export]
     use super::svm::{PyAmm, PyBsgd, arow_fit, kmeans, llsvm_decision, llsvm_fit, llsvm_kmeans};
     #[pymodule_export]

@@ -9,6 +9,7 @@ use vastml_fgt::SumMethod;
 
 use crate::arrays::vector;
 use crate::door::{enter, enter_inline};
+use crate::errors::ToPyErr;
 use crate::options::Wrap;
 
 type Array<'py> = Bound<'py, PyArray1<f64>>;
@@ -101,4 +102,17 @@ pub fn linear_binning<'py>(
         false => enter(py, n_jobs, work),
     }?;
     Ok((b.weights.into_pyarray(py), b.outside.into_pyarray(py)))
+}
+
+/// The autocorrelation's lags 0 ..= `lags` from the pairs of nodes not both in `dense`
+/// (start, end): see `vastml_fgt::edge_autocorrelation`.
+#[pyfunction]
+pub fn edge_autocorrelation<'py>(
+    py: Python<'py>,
+    w: PyReadonlyArray1<'py, f64>,
+    dense: (usize, usize),
+    lags: usize,
+) -> PyResult<Array<'py>> {
+    let a = vastml_fgt::edge_autocorrelation(vector(&w, "w")?, dense.0..dense.1, lags);
+    Ok(a.map_err(ToPyErr::to_pyerr)?.into_pyarray(py))
 }
