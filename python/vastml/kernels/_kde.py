@@ -99,8 +99,10 @@ class KernelDensity(BaseEstimator):
         dominates) are recomputed: those known to within a factor of two by the fast transform
         again at the accuracy each needs (grouped by power of ten), the others in log space
         from the sources within reach of each target (a kd-tree query whose radius grows until
-        the sources left out are certified below ``rtol``). ``None`` keeps only the absolute
-        guarantee.
+        the sources left out are certified below ``rtol``). For narrow kernels in one or two
+        dimensions (at most 1,000 sources within that reach of a source, estimated at fit)
+        every density is taken in log space, over a tree built at fit and kept for every
+        call. ``None`` keeps only the absolute guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
     verbose : bool or int, default=False
