@@ -208,13 +208,15 @@ def test_rtol_at_a_tiny_bandwidth_tightens_in_one_tree_pass(monkeypatch):
     # uniform points and a kernel far narrower than their spacing: every target has a few
     # sources in reach, the first pass (a tree) certifies about half of the densities, and
     # the rest are recomputed by one more tree pass at the smallest accuracy any needs
+    import vastml.kernels._kde as kde_module
+
+    monkeypatch.setattr(kde_module, "LOG_PATH_MAX_SOURCES", -1)  # the fast transform first
     rng = np.random.default_rng(20)
     X = rng.random((8000, 2))
     Y = rng.random((3000, 2))
     sigma = 0.004
     kde = KernelDensity(bandwidth=sigma, rtol=1e-6).fit(X)
     assert kde._transform.method_ == "direct-tree"
-    import vastml.kernels._kde as kde_module
 
     calls = []
     real = kde_module.gauss_transform
@@ -230,3 +232,57 @@ def test_rtol_at_a_tiny_bandwidth_tightens_in_one_tree_pass(monkeypatch):
     want = exact_log_density_stable(X, Y, sigma)
     # relative accuracy rtol on the density is an absolute one on its log
     np.testing.assert_allclose(got, want, rtol=0, atol=1.01e-6)
+
+
+def test_rtol_at_a_tiny_bandwidth_takes_every_density_in_log_space(monkeypatch):
+    # the same kernel: a handful of sources in reach of each target, so every density goes to
+    # the log-space sums over the tree built at fit, used again by each call (no transform)
+    import vastml.kernels._kde as kde_module
+
+    rng = np.random.default_rng(20)
+    X = rng.random((8000, 2))
+    Y = rng.random((3000, 2))
+    sigma = 0.004
+    kde = KernelDensity(bandwidth=sigma, rtol=1e-6).fit(X)
+    assert kde._transform is None
+    plan = kde._log_plan
+    assert plan is not None
+    calls = []
+    monkeypatch.setattr(kde_module, "gauss_transform", lambda *a: calls.append(a))
+    got = kde.score_samples(Y)
+    again = kde.score_samples(Y[:100])
+    assert not calls and kde._log_plan is plan
+    want = exact_log_density_stable(X, Y, sigma)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1.01e-6)
+    np.testing.assert_array_equal(again, got[:100])
+    # pickled without the tree, rebuilt on use
+    back = pickle.loads(pickle.dumps(kde))
+    np.testing.assert_array_equal(back.score_samples(Y[:100]), got[:100])
+
+
+@pytest.mark.parametrize("log_path", [True, False])
+def test_rtol_on_heavy_tailed_data_at_far_targets_equals_the_exact_log_sum_exp(monkeypatch, log_path):
+    # Student-t sources and targets (1.5 degrees of freedom) and a narrow kernel: targets out
+    # to 1e4 spreads, where the log density is about -1e9 (scikit-learn's rtol search is off by
+    # up to 1e8 there); the float64 log-sum-exp over every source is the oracle
+    import vastml.kernels._kde as kde_module
+
+    if not log_path:
+        monkeypatch.setattr(kde_module, "LOG_PATH_MAX_SOURCES", -1)
+    rng = np.random.default_rng(45)
+
+    def student(n):
+        return rng.standard_normal((n, 2)) / np.sqrt(rng.chisquare(1.5, size=(n, 1)) / 1.5)
+
+    X, Y = student(5000), student(4000)
+    sigma = 0.01
+    kde = KernelDensity(bandwidth=sigma, rtol=1e-6).fit(X)
+    assert (kde._transform is None) == log_path
+    got = kde.score_samples(Y)
+    far = np.argsort(-np.abs(Y).max(axis=1))[:100]
+    idx = np.r_[far, rng.choice(len(Y), 300, replace=False)]
+    want = exact_log_density_stable(X, Y[idx], sigma)
+    assert want.min() < -1e6
+    # rtol, plus the rounding of a logarithm that large
+    tol = 1.01e-6 + 8 * np.finfo(float).eps * np.abs(want)
+    assert np.all(np.abs(got[idx] - want) <= tol), np.max(np.abs(got[idx] - want) - tol)

@@ -51,6 +51,17 @@ ONE_PASS_MAX_SOURCES = 10_000
 LOG_DIRECT_PAIRS = 4e6
 #: Accuracy of the direct pass over those targets (its guarantee holds far below 1e-12).
 DIRECT_EPSILON = 1e-13
+#: With ``rtol``, when a source has at most this many others within the log-space sums' first
+#: reach (sqrt(2 ln(1 / rtol)) bandwidths; estimated at fit from a sample), every density is
+#: taken by the log-space sums: to ``rtol`` directly, over a tree built once at fit, with no
+#: first pass to plan nor re-check. Wider kernels take the fast transform first.
+LOG_PATH_MAX_SOURCES = 1000
+#: ... in at most this many dimensions (in 3-D, kde.py's row was about 5% slower that way:
+#: more subtrees border the reach, each adding a term to the bound).
+LOG_PATH_MAX_DIM = 2
+#: The estimate counts the neighbours of REACH_PROBES sources among REACH_SAMPLE of them.
+REACH_PROBES = 32
+REACH_SAMPLE = 2048
 #: With ``verbose``, the evaluation runs in chunks of at least this many targets...
 EVALUATION_CHUNK = 65_536
 #: ... and at most this many chunks (each one recomputes the IFGT's coefficients).
@@ -88,8 +99,10 @@ class KernelDensity(BaseEstimator):
         dominates) are recomputed: those known to within a factor of two by the fast transform
         again at the accuracy each needs (grouped by power of ten), the others in log space
         from the sources within reach of each target (a kd-tree query whose radius grows until
-        the sources left out are certified below ``rtol``). ``None`` keeps only the absolute
-        guarantee.
+        the sources left out are certified below ``rtol``). For narrow kernels in one or two
+        dimensions (at most 1,000 sources within that reach of a source, estimated at fit)
+        every density is taken in log space, over a tree built at fit and kept for every
+        call. ``None`` keeps only the absolute guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
     verbose : bool or int, default=False
@@ -213,14 +226,35 @@ class KernelDensity(BaseEstimator):
         self._scaled = self._map(Xv)
         self._norm = log_det + 0.5 * Xv.shape[1] * math.log(2.0 * math.pi)
         self._pass_epsilon = float(self.epsilon)
+        self._X = Xv
+        self._log_plan = None  # the log-space sums' tree, built on first use
+        self._transform = None  # None: every density in log space (narrow kernels with rtol)
+        if (
+            self.rtol is not None
+            and Xv.shape[1] <= LOG_PATH_MAX_DIM
+            and self._sources_in_reach(float(self.rtol)) <= LOG_PATH_MAX_SOURCES
+        ):
+            self._log_sums()  # built now, and kept for every score_samples
+            return self
         if self.rtol is not None:
             self._pass_epsilon = min(self._pass_epsilon, self._first_pass_epsilon(float(self.rtol)))
         self._transform = GaussTransform(
             self._scaled, math.sqrt(2.0), self._pass_epsilon, self.method, self.n_jobs, verbose=self.verbose
         )
-        self._X = Xv
-        self._log_plan = None  # the log-space sums' tree, built on first use
         return self
+
+    def _sources_in_reach(self, rtol: float) -> float:
+        """Mean number of sources within the log-space sums' first reach of a source, estimated
+        from REACH_PROBES sources among REACH_SAMPLE of them (a few hundred thousand pairs)."""
+        z = self._scaled
+        n = z.shape[0]
+        sample = z[:: max(1, n // REACH_SAMPLE)]
+        probes = sample[:: max(1, sample.shape[0] // REACH_PROBES)][:REACH_PROBES]
+        d2 = np.zeros((probes.shape[0], sample.shape[0]))
+        for k in range(z.shape[1]):  # one coordinate at a time (a sum over a short last axis is slow)
+            d2 += (probes[:, k, None] - sample[None, :, k]) ** 2
+        # kernel exp(-|u|^2 / 2) on the scaled points: reach^2 = 2 ln(1 / rtol)
+        return float(np.mean(np.sum(d2 <= 2.0 * math.log(1.0 / rtol), axis=1)) * n / sample.shape[0])
 
     def _first_pass_epsilon(self, rtol: float) -> float:
         """rtol / 2 times a low quantile of the sums at a few sources (see FIRST_PASS)."""
@@ -241,6 +275,8 @@ class KernelDensity(BaseEstimator):
         Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         check_finite_data(Xv, "X")
         Xs = self._map(Xv)
+        if self._transform is None:
+            return self._evaluate_log(Xs) - self._norm
         g = self._evaluate(Xs)
         # the weights sum to 1, so |g - exact| <= eps
         eps = float(getattr(self, "_pass_epsilon", self.epsilon))
@@ -288,6 +324,21 @@ class KernelDensity(BaseEstimator):
             e = log_w - 0.5 * d2
             top = e.max(axis=1)
             out[s:s + step] = top + np.log(np.exp(e - top[:, None]).sum(axis=1))
+        return out
+
+    def _evaluate_log(self, Xs: FloatArray) -> FloatArray:
+        """Every log-sum at ``Xs`` to ``rtol`` in log space: in one call, or in chunks on a
+        progress bar with ``verbose``."""
+        plan, rtol, m = self._log_sums(), float(self.rtol), Xs.shape[0]  # type: ignore[arg-type]
+        if not self.verbose:
+            return plan.evaluate(Xs, rtol, self.n_jobs)
+        chunk = max(EVALUATION_CHUNK, -(-m // MAX_CHUNKS))
+        starts = range(0, m, chunk)
+        out = np.empty(m)
+        with Progress(None, verbose=self.verbose, total=len(starts), desc="KernelDensity evaluation") as progress:
+            for k, start in enumerate(starts, 1):
+                out[start:start + chunk] = plan.evaluate(Xs[start:start + chunk], rtol, self.n_jobs)
+                progress.report(k)
         return out
 
     def _evaluate(self, Xs: FloatArray) -> FloatArray:

@@ -91,6 +91,9 @@ pub(crate) struct TreePlan {
 
 /// Leaf size of the source tree: leaves are evaluated with the vectorised kernel.
 const LEAF_SIZE: usize = 32;
+/// Up to this size (points, norms and weights) the tree is not searched in the targets'
+/// Morton order: it stays in the L2 cache in any order.
+const SMALL_TREE_BYTES: usize = 256 * 1024;
 
 impl TreePlan {
     pub fn new(sources: &[f64], dim: usize, h: f64, epsilon: f64, radius: f64) -> Result<Self> {
@@ -119,8 +122,11 @@ impl TreePlan {
         let wcols = weight_columns(weights, n_weights, Some(self.tree.permutation()));
         // Targets in Morton order: consecutive targets reach the same leaves, which then stay
         // in cache (in input order each target pulls its own part of the tree from memory).
-        let order = morton_order(targets, dim);
-        let mut sorted = vec![0.0; out.len()];
+        // A tree that fits in the L2 cache stays there anyway: then the order (a sort, and a
+        // scatter of the results) is skipped.
+        let order =
+            (self.sources.n * (dim + 2) * 8 > SMALL_TREE_BYTES).then(|| morton_order(targets, dim));
+        let mut sorted = vec![0.0; if order.is_some() { out.len() } else { 0 }];
         let body = |(chunk, out_chunk): (usize, &mut [f64])| -> Result<()> {
             if cancel.load(Ordering::Relaxed) {
                 return Err(FgtError::Cancelled);
@@ -128,7 +134,7 @@ impl TreePlan {
             let first = chunk * TARGET_CHUNK;
             let mut prepared = vec![0.0; dim];
             for (t, o) in out_chunk.chunks_mut(n_weights).enumerate() {
-                let j = order[first + t];
+                let j = order.as_ref().map_or(first + t, |order| order[first + t]);
                 let y = &targets[j * dim..(j + 1) * dim];
                 let norm = self.sources.prepare_target(y, &mut prepared);
                 // Leaves next to each other in tree order are summed as one range.
@@ -151,13 +157,16 @@ impl TreePlan {
             Ok(())
         };
         let size = TARGET_CHUNK * n_weights;
+        let dest: &mut [f64] = if order.is_some() { &mut sorted } else { out };
         if crate::par::sequential() {
-            sorted.chunks_mut(size).enumerate().try_for_each(body)?;
+            dest.chunks_mut(size).enumerate().try_for_each(body)?;
         } else {
-            sorted.par_chunks_mut(size).enumerate().try_for_each(body)?;
+            dest.par_chunks_mut(size).enumerate().try_for_each(body)?;
         }
-        for (&j, v) in order.iter().zip(sorted.chunks_exact(n_weights)) {
-            out[j * n_weights..(j + 1) * n_weights].copy_from_slice(v);
+        if let Some(order) = &order {
+            for (&j, v) in order.iter().zip(sorted.chunks_exact(n_weights)) {
+                out[j * n_weights..(j + 1) * n_weights].copy_from_slice(v);
+            }
         }
         Ok(())
     }

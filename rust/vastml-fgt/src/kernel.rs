@@ -125,7 +125,9 @@ pub(crate) fn weight_columns(
 }
 
 /// Adds sum_{i in start..end} q_w[i] exp(-||y - x_i||^2 / h^2) to `out[w]` for every
-/// weight column, for a target prepared by [`SoaPoints::prepare_target`].
+/// weight column, for a target prepared by [`SoaPoints::prepare_target`]. In the difference
+/// form, `y_norm` (0 from `prepare_target`) is added to every exponent: a shift s gives
+/// exp(s - ||y - x_i||^2 / h^2).
 #[inline]
 pub(crate) fn accumulate(
     y: &[f64],
@@ -218,11 +220,13 @@ fn kernel<const FMA: bool, const EXPANDED: bool, const LOW: bool>(
         while s < end {
             let len = (end - s).min(CHUNK);
             // the exponent of CHUNK sources, kept in registers across dimensions
-            let mut arg = [0.0f64; CHUNK];
+            // y_norm is -|y|^2 in the expanded form, and in the difference form 0 or the
+            // shift a caller adds to every exponent (the log-space sums)
+            let mut arg = [y_norm; CHUNK];
             if EXPANDED {
                 let nx: &[f64; CHUNK] = sources.neg_norms[s..s + CHUNK].try_into().expect("padded");
                 for l in 0..CHUNK {
-                    arg[l] = nx[l] + y_norm;
+                    arg[l] += nx[l];
                 }
             }
             for (k, &yk) in y.iter().enumerate().take(dim) {
