@@ -305,7 +305,7 @@ def _hermite_powers(order: int) -> tuple[float, ...]:
     return tuple(float(c) for c in np.polynomial.hermite_e.herme2poly(unit)[order % 2 :: 2])
 
 
-def _hermite_gauss(u: FloatArray, order: int) -> FloatArray:
+def _hermite_gauss(u: npt.NDArray[Any], order: int) -> FloatArray:
     """He_order(u) exp(-u^2 / 2), by Horner's rule in u^2 (half the work of ``hermeval``)."""
     powers = _hermite_powers(order)
     v = u * u

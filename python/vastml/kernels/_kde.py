@@ -228,7 +228,8 @@ class KernelDensity(BaseEstimator):
         self._pass_epsilon = float(self.epsilon)
         self._X = Xv
         self._log_plan = None  # the log-space sums' tree, built on first use
-        self._transform = None  # None: every density in log space (narrow kernels with rtol)
+        # None: every density in log space (narrow kernels with rtol)
+        self._transform: GaussTransform | None = None
         if (
             self.rtol is not None
             and Xv.shape[1] <= LOG_PATH_MAX_DIM
@@ -345,14 +346,16 @@ class KernelDensity(BaseEstimator):
         """The transform at ``Xs``: in one call, or in chunks on a progress bar with ``verbose``."""
         m = Xs.shape[0]
         verbose = self.verbose
+        transform = self._transform
+        assert transform is not None  # fitted for the transform path
         if not verbose:
-            return self._transform(Xs, self._weights)
+            return transform(Xs, self._weights)
         chunk = max(EVALUATION_CHUNK, -(-m // MAX_CHUNKS))
         starts = range(0, m, chunk)
         out = np.empty(m)
         with Progress(None, verbose=verbose, total=len(starts), desc="KernelDensity evaluation") as progress:
             for k, start in enumerate(starts, 1):
-                out[start:start + chunk] = self._transform(Xs[start:start + chunk], self._weights)
+                out[start:start + chunk] = transform(Xs[start:start + chunk], self._weights)
                 progress.report(k)
         return out
 
@@ -375,6 +378,7 @@ class KernelDensity(BaseEstimator):
         # sqrt(ln(1 / epsilon)): when the first pass ran the direct sum, or the tree and the
         # smallest accuracy at most doubles the volume within its cut-off, one pass of the
         # same method at the smallest accuracy does every band, without planning anew per band.
+        assert self._transform is not None  # fitted for the transform path
         method = self._transform.method_
         if self._scaled.shape[0] > ONE_PASS_MAX_SOURCES:
             method = self.method
