@@ -46,6 +46,16 @@ const MEASURE_ABOVE_NS: f64 = 2e7;
 const TRY_IFGT_ABOVE_NS: f64 = 2e7;
 /// Share of the best estimate the clustering may cost when only the crowding admits it.
 const TRY_IFGT_SHARE: f64 = 0.06;
+/// ... and above [`TRY_IFGT_WIDE_ABOVE_NS`] (a curved sheet in 7-D at 115 ms: the IFGT
+/// needed 73 clusters, 6% allowed 10 of them, and the IFGT at 10 was slower than the
+/// direct sum it beats by 4x at 73).
+const TRY_IFGT_WIDE_SHARE: f64 = 0.2;
+/// See [`TRY_IFGT_WIDE_SHARE`].
+const TRY_IFGT_WIDE_ABOVE_NS: f64 = 1e8;
+/// CPU ns of one point-centre distance per dimension in the farthest-point clustering, as
+/// measured (1.2 ns: 73 clusters of 32,839 points in 7-D, 20 ms of CPU for the whole
+/// plan); the cost model's [`plan::ns::CLUSTERING_PER_DIM`] is a conservative 2.5.
+const CLUSTERING_BUDGET_PER_DIM: f64 = 1.2;
 /// Interleaved groups of the sample the tree's neighbour count is taken in (see
 /// [`Context::tree_estimate`]).
 const GROUPS: usize = 8;
@@ -312,7 +322,14 @@ impl Context<'_> {
             Some((rough, robust_only)) if rough < WINDOW * best => {
                 Some((rough, if robust_only { 0.2 } else { 0.5 }))
             }
-            _ if crowded() => Some((0.0, TRY_IFGT_SHARE)),
+            _ if crowded() => Some((
+                0.0,
+                if best > TRY_IFGT_WIDE_ABOVE_NS {
+                    TRY_IFGT_WIDE_SHARE
+                } else {
+                    TRY_IFGT_SHARE
+                },
+            )),
             Some((rough, _)) => Some((rough, 0.5)),
             None => None,
         };
@@ -327,8 +344,7 @@ impl Context<'_> {
             // polynomial per target): it is only clustered where the model puts it below.
             let window = if grid.is_some() { 1.0 } else { WINDOW };
             if !stopped && rough < window * best {
-                let k_budget = (share * best
-                    / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+                let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
                     .max(1.0) as usize;
                 if let Some(p) = self.build_ifgt(false, k_budget, cancel)? {
                     let reach = p.mean_clusters_in_reach(&sample);
