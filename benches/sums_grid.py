@@ -1,6 +1,7 @@
 """Gauss transforms on data nobody tuned for: a random grid of cases, every method timed.
 
-    python benches/sums_grid.py [--quick] [--seed S] [--cases C] [--n-jobs J] [--budget B]
+    python benches/sums_grid.py [--quick] [--seed S] [--cases C] [--case-ids I,J-K] [--repeats R]
+                                [--n-jobs J] [--budget B]
 
 Draws --cases cases (default 200, --quick 40) with a fixed --seed (default 2024) from five
 families of sources and targets (independent draws of the same distribution):
@@ -12,6 +13,10 @@ families of sources and targets (independent draws of the same distribution):
 with d in 1..10, N and M log-uniform in [1e3, 1e6] (M != N; --quick: [1e3, 3e4]), bandwidth
 h = 10^U(-2, 1) x the sources' robust spread (three decades), epsilon = 10^U(-10, -3), weights
 U[0, 1] (a third of the cases mixed-sign).
+
+--case-ids runs only the listed cases of that draw (ids as in the full run's output, e.g.
+"8,13,17-18"), so single cases can be replayed; --repeats R times every method R times,
+round-robin over the methods, and keeps each one's fastest (default 1).
 
 Per case, each method ("direct", "direct-tree", "ifgt", "ifgt-tree", "fgt" (d = 1 only), "auto") is planned with
 GaussTransform(X, h, epsilon, method, target_sample=Y, n_targets=M) and evaluated at the
@@ -274,43 +279,47 @@ def figtree_time(X, Y, q, h, eps, budget, timeout):
 def add_args(ap):
     ap.add_argument("--seed", type=int, default=2024, help="seed of the case draw")
     ap.add_argument("--cases", type=int, default=None, help="number of cases (200; --quick 40)")
+    ap.add_argument("--case-ids", default=None,
+                    help="only these cases of the draw, e.g. 8,13,17-18 (ids as in a full run)")
     ap.add_argument("--n-jobs", type=int, default=2, help="our threads (FIGTree runs on one)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds per method beyond which it is timed on a prefix (2; --quick 0.5)")
     ap.add_argument("--cap", type=float, default=None, help="seconds before a method is stopped (60; --quick 10)")
     ap.add_argument("--no-figtree", action="store_true")
     ap.add_argument("--no-kde", action="store_true")
-    ap.add_argument("--case-ids", type=str, default=None,
-                    help="comma-separated case numbers to run (of the same draw), e.g. 13,20,45")
 
 
 def main() -> int:
     bench = Bench("sums_grid", add_args=add_args, repeats=1)
     a = bench.args
     n_cases = a.cases or (40 if bench.quick else 200)
+    ids = parse_ids(a.case_ids) if a.case_ids else None
+    if ids:
+        n_cases = max(n_cases, max(ids) + 1)
     budget = a.budget or (0.5 if bench.quick else 2.0)
     cap = a.cap or (10.0 if bench.quick else 60.0)
     rng = np.random.default_rng(a.seed)
     cases = [draw_case(rng, bench.quick) for _ in range(n_cases)]
-    if a.case_ids:
-        ids = [int(c) for c in a.case_ids.split(",")]
-        cases += [draw_case(rng, bench.quick) for _ in range(n_cases, max(ids) + 1)]
-    ids = ids if a.case_ids else range(n_cases)
     ratios, fig_ratios, kde_ratios, bad_err, kde_bad = [], [], [], [], []
     t_start = time.perf_counter()
-    for i in ids:
-        case = cases[i]
+    for i, case in enumerate(cases):
+        if ids is not None and i not in ids:
+            continue
         X, Y, q, h = make_case(case)
         params = {k: case[k] for k in ("family", "d", "N", "M", "eps")}
         params["h"] = h
-        results = {}
-        for method in METHODS:
-            # fast cases are timed a few times (best of), as load noise dwarfs them
-            runs, spent = [], 0.0
-            while not runs or (spent < 0.3 and runs[-1][0] is not None and runs[-1][0] < 0.1):
-                runs.append(time_method(X, Y, q, h, case["eps"], method, a.n_jobs, budget, cap))
-                spent += runs[-1][0] or 0.0
-            results[method] = min(runs, key=lambda r: float("inf") if r[0] is None else r[0])
+        runs = {method: [] for method in METHODS}
+        for _ in range(bench.repeats):
+            # round-robin over the methods, so a burst of load hits one repeat, not one method
+            for method in METHODS:
+                # fast cases are timed a few times (best of), as load noise dwarfs them
+                mine, spent = [], 0.0
+                while not mine or (spent < 0.3 and mine[-1][0] is not None and mine[-1][0] < 0.1):
+                    mine.append(time_method(X, Y, q, h, case["eps"], method, a.n_jobs, budget, cap))
+                    spent += mine[-1][0] or 0.0
+                runs[method] += mine
+        results = {method: min(r, key=lambda r: float("inf") if r[0] is None else r[0])
+                   for method, r in runs.items()}
         # the error of every method that ran, on the first targets, against the direct sum
         ref = results["direct"][2]
         qsum = float(np.abs(q).sum())
@@ -326,7 +335,8 @@ def main() -> int:
         ratios.append(ratio)
         peers = {"best: " + best_name: Timing([best], note=timed[best_name][3])}
         extra = {"auto ran": auto_ran, "auto/best": ratio,
-                 "err/eps": max(errs.values()) if errs else None}
+                 "err/eps": max(errs.values()) if errs else None,
+                 "seconds": {k: v[0] for k, v in results.items() if v[0] is not None}}
         if max(errs.values(), default=0) > 1.0:
             bad_err.append(i)
         if not a.no_figtree:
@@ -373,6 +383,19 @@ def main() -> int:
         bench.check("KernelDensity within rtol of the exact log-sum-exp (far, disagreeing, random targets)",
                     not kde_bad, f"cases over: {kde_bad}")
     return bench.report()
+
+
+def parse_ids(text: str) -> set[int]:
+    """"8,13,17-18" -> {8, 13, 17, 18}."""
+    ids: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-")
+            ids.update(range(int(lo), int(hi) + 1))
+        elif part:
+            ids.add(int(part))
+    return ids
 
 
 def kde_row(X, Y, h, budget, cap, repeats=1):

@@ -354,6 +354,20 @@ def test_fgt_on_a_line_meets_epsilon(h, eps, rng):
     assert scaled_error(gt(y, q), direct_gauss(x, y, q, h), q) <= eps
 
 
+def test_fgt_spans_far_outliers_with_the_occupied_boxes_only(rng):
+    # 0.5% of the sources 1e2-1e4 away at h = 0.01: about 2e7 boxes of which a few hundred hold
+    # sources (the grid used to refuse more than 4 (N + M) boxes); two weight columns, targets
+    # in the bulk, at the outliers and beyond
+    x = rng.standard_normal(4000)
+    far = rng.random(x.size) < 0.005
+    x[far] = np.sign(rng.standard_normal(far.sum())) * 10 ** rng.uniform(2, 4, far.sum())
+    y = np.concatenate([rng.standard_normal(500), x[far][:10], x[far][:5] + 0.01, [3e4, -2e5]])
+    q = rng.uniform(-1, 1, size=(x.size, 2))
+    gt = GaussTransform(x, bandwidth=0.01, epsilon=1e-6, method="fgt")
+    assert gt.method_ == "fgt" and gt.info_["n_clusters"] <= x.size
+    assert scaled_error(gt(y, q), direct_gauss(x, y, q, 0.01), q) <= 1e-6
+
+
 def test_fgt_refuses_more_than_one_dimension(rng):
     with pytest.raises(ValueError, match="on a line"):
         GaussTransform(rng.uniform(size=(100, 2)), bandwidth=0.1, method="fgt")

@@ -27,12 +27,14 @@ pub(crate) const WINDOW: f64 = 3.0;
 /// order was right in every case of the grid bench, and the trials of a candidate 3x slower
 /// cost more than a mis-pick saves.
 const TIME_WINDOW: f64 = 2.0;
-/// Timed rounds over the candidates (a third only when the two fastest are within
-/// [`NOISE`] of each other after two).
-const REPEATS: usize = 3;
-/// Two timings closer than this factor are not told apart by one more round on a loaded
-/// machine: the third round decides between them.
-const NOISE: f64 = 1.2;
+/// Timed rounds over the candidates: the second only for those within [`NOISE`] of the
+/// leader after the first. (A third round between the two closest cost more than it saved:
+/// two candidates within 1.3x of each other lose at most that much by a mis-pick, while
+/// every round of trials is paid on every plan.)
+const REPEATS: usize = 2;
+/// Candidates timed within this factor of the leader are timed once more (CPU time on a
+/// loaded machine still moves by about this much between runs).
+const NOISE: f64 = 1.3;
 /// Below this estimated cost (ns on one core) the model's pick is kept without timing: a
 /// mis-pick costs little there, and the choice (so the result, to the last bit) stays the
 /// same from run to run.
@@ -44,9 +46,25 @@ const MEASURE_ABOVE_NS: f64 = 2e7;
 const TRY_IFGT_ABOVE_NS: f64 = 2e7;
 /// Share of the best estimate the clustering may cost when only the crowding admits it.
 const TRY_IFGT_SHARE: f64 = 0.06;
+/// ... and above [`TRY_IFGT_WIDE_ABOVE_NS`] (a curved sheet in 7-D at 115 ms: the IFGT
+/// needed 73 clusters, 6% allowed 10 of them, and the IFGT at 10 was slower than the
+/// direct sum it beats by 4x at 73).
+const TRY_IFGT_WIDE_SHARE: f64 = 0.2;
+/// See [`TRY_IFGT_WIDE_SHARE`].
+const TRY_IFGT_WIDE_ABOVE_NS: f64 = 1e8;
+/// CPU ns of one point-centre distance per dimension in the farthest-point clustering, as
+/// measured (1.2 ns: 73 clusters of 32,839 points in 7-D, 20 ms of CPU for the whole
+/// plan); the cost model's [`plan::ns::CLUSTERING_PER_DIM`] is a conservative 2.5.
+const CLUSTERING_BUDGET_PER_DIM: f64 = 1.2;
 /// Interleaved groups of the sample the tree's neighbour count is taken in (see
 /// [`Context::tree_estimate`]).
 const GROUPS: usize = 8;
+/// A tree whose pairs alone cost this much more than the best estimate is not built.
+const TREE_HOPELESS: f64 = 1.25;
+/// On a line the IFGT is tried only below this share of the grid transform's estimate.
+const GRID_OVER_IFGT: f64 = 0.3;
+/// Sources the tree's reach is first counted on (see [`Context::sampled_sources_in_reach`]).
+const REACH_SOURCES: usize = 512;
 /// A sample whose [`plan::crowding`] is below this does not fill its box.
 const CROWDED: f64 = 0.5;
 
@@ -259,7 +277,18 @@ impl Context<'_> {
         let mut stopped = report("estimate", rough_best * 1e-9)?;
         if let Some(rough) = tree_rough {
             // the uniform model overestimates the tree by up to ~5x (clumpy data)
-            if !stopped && rough < 5.0 * rough_best {
+            // A wide cut-off in many dimensions puts most sources in reach of every target;
+            // the tree's build and neighbour count then cost a sixth of a direct sum it
+            // cannot beat (d = 10: 25 ms of CPU on a 135 ms call). The sources in reach of
+            // the sample, counted directly on a stride of the sources, bound its cost from
+            // below first (pairs only, no leaf visits): beyond [`TREE_HOPELESS`] of the best
+            // the tree is not built (its pairs cost 2.5 direct ones, so this is about 60% of
+            // the sources in reach of the average target).
+            let hopeless = || {
+                let pts = self.sampled_sources_in_reach(&sample);
+                plan::tree_cost(n, m, dim, w, 0.8 * pts, 0.0) > TREE_HOPELESS * best
+            };
+            if !stopped && rough < 5.0 * rough_best && !hopeless() {
                 let tree =
                     TreePlan::new(self.sources, dim, self.h, self.epsilon, self.tree_radius)?;
                 let cost = self.tree_estimate(&tree, &sample, best);
@@ -283,15 +312,27 @@ impl Context<'_> {
         // clusters and ran 2x faster than the direct sum): above 20 ms, where a sample of
         // the sources is crowded (nearest neighbours at under half the distance of points
         // filling the box), the clustering is still tried, with 6% of the best estimate.
-        let ifgt_try = match ifgt_rough {
-            Some((rough, robust_only)) => Some((rough, if robust_only { 0.2 } else { 0.5 })),
-            None if dim > 1
+        // The same where the model finds the IFGT possible but far too dear: on tight
+        // clusters in 10-D it put the IFGT at 130x the direct sum, which it beat by 2.4x.
+        let crowded = || {
+            dim > 1
                 && best > TRY_IFGT_ABOVE_NS
                 && plan::crowding(&plan::sample_rows(self.sources, dim, 128), dim, self.sides)
-                    < CROWDED =>
-            {
-                Some((0.0, TRY_IFGT_SHARE))
+                    < CROWDED
+        };
+        let ifgt_try = match ifgt_rough {
+            Some((rough, robust_only)) if rough < WINDOW * best => {
+                Some((rough, if robust_only { 0.2 } else { 0.5 }))
             }
+            _ if crowded() => Some((
+                0.0,
+                if best > TRY_IFGT_WIDE_ABOVE_NS {
+                    TRY_IFGT_WIDE_SHARE
+                } else {
+                    TRY_IFGT_SHARE
+                },
+            )),
+            Some((rough, _)) => Some((rough, 0.5)),
             None => None,
         };
         if let Some((rough, share)) = ifgt_try {
@@ -300,9 +341,17 @@ impl Context<'_> {
             // whose clustering alone would cost half of that (a fifth when only the sample's
             // extent admits the IFGT: heavy tails look like outliers there, and the
             // clustering then often ends without reaching epsilon).
-            if !stopped && rough < WINDOW * best {
-                let k_budget = (share * best
-                    / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+            // On a line the intervals' IFGT does the grid's work less well (p terms for
+            // every interval in reach, against one polynomial per target), and the grid's
+            // estimate errs high if anything (3x on far outliers): the IFGT is only
+            // clustered where the model puts it below a third of the grid.
+            let window = if grid.is_some() {
+                GRID_OVER_IFGT
+            } else {
+                WINDOW
+            };
+            if !stopped && rough < window * best {
+                let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
                     .max(1.0) as usize;
                 if let Some(p) = self.build_ifgt(false, k_budget, cancel)? {
                     let reach = p.mean_clusters_in_reach(&sample);
@@ -368,23 +417,24 @@ impl Context<'_> {
                 .sum();
             let frac = (0.04 * low / sum_close).clamp(1.0 / 256.0, 0.125);
             let trial = ((m as f64 * frac).ceil() as usize).clamp(64, 16_384);
+            // one sample for every trial (ordering the targets along the curve is a sort of
+            // all of them, and it was most of a trial's cost on small problems)
+            let sample = self.timing_sample(trial.min(self.sample_src.len() / dim).max(1));
+            let ones = vec![1.0; n * w];
             let mut secs = vec![f64::INFINITY; close.len()];
             'rounds: for round in 0..REPEATS {
                 let mut sorted = secs.clone();
                 sorted.sort_by(f64::total_cmp);
                 let lead = sorted[0];
-                if round == 2 && !(sorted.len() > 1 && sorted[1] <= NOISE * lead) {
+                if round > 0 && !(sorted.len() > 1 && sorted[1] <= NOISE * lead) {
                     break;
                 }
-                // round 2 only for the candidates still within 1.5x, round 3 for the two
-                // that the noise does not separate
-                let keep = if round == 2 { NOISE } else { 1.5 };
                 for (slot, &method) in secs.iter_mut().zip(&close) {
-                    if round > 0 && *slot > keep * lead {
+                    if round > 0 && *slot > NOISE * lead {
                         continue;
                     }
                     let engine = self.take_engine(&mut cands, method)?;
-                    let t = self.time_engine(&engine, trial, cancel)?;
+                    let t = self.time_engine(&engine, &sample, &ones, cancel)?;
                     *slot = slot.min(t);
                     self.put_engine(&mut cands, method, engine);
                     if report(&format!("time {}", method.name()), t)? {
@@ -526,6 +576,27 @@ impl Context<'_> {
         plan::tree_cost(n, m, dim, w, pts / counted as f64, runs / counted as f64)
     }
 
+    /// Mean number of sources within the tree's cut-off of the sample's points, counted
+    /// on a stride of at most [`REACH_SOURCES`] sources and scaled to all of them.
+    fn sampled_sources_in_reach(&self, sample: &[f64]) -> f64 {
+        let dim = self.dim;
+        let n = self.sources.len() / dim;
+        let stride = n.div_ceil(REACH_SOURCES).max(1);
+        let r2 = self.tree_radius * self.tree_radius;
+        let (mut pairs, mut inside) = (0usize, 0usize);
+        for x in self.sources.chunks_exact(dim).step_by(stride) {
+            for y in sample.chunks_exact(dim) {
+                let d2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+                inside += usize::from(d2 <= r2);
+                pairs += 1;
+            }
+        }
+        if pairs == 0 {
+            return 0.0;
+        }
+        inside as f64 / pairs as f64 * n as f64
+    }
+
     /// About `s` targets for timing: eight runs of consecutive targets along a Z-order curve,
     /// spread evenly over it. Runs keep the targets as dense as they really are (the tree
     /// and the IFGT's target groups gain from neighbours sharing leaves and clusters, which a
@@ -550,35 +621,37 @@ impl Context<'_> {
     }
 
     /// Extrapolated seconds of one evaluation at `m` targets with `w` weight columns.
-    fn time_engine(&self, engine: &Engine, trial: usize, cancel: &AtomicBool) -> Result<f64> {
+    fn time_engine(
+        &self,
+        engine: &Engine,
+        sample: &[f64],
+        ones: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<f64> {
         let dim = self.dim;
-        let total = self.sample_src.len() / dim;
-        let s = trial.min(total).max(1);
-        let sample = self.timing_sample(s);
         let s = sample.len() / dim;
         let one = &sample[..dim];
         let n = self.sources.len() / dim;
-        let ones = vec![1.0; n * self.w];
         let threads = rayon::current_num_threads() as f64;
         let run = |targets: &[f64]| -> Result<f64> {
             let mut out = vec![0.0; targets.len() / dim * self.w];
             let t0 = cpu_seconds();
             match engine {
-                Engine::Direct(p) => p.evaluate(targets, &ones, self.w, &mut out, cancel)?,
-                Engine::Tree(p) => p.evaluate(targets, &ones, self.w, &mut out, cancel)?,
+                Engine::Direct(p) => p.evaluate(targets, ones, self.w, &mut out, cancel)?,
+                Engine::Tree(p) => p.evaluate(targets, ones, self.w, &mut out, cancel)?,
                 Engine::Ifgt(p) => {
                     // coefficients of one weight column per cluster term, shared
                     let coeffs = vec![0.0; p.n_clusters() * self.w * p.n_terms()];
                     p.evaluate(targets, &coeffs, self.w, &mut out, cancel)?
                 }
-                Engine::Grid(g) => g.evaluate(targets, &ones, self.w, &mut out, cancel)?,
+                Engine::Grid(g) => g.evaluate(targets, ones, self.w, &mut out, cancel)?,
             }
             // CPU seconds over the threads: about the wall-clock time on an idle machine
             Ok((cpu_seconds() - t0) / threads)
         };
         // the fixed part of a call, then the sample
         let fixed = run(one)?;
-        let t = run(&sample)?;
+        let t = run(sample)?;
         // The one-target call also catches the threads' wake-up, which on a loaded machine
         // can be most of it: a per-target cost below 0.8 of the sample's mean would
         // underestimate the sum (the direct method was taken at a quarter of its time).
@@ -589,14 +662,30 @@ impl Context<'_> {
         };
         let per_target = ((t - fixed) / (s.max(2) - 1) as f64).max(floor);
         // the coefficients are the same for both IFGT variants: timed once, on a sixteenth
-        // of the sources (at least 2,000 of them)
+        // of the sources (at least 2,000 of them), and on one source per cluster for the
+        // fixed part of the pass (the clusters' accumulators: in 7-D at 1e-9, many thousand
+        // terms each, and scaling it up with the sources took the IFGT at 4x its time)
         let coefficients = match engine {
             Engine::Ifgt(p) => match self.coefficient_seconds.get() {
                 Some(t) => t,
                 None => {
                     let stride = (n / 2000).clamp(1, 16);
-                    let t =
-                        p.time_coefficients(self.sources, self.w, stride, cancel)? * stride as f64;
+                    let (t, used) = p.time_coefficients(self.sources, self.w, stride, cancel)?;
+                    let t = if stride > 1 {
+                        let (t1, used1) =
+                            p.time_coefficients(self.sources, self.w, usize::MAX, cancel)?;
+                        // between the sample's own time and its plain scaling (the tiny
+                        // pass can catch a thread's wake-up)
+                        if used > used1 {
+                            let per_source = (t - t1).max(0.0) / (used - used1) as f64;
+                            (t1 + per_source * n.saturating_sub(used1) as f64)
+                                .clamp(t, t * n as f64 / used as f64)
+                        } else {
+                            t * n as f64 / used.max(1) as f64
+                        }
+                    } else {
+                        t
+                    };
                     self.coefficient_seconds.set(Some(t));
                     t
                 }
@@ -701,6 +790,167 @@ mod tests {
             GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control),
             Err(crate::FgtError::Cancelled)
         ));
+    }
+
+    /// Auto's plan is the chosen method's plan: its result equals, bit for bit, that of
+    /// the method it reports planned on its own (direct and tree sums, the grid on a line),
+    /// and meets epsilon against the direct sum.
+    #[test]
+    fn auto_gives_the_chosen_methods_own_result() {
+        let cancel = AtomicBool::new(false);
+        // (dim, h, eps): a wide bandwidth in 9-D (direct), a small one in 3-D (tree), a line
+        for &(dim, h, eps) in &[(9usize, 1.5, 1e-6), (3, 0.02, 1e-6), (1, 0.05, 1e-8)] {
+            let x = points(6000, dim, 21);
+            let y = points(3000, dim, 22);
+            let q: Vec<f64> = points(6000, 1, 23).iter().map(|v| v - 0.2).collect();
+            let options = PlanOptions {
+                target_sample: Some(&y),
+                measure: false,
+                ..PlanOptions::default()
+            };
+            let auto = GaussTransform::plan_with(&x, dim, h, eps, Method::Auto, &options, &cancel)
+                .unwrap();
+            let method = auto.method();
+            assert!(
+                matches!(method, Method::Direct | Method::DirectTree | Method::Fgt),
+                "{dim}: {:?}",
+                auto.info()
+            );
+            let own =
+                GaussTransform::plan_with(&x, dim, h, eps, method, &options, &cancel).unwrap();
+            let a = auto.evaluate(&y, &q, 1, &cancel).unwrap();
+            assert_eq!(a, own.evaluate(&y, &q, 1, &cancel).unwrap(), "{method}");
+            let exact = direct_reference(&x, &y[..200 * dim], dim, &q, 1, h);
+            let qsum: f64 = q.iter().map(|v| v.abs()).sum();
+            assert!(
+                a.iter()
+                    .zip(&exact)
+                    .all(|(g, e)| (g - e).abs() <= eps * qsum)
+            );
+        }
+    }
+
+    /// On a line with far outliers (0.5% of the sources 100-10,000 spreads away) at a small
+    /// bandwidth, the grid stores only its occupied boxes, so auto's model keeps it (or a
+    /// clustering) rather than a direct or tree sum, and the result meets epsilon.
+    #[test]
+    fn a_line_with_far_outliers_picks_a_grid_or_clusters() {
+        let n = 50_000;
+        let mut x: Vec<f64> = points(n, 1, 31).iter().map(|v| v - 0.5).collect();
+        for (i, v) in x.iter_mut().enumerate().step_by(200) {
+            let side = if i % 400 == 0 { 1.0 } else { -1.0 };
+            *v = side * 100.0 * (1.0 + 99.0 * (i as f64 / n as f64));
+        }
+        let y = x.clone();
+        let q: Vec<f64> = points(n, 1, 32);
+        let cancel = AtomicBool::new(false);
+        for &(h, eps) in &[(0.02, 1e-4), (0.005, 1e-7)] {
+            let options = PlanOptions {
+                target_sample: Some(&y),
+                measure: false,
+                ..PlanOptions::default()
+            };
+            let gt =
+                GaussTransform::plan_with(&x, 1, h, eps, Method::Auto, &options, &cancel).unwrap();
+            assert!(
+                matches!(gt.method(), Method::Fgt | Method::Ifgt | Method::IfgtTree),
+                "h={h}: {:?}",
+                gt.info()
+            );
+            let g = gt.evaluate(&y[..300], &q, 1, &cancel).unwrap();
+            let exact = direct_reference(&x, &y[..300], 1, &q, 1, h);
+            let qsum: f64 = q.iter().sum();
+            assert!(
+                g.iter()
+                    .zip(&exact)
+                    .all(|(a, b)| (a - b).abs() <= eps * qsum)
+            );
+        }
+    }
+
+    /// In 10-D at a cut-off that holds most sources, the tree cannot beat the direct sum:
+    /// the direct count on a stride of the sources rules it out before it is built (no
+    /// "direct-tree" stage), and the direct sum runs.
+    #[test]
+    fn a_tree_holding_most_sources_is_not_built() {
+        use std::sync::Mutex;
+        use vastml_core::Control;
+        let (n, dim, h, eps) = (20_000, 10, 0.55, 1e-6);
+        let x = points(n, dim, 41);
+        let y = points(2000, dim, 42);
+        let options = PlanOptions {
+            target_sample: Some(&y),
+            measure: false,
+            ..PlanOptions::default()
+        };
+        let cancel = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let hook = |_: usize, _: f64, stage: &str| {
+            seen.lock().unwrap().push(stage.to_string());
+            false
+        };
+        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
+        let gt =
+            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
+                .unwrap();
+        let seen = seen.into_inner().unwrap();
+        assert!(!seen.iter().any(|s| s == "direct-tree"), "{seen:?}");
+        assert!(
+            gt.info()
+                .estimates
+                .iter()
+                .any(|(m, _)| *m == Method::DirectTree),
+            "{:?}",
+            gt.info()
+        );
+        assert_eq!(gt.method(), Method::Direct);
+    }
+
+    /// Tight clusters in 10-D: the uniform model finds the IFGT possible but far dearer
+    /// than the direct sum; the sample is crowded, so the clustering is still tried (an
+    /// "ifgt" stage is reported) and, with few clusters holding every source, the IFGT is
+    /// kept, within epsilon of the direct sum.
+    #[test]
+    fn tight_clusters_in_many_dimensions_get_the_clustering_tried() {
+        use std::sync::Mutex;
+        use vastml_core::Control;
+        let (dim, h, eps) = (10usize, 0.5, 1e-6);
+        let centres = points(6, dim, 51);
+        let noise = points(1000 * dim, 1, 52);
+        let x: Vec<f64> = (0..1000 * dim)
+            .map(|i| centres[(i / dim % 6) * dim + i % dim] + 1e-3 * (noise[i] - 0.5))
+            .collect();
+        let options = PlanOptions {
+            target_sample: Some(&x),
+            n_targets: Some(200_000),
+            measure: false,
+            ..PlanOptions::default()
+        };
+        let cancel = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let hook = |_: usize, _: f64, stage: &str| {
+            seen.lock().unwrap().push(stage.to_string());
+            false
+        };
+        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
+        let gt =
+            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
+                .unwrap();
+        let seen = seen.into_inner().unwrap();
+        assert!(seen.iter().any(|s| s == "ifgt"), "{seen:?}");
+        assert!(
+            matches!(gt.method(), Method::Ifgt | Method::IfgtTree),
+            "{:?}",
+            gt.info()
+        );
+        let q = vec![1.0; 1000];
+        let g = gt.evaluate(&x[..100 * dim], &q, 1, &cancel).unwrap();
+        let exact = direct_reference(&x, &x[..100 * dim], dim, &q, 1, h);
+        assert!(
+            g.iter()
+                .zip(&exact)
+                .all(|(a, b)| (a - b).abs() <= eps * 1000.0)
+        );
     }
 
     /// Fixed-p mode uses exactly the given p: a large p is as accurate as the bound asks,

@@ -33,8 +33,9 @@ const CRAMER: f64 = 1.086_435;
 const MAX_P: usize = 40;
 /// Box widths tried, in units of h.
 const WIDTHS: [f64; 8] = [1.0, 0.75, 0.5, 0.35, 0.25, 0.18, 0.125, 0.09];
-/// Largest number of boxes (memory guard, and beyond it the data are too sparse for a grid).
-const MAX_BOXES: usize = 1 << 22;
+/// Largest number of boxes: only the occupied ones are stored, but box numbers must stay
+/// exact in a double (far outliers at a small bandwidth spread a line over millions).
+const MAX_BOXES: f64 = (1u64 << 40) as f64;
 /// Sources or targets per parallel task.
 const CHUNK: usize = 4096;
 
@@ -70,15 +71,69 @@ pub(crate) fn error_bound(z: f64, p: usize) -> f64 {
     2.0 * CRAMER * s0 * tail(z, p) + 256.0 * f64::EPSILON * CRAMER * s0 * s0
 }
 
-/// Cost in ns of the grid method (one core).
+/// Cost in ns of the grid method (one core). Only occupied boxes are stored and visited;
+/// when the boxes far outnumber the points (far outliers), the points' box numbers are
+/// sorted rather than counted in a table, and each target finds its box by a binary search.
 pub(crate) fn grid_cost(n: usize, m: usize, w: usize, g: &GridParameters) -> f64 {
     let (p, wf) = (g.truncation as f64, w as f64);
     let boxes = (g.n_boxes as f64).min(n as f64) + 2.0 * g.reach as f64;
     let sources = n as f64 * (6.0 + p * (0.6 + 0.5 * wf));
     let translate =
         boxes.min(m as f64 + 2.0 * g.reach as f64) * (2 * g.reach + 1) as f64 * p * p * wf * 0.35;
-    let targets = m as f64 * (8.0 + p * wf * 0.6);
+    let mut targets = m as f64 * (8.0 + p * wf * 0.6);
+    let nb = g.n_boxes as f64;
+    if nb > sparse_from(m) as f64 {
+        targets += m as f64 * (m as f64).log2().max(1.0) * 3.0;
+    }
     sources + translate + targets
+}
+
+/// From this many boxes on, the distinct boxes of `points` points are found by a sort
+/// instead of a table over every box.
+fn sparse_from(points: usize) -> usize {
+    4 * points + 4096
+}
+
+/// The distinct box numbers of a set of points, in order, and a way back from a box number
+/// to its rank among them (a table when the boxes are not many more than the points).
+struct BoxIndex {
+    ids: Vec<usize>,
+    table: Option<Vec<u32>>,
+}
+
+impl BoxIndex {
+    /// `raw` holds box numbers below `total`; `u32::MAX` in the table marks an empty box.
+    fn new(raw: &[usize], total: usize) -> Self {
+        if total <= sparse_from(raw.len()) {
+            let mut table = vec![u32::MAX; total];
+            for &b in raw {
+                table[b] = 0;
+            }
+            let mut ids = Vec::new();
+            for (b, t) in table.iter_mut().enumerate() {
+                if *t == 0 {
+                    *t = ids.len() as u32;
+                    ids.push(b);
+                }
+            }
+            return BoxIndex {
+                ids,
+                table: Some(table),
+            };
+        }
+        let mut ids = raw.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        BoxIndex { ids, table: None }
+    }
+
+    /// Rank of box `b`, which must be one of the boxes.
+    fn rank(&self, b: usize) -> usize {
+        match &self.table {
+            Some(t) => t[b] as usize,
+            None => self.ids.binary_search(&b).unwrap_or(0),
+        }
+    }
 }
 
 /// The cheapest grid reaching epsilon, or `None` (epsilon below the rounding floor, or a
@@ -99,7 +154,7 @@ pub(crate) fn grid_parameters(
         };
         let boxes = (range / (z * h)).floor() + 1.0;
         // (a NaN range fails this too)
-        if boxes.is_nan() || boxes > (MAX_BOXES.min(4 * (n + m) + 4096)) as f64 {
+        if boxes.is_nan() || boxes > MAX_BOXES {
             continue;
         }
         let reach = (cut / z).ceil().max(1.0) as usize;
@@ -127,7 +182,9 @@ pub(crate) struct Grid1d {
     n_boxes: usize,
     reach: usize,
     p: usize,
-    /// Box b holds the slots `offsets[b]..offsets[b + 1]`.
+    /// The occupied boxes' numbers, in order.
+    boxes: Vec<usize>,
+    /// The k-th occupied box holds the slots `offsets[k]..offsets[k + 1]`.
     offsets: Vec<usize>,
     /// Source index of each slot (sources sorted by box, stable).
     order: Vec<u32>,
@@ -163,23 +220,28 @@ impl Grid1d {
         let width = params.z * h;
         let nb = params.n_boxes;
         let box_of = |x: f64| (((x - lo) / width) as usize).min(nb - 1);
-        let mut offsets = vec![0usize; nb + 1];
-        for &x in sources {
-            offsets[box_of(x) + 1] += 1;
+        let raw: Vec<usize> = sources.iter().map(|&x| box_of(x)).collect();
+        let index = BoxIndex::new(&raw, nb);
+        let ranks: Vec<usize> = raw.iter().map(|&b| index.rank(b)).collect();
+        let occupied = index.ids.len();
+        let mut offsets = vec![0usize; occupied + 1];
+        for &k in &ranks {
+            offsets[k + 1] += 1;
         }
-        for b in 0..nb {
-            offsets[b + 1] += offsets[b];
+        for k in 0..occupied {
+            offsets[k + 1] += offsets[k];
         }
         let mut next = offsets.clone();
         let mut order = vec![0u32; n];
         let mut scaled = vec![0.0; n];
         for (i, &x) in sources.iter().enumerate() {
-            let b = box_of(x);
-            let slot = next[b];
-            next[b] += 1;
+            let k = ranks[i];
+            let slot = next[k];
+            next[k] += 1;
             order[slot] = i as u32;
-            scaled[slot] = (x - (lo + (b as f64 + 0.5) * width)) / h;
+            scaled[slot] = (x - (lo + (raw[i] as f64 + 0.5) * width)) / h;
         }
+        let boxes = index.ids;
         let (p, reach) = (params.truncation, params.reach);
         let mut mats = vec![0.0; (2 * reach + 1) * p * p];
         let mut herm = vec![0.0; 2 * p];
@@ -208,6 +270,7 @@ impl Grid1d {
             n_boxes: nb,
             reach,
             p,
+            boxes,
             offsets,
             order,
             scaled,
@@ -220,8 +283,9 @@ impl Grid1d {
         &self.params
     }
 
+    /// Number of occupied boxes.
     pub fn n_boxes(&self) -> usize {
-        self.n_boxes
+        self.boxes.len()
     }
 
     /// Half the box width (the radius of a box about its centre).
@@ -251,15 +315,15 @@ impl Grid1d {
                 Ok(())
             }
         };
-        // Hermite moments per source box: A[b][c][n] = sum q_c a^n / n!
+        // Hermite moments per occupied source box: A[k][c][n] = sum q_c a^n / n!
         let inv: Vec<f64> = (1..=p).map(|k| 1.0 / k as f64).collect();
-        let mut moments = vec![0.0; nb * w * p];
+        let mut moments = vec![0.0; self.boxes.len() * w * p];
         let sequential = crate::par::sequential();
-        let moment_of_box = |(b, acc): (usize, &mut [f64])| {
-            if b % 1024 == 0 {
+        let moment_of_box = |(k, acc): (usize, &mut [f64])| {
+            if k % 1024 == 0 {
                 check()?;
             }
-            for slot in self.offsets[b]..self.offsets[b + 1] {
+            for slot in self.offsets[k]..self.offsets[k + 1] {
                 let a = self.scaled[slot];
                 let i = self.order[slot] as usize;
                 let q = &weights[i * w..(i + 1) * w];
@@ -285,37 +349,33 @@ impl Grid1d {
                 .with_min_len(64)
                 .try_for_each(moment_of_box)?;
         }
-        // Target boxes, shifted by R so that every box within reach of a source has an index.
+        // Target boxes, shifted by R so that every box within reach of a source has an index;
+        // only those holding a target get Taylor coefficients.
         let nl = nb + 2 * reach;
         let local_box = |y: f64| -> Option<usize> {
             let t = ((y - self.lo) / self.width).floor() + reach as f64;
             (t >= 0.0 && t < nl as f64).then_some(t as usize)
         };
-        let mut wanted = vec![false; nl];
-        for &y in targets {
-            if let Some(t) = local_box(y) {
-                wanted[t] = true;
-            }
-        }
+        let target_boxes: Vec<usize> = targets.iter().filter_map(|&y| local_box(y)).collect();
+        let wanted = BoxIndex::new(&target_boxes, nl);
+        drop(target_boxes);
         // Taylor coefficients per wanted target box
-        let mut local = vec![0.0; nl * w * p];
-        let local_of_box = |(tl, acc): (usize, &mut [f64])| {
-            if !wanted[tl] {
-                return Ok(());
-            }
-            if tl % 256 == 0 {
+        let mut local = vec![0.0; wanted.ids.len() * w * p];
+        let local_of_box = |(r, acc): (usize, &mut [f64])| {
+            if r % 256 == 0 {
                 check()?;
             }
-            // target box t = tl - R, delta = t - b = k - R, so the source box is tl - k
-            for k in 0..=2 * reach {
-                let Some(b) = tl.checked_sub(k) else {
+            // target box t = tl - R takes source boxes b = tl - k, k = 0..=2R (delta =
+            // t - b = k - R): the occupied ones among tl - 2R..=tl
+            let tl = wanted.ids[r];
+            let first = self.boxes.partition_point(|&b| b + 2 * reach < tl);
+            for (j, &b) in self.boxes.iter().enumerate().skip(first) {
+                if b > tl {
                     break;
-                };
-                if b >= nb || self.offsets[b] == self.offsets[b + 1] {
-                    continue;
                 }
+                let k = tl - b;
                 let mat = &self.mats[k * p * p..(k + 1) * p * p];
-                let a = &moments[b * w * p..(b + 1) * w * p];
+                let a = &moments[j * w * p..(j + 1) * w * p];
                 for c in 0..w {
                     let ac = &a[c * p..(c + 1) * p];
                     let out_c = &mut acc[c * p..(c + 1) * p];
@@ -349,8 +409,9 @@ impl Grid1d {
                     Some(tl) => {
                         let centre = self.lo + ((tl as f64 - reach as f64) + 0.5) * self.width;
                         let s = (y - centre) * inv_h;
+                        let r = wanted.rank(tl);
                         for (c, v) in oj.iter_mut().enumerate() {
-                            let coef = &local[(tl * w + c) * p..(tl * w + c + 1) * p];
+                            let coef = &local[(r * w + c) * p..(r * w + c + 1) * p];
                             *v = coef.iter().rev().fold(0.0, |acc, &l| acc * s + l);
                         }
                     }
@@ -393,6 +454,35 @@ mod tests {
         }
         assert!(error_bound(0.5, 20) < 1e-12);
         assert!(grid_parameters(1000, 1000, 1, 1.0, 0.01, 1e-16).is_none());
+    }
+
+    /// Far outliers at a small bandwidth spread the line over tens of millions of boxes:
+    /// only the occupied ones are stored (the sorted path for sources and targets), and the
+    /// error stays within epsilon against the direct sum, at targets in the bulk, at the
+    /// outliers, between them and beyond.
+    #[test]
+    fn far_outliers_use_only_the_occupied_boxes() {
+        let cancel = AtomicBool::new(false);
+        let n = 4000;
+        let mut x = points(n, 11);
+        for (i, v) in x.iter_mut().enumerate().take(12) {
+            *v = if i % 2 == 0 { 1e5 } else { -3e4 } * (1.0 + i as f64 * 1e-3);
+        }
+        let mut y: Vec<f64> = points(900, 12);
+        y.extend_from_slice(&[x[0], x[1] + 0.004, x[4], -1e4, 5e5, 0.5]);
+        let q: Vec<f64> = points(n, 13).iter().map(|v| v - 0.3).collect();
+        for &(h, eps) in &[(0.01, 1e-6), (0.003, 1e-9), (0.05, 1e-4)] {
+            let grid = Grid1d::new(&x, h, eps, y.len(), 1).unwrap();
+            assert!(grid.n_boxes as f64 > 10.0 * sparse_from(n) as f64);
+            assert!(grid.n_boxes() <= n);
+            let mut g = vec![0.0; y.len()];
+            grid.evaluate(&y, &q, 1, &mut g, &cancel).unwrap();
+            let exact = direct_reference(&x, &y, 1, &q, 1, h);
+            let qsum: f64 = q.iter().map(|v| v.abs()).sum();
+            for (j, (a, b)) in g.iter().zip(&exact).enumerate() {
+                assert!((a - b).abs() <= eps * qsum, "h={h} target {j}: {a} vs {b}");
+            }
+        }
     }
 
     /// Every source's error within epsilon |q| against the direct sum, for several

@@ -910,8 +910,9 @@ impl IfgtPlan {
     }
 
     /// Seconds (CPU seconds over the threads) to compute the coefficients of every
-    /// `stride`-th source of each cluster (unit weights, `n_weights` columns): the
-    /// per-evaluation cost of the coefficients is about `stride` times this.
+    /// `stride`-th source of each cluster (unit weights, `n_weights` columns), and the
+    /// number of sources that took. The pass also has a fixed part (the clusters'
+    /// accumulators), so the cost of all the sources is best interpolated from two strides.
     ///
     /// # Errors
     /// [`FgtError::Cancelled`] when `cancel` is raised.
@@ -921,7 +922,7 @@ impl IfgtPlan {
         n_weights: usize,
         stride: usize,
         cancel: &AtomicBool,
-    ) -> Result<f64> {
+    ) -> Result<(f64, usize)> {
         let stride = stride.max(1);
         let n = sources.len() / self.dim;
         let width = self.n_clusters() * n_weights * self.monomials.len();
@@ -933,7 +934,8 @@ impl IfgtPlan {
             let c =
                 self.coefficients_streamed(&sources[..m * self.dim], &ones, n_weights, cancel)?;
             std::hint::black_box(c);
-            return Ok((crate::auto::cpu_seconds() - t0) / rayon::current_num_threads() as f64);
+            let t = (crate::auto::cpu_seconds() - t0) / rayon::current_num_threads() as f64;
+            return Ok((t, m));
         }
         let k = self.n_clusters();
         let mut offsets = vec![0usize; k + 1];
@@ -957,7 +959,8 @@ impl IfgtPlan {
             cancel,
         )?;
         std::hint::black_box(c);
-        Ok((crate::auto::cpu_seconds() - t0) / rayon::current_num_threads() as f64)
+        let t = (crate::auto::cpu_seconds() - t0) / rayon::current_num_threads() as f64;
+        Ok((t, members.len()))
     }
 
     pub fn max_radius(&self) -> f64 {

@@ -171,7 +171,7 @@ impl FromStr for Method {
 pub struct PlanInfo {
     /// The method that runs (never `Auto`).
     pub method: Method,
-    /// Number of clusters K (IFGT methods), of boxes (fgt), else 0.
+    /// Number of clusters K (IFGT methods), of occupied source boxes (fgt), else 0.
     pub n_clusters: usize,
     /// Truncation number p_max (IFGT methods, fgt), else 0.
     pub truncation: usize,
