@@ -188,18 +188,21 @@ def exact_nll(X, y, theta):
     return -sk.log_marginal_likelihood(theta)
 
 
+#: The fixed-hyperparameter grid: (shape, d, noise fraction, length-scale fraction of the spread).
+FIXED_CASES = [
+    ("uniform", 1, 1e-4, 0.1),
+    ("uniform", 2, 1e-3, 0.5),
+    ("uniform", 3, 1e-3, 0.3),
+    ("uniform", 3, 1e-2, 1.0),
+    ("clustered", 2, 1e-3, 0.3),
+    ("anisotropic", 2, 1e-1, 2.0),
+    ("uniform", 5, 1e-3, 1.0),
+    ("uniform", 8, 1e-2, 2.0),
+]
+
+
 def fixed_rows(bench, sizes, use_gpytorch):
-    # (shape, d, noise fraction, length-scale fraction of the spread)
-    cases = [
-        ("uniform", 1, 1e-4, 0.1),
-        ("uniform", 2, 1e-3, 0.5),
-        ("uniform", 3, 1e-3, 0.3),
-        ("uniform", 3, 1e-2, 1.0),
-        ("clustered", 2, 1e-3, 0.3),
-        ("anisotropic", 2, 1e-1, 2.0),
-        ("uniform", 5, 1e-3, 1.0),
-        ("uniform", 8, 1e-2, 2.0),
-    ]
+    cases = list(FIXED_CASES)
     if bench.args.cases:
         cases = [cases[int(i)] for i in bench.args.cases.split(",")]
     elif bench.quick:

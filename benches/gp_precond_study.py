@@ -45,20 +45,11 @@ from scipy.linalg.lapack import dpstrf
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gp import make_data
+from gp import FIXED_CASES, make_data
 from vastml.kernels._gp_dense import kernel_matrix
 from vastml.kernels._gp_precond import farthest_points
 
-CASES = [
-    ("uniform", 1, 1e-4, 0.1),
-    ("uniform", 2, 1e-3, 0.5),
-    ("uniform", 3, 1e-3, 0.3),
-    ("uniform", 3, 1e-2, 1.0),
-    ("clustered", 2, 1e-3, 0.3),
-    ("anisotropic", 2, 1e-1, 2.0),
-    ("uniform", 5, 1e-3, 1.0),
-    ("uniform", 8, 1e-2, 2.0),
-]
+CASES = FIXED_CASES
 
 
 def kd_leaves(X: np.ndarray, idx: np.ndarray, size: int) -> list[np.ndarray]:

@@ -705,6 +705,28 @@ mod tests {
         crate::testing::uniform(n * dim, seed)
     }
 
+    /// Plans `Method::Auto` with a hook that records the name of every planning stage.
+    fn plan_recording_stages(
+        x: &[f64],
+        dim: usize,
+        h: f64,
+        eps: f64,
+        options: &PlanOptions<'_>,
+    ) -> (GaussTransform, Vec<String>) {
+        use std::sync::Mutex;
+        use vastml_core::Control;
+        let cancel = AtomicBool::new(false);
+        let seen = Mutex::new(Vec::new());
+        let hook = |_: usize, _: f64, stage: &str| {
+            seen.lock().unwrap().push(stage.to_string());
+            false
+        };
+        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
+        let gt = GaussTransform::plan_with_control(x, dim, h, eps, Method::Auto, options, &control)
+            .unwrap();
+        (gt, seen.into_inner().unwrap())
+    }
+
     /// Auto times its close candidates (here several are close at this size) and whatever
     /// it keeps meets epsilon against the direct sum.
     #[test]
@@ -873,8 +895,6 @@ mod tests {
     /// "direct-tree" stage), and the direct sum runs.
     #[test]
     fn a_tree_holding_most_sources_is_not_built() {
-        use std::sync::Mutex;
-        use vastml_core::Control;
         let (n, dim, h, eps) = (20_000, 10, 0.55, 1e-6);
         let x = points(n, dim, 41);
         let y = points(2000, dim, 42);
@@ -883,17 +903,7 @@ mod tests {
             measure: false,
             ..PlanOptions::default()
         };
-        let cancel = AtomicBool::new(false);
-        let seen = Mutex::new(Vec::new());
-        let hook = |_: usize, _: f64, stage: &str| {
-            seen.lock().unwrap().push(stage.to_string());
-            false
-        };
-        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
-        let gt =
-            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
-                .unwrap();
-        let seen = seen.into_inner().unwrap();
+        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
         assert!(!seen.iter().any(|s| s == "direct-tree"), "{seen:?}");
         assert!(
             gt.info()
@@ -912,8 +922,6 @@ mod tests {
     /// kept, within epsilon of the direct sum.
     #[test]
     fn tight_clusters_in_many_dimensions_get_the_clustering_tried() {
-        use std::sync::Mutex;
-        use vastml_core::Control;
         let (dim, h, eps) = (10usize, 0.5, 1e-6);
         let centres = points(6, dim, 51);
         let noise = points(1000 * dim, 1, 52);
@@ -926,17 +934,7 @@ mod tests {
             measure: false,
             ..PlanOptions::default()
         };
-        let cancel = AtomicBool::new(false);
-        let seen = Mutex::new(Vec::new());
-        let hook = |_: usize, _: f64, stage: &str| {
-            seen.lock().unwrap().push(stage.to_string());
-            false
-        };
-        let control = Control::<str>::new(&cancel).with_hook(&hook, 1);
-        let gt =
-            GaussTransform::plan_with_control(&x, dim, h, eps, Method::Auto, &options, &control)
-                .unwrap();
-        let seen = seen.into_inner().unwrap();
+        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
         assert!(seen.iter().any(|s| s == "ifgt"), "{seen:?}");
         assert!(
             matches!(gt.method(), Method::Ifgt | Method::IfgtTree),
@@ -944,7 +942,9 @@ mod tests {
             gt.info()
         );
         let q = vec![1.0; 1000];
-        let g = gt.evaluate(&x[..100 * dim], &q, 1, &cancel).unwrap();
+        let g = gt
+            .evaluate(&x[..100 * dim], &q, 1, &AtomicBool::new(false))
+            .unwrap();
         let exact = direct_reference(&x, &x[..100 * dim], dim, &q, 1, h);
         assert!(
             g.iter()
