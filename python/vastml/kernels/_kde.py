@@ -66,6 +66,13 @@ REACH_SAMPLE = 2048
 EVALUATION_CHUNK = 65_536
 #: ... and at most this many chunks (each one recomputes the IFGT's coefficients).
 MAX_CHUNKS = 50
+#: The transform is planned at the first ``score_samples``, for its number of targets and a
+#: sample of them (at most PLAN_SAMPLE), and planned again when a later call brings more than
+#: REPLAN_FACTOR times as many targets: the best method for 3,000 targets over 400,000
+#: heavy-tailed sources (the tree, 0.5 s) is not the one for 400,000 (the IFGT, whose
+#: clustering alone takes 3.6 s).
+PLAN_SAMPLE = 4096
+REPLAN_FACTOR = 4
 
 
 class KernelDensity(BaseEstimator):
@@ -101,14 +108,16 @@ class KernelDensity(BaseEstimator):
         from the sources within reach of each target (a kd-tree query whose radius grows until
         the sources left out are certified below ``rtol``). For narrow kernels in one or two
         dimensions (at most 1,000 sources within that reach of a source, estimated at fit)
-        every density is taken in log space, over a tree built at fit and kept for every
-        call. ``None`` keeps only the absolute guarantee.
+        every density is taken in log space, over an index of the sources built at fit (a
+        grid of cells on a line or in the plane where their extent allows, a kd-tree
+        otherwise) and kept for every call. ``None`` keeps only the absolute guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
     verbose : bool or int, default=False
-        Show progress bars: of the Sheather-Jones selection and of the planning of the
-        transform in ``fit``, and of the evaluation in ``score_samples`` (then run in
-        chunks of at least 65,536 targets, at most 50 of them).
+        Show progress bars: of the Sheather-Jones selection, of the planning of the
+        transform (at the first ``score_samples``, for its number of targets), and of the
+        evaluation in ``score_samples`` (then run in chunks of at least 65,536 targets, at
+        most 50 of them).
 
     Attributes
     ----------
@@ -181,7 +190,8 @@ class KernelDensity(BaseEstimator):
         return bw
 
     def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None) -> Self:
-        """Store the data (scaled by the bandwidths) and plan the Gauss transform.
+        """Store the data (scaled by the bandwidths); the Gauss transform is planned by the
+        first ``score_samples``, for the number of targets it brings.
 
         Parameters
         ----------
@@ -227,22 +237,33 @@ class KernelDensity(BaseEstimator):
         self._norm = log_det + 0.5 * Xv.shape[1] * math.log(2.0 * math.pi)
         self._pass_epsilon = float(self.epsilon)
         self._X = Xv
-        self._log_plan = None  # the log-space sums' tree, built on first use
-        # None: every density in log space (narrow kernels with rtol)
-        self._transform: GaussTransform | None = None
-        if (
+        self._log_plan = None  # the log-space sums' index, built on first use
+        self._transform: GaussTransform | None = None  # planned by score_samples
+        self._planned_for = 0
+        # every density in log space (narrow kernels with rtol)
+        self._log_path = bool(
             self.rtol is not None
             and Xv.shape[1] <= LOG_PATH_MAX_DIM
             and self._sources_in_reach(float(self.rtol)) <= LOG_PATH_MAX_SOURCES
-        ):
-            self._log_sums()  # built now, and kept for every score_samples
-            return self
-        if self.rtol is not None:
-            self._pass_epsilon = min(self._pass_epsilon, self._first_pass_epsilon(float(self.rtol)))
-        self._transform = GaussTransform(
-            self._scaled, math.sqrt(2.0), self._pass_epsilon, self.method, self.n_jobs, verbose=self.verbose
         )
+        if self._log_path:
+            self._log_sums()  # built now, and kept for every score_samples
+        elif self.rtol is not None:
+            self._pass_epsilon = min(self._pass_epsilon, self._first_pass_epsilon(float(self.rtol)))
         return self
+
+    def _planned(self, Xs: FloatArray) -> GaussTransform:
+        """The transform's plan for targets like ``Xs`` (see PLAN_SAMPLE), made on first use
+        and again when ``Xs`` holds more than REPLAN_FACTOR times the targets planned for."""
+        m = Xs.shape[0]
+        if self._transform is None or m > REPLAN_FACTOR * self._planned_for:
+            sample = Xs[:: max(1, m // PLAN_SAMPLE)][:PLAN_SAMPLE]
+            self._transform = GaussTransform(
+                self._scaled, SQRT2, self._pass_epsilon, self.method, self.n_jobs,
+                target_sample=sample, n_targets=m, verbose=self.verbose,
+            )
+            self._planned_for = m
+        return self._transform
 
     def _sources_in_reach(self, rtol: float) -> float:
         """Mean number of sources within the log-space sums' first reach of a source, estimated
@@ -276,7 +297,7 @@ class KernelDensity(BaseEstimator):
         Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
         check_finite_data(Xv, "X")
         Xs = self._map(Xv)
-        if self._transform is None:
+        if self._log_path:
             return self._evaluate_log(Xs) - self._norm
         g = self._evaluate(Xs)
         # the weights sum to 1, so |g - exact| <= eps
@@ -346,8 +367,7 @@ class KernelDensity(BaseEstimator):
         """The transform at ``Xs``: in one call, or in chunks on a progress bar with ``verbose``."""
         m = Xs.shape[0]
         verbose = self.verbose
-        transform = self._transform
-        assert transform is not None  # fitted for the transform path
+        transform = self._planned(Xs)
         if not verbose:
             return transform(Xs, self._weights)
         chunk = max(EVALUATION_CHUNK, -(-m // MAX_CHUNKS))

@@ -4,6 +4,8 @@
 //!   points stored contiguously in tree order) with allocation-free fixed-radius search,
 //!   k-nearest-neighbour queries and access to contiguous leaf ranges for blocked evaluation.
 //!   It is `Sync`, so one tree can be queried from many threads at once.
+//! - [`CellGrid`]: a uniform grid of cells over 1-D or 2-D points, built by one counting sort,
+//!   with a fixed-radius search that returns runs of consecutive points.
 //! - [`FarthestPoint`]: farthest-point (Gonzalez) k-center clustering that grows one centre at a
 //!   time, with a triangle-inequality prune and rayon-parallel updates, and
 //!   [`farthest_point_clustering`] for the one-shot version. The final [`Clustering`] moves each
@@ -47,6 +49,7 @@ mod clustering;
 mod cpu;
 mod distance;
 mod error;
+mod grid;
 mod kcenter;
 mod kdtree;
 mod kmeans;
@@ -58,6 +61,7 @@ pub use clustering::Clustering;
 pub use cpu::{NO_SIMD_ENV, simd_allowed};
 pub use distance::{dot, squared_distance};
 pub use error::SpatialError;
+pub use grid::CellGrid;
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
 pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_csr_with, kmeans_plus_plus, kmeans_with};
