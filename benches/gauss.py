@@ -4,16 +4,16 @@
 
 G(y_j) = sum_i q_i exp(-||y_j - x_i||^2 / h^2), sources/targets uniform in [0,1]^d, q ~ U[0,1],
 N = M = 20,000, epsilon = 1e-6.  Per (d, h) row:
-  direct  our exact sum vs FIGTree direct (published)            target: >= 8x faster
-  auto    our method="auto" vs FIGTree auto (published),          target: <= 0.5x FIGTree auto
+  direct  our exact sum vs FIGTree direct                        target: >= 8x faster
+  auto    our method="auto" vs FIGTree auto,                      target: <= 0.5x FIGTree auto
           vs our direct, vs scikit-learn KernelDensity (live)     target: <= 1.2x our direct
           error max|G_auto - G_direct| / sum|q|                   target: <= epsilon
   direct-tree / ifgt / ifgt-tree, each timed when a pilot run (subprocess, 1/10 of the targets,
           killed at cap/2) estimates it under --cap seconds, otherwise "skipped (est. X s)".
 Headline: N = M = 1,000,000, d = 2, h = 0.1 in a fresh subprocess: < 10 s and peak RSS < 1 GB,
 error checked on 1,000 random targets against a chunked numpy direct sum.
-FIGTree figures: the reference C++ library (single-threaded, 2-core machine, same workload); it
-cannot be built here, so they are published numbers, not live runs.
+FIGTree: the reference C++ library, run live in the same sitting on the same data (one
+thread; how to build it: benches/_figtree.py); without it the FIGTree columns are empty.
 """
 from __future__ import annotations
 
@@ -28,15 +28,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _figtree import figtree_time  # noqa: E402
 from _harness import Bench, Timing, fmt_s  # noqa: E402
 
 from vastml.kernels import GaussTransform, gauss_transform  # noqa: E402
 
 N = 20_000
 EPS = 1e-6
-# (d, h, FIGTree auto s, FIGTree direct s) for N = M = 20,000, epsilon = 1e-6.
-FIGTREE = [(1, 0.1, 0.015, 2.62), (3, 0.1, 2.65, 3.74), (3, 0.5, 0.42, 3.24), (5, 0.1, 1.99, 3.96),
-           (5, 0.5, 3.39, 3.72), (8, 0.1, 1.90, 5.21), (8, 0.5, 8.34, 3.69)]
+# (d, h) rows, N = M = 20,000, epsilon = 1e-6.
+ROWS = [(1, 0.1), (3, 0.1), (3, 0.5), (5, 0.1), (5, 0.5), (8, 0.1), (8, 0.5)]
+FIGTREE_BUDGET = {False: 10.0, True: 2.0}  # seconds per FIGTree call before it is extrapolated
+FIGTREE_TIMEOUT = 120.0
 QUICK_DIMS = {1, 3, 8}
 METHODS = ("direct-tree", "ifgt", "ifgt-tree")
 BIG = {"d": 2, "h": 0.1}           # the 1,000,000-point headline row
@@ -179,11 +181,21 @@ def log(msg: str) -> None:
     print(f"[gauss] {msg}", file=sys.stderr, flush=True)
 
 
-def bench_row(bench: Bench, d, h, fig_auto, fig_direct, n, n_jobs, cap) -> None:
+def figtree_peer(X, Y, q, h, method, quick) -> Timing | None:
+    """FIGTree's `method` on the same data, live (None when it is not built or failed)."""
+    secs, _, note = figtree_time(X, Y, q, h, EPS, FIGTREE_BUDGET[quick], FIGTREE_TIMEOUT, method)
+    if secs is None:
+        log(f"FIGTree {method}: {note}")
+        return None
+    return Timing([secs], note=note)
+
+
+def bench_row(bench: Bench, d, h, n, n_jobs, cap) -> None:
     X, Y, q = make_data(n, n, d, seed_for(d))
     p = {"d": d, "h": h, "N": n}
     tag = f"d={d} h={h}"
-    figtree = n == N  # published figures are for N = M = 20,000 only
+    fig_direct = figtree_peer(X, Y, q, h, "direct", bench.quick)
+    fig_auto = figtree_peer(X, Y, q, h, "auto", bench.quick)
 
     def run(method):
         return lambda: gauss_transform(X, Y, q, bandwidth=h, epsilon=EPS, method=method,
@@ -193,9 +205,9 @@ def bench_row(bench: Bench, d, h, fig_auto, fig_direct, n, n_jobs, cap) -> None:
     G_dir = direct.value
     sub = np.random.default_rng(1).choice(n, min(n, 1000), replace=False)
     err_dir = rel_err(G_dir[sub], direct_numpy(X, Y[sub], q, h), q)
-    row = bench.compare("direct", direct, {"FIGTree direct": fig_direct} if figtree else {}, p,
+    row = bench.compare("direct", direct, {"FIGTree direct": fig_direct} if fig_direct else {}, p,
                         {"err/Σq": err_dir})
-    if figtree:
+    if fig_direct:
         r = row.ratio("FIGTree direct")
         goal = TARGETS["direct_vs_figtree"]
         bench.check(f"{tag}: direct >= {goal:g}x faster than FIGTree direct", r >= goal,
@@ -209,11 +221,11 @@ def bench_row(bench: Bench, d, h, fig_auto, fig_direct, n, n_jobs, cap) -> None:
     err_auto = rel_err(auto.value, G_dir, q)
     sk = sklearn_peer(bench, X, Y, q, h, budget=SK_BUDGET[bench.quick])
     err_sk = rel_err(sk.value, G_dir[:len(sk.value)], q)
-    peers = {"FIGTree auto": fig_auto} if figtree else {}
+    peers = {"FIGTree auto": fig_auto} if fig_auto else {}
     peers |= {"vastml direct": direct, "sklearn kd_tree": sk}
     row = bench.compare("auto", auto, peers, p,
                         {"method": method, "err/Σq": err_auto, "sklearn err/Σq": err_sk})
-    if figtree:
+    if fig_auto:
         r = row.ratio("FIGTree auto")
         bench.check(f"{tag}: auto <= {TARGETS['auto_vs_figtree']:g}x FIGTree auto",
                     1 / r <= TARGETS["auto_vs_figtree"], f"{1 / r:.3f}x", row=row)
@@ -306,8 +318,8 @@ def main(argv=None) -> int:
     cap = a.cap if a.cap is not None else (3.0 if bench.quick else 30.0)
     filters = parse_rows(a.rows)
     verify_sklearn_conversion()
-    jobs = [(f"d={d} h={h}", bench_row, (bench, d, h, fa, fd, a.n, a.n_jobs, cap))
-            for d, h, fa, fd in FIGTREE if wanted(filters, bench.quick, d, h)]
+    jobs = [(f"d={d} h={h}", bench_row, (bench, d, h, a.n, a.n_jobs, cap))
+            for d, h in ROWS if wanted(filters, bench.quick, d, h)]
     if a.big_n and wanted(filters, bench.quick, BIG["d"], BIG["h"], big=True):
         jobs.append((f"{a.big_n:,} points", bench_big, (bench, a.big_n, a.n_jobs)))
     if not jobs:

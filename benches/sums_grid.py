@@ -32,61 +32,29 @@ score_samples for both, scikit-learn's scoring timed on a prefix of the targets 
 exceed the budget.
 
 FIGTree, the thesis's own C++ library, is built outside the repository and loaded with ctypes in a
-subprocess per case (FIGTREE_EVAL_AUTO, non-uniform parameters, cluster-wise truncation):
-
-    git clone https://github.com/vmorariu/figtree /work/peers/figtree
-    make -C /work/peers/figtree          # gives lib/libfigtree.so
-    export FIGTREE_DIR=/work/peers/figtree   # the default
+subprocess per case (FIGTREE_EVAL_AUTO, non-uniform parameters, cluster-wise truncation); how
+to build it: benches/_figtree.py.
 
 Without it the FIGTree column is empty. Results go to benches/results/sums_grid.json.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _figtree import N_CHECK, extrapolate, figtree_time, prefixes  # noqa: E402
 from _harness import Bench, Timing  # noqa: E402
 
 from vastml.kernels import GaussTransform, KernelDensity  # noqa: E402
 
 METHODS = ("direct", "direct-tree", "ifgt", "ifgt-tree", "fgt", "auto")
 FAMILIES = ("uniform", "clustered", "manifold", "heavy", "outliers")
-FIGTREE_DIR = Path(os.environ.get("FIGTREE_DIR", "/work/peers/figtree"))
-N_CHECK = 64
-
-_FIGTREE = r"""
-import ctypes, json, sys, time
-import numpy as np
-lib = ctypes.CDLL(sys.argv[1])
-P = ctypes.POINTER(ctypes.c_double)
-lib.figtree.argtypes = [ctypes.c_int] * 4 + [P, ctypes.c_double, P, P, ctypes.c_double, P] + [ctypes.c_int] * 4
-lib.figtree.restype = ctypes.c_int
-d = np.load(sys.argv[2])
-X, Y, q, h, eps = d["X"], d["Y"], d["q"], float(d["h"]), float(d["eps"])
-out = {}
-for m in map(int, sys.argv[3].split(",")):
-    y = np.ascontiguousarray(Y[:m])
-    g = np.zeros(m)
-    ptr = lambda a: a.ctypes.data_as(P)
-    best, spent = float("inf"), 0.0
-    while spent < 0.3 and best > 0:  # fast calls are repeated (best of a few) against load noise
-        t0 = time.perf_counter()
-        rc = lib.figtree(X.shape[1], X.shape[0], m, 1, ptr(X), h, ptr(q), ptr(y), eps, ptr(g), 4, 1, 2, 0)
-        t = time.perf_counter() - t0
-        best, spent = min(best, t), spent + t
-    out[m] = {"seconds": best, "rc": rc, "values": g[:%d].tolist()}
-print(json.dumps(out))
-""" % N_CHECK
 
 
 def log(msg):
@@ -189,27 +157,6 @@ def with_cap(seconds, fn):
         signal.signal(signal.SIGALRM, old)
 
 
-def extrapolate(times: dict[int, float], m: int) -> float:
-    """Seconds for m targets, linear through the two largest timed prefixes."""
-    items = sorted(times.items())
-    m2, t2 = items[-1]
-    if m2 >= m or len(items) == 1:
-        return t2 * m / m2
-    m1, t1 = items[-2]
-    slope = (t2 - t1) / (m2 - m1)
-    if slope <= 0:
-        slope = t2 / m2
-    return t2 + slope * (m - m2)
-
-
-def prefixes(m: int, first: float, budget: float, m1: int) -> list[int]:
-    """Prefix sizes to time after one of m1 targets took `first` seconds."""
-    if first * m / m1 <= budget or m1 >= m:
-        return [m]
-    m2 = int(min(m, max(2 * m1, m * 0.3 * budget / max(first * m / m1, 1e-9))))
-    return [m2]
-
-
 def time_method(X, Y, q, h, eps, method, n_jobs, budget, cap):
     """(seconds for all M targets, method run, error / (eps sum|q|), note)."""
     M = Y.shape[0]
@@ -241,37 +188,6 @@ def time_method(X, Y, q, h, eps, method, n_jobs, budget, cap):
     total = plan + extrapolate(times, M)
     note = "" if max(times) == M else f"ext. from {max(times)}"
     return total, gt.method_, values[:N_CHECK], note
-
-
-def figtree_time(X, Y, q, h, eps, budget, timeout):
-    lib = FIGTREE_DIR / "lib" / "libfigtree.so"
-    if not lib.exists():
-        return None, None, "FIGTree not built"
-    M = Y.shape[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "case.npz"
-        np.savez(data, X=X, Y=Y, q=q, h=h, eps=eps)
-
-        def run(ms):
-            env = dict(os.environ, LD_LIBRARY_PATH=str(lib.parent))
-            p = subprocess.run([sys.executable, "-c", _FIGTREE, str(lib), str(data), ",".join(map(str, ms))],
-                               capture_output=True, text=True, timeout=timeout, env=env)
-            if p.returncode != 0:
-                raise RuntimeError(p.stderr.strip()[-200:] or f"exit {p.returncode}")
-            return {int(k): v for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
-
-        m1 = min(M, 512)
-        try:
-            first = run([m1])
-            ms = prefixes(M, first[m1]["seconds"], budget, m1)
-            res = first if ms == [m1] else {**first, **run(ms)}
-        except subprocess.TimeoutExpired:
-            return timeout, None, f"> {timeout:g} s"
-        except RuntimeError as e:
-            return None, None, "failed: " + str(e)
-    times = {k: v["seconds"] for k, v in res.items()}
-    note = "" if max(times) == M else f"ext. from {max(times)}"
-    return extrapolate(times, M), np.array(res[m1]["values"]), note
 
 
 # ---------------------------------------------------------------- main

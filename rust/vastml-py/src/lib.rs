@@ -17,14 +17,6 @@ mod tsp;
 
 use pyo3::prelude::*;
 
-/// mimalloc keeps freed pages for reuse: the system allocator returns every large block to the
-/// kernel, so each call's working arrays were faulted in again, page by page (a kd-tree or a
-/// cell grid over 60,000 points in the plane spent about half its build time there: the
-/// log-space sums' index 3.8 ms with the system allocator, 1.6 ms with this one). Memory that
-/// NumPy arrays borrow from Rust is freed by Rust, so through this allocator too.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Number of threads an `n_jobs` value means (None = all cores or RAYON_NUM_THREADS).
 #[pyfunction]
 #[pyo3(signature = (n_jobs=None))]
