@@ -61,8 +61,14 @@ enum Index {
 /// of them in reach. (On uniform 2-D data with about one source per 4 h^2, fit plus 1,200
 /// targets: 2.1, 1.2, 0.97, 0.96 and 0.95 ms at 1, 2, 3, 4 and 5 bandwidths; the kd-tree 1.3.)
 const GRID_CELL: f64 = 4.0;
-/// The grid is used when its cells number at most this many per source (plus a few).
+/// The grid is used when its cells number at most this many per source (plus a few)...
 const GRID_CELLS_PER_SOURCE: usize = 4;
+/// ... and at least this fraction of them hold a source. Where most cells are empty (a curve
+/// in the plane, tight clusters) the kd-tree's boxes fit the sources better and its searches
+/// read fewer of them: 200,000 targets over 7,630 sources on a curve took 88 ms on the grid
+/// (29% of its cells occupied) and 72 ms on the tree; on uniform and normal data (51-100%
+/// occupied) the grid was as fast or faster.
+const GRID_MIN_OCCUPANCY: f64 = 0.4;
 /// A grid search that would read more cells than this goes to the kd-tree instead.
 const GRID_MAX_BLOCK: usize = 1024;
 
@@ -121,7 +127,8 @@ impl LogGaussSum {
         }
         let max_cells = GRID_CELLS_PER_SOURCE * n + 64;
         let grid = match grid && dim <= 2 {
-            true => CellGrid::build(sources, dim, GRID_CELL * bandwidth, max_cells)?,
+            true => CellGrid::build(sources, dim, GRID_CELL * bandwidth, max_cells)?
+                .filter(|g| g.occupancy() >= GRID_MIN_OCCUPANCY),
             false => None,
         };
         let index = match grid {
@@ -322,49 +329,77 @@ impl LogGaussSum {
         if self.total <= 0.0 {
             return Ok(f64::NEG_INFINITY);
         }
-        let h2 = self.bandwidth * self.bandwidth;
         // the difference form: prepare_target returns 0, and the shift goes in its place
         self.soa.prepare_target(y, prepared);
+        match &self.index {
+            Index::Tree(tree) => self.one_over_tree(tree, y, rtol, prepared),
+            Index::Grid(grid) => self.one_over_grid(grid, y, rtol, prepared),
+        }
+    }
+
+    /// [`Self::one`] over the kd-tree: near the data, the plain sum (shift 0); where it is too
+    /// small for that, the sum shifted by the nearest source's distance.
+    fn one_over_tree(&self, tree: &KdTree, y: &[f64], rtol: f64, prepared: &[f64]) -> Result<f64> {
+        let h2 = self.bandwidth * self.bandwidth;
         let mut extra = (1.0 / rtol).ln() + MARGIN;
-        // near the data, the plain sum (shift 0); where it is too small for that, the sum
-        // shifted by the nearest source's distance
         let mut d2_min = 0.0;
         loop {
             let radius = (d2_min + extra * h2).sqrt();
-            let (sum, left_out) = match &self.index {
-                Index::Tree(tree) => self.tree_sum_within(tree, y, prepared, radius, d2_min),
-                Index::Grid(grid) => {
-                    if grid.block_cells(y, radius) > GRID_MAX_BLOCK {
-                        return self.far(grid)?.one(y, rtol, prepared);
-                    }
-                    let (sum, left_out) = self.grid_sum_within(grid, prepared, y, radius);
-                    if sum < TINY {
-                        // far from the data: the shifted sum, over the tree
-                        return self.far(grid)?.one(y, rtol, prepared);
-                    }
-                    (sum, left_out)
-                }
-            };
-            if let (0.0, true, Index::Tree(tree)) = (d2_min, sum < TINY, &self.index) {
+            let (sum, left_out) = self.tree_sum_within(tree, y, prepared, radius, d2_min);
+            if d2_min == 0.0 && sum < TINY {
                 d2_min = tree.nearest(y, 1)?[0].1;
                 if d2_min > 0.0 {
                     continue;
                 }
             }
-            let shift = d2_min / h2;
-            if left_out == 0.0 || (sum > 0.0 && left_out <= rtol * sum) {
-                return Ok(sum.ln() - shift);
+            match certified(sum, left_out, rtol, extra) {
+                Ok(ln) => return Ok(ln - d2_min / h2),
+                Err(next) => extra = next,
             }
-            // what is left out decays at least as exp(-extra): enough for the bound next
-            // time, when the sum stays what it is
-            let need = if sum > 0.0 {
-                extra + (left_out / (rtol * sum)).ln()
-            } else {
-                extra + 1.0
-            };
-            extra = need.max(extra + 0.5) + 0.5;
         }
     }
+
+    /// [`Self::one`] over the grid, for targets near the data; the others (whose sum is tiny,
+    /// or whose search would read too many cells) go to the kd-tree.
+    fn one_over_grid(
+        &self,
+        grid: &CellGrid,
+        y: &[f64],
+        rtol: f64,
+        prepared: &mut [f64],
+    ) -> Result<f64> {
+        let h2 = self.bandwidth * self.bandwidth;
+        let mut extra = (1.0 / rtol).ln() + MARGIN;
+        loop {
+            let radius = (extra * h2).sqrt();
+            if grid.block_cells(y, radius) > GRID_MAX_BLOCK {
+                return self.far(grid)?.one(y, rtol, prepared);
+            }
+            let (sum, left_out) = self.grid_sum_within(grid, prepared, y, radius);
+            if sum < TINY {
+                return self.far(grid)?.one(y, rtol, prepared);
+            }
+            match certified(sum, left_out, rtol, extra) {
+                Ok(ln) => return Ok(ln),
+                Err(next) => extra = next,
+            }
+        }
+    }
+}
+
+/// ln(sum) when what is left out is at most `rtol` times the sum; otherwise the next search's
+/// `extra`. What is left out decays at least as exp(-extra): enough for the bound next time,
+/// when the sum stays what it is.
+fn certified(sum: f64, left_out: f64, rtol: f64, extra: f64) -> std::result::Result<f64, f64> {
+    if left_out == 0.0 || (sum > 0.0 && left_out <= rtol * sum) {
+        return Ok(sum.ln());
+    }
+    let need = if sum > 0.0 {
+        extra + (left_out / (rtol * sum)).ln()
+    } else {
+        extra + 1.0
+    };
+    Err(need.max(extra + 0.5) + 0.5)
 }
 
 #[cfg(test)]

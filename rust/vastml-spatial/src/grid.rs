@@ -169,6 +169,12 @@ impl CellGrid {
         self.starts.len() - 1
     }
 
+    /// Fraction of the cells that hold at least one point.
+    pub fn occupancy(&self) -> f64 {
+        let occupied = self.starts.windows(2).filter(|w| w[1] > w[0]).count();
+        occupied as f64 / self.n_cells() as f64
+    }
+
     /// Side of a cell.
     pub fn cell_width(&self) -> f64 {
         self.width
@@ -341,7 +347,12 @@ mod tests {
         assert!(CellGrid::build(&[], 1, 1.0, 10).is_err());
         // a single point: one cell, every search reads it
         let g = CellGrid::build(&[2.0, 3.0], 2, 1.0, 1).unwrap().unwrap();
-        assert_eq!((g.n_cells(), g.len()), (1, 1));
+        assert_eq!((g.n_cells(), g.len(), g.occupancy()), (1, 1, 1.0));
+        // two points at opposite corners of a 3 x 3 grid
+        let g = CellGrid::build(&[0.0, 0.0, 2.5, 2.5], 2, 1.0, 9)
+            .unwrap()
+            .unwrap();
+        assert_eq!((g.n_cells(), g.occupancy()), (9, 2.0 / 9.0));
         assert_eq!(g.block_cells(&[100.0, -100.0], 1.0), 1);
     }
 }
