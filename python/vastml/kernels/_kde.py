@@ -105,12 +105,13 @@ class KernelDensity(BaseEstimator):
         within ``rtol`` relative error (low-density targets, where the absolute error
         dominates) are recomputed: those known to within a factor of two by the fast transform
         again at the accuracy each needs (grouped by power of ten), the others in log space
-        from the sources within reach of each target (a kd-tree query whose radius grows until
-        the sources left out are certified below ``rtol``). For narrow kernels in one or two
+        from the sources within reach of each target (a search whose radius grows until the
+        sources left out are certified below ``rtol``). For narrow kernels in one or two
         dimensions (at most 1,000 sources within that reach of a source, estimated at fit)
         every density is taken in log space, over an index of the sources built at fit (a
-        grid of cells on a line or in the plane where their extent allows, a kd-tree
-        otherwise) and kept for every call. ``None`` keeps only the absolute guarantee.
+        grid of cells on a line or in the plane where the sources fill their extent, a
+        kd-tree otherwise) and kept for every call. ``None`` keeps only the absolute
+        guarantee.
     n_jobs : int, default=None
         Threads (None: all cores).
     verbose : bool or int, default=False
@@ -432,7 +433,7 @@ class KernelDensity(BaseEstimator):
         return np.ascontiguousarray(X / self.bandwidth_)
 
     def _log_sums(self) -> _core.LogGaussSum:
-        """The kd-tree of the log-space sums, built on first use."""
+        """The index of the log-space sums (a cell grid or a kd-tree), built on first use."""
         plan = getattr(self, "_log_plan", None)
         if plan is None:
             plan = _core.LogGaussSum(self._scaled, self._weights, SQRT2, self.n_jobs)

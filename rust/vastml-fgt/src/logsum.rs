@@ -17,6 +17,12 @@
 //! is taken with d_min the distance to the nearest source and R^2 = d_min^2 + L h^2: it is
 //! at least the nearest source's weight, so it never underflows; L grows until the bound
 //! holds.
+//!
+//! On a line or in the plane, where the sources fill their bounding box, they are indexed by a
+//! [`CellGrid`] instead (one counting sort rather than a partial sort per tree level): the
+//! cells in reach are summed, every other cell of the block read is bounded at its distance,
+//! and the weight outside the block at the block's. The targets far from the data, which the
+//! shifted sum serves, go to a kd-tree over the same sources, built on first need.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
