@@ -412,6 +412,17 @@ fn certified(sum: f64, left_out: f64, rtol: f64, extra: f64) -> std::result::Res
 mod tests {
     use super::*;
 
+    /// Uniform numbers in [0, 1) from a seeded linear congruential generator.
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
     fn exact_log(sources: &[f64], w: &[f64], dim: usize, y: &[f64], h: f64) -> f64 {
         // log-sum-exp of the terms
         let logs: Vec<f64> = sources
@@ -431,13 +442,7 @@ mod tests {
     fn matches_log_sum_exp_near_and_far_where_the_plain_sum_underflows() {
         let dim = 2;
         let n = 3000;
-        let mut state = 11u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform(11u64);
         let sources: Vec<f64> = (0..n * dim).map(|_| next()).collect();
         let weights: Vec<f64> = (0..n)
             .map(|i| if i % 7 == 0 { 0.0 } else { next() })
@@ -469,13 +474,7 @@ mod tests {
         // log density is about -1e14: the log-space sum against the float64 log-sum-exp
         for dim in [1, 2, 3] {
             let n = 4000;
-            let mut state = 7u64 + dim as u64;
-            let mut next = || {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 53) as f64
-            };
+            let mut next = uniform(7u64 + dim as u64);
             let sources: Vec<f64> = (0..n * dim)
                 .map(|_| (next() - 0.5) / (next() + 1e-3))
                 .collect();
@@ -513,13 +512,7 @@ mod tests {
         // (where the grid hands the target to the tree).
         for dim in [1, 2] {
             let n = 2500;
-            let mut state = 3u64 + dim as u64;
-            let mut next = || {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 11) as f64 / (1u64 << 53) as f64
-            };
+            let mut next = uniform(3u64 + dim as u64);
             let mut sources: Vec<f64> = (0..n * dim).map(|_| next()).collect();
             for v in &mut sources[..200 * dim] {
                 *v = 0.25 + 0.01 * *v;
