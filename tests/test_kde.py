@@ -235,6 +235,28 @@ def test_rtol_at_a_tiny_bandwidth_tightens_in_one_tree_pass(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=0, atol=1.01e-6)
 
 
+def test_the_transform_is_planned_for_the_targets_of_the_call():
+    # planned by the first score_samples for its targets (not at fit for as many as there
+    # are sources), again for a call with more than four times as many, and kept otherwise;
+    # every call within epsilon of the exact density
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 3))
+    kde = KernelDensity(bandwidth=0.4, epsilon=1e-9).fit(X)
+    assert kde._transform is None
+    got = {}
+    for m in (10, 40, 41, 200, 30):
+        Y = rng.normal(size=(m, 3))
+        before = kde._transform
+        dens = np.exp(kde.score_samples(Y))
+        replanned = kde._transform is not before
+        got[m] = (replanned, kde._planned_for, kde._transform.n_targets)
+        want = np.exp(exact_log_density_stable(X, Y, 0.4))
+        norm = (np.sqrt(2 * np.pi) * 0.4) ** 3
+        np.testing.assert_allclose(dens, want, rtol=0, atol=2e-9 / norm)
+    assert got == {10: (True, 10, 10), 40: (False, 10, 10), 41: (True, 41, 41),
+                   200: (True, 200, 200), 30: (False, 200, 200)}
+
+
 def test_rtol_at_a_tiny_bandwidth_takes_every_density_in_log_space(monkeypatch):
     # the same kernel: a handful of sources in reach of each target, so every density goes to
     # the log-space sums over the tree built at fit, used again by each call (no transform)

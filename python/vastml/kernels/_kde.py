@@ -254,8 +254,8 @@ class KernelDensity(BaseEstimator):
         return self
 
     def _planned(self, Xs: FloatArray) -> GaussTransform:
-        """The transform's plan for targets like ``Xs`` (see PLAN_SAMPLE), made on first use
-        and again when ``Xs`` holds more than REPLAN_FACTOR times the targets planned for."""
+        """The transform's plan for as many targets as ``Xs`` holds, made on first use and again
+        when ``Xs`` holds more than REPLAN_FACTOR times the targets planned for."""
         m = Xs.shape[0]
         if self._transform is None or m > REPLAN_FACTOR * self._planned_for:
             self._transform = GaussTransform(
