@@ -30,6 +30,20 @@ pub fn worst_target_distance(a: f64, p: usize, h: f64) -> f64 {
     0.5 * (a + (a * a + 2.0 * p as f64 * h * h).sqrt())
 }
 
+/// ln delta(p, a, min(b*(a, p), reach)): the bound for `p` terms at distance `a` from the
+/// centre against the worst point at most `reach` from it on the other side (the bound is
+/// symmetric in the two distances). It grows with `a` while `a <= reach`. `p` is at most
+/// [`MAX_TRUNCATION`].
+pub(crate) fn log_worst_error(p: usize, a: f64, reach: f64, h: f64) -> f64 {
+    let b = worst_target_distance(a, p, h).min(reach);
+    let h2 = h * h;
+    let x = 2.0 * a * b / h2;
+    if x == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    p as f64 * x.ln() - log_factorials()[p] - (a - b) * (a - b) / h2
+}
+
 /// Smallest p in 1..=`cap` with delta(p, a, min(b*(a, p), cutoff)) <= epsilon, where
 /// `a` is the source's (or the cluster's) radius and `cutoff` the largest target distance
 /// from the centre that is evaluated. `None` when even `cap` terms do not reach epsilon.
@@ -38,21 +52,7 @@ pub fn truncation_number(a: f64, cutoff: f64, h: f64, epsilon: f64, cap: usize) 
         return Some(1);
     }
     let log_eps = epsilon.ln();
-    let h2 = h * h;
-    let log_fact = log_factorials();
-    for (p, lf) in log_fact
-        .iter()
-        .enumerate()
-        .take(cap.min(MAX_TRUNCATION) + 1)
-        .skip(1)
-    {
-        let b = worst_target_distance(a, p, h).min(cutoff);
-        let log_delta = p as f64 * (2.0 * a * b / h2).ln() - lf - (a - b) * (a - b) / h2;
-        if log_delta <= log_eps {
-            return Some(p);
-        }
-    }
-    None
+    (1..=cap.min(MAX_TRUNCATION)).find(|&p| log_worst_error(p, a, cutoff, h) <= log_eps)
 }
 
 /// ln(p!) for p = 0..=MAX_TRUNCATION, computed once.

@@ -71,6 +71,14 @@ pub(crate) fn error_bound(z: f64, p: usize) -> f64 {
     2.0 * CRAMER * s0 * tail(z, p) + 256.0 * f64::EPSILON * CRAMER * s0 * s0
 }
 
+/// [`error_bound`] for every width of [`WIDTHS`] and p = 0..=`MAX_P`, tabulated once: the
+/// search over widths and truncations ran every bound afresh, a tenth of a small transform.
+fn bounds_by_width() -> &'static [[f64; MAX_P + 1]; WIDTHS.len()] {
+    static TABLE: std::sync::OnceLock<[[f64; MAX_P + 1]; WIDTHS.len()]> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| WIDTHS.map(|z| std::array::from_fn(|p| error_bound(z, p))))
+}
+
 /// Cost in ns of the grid method (one core). Only occupied boxes are stored and visited;
 /// when the boxes far outnumber the points (far outliers), the points' box numbers are
 /// sorted rather than counted in a table, and each target finds its box by a binary search.
@@ -148,8 +156,8 @@ pub(crate) fn grid_parameters(
 ) -> Option<GridParameters> {
     let cut = (1.0 / epsilon).ln().max(0.0).sqrt(); // cut-off in units of h
     let mut best: Option<GridParameters> = None;
-    for &z in &WIDTHS {
-        let Some(p) = (1..=MAX_P).find(|&p| error_bound(z, p) <= epsilon) else {
+    for (&z, bounds) in WIDTHS.iter().zip(bounds_by_width()) {
+        let Some(p) = (1..=MAX_P).find(|&p| bounds[p] <= epsilon) else {
             continue;
         };
         let boxes = (range / (z * h)).floor() + 1.0;
@@ -352,8 +360,9 @@ impl Grid1d {
         // Target boxes, shifted by R so that every box within reach of a source has an index;
         // only those holding a target get Taylor coefficients.
         let nl = nb + 2 * reach;
+        // (a truncating cast is the floor here, t being non-negative; `floor` is a call)
         let local_box = |y: f64| -> Option<usize> {
-            let t = ((y - self.lo) / self.width).floor() + reach as f64;
+            let t = (y - self.lo) / self.width + reach as f64;
             (t >= 0.0 && t < nl as f64).then_some(t as usize)
         };
         let target_boxes: Vec<usize> = targets.iter().filter_map(|&y| local_box(y)).collect();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use vastml_spatial::{Clustering, FarthestPoint, KdTree, squared_distance};
 
-use crate::bounds::{MAX_TRUNCATION, truncation_number, worst_target_distance};
+use crate::bounds::{MAX_TRUNCATION, log_worst_error, truncation_number, worst_target_distance};
 use crate::error::{FgtError, Result, invalid};
 use crate::exp::{exp_nonpositive, exp_nonpositive_with, fmadd};
 use crate::monomials::{Monomials, n_terms};
@@ -517,16 +517,29 @@ pub fn cluster_radii(sources: &[f64], dim: usize, centers: &[f64]) -> Result<Vec
     Ok(r2.into_iter().map(f64::sqrt).collect())
 }
 
-/// Largest source radius a in [0, max_radius] for which `p` terms meet epsilon
-/// (bisection; the truncation number does not decrease as the radius grows).
+/// Largest source radius a in [0, max_radius] at which exactly `p` terms meet epsilon
+/// against every target within `reach` (bisection: the bound grows with a while a <= reach).
+///
+/// The first p whose limit covers a source is the p the old cumulative form ("at most p
+/// terms") gave, but each step costs one logarithm instead of p.
 fn largest_radius_within(p: usize, max_radius: f64, reach: f64, h: f64, epsilon: f64) -> f64 {
-    if truncation_number(max_radius, reach, h, epsilon, p).is_some() {
+    let log_eps = epsilon.ln();
+    let ok = |a: f64| log_worst_error(p, a, reach, h) <= log_eps;
+    if ok(max_radius) {
         return max_radius;
     }
-    let (mut lo, mut hi) = (0.0, max_radius);
-    for _ in 0..24 {
+    bisect_ok(0.0, max_radius, ok)
+}
+
+/// The last point of [lo, hi] found by bisection at which `ok` holds, given that it holds
+/// at `lo` and not at `hi`, and switches once in between. Twelve halvings leave it within
+/// 1/4096 of the interval below the switch: a limit that much short costs a term to the
+/// few sources (or targets) in that sliver, and each halving costs a logarithm per term of
+/// every cluster radius, the larger part of planning a small IFGT.
+fn bisect_ok(mut lo: f64, mut hi: f64, ok: impl Fn(f64) -> bool) -> f64 {
+    for _ in 0..12 {
         let mid = 0.5 * (lo + hi);
-        if truncation_number(mid, reach, h, epsilon, p).is_some() {
+        if ok(mid) {
             lo = mid;
         } else {
             hi = mid;
@@ -595,20 +608,13 @@ fn limits_by_radius(
 /// peak, and then for every b <= reach, or they fail on an interval starting below the peak,
 /// whose start is found by bisection on the rising side.
 fn target_limit(p: usize, radius: f64, reach: f64, h: f64, epsilon: f64) -> f64 {
+    let log_eps = epsilon.ln();
+    let ok = |b: f64| log_worst_error(p, b, radius, h) <= log_eps;
     let peak = worst_target_distance(radius, p, h).min(reach);
-    if truncation_number(peak, radius, h, epsilon, p).is_some() {
+    if ok(peak) {
         return reach;
     }
-    let (mut lo, mut hi) = (0.0, peak);
-    for _ in 0..24 {
-        let mid = 0.5 * (lo + hi);
-        if truncation_number(mid, radius, h, epsilon, p).is_some() {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    bisect_ok(0.0, peak, ok)
 }
 
 /// A built IFGT: clusters, truncation, and everything that does not depend on the weights.
@@ -1443,6 +1449,49 @@ mod tests {
                         .fold(f64::NEG_INFINITY, f64::max);
                     assert!(worst > eps.ln(), "limit not tight: h={h} p={p}");
                 }
+            }
+        }
+    }
+
+    /// A source covered first by the limit of p terms gets the smallest p meeting the bound
+    /// (the truncation number, brute force over p), and within every limit the bound
+    /// holds against every target within reach; just past a limit below the radius it fails.
+    #[test]
+    fn source_limits_give_each_source_its_truncation_number() {
+        let eps = 1e-7;
+        for &(h, radius, cutoff) in &[(0.1, 0.05, 0.4), (0.5, 0.45, 2.0), (0.2, 0.3, 0.7)] {
+            let reach = cutoff + radius;
+            let p_max = truncation_number(radius, reach, h, eps, MAX_TRUNCATION).unwrap();
+            let limits: Vec<f64> = (1..p_max)
+                .map(|p| largest_radius_within(p, radius, reach, h, eps))
+                .collect();
+            for (i, &limit) in limits.iter().enumerate() {
+                let p = i + 1;
+                for j in 0..=40 {
+                    let a = limit * j as f64 / 40.0;
+                    for k in 0..=80 {
+                        let b = reach * k as f64 / 80.0;
+                        let e = crate::bounds::log_truncation_error(p, a, b, h);
+                        assert!(e <= eps.ln() + 1e-9, "h={h} p={p} a={a} b={b}: {e}");
+                    }
+                }
+                if limit < radius {
+                    let a = limit + radius / 2048.0;
+                    let e = crate::bounds::log_worst_error(p, a, reach, h);
+                    assert!(e > eps.ln(), "limit not tight: h={h} p={p}");
+                }
+            }
+            for j in 0..=500 {
+                let a = radius * j as f64 / 500.0;
+                let first = 1 + limits.iter().take_while(|&&l| a > l).count();
+                let want = truncation_number(a, reach, h, eps, MAX_TRUNCATION).unwrap();
+                // the limits are found to 1/4096 of the radius: in that sliver below a limit
+                // a source gets more terms than it needs, never fewer
+                let sliver = first > want && a - limits[want - 1] <= radius / 4096.0;
+                assert!(
+                    first == want || sliver,
+                    "h={h} a={a}: {first} terms, needs {want}"
+                );
             }
         }
     }

@@ -121,23 +121,29 @@ where
     let pool = pool(resolve_n_jobs(n_jobs)?)?;
     let cancel = AtomicBool::new(false);
     let outcome: Result<Result<T, E>, PyErr> = py.detach(|| {
-        std::thread::scope(|scope| {
-            let (tx, rx) = mpsc::channel::<()>();
-            let cancel_ref = &cancel;
-            let pool_ref = &pool;
-            let handle = scope.spawn(move || {
-                let r = pool_ref.install(|| work(cancel_ref));
-                let _ = tx.send(());
-                r
+        let (tx, rx) = mpsc::channel::<()>();
+        let mut slot: Option<Result<T, E>> = None;
+        let mut interrupted = None;
+        // The work is a job of the pool (waking one of its threads), not a thread of its own:
+        // starting a thread per call cost tens of microseconds, as much as a small sum.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.in_place_scope(|scope| {
+                let (slot, cancel) = (&mut slot, &cancel);
+                scope.spawn(move |_| {
+                    *slot = Some(work(cancel));
+                    let _ = tx.send(());
+                });
+                interrupted = wait_for(&rx, cancel);
             });
-            let interrupted = wait_for(&rx, &cancel);
-            let joined = handle.join();
-            match (interrupted, joined) {
-                (Some(e), _) => Err(e),
-                (None, Ok(r)) => Ok(r),
-                (None, Err(payload)) => Err(panic_to_pyerr(payload.as_ref())),
-            }
-        })
+        }));
+        match (interrupted, ran, slot) {
+            (Some(e), _, _) => Err(e),
+            (None, Err(payload), _) => Err(panic_to_pyerr(payload.as_ref())),
+            (None, Ok(()), Some(r)) => Ok(r),
+            (None, Ok(()), None) => Err(VastmlError::new_err(
+                "internal error: the work ended without a result",
+            )),
+        }
     });
     match outcome {
         Err(e) => Err(e),
