@@ -27,29 +27,32 @@ impl Clustering {
     /// be below `k`, and every cluster non-empty for its radius to mean anything.
     pub fn from_labels(points: &[f64], dim: usize, labels: Vec<usize>, k: usize) -> Clustering {
         let (offsets, members) = members_csr(&labels, k);
-        let per_cluster: Vec<(Vec<f64>, f64)> = (0..k)
-            .into_par_iter()
-            .map(|j| {
-                let ids = &members[offsets[j]..offsets[j + 1]];
-                let mut mean = vec![0.0; dim];
-                for &i in ids {
-                    for (m, &x) in mean.iter_mut().zip(&points[i * dim..(i + 1) * dim]) {
-                        *m += x;
-                    }
+        let cluster = |j: usize| {
+            let ids = &members[offsets[j]..offsets[j + 1]];
+            let mut mean = vec![0.0; dim];
+            for &i in ids {
+                for (m, &x) in mean.iter_mut().zip(&points[i * dim..(i + 1) * dim]) {
+                    *m += x;
                 }
-                let count = ids.len().max(1) as f64;
-                for m in &mut mean {
-                    *m /= count;
-                }
-                let r2 = ids.iter().fold(0.0f64, |acc, &i| {
-                    acc.max(crate::squared_distance(
-                        &points[i * dim..(i + 1) * dim],
-                        &mean,
-                    ))
-                });
-                (mean, r2.sqrt())
-            })
-            .collect();
+            }
+            let count = ids.len().max(1) as f64;
+            for m in &mut mean {
+                *m /= count;
+            }
+            let r2 = ids.iter().fold(0.0f64, |acc, &i| {
+                acc.max(crate::squared_distance(
+                    &points[i * dim..(i + 1) * dim],
+                    &mean,
+                ))
+            });
+            (mean, r2.sqrt())
+        };
+        // a few thousand points take microseconds, less than waking the pool's threads
+        let per_cluster: Vec<(Vec<f64>, f64)> = if points.len() < PARALLEL_FROM {
+            (0..k).map(cluster).collect()
+        } else {
+            (0..k).into_par_iter().map(cluster).collect()
+        };
         let mut centers = Vec::with_capacity(k * dim);
         let mut radii = Vec::with_capacity(k);
         for (mean, r) in per_cluster {
@@ -84,6 +87,10 @@ impl Clustering {
         members_csr(&self.labels, self.n_clusters())
     }
 }
+
+/// Coordinates (points x dim) from which the clusters' centres and radii are computed in
+/// parallel.
+pub(crate) const PARALLEL_FROM: usize = 1 << 16;
 
 /// Counting sort of point indices by label: `(offsets of length k + 1, indices)`, members in
 /// ascending index order. Labels `>= k` are skipped.

@@ -16,13 +16,19 @@
 //! rounding: a pruned point is one that could not have moved even with the computed (rounded)
 //! distances, so the result equals the unpruned algorithm's bit for bit.
 //!
+//! While there are few centres, pruning saves little (every new centre takes points from most
+//! clusters) and the per-cluster stores cost copies: up to [`DENSE_CENTERS`] centres every
+//! point is compared with each new centre in one branch-free pass over a plain array of
+//! distances, and the stores are built when that phase ends. Both phases make the same
+//! comparisons, so the result does not depend on where the switch happens.
+//!
 //! Large updates are split into chunks processed with rayon; the outcome depends only on
 //! per-point comparisons and on a total order for the farthest point (largest distance, then
 //! smallest index), never on member order or thread count.
 
 use rayon::prelude::*;
 
-use crate::clustering::Clustering;
+use crate::clustering::{Clustering, members_csr};
 use crate::distance::sq_dist_fixed;
 use crate::validate::validate_points;
 use crate::{Result, SpatialError};
@@ -35,6 +41,13 @@ const PRUNE_SLACK: f64 = 1e-9;
 /// size (half of it) and the size (four times it) above which a new cluster takes over the
 /// scratch buffers instead of being copied out of them.
 const DEFAULT_PAR_THRESHOLD: usize = 1 << 14;
+
+/// Centres up to which every point is updated at every step (see the module docs). A dense
+/// step costs a few nanoseconds per point; a pruned one several times that per point it
+/// visits, and in 2-D it visits about ten clusters' worth. Measured on uniform 2-D points,
+/// dense phase of 32 against none: 4,507 points to 15 centres 212 against 334 us; 20,000
+/// to 30, 2.0 against 2.9 ms; 20,000 to 200, 4.2 against 4.5 ms (all dense: 10 ms).
+const DENSE_CENTERS: usize = 32;
 
 /// `(squared distance, index)` of a cluster's farthest member, compared by larger distance,
 /// then smaller index. `EMPTY_FAR` loses to everything.
@@ -231,6 +244,11 @@ pub struct FarthestPoint<'a> {
     far: Vec<Far>,
     /// Reused buffer collecting the members of the next new cluster.
     scratch: Members,
+    /// In the dense phase, every point's squared distance to its seed (`clusters` is then
+    /// empty and `far` holds the one farthest point of all); empty after it.
+    dense: Vec<f64>,
+    /// Centres up to which the dense phase lasts.
+    dense_until: usize,
     par_threshold: usize,
     prune: bool,
 }
@@ -291,44 +309,95 @@ impl<'a> FarthestPoint<'a> {
             clusters: Vec::new(),
             far: Vec::new(),
             scratch: Members::default(),
+            dense: vec![f64::INFINITY; n],
+            dense_until: DENSE_CENTERS,
             par_threshold: DEFAULT_PAR_THRESHOLD,
             prune: true,
         };
-        let members = match dim {
-            1 => fp.initial_members::<1>(first),
-            2 => fp.initial_members::<2>(first),
-            3 => fp.initial_members::<3>(first),
-            _ => fp.initial_members::<0>(first),
+        // the first seed's distances: a dense step from "infinitely far"
+        match dim {
+            1 => fp.dense_step::<1>(first),
+            2 => fp.dense_step::<2>(first),
+            3 => fp.dense_step::<3>(first),
+            _ => fp.dense_step::<0>(first),
         };
-        fp.far.push(members.farthest(n > fp.par_threshold));
-        fp.clusters.push(members);
         Ok(fp)
     }
 
-    fn initial_members<const D: usize>(&self, first: usize) -> Members {
+    /// Compares every point with the new seed `c` (label: the current number of seeds less
+    /// one), keeping the nearer, and sets `far` to the farthest point of all.
+    fn dense_step<const D: usize>(&mut self, c: usize) {
         let dim = self.dim;
         let points = self.points;
-        let n = self.labels.len();
-        let fp = &points[first * dim..(first + 1) * dim];
+        let cp = &points[c * dim..(c + 1) * dim];
+        let label = self.seeds.len() - 1;
         let chunk = self.chunk_len();
-        let mut d2 = vec![0.0; n];
-        let fill = |(out, rows): (&mut [f64], &[f64])| {
-            for (o, row) in out.iter_mut().zip(rows.chunks_exact(dim)) {
-                *o = sq_dist_fixed::<D>(row, fp, dim);
+        // The update with four independent running maxima (so the comparisons do not wait on
+        // each other), then the first position of the largest.
+        let update = |base: usize, d2: &mut [f64], labels: &mut [usize], rows: &[f64]| {
+            let mut top = [f64::NEG_INFINITY; 4];
+            for ((d, l), rows) in d2
+                .chunks_mut(4)
+                .zip(labels.chunks_mut(4))
+                .zip(rows.chunks(4 * dim))
+            {
+                for (j, ((d, l), row)) in d
+                    .iter_mut()
+                    .zip(l.iter_mut())
+                    .zip(rows.chunks_exact(dim))
+                    .enumerate()
+                {
+                    let nd = sq_dist_fixed::<D>(row, cp, dim);
+                    let closer = nd < *d;
+                    *d = if closer { nd } else { *d };
+                    *l = if closer { label } else { *l };
+                    top[j] = if *d > top[j] { *d } else { top[j] };
+                }
             }
+            let top = top
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+            let at = d2.iter().position(|&x| x == top).unwrap_or(0);
+            (top, base + at)
         };
-        if n > self.par_threshold {
-            d2.par_chunks_mut(chunk)
+        let n = self.labels.len();
+        let far = if n > self.par_threshold {
+            self.dense
+                .par_chunks_mut(chunk)
+                .zip(self.labels.par_chunks_mut(chunk))
                 .zip(points.par_chunks(chunk * dim))
-                .for_each(fill);
+                .enumerate()
+                .map(|(i, ((d, l), r))| update(i * chunk, d, l, r))
+                .reduce(|| EMPTY_FAR, farther)
         } else {
-            fill((&mut d2, points));
-        }
-        Members {
-            idx: (0..n).collect(),
-            coords: points.to_vec(),
-            d2,
-        }
+            update(0, &mut self.dense, &mut self.labels, points)
+        };
+        self.far = vec![far];
+    }
+
+    /// Ends the dense phase: the per-cluster stores and farthest members, from the labels
+    /// and distances.
+    fn leave_dense(&mut self) {
+        let dim = self.dim;
+        let points = self.points;
+        let d2 = std::mem::take(&mut self.dense);
+        let (offsets, order) = members_csr(&self.labels, self.seeds.len());
+        self.clusters = offsets
+            .windows(2)
+            .map(|w| {
+                let ids = &order[w[0]..w[1]];
+                let mut coords = Vec::with_capacity(ids.len() * dim);
+                for &i in ids {
+                    coords.extend_from_slice(&points[i * dim..(i + 1) * dim]);
+                }
+                Members {
+                    idx: ids.to_vec(),
+                    coords,
+                    d2: ids.iter().map(|&i| d2[i]).collect(),
+                }
+            })
+            .collect();
+        self.far = self.clusters.iter().map(|m| m.farthest(false)).collect();
     }
 
     fn chunk_len(&self) -> usize {
@@ -363,6 +432,17 @@ impl<'a> FarthestPoint<'a> {
             return false;
         }
         let c = best.1;
+        let dense = !self.dense.is_empty();
+        if dense && self.seeds.len() < self.dense_until {
+            self.seeds.push(c);
+            self.seed_coords
+                .extend_from_slice(&points[c * dim..(c + 1) * dim]);
+            self.dense_step::<D>(c);
+            return true;
+        }
+        if dense {
+            self.leave_dense();
+        }
         let cp = &points[c * dim..(c + 1) * dim];
         let prune = self.prune;
         let chunk = self.chunk_len();
@@ -499,23 +579,25 @@ impl<'a> FarthestPoint<'a> {
             .map(|&s| &points[s * dim..(s + 1) * dim])
             .collect();
         let mut labels = vec![0usize; points.len() / dim];
-        labels
-            .par_chunks_mut(4096)
-            .enumerate()
-            .for_each(|(c, chunk)| {
-                for (o, label) in chunk.iter_mut().enumerate() {
-                    let i = c * 4096 + o;
-                    let p = &points[i * dim..(i + 1) * dim];
-                    let mut best = (f64::INFINITY, 0usize);
-                    for (j, seed) in seeds.iter().enumerate() {
-                        let d2 = crate::squared_distance(p, seed);
-                        if d2 < best.0 {
-                            best = (d2, j);
-                        }
+        let nearest = |(c, chunk): (usize, &mut [usize])| {
+            for (o, label) in chunk.iter_mut().enumerate() {
+                let i = c * 4096 + o;
+                let p = &points[i * dim..(i + 1) * dim];
+                let mut best = (f64::INFINITY, 0usize);
+                for (j, seed) in seeds.iter().enumerate() {
+                    let d2 = crate::squared_distance(p, seed);
+                    if d2 < best.0 {
+                        best = (d2, j);
                     }
-                    *label = best.1;
                 }
-            });
+                *label = best.1;
+            }
+        };
+        if points.len() * k < crate::clustering::PARALLEL_FROM {
+            labels.chunks_mut(4096).enumerate().for_each(nearest);
+        } else {
+            labels.par_chunks_mut(4096).enumerate().for_each(nearest);
+        }
         Clustering::from_labels(points, dim, labels, k)
     }
 
@@ -531,10 +613,27 @@ impl<'a> FarthestPoint<'a> {
         self.prune = prune;
     }
 
-    /// Test hook: per-cluster squared radii as maintained incrementally.
+    /// Test hook: centres up to which every point is updated at every step (0: never).
+    #[cfg(test)]
+    pub(crate) fn set_dense_until(&mut self, centers: usize) {
+        self.dense_until = centers;
+        if self.seeds.len() >= centers && !self.dense.is_empty() {
+            self.leave_dense();
+        }
+    }
+
+    /// Test hook: per-cluster squared radii as maintained incrementally (in the dense phase,
+    /// from the distances kept per point).
     #[cfg(test)]
     pub(crate) fn cluster_rad2(&self) -> Vec<f64> {
-        self.far.iter().map(|f| f.0).collect()
+        if self.dense.is_empty() {
+            return self.far.iter().map(|f| f.0).collect();
+        }
+        let mut r2 = vec![f64::NEG_INFINITY; self.seeds.len()];
+        for (&l, &d) in self.labels.iter().zip(&self.dense) {
+            r2[l] = r2[l].max(d);
+        }
+        r2
     }
 }
 
@@ -585,21 +684,74 @@ mod tests {
     }
 
     fn run(pts: &[f64], dim: usize, k: usize, threshold: usize, prune: bool) -> FarthestPoint<'_> {
+        run_dense(pts, dim, k, threshold, prune, DENSE_CENTERS)
+    }
+
+    fn run_dense(
+        pts: &[f64],
+        dim: usize,
+        k: usize,
+        threshold: usize,
+        prune: bool,
+        dense_until: usize,
+    ) -> FarthestPoint<'_> {
         let mut fp = FarthestPoint::new(pts, dim, 3).unwrap();
         fp.set_parallel_threshold(threshold);
         fp.set_prune(prune);
+        fp.set_dense_until(dense_until);
         fp.grow_to(k);
         fp
+    }
+
+    /// The dense phase and the pruned stores give the same seeds, labels, radii and
+    /// clustering bit for bit, wherever the switch from one to the other happens (never,
+    /// early, late, not within the run), serial and chunked in parallel.
+    #[test]
+    fn dense_and_pruned_phases_agree_exactly() {
+        for dim in [1, 2, 3, 6] {
+            let pts = points(3_000, dim, 11 + dim as u64);
+            let pruned = run_dense(&pts, dim, 120, usize::MAX, true, 0);
+            for (until, threshold) in [
+                (1, usize::MAX),
+                (7, usize::MAX),
+                (40, 8),
+                (1_000, usize::MAX),
+                (1_000, 8),
+            ] {
+                let other = run_dense(&pts, dim, 120, threshold, true, until);
+                assert_eq!(
+                    pruned.seed_indices(),
+                    other.seed_indices(),
+                    "dim {dim} until {until}"
+                );
+                assert_eq!(pruned.labels(), other.labels(), "dim {dim} until {until}");
+                assert_eq!(
+                    pruned.cluster_rad2(),
+                    other.cluster_rad2(),
+                    "dim {dim} until {until}"
+                );
+                assert_eq!(
+                    pruned.max_radius(),
+                    other.max_radius(),
+                    "dim {dim} until {until}"
+                );
+                assert_eq!(
+                    pruned.clustering(),
+                    other.clustering(),
+                    "dim {dim} until {until}"
+                );
+            }
+        }
     }
 
     #[test]
     fn parallel_serial_and_unpruned_agree_exactly() {
         for dim in [1, 2, 3, 5] {
             let pts = points(3_000, dim, dim as u64);
-            let serial = run(&pts, dim, 150, usize::MAX, true);
-            let unpruned = run(&pts, dim, 150, usize::MAX, false);
+            let serial = run_dense(&pts, dim, 150, usize::MAX, true, 0);
+            let unpruned = run_dense(&pts, dim, 150, usize::MAX, false, 0);
             // Tiny threshold: every step and every cluster goes through the chunked path.
-            let parallel = run(&pts, dim, 150, 8, true);
+            let parallel = run_dense(&pts, dim, 150, 8, true, 0);
             for other in [&unpruned, &parallel] {
                 assert_eq!(serial.seed_indices(), other.seed_indices(), "dim {dim}");
                 assert_eq!(serial.labels(), other.labels(), "dim {dim}");
