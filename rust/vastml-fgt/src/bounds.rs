@@ -52,7 +52,21 @@ pub fn truncation_number(a: f64, cutoff: f64, h: f64, epsilon: f64, cap: usize) 
         return Some(1);
     }
     let log_eps = epsilon.ln();
-    (1..=cap.min(MAX_TRUNCATION)).find(|&p| log_worst_error(p, a, cutoff, h) <= log_eps)
+    // Once the worst target distance b*(a, p) (growing with p) passes the cut-off, the
+    // worst target sits at the cut-off for every larger p: its logarithm is then taken once
+    // (the same arithmetic as `log_worst_error`, so the same values), not once per p.
+    let h2 = h * h;
+    let at_cutoff = (2.0 * a * cutoff / h2).ln();
+    let gauss_at_cutoff = (a - cutoff) * (a - cutoff) / h2;
+    let log_fact = log_factorials();
+    (1..=cap.min(MAX_TRUNCATION)).find(|&p| {
+        let log_delta = if worst_target_distance(a, p, h) >= cutoff {
+            p as f64 * at_cutoff - log_fact[p] - gauss_at_cutoff
+        } else {
+            log_worst_error(p, a, cutoff, h)
+        };
+        log_delta <= log_eps
+    })
 }
 
 /// ln(p!) for p = 0..=MAX_TRUNCATION, computed once.
@@ -142,6 +156,27 @@ mod tests {
             let p = truncation_number(0.3, 0.3 + cutoff_radius(h, eps, None), h, eps, 100).unwrap();
             assert!(p as i64 >= 0 && (last == usize::MAX || p >= last));
             last = p;
+        }
+    }
+
+    /// The truncation number taken with one logarithm past the cut-off is the one found by
+    /// evaluating the bound at every p, over radii, cut-offs, bandwidths and accuracies.
+    #[test]
+    fn truncation_number_equals_the_bound_at_every_p() {
+        for &h in &[0.01, 0.1, 0.7, 3.0] {
+            for i in 1..40 {
+                let a = h * 0.05 * i as f64;
+                for &c in &[0.3, 1.0, 2.5, 8.0] {
+                    let cutoff = a + c * h;
+                    for k in 2..12 {
+                        let eps = 10f64.powi(-k);
+                        let slow = (1..=MAX_TRUNCATION)
+                            .find(|&p| log_worst_error(p, a, cutoff, h) <= eps.ln());
+                        let fast = truncation_number(a, cutoff, h, eps, MAX_TRUNCATION);
+                        assert_eq!(fast, slow, "h={h} a={a} cutoff={cutoff} eps={eps}");
+                    }
+                }
+            }
         }
     }
 
