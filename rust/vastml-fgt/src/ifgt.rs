@@ -1423,6 +1423,19 @@ impl IfgtPlan {
 mod tests {
     use super::*;
 
+    /// The bound for `p` terms meets epsilon at every source distance of an even grid over
+    /// [0, `a.0`] (`a.1` steps) and target distance over [0, `b.0`] (`b.1` steps).
+    fn assert_bound_holds(p: usize, a: (f64, usize), b: (f64, usize), h: f64, eps: f64) {
+        for i in 0..=a.1 {
+            let x = a.0 * i as f64 / a.1 as f64;
+            for j in 0..=b.1 {
+                let y = b.0 * j as f64 / b.1 as f64;
+                let e = crate::bounds::log_truncation_error(p, x, y, h);
+                assert!(e <= eps.ln() + 1e-9, "h={h} p={p} a={x} b={y}: {e}");
+            }
+        }
+    }
+
     /// Within the target limit, p terms meet epsilon for every source and target distance
     /// (brute force on a grid), and just past it they do not for some source.
     #[test]
@@ -1432,14 +1445,7 @@ mod tests {
             for p in 1..14 {
                 let limit = target_limit(p, radius, reach, h, eps);
                 assert!((0.0..=reach).contains(&limit));
-                for i in 0..=60 {
-                    let b = limit * i as f64 / 60.0;
-                    for j in 0..=60 {
-                        let a = radius * j as f64 / 60.0;
-                        let e = crate::bounds::log_truncation_error(p, a, b, h);
-                        assert!(e <= eps.ln() + 1e-9, "h={h} p={p} a={a} b={b}: {e}");
-                    }
-                }
+                assert_bound_holds(p, (radius, 60), (limit, 60), h, eps);
                 if limit < reach {
                     let b = limit + 1e-3 * reach;
                     let worst = (0..=2000)
@@ -1467,14 +1473,7 @@ mod tests {
                 .collect();
             for (i, &limit) in limits.iter().enumerate() {
                 let p = i + 1;
-                for j in 0..=40 {
-                    let a = limit * j as f64 / 40.0;
-                    for k in 0..=80 {
-                        let b = reach * k as f64 / 80.0;
-                        let e = crate::bounds::log_truncation_error(p, a, b, h);
-                        assert!(e <= eps.ln() + 1e-9, "h={h} p={p} a={a} b={b}: {e}");
-                    }
-                }
+                assert_bound_holds(p, (limit, 40), (reach, 80), h, eps);
                 if limit < radius {
                     let a = limit + radius / 2048.0;
                     let e = crate::bounds::log_worst_error(p, a, reach, h);
