@@ -3,9 +3,9 @@
 //!
 //! Layout: a flat pre-order node array (the left child of node `i` is `i + 1`), one tight
 //! axis-aligned bounding box per node, and a copy of the points reordered so that every node owns
-//! a contiguous range `start..end` of that copy. Splits are at the median of the widest box
-//! dimension, so the depth is at most `ceil(log2(n))` and queries can use a fixed-size stack
-//! (no allocation per radius query).
+//! a contiguous range `start..end` of that copy. Splits are at the median of the dimension in
+//! which a sample of the node's points is widest, so the depth is at most `ceil(log2(n))` and
+//! queries can use a fixed-size stack (no allocation per radius query).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -23,7 +23,10 @@ pub const DEFAULT_LEAF_SIZE: usize = 16;
 const STACK_CAP: usize = 128;
 
 /// Subtrees at least this large are built with `rayon::join`.
-const PAR_BUILD_MIN: usize = 1 << 15;
+const PAR_BUILD_MIN: usize = 1 << 12;
+
+/// Points sampled from a node to choose its split dimension.
+const SPLIT_SAMPLE: usize = 16;
 
 /// Subtrees at least this large poll the cancel flag before they are split (the split is
 /// O(size) work, so no more than a few milliseconds pass between two polls).
@@ -90,59 +93,61 @@ impl std::fmt::Debug for KdTree {
     }
 }
 
-/// Parameters shared by the recursive build. `D > 0` fixes the dimension at compile time;
-/// `D == 0` reads it from `dim`.
-struct Builder<'c, const D: usize> {
+/// Parameters shared by the recursive build.
+struct Builder<'c> {
     dim: usize,
+    n: usize,
     leaf_size: usize,
+    /// The points transposed: coordinate `k` of point `i` is `cols[k * n + i]`, so one
+    /// coordinate of all points is a compact array (it stays in cache while a level reads it in
+    /// the order of the points' indices).
+    cols: &'c [f64],
     /// Raised: every subtree not yet split stays a leaf and the caller discards the tree.
     cancel: &'c AtomicBool,
 }
 
-/// The mutable state of one subtree under construction: its original indices and points
-/// (row-major, same order) plus equally long scratch space. Sub-slices for the two children are
-/// disjoint, so subtrees can be built in parallel.
+/// The mutable state of one subtree under construction: the original indices of its points,
+/// scratch space as long, and selection space for the median.
+///
+/// Only indices move during the build. A split writes the children's indices into the scratch
+/// space; the children then use this node's indices as their scratch, so no level copies
+/// anything back, and the children's slices are disjoint (subtrees can be built in parallel).
 struct Work<'w> {
     perm: &'w mut [usize],
-    rows: &'w mut [f64],
     scratch_perm: &'w mut [usize],
-    scratch_rows: &'w mut [f64],
     keys: &'w mut [f64],
+    /// Whether `perm` is the build's scratch array (and `scratch_perm` the final one).
+    swapped: bool,
 }
 
-impl<'w> Work<'w> {
-    /// Splits into the first `mid` points and the rest.
-    fn split_at(self, mid: usize, dim: usize) -> (Work<'w>, Work<'w>) {
-        let (perm_l, perm_r) = self.perm.split_at_mut(mid);
-        let (rows_l, rows_r) = self.rows.split_at_mut(mid * dim);
-        let (sp_l, sp_r) = self.scratch_perm.split_at_mut(mid);
-        let (sr_l, sr_r) = self.scratch_rows.split_at_mut(mid * dim);
-        let (keys_l, keys_r) = self.keys.split_at_mut(mid);
-        (
-            Work {
-                perm: perm_l,
-                rows: rows_l,
-                scratch_perm: sp_l,
-                scratch_rows: sr_l,
-                keys: keys_l,
-            },
-            Work {
-                perm: perm_r,
-                rows: rows_r,
-                scratch_perm: sp_r,
-                scratch_rows: sr_r,
-                keys: keys_r,
-            },
-        )
+impl Builder<'_> {
+    /// Coordinate `k` of every `stride`-th point of `perm`, in that order.
+    fn coordinate<'p>(
+        &'p self,
+        perm: &'p [usize],
+        k: usize,
+        stride: usize,
+    ) -> impl Iterator<Item = f64> + 'p {
+        let col = &self.cols[k * self.n..(k + 1) * self.n];
+        perm.iter().step_by(stride).map(move |&i| col[i])
     }
-}
 
-impl<const D: usize> Builder<'_, D> {
+    /// Makes `work` a leaf: writes its tight bounding box (`lo` then `hi`) to `bounds`, and its
+    /// indices to the final permutation array.
+    fn finish_leaf(&self, work: Work<'_>, bounds: &mut [f64]) {
+        for k in 0..self.dim {
+            (bounds[k], bounds[self.dim + k]) = min_max(self.coordinate(work.perm, k, 1));
+        }
+        if work.swapped {
+            work.scratch_perm.copy_from_slice(work.perm);
+        }
+    }
+
     /// Builds the subtree over `work` (whose first point sits at tree position `offset`),
-    /// appending its nodes in pre-order. Child indices are relative to `nodes`. On return
-    /// `work.perm` and `work.rows` are in tree order.
+    /// appending its nodes in pre-order. Child indices are relative to `nodes`. On return the
+    /// subtree's range of the final permutation is in tree order.
     fn build(&self, work: Work<'_>, offset: usize, nodes: &mut Vec<Node>, bounds: &mut Vec<f64>) {
-        let dim = if D == 0 { self.dim } else { D };
+        let dim = self.dim;
         let m = work.perm.len();
         let me = nodes.len();
         nodes.push(Node {
@@ -152,31 +157,33 @@ impl<const D: usize> Builder<'_, D> {
         });
         let base = bounds.len();
         bounds.resize(base + 2 * dim, 0.0);
-        bounding_box::<D>(work.rows, dim, &mut bounds[base..]);
         if m <= self.leaf_size {
+            self.finish_leaf(work, &mut bounds[base..]);
             return;
         }
-        let (lo, hi) = bounds[base..].split_at(dim);
-        let mut split_dim = 0;
-        let mut widest = f64::NEG_INFINITY;
-        for (k, (l, h)) in lo.iter().zip(hi).enumerate() {
-            let extent = h - l;
-            if extent > widest {
-                widest = extent;
-                split_dim = k;
-            }
+        // The split dimension is the widest of a sample's bounding box (tight boxes are made
+        // bottom-up, from the leaves). A sample without spread falls back to all the points.
+        let stride = (m / SPLIT_SAMPLE).max(1);
+        let widest = |stride: usize| {
+            (0..dim)
+                .map(|k| {
+                    let (lo, hi) = min_max(self.coordinate(work.perm, k, stride));
+                    (hi - lo, k)
+                })
+                .fold((f64::NEG_INFINITY, 0), |a, b| if b.0 > a.0 { b } else { a })
+        };
+        let (mut width, mut split_dim) = widest(stride);
+        if width <= 0.0 && stride > 1 {
+            (width, split_dim) = widest(1);
         }
-        if widest <= 0.0 {
-            // All points of this node coincide: splitting cannot prune anything.
-            return;
-        }
-        if m >= POLL_BUILD_MIN && self.cancel.load(MemoryOrdering::Relaxed) {
+        if width <= 0.0 || (m >= POLL_BUILD_MIN && self.cancel.load(MemoryOrdering::Relaxed)) {
+            // All points coincide (splitting could not prune anything), or cancelled.
+            self.finish_leaf(work, &mut bounds[base..]);
             return;
         }
         let mid = m / 2;
-        let work = median_split::<D>(work, dim, split_dim, mid);
-        let (left, right) = work.split_at(mid, dim);
-        if m >= PAR_BUILD_MIN {
+        let (left, right) = self.median_split(work, split_dim, mid);
+        let right_index = if m >= PAR_BUILD_MIN {
             let ((ln, lb), (rn, rb)) = rayon::join(
                 || self.build_owned(left, offset),
                 || self.build_owned(right, offset + mid),
@@ -184,12 +191,19 @@ impl<const D: usize> Builder<'_, D> {
             append_shifted(nodes, bounds, ln, lb);
             let right_index = nodes.len();
             append_shifted(nodes, bounds, rn, rb);
-            nodes[me].right = right_index;
+            right_index
         } else {
             self.build(left, offset, nodes, bounds);
             let right_index = nodes.len();
             self.build(right, offset + mid, nodes, bounds);
-            nodes[me].right = right_index;
+            right_index
+        };
+        nodes[me].right = right_index;
+        // This node's box encloses its children's.
+        let (l, r) = ((me + 1) * 2 * dim, right_index * 2 * dim);
+        for k in 0..dim {
+            bounds[base + k] = bounds[l + k].min(bounds[r + k]);
+            bounds[base + dim + k] = bounds[l + dim + k].max(bounds[r + dim + k]);
         }
     }
 
@@ -201,61 +215,68 @@ impl<const D: usize> Builder<'_, D> {
         self.build(work, offset, &mut nodes, &mut bounds);
         (nodes, bounds)
     }
-}
 
-/// Writes the tight bounding box of `rows` (row-major, `dim` columns) into `out` (`lo` then
-/// `hi`). Inputs are finite, so plain comparisons (which compile to `minsd`/`maxsd`) suffice.
-fn bounding_box<const D: usize>(rows: &[f64], dim: usize, out: &mut [f64]) {
-    let dim = if D == 0 { dim } else { D };
-    let (lo, hi) = out.split_at_mut(dim);
-    lo.fill(f64::INFINITY);
-    hi.fill(f64::NEG_INFINITY);
-    for p in rows.chunks_exact(dim) {
-        for ((l, h), &x) in lo[..dim].iter_mut().zip(&mut hi[..dim]).zip(&p[..dim]) {
-            *l = if x < *l { x } else { *l };
-            *h = if x > *h { x } else { *h };
+    /// Splits `work` into the first `mid` points by coordinate `split_dim` and the rest: the
+    /// left points are those below the median plus just enough equal to it, and both sides
+    /// keep their order (a stable partition, written to the scratch space in one pass). The
+    /// median is found by a selection on a copy of that coordinate.
+    fn median_split<'w>(
+        &self,
+        work: Work<'w>,
+        split_dim: usize,
+        mid: usize,
+    ) -> (Work<'w>, Work<'w>) {
+        let m = work.perm.len();
+        for (key, x) in work
+            .keys
+            .iter_mut()
+            .zip(self.coordinate(work.perm, split_dim, 1))
+        {
+            *key = x;
         }
+        let (below, &mut median, _) = work.keys.select_nth_unstable_by(mid, f64::total_cmp);
+        // Every key `< median` is among the first `mid` after the selection, and at least
+        // `mid + 1 - n_less` keys equal the median, so exactly `mid` points go left.
+        let n_less = below.iter().filter(|&&k| k < median).count();
+        let mut equal_budget = mid - n_less;
+        let (mut l, mut r) = (0usize, mid);
+        let col = &self.cols[split_dim * self.n..(split_dim + 1) * self.n];
+        for &i in work.perm.iter() {
+            let key = col[i];
+            let take_equal = (key == median) & (equal_budget > 0);
+            let go_left = (key < median) | take_equal;
+            equal_budget -= usize::from(take_equal);
+            work.scratch_perm[if go_left { l } else { r }] = i;
+            l += usize::from(go_left);
+            r += usize::from(!go_left);
+        }
+        debug_assert!(l == mid && r == m);
+        let (perm_l, perm_r) = work.scratch_perm.split_at_mut(mid);
+        let (sp_l, sp_r) = work.perm.split_at_mut(mid);
+        let (keys_l, keys_r) = work.keys.split_at_mut(mid);
+        let swapped = !work.swapped;
+        (
+            Work {
+                perm: perm_l,
+                scratch_perm: sp_l,
+                keys: keys_l,
+                swapped,
+            },
+            Work {
+                perm: perm_r,
+                scratch_perm: sp_r,
+                keys: keys_r,
+                swapped,
+            },
+        )
     }
 }
 
-/// Reorders `work.perm` and `work.rows` so that the first `mid` points have coordinate
-/// `split_dim` no larger than the rest.
-///
-/// The median value is found by a selection on a contiguous copy of that coordinate; then one
-/// branch-free stable pass sends every point below the median, plus just enough points equal to
-/// it, to the left half of the scratch space and the others to the right half, and the scratch
-/// is copied back. Memory access is sequential throughout.
-fn median_split<const D: usize>(
-    work: Work<'_>,
-    dim: usize,
-    split_dim: usize,
-    mid: usize,
-) -> Work<'_> {
-    let dim = if D == 0 { dim } else { D };
-    for (k, r) in work.keys.iter_mut().zip(work.rows.chunks_exact(dim)) {
-        *k = r[split_dim];
-    }
-    let (below, &mut median, _) = work.keys.select_nth_unstable_by(mid, f64::total_cmp);
-    // Every key `< median` is among the first `mid` after the selection, and at least
-    // `mid + 1 - n_less` keys equal the median, so exactly `mid` points go left.
-    let n_less = below.iter().filter(|&&k| k < median).count();
-    let mut equal_budget = mid - n_less;
-    let (mut l, mut r) = (0usize, mid);
-    for (&orig, row) in work.perm.iter().zip(work.rows.chunks_exact(dim)) {
-        let key = row[split_dim];
-        let take_equal = (key == median) & (equal_budget > 0);
-        let go_left = (key < median) | take_equal;
-        equal_budget -= usize::from(take_equal);
-        let dest = if go_left { l } else { r };
-        l += usize::from(go_left);
-        r += usize::from(!go_left);
-        work.scratch_perm[dest] = orig;
-        work.scratch_rows[dest * dim..(dest + 1) * dim].copy_from_slice(&row[..dim]);
-    }
-    debug_assert!(l == mid && r == work.perm.len());
-    work.perm.copy_from_slice(work.scratch_perm);
-    work.rows.copy_from_slice(work.scratch_rows);
-    work
+/// The smallest and largest value (inputs are finite).
+fn min_max(xs: impl Iterator<Item = f64>) -> (f64, f64) {
+    xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (if x < lo { x } else { lo }, if x > hi { x } else { hi })
+    })
 }
 
 /// Appends a subtree built into separate vectors, shifting its child indices.
@@ -338,45 +359,38 @@ impl KdTree {
             });
         }
         let mut perm: Vec<usize> = (0..n).collect();
-        let mut tree_points = points.to_vec();
         let mut scratch_perm = vec![0usize; n];
-        let mut scratch_rows = vec![0.0; n * dim];
+        let mut cols = vec![0.0; n * dim];
+        for (i, row) in points.chunks_exact(dim).enumerate() {
+            for (k, &x) in row.iter().enumerate() {
+                cols[k * n + i] = x;
+            }
+        }
         let mut keys = vec![0.0; n];
         let work = Work {
             perm: &mut perm,
-            rows: &mut tree_points,
             scratch_perm: &mut scratch_perm,
-            scratch_rows: &mut scratch_rows,
             keys: &mut keys,
+            swapped: false,
         };
-        let (nodes, bounds) = match dim {
-            1 => Builder::<1> {
-                dim,
-                leaf_size,
-                cancel,
-            }
-            .build_owned(work, 0),
-            2 => Builder::<2> {
-                dim,
-                leaf_size,
-                cancel,
-            }
-            .build_owned(work, 0),
-            3 => Builder::<3> {
-                dim,
-                leaf_size,
-                cancel,
-            }
-            .build_owned(work, 0),
-            _ => Builder::<0> {
-                dim,
-                leaf_size,
-                cancel,
-            }
-            .build_owned(work, 0),
-        };
+        let (nodes, bounds) = Builder {
+            dim,
+            n,
+            leaf_size,
+            cols: &cols,
+            cancel,
+        }
+        .build_owned(work, 0);
         if cancel.load(MemoryOrdering::Relaxed) {
             return Err(SpatialError::Cancelled);
+        }
+        drop((keys, scratch_perm));
+        let mut tree_points = cols;
+        for (row, &orig) in tree_points.chunks_exact_mut(dim).zip(&perm) {
+            // An explicit loop: `copy_from_slice` of a run-time length is a call per row.
+            for (o, &x) in row.iter_mut().zip(&points[orig * dim..(orig + 1) * dim]) {
+                *o = x;
+            }
         }
         Ok(KdTree {
             dim,
@@ -913,8 +927,8 @@ mod tests {
                 .map(|i| ((i as u64).wrapping_mul(2654435761) % 1009) as f64 / 1009.0)
                 .collect();
             let tree = KdTree::build(&pts, dim, 16).unwrap();
-            // Every internal node's children split its range exactly, and every point lies in
-            // its leaf's box.
+            // Every internal node's children split its range in halves (the left one the
+            // smaller), and every node's box is the tight box of its points.
             for (ni, node) in tree.nodes.iter().enumerate() {
                 if node.right != LEAF {
                     let l = tree.nodes[ni + 1];
@@ -922,16 +936,24 @@ mod tests {
                     assert_eq!(l.start, node.start);
                     assert_eq!(l.end, r.start);
                     assert_eq!(r.end, node.end);
-                } else {
-                    let (lo, hi) = tree.node_box(ni, dim);
-                    let rows = &tree.points_in_tree_order()[node.start * dim..node.end * dim];
-                    for row in rows.chunks_exact(dim) {
-                        for k in 0..dim {
-                            assert!(lo[k] <= row[k] && row[k] <= hi[k]);
-                        }
-                    }
+                    assert_eq!(l.end - l.start, (node.end - node.start) / 2);
+                }
+                let (lo, hi) = tree.node_box(ni, dim);
+                let rows = &tree.points_in_tree_order()[node.start * dim..node.end * dim];
+                for k in 0..dim {
+                    let column = rows.chunks_exact(dim).map(|row| row[k]);
+                    assert_eq!(lo[k], column.clone().fold(f64::INFINITY, f64::min));
+                    assert_eq!(hi[k], column.fold(f64::NEG_INFINITY, f64::max));
                 }
             }
+            // The same tree on one thread.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            let serial = pool.install(|| KdTree::build(&pts, dim, 16).unwrap());
+            assert_eq!(serial.permutation(), tree.permutation());
+            assert_eq!(serial.bounds, tree.bounds);
             for (t, &orig) in tree.permutation().iter().enumerate() {
                 assert_eq!(
                     &tree.points_in_tree_order()[t * dim..(t + 1) * dim],
