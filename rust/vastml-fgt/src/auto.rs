@@ -68,6 +68,9 @@ const GRID_OVER_IFGT: f64 = 0.3;
 /// percent of the 60% the test is about. (512 sources took a fifth of planning a small
 /// transform in 10-D.)
 const REACH_SOURCES: usize = 128;
+/// The IFGT's clustering is not run when it would need more than this many times the
+/// clusters it may cost (see [`Context::clusters_needed`]).
+const NEEDED_OVER_BUDGET: f64 = 2.0;
 /// A sample whose [`plan::crowding`] is below this does not fill its box.
 const CROWDED: f64 = 0.5;
 
@@ -113,6 +116,30 @@ pub(crate) struct Chosen {
     pub measured: Vec<(Method, f64)>,
     /// Whether the progress hook ended the planning early.
     pub stopped: bool,
+}
+
+/// About how many clusters the IFGT needs: the sources over the mean number of sources
+/// within the largest radius a usable cluster may have, of a sample of 128 sources (counted
+/// on a stride of at most [`REACH_SOURCES`] sources). A cluster of that radius holds no more
+/// than the sources within it of its centre, so where densities differ (clusters) this errs
+/// low, on the side of clustering.
+fn clusters_needed(sources: &[f64], problem: &IfgtProblem) -> f64 {
+    let dim = problem.dim;
+    let n = sources.len() / dim;
+    let radius = problem.largest_feasible_radius();
+    let r2 = radius * radius;
+    let stride = n.div_ceil(REACH_SOURCES).max(1);
+    let sample = plan::sample_rows(sources, dim, 128);
+    let (mut pairs, mut inside) = (0usize, 0usize);
+    for x in sources.chunks_exact(dim).step_by(stride) {
+        for y in sample.chunks_exact(dim) {
+            let d2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+            inside += usize::from(d2 <= r2);
+            pairs += 1;
+        }
+    }
+    let within = (inside as f64 / pairs.max(1) as f64 * n as f64).max(1.0);
+    n as f64 / within
 }
 
 /// CPU seconds of the whole process so far (every thread), where the platform tells them;
@@ -353,9 +380,17 @@ impl Context<'_> {
             } else {
                 WINDOW
             };
-            if !stopped && rough < window * best {
-                let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
-                    .max(1.0) as usize;
+            let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
+                .max(1.0) as usize;
+            // A clustering that cannot reach a usable radius within its budget is not run
+            // (tight clusters in 10-D at a bandwidth far below their spread: 31 ms of a
+            // 100 ms plan went into 1,000 clusters that still missed epsilon).
+            let reachable = || {
+                dim == 1
+                    || clusters_needed(self.sources, &self.problem)
+                        <= NEEDED_OVER_BUDGET * k_budget as f64
+            };
+            if !stopped && rough < window * best && reachable() {
                 if let Some(p) = self.build_ifgt(false, k_budget, cancel)? {
                     let reach = p.mean_clusters_in_reach(&sample);
                     let terms = p.n_terms() as f64;
@@ -374,7 +409,8 @@ impl Context<'_> {
                     });
                     stopped = report("ifgt", flat.min(treed) * 1e-9)?;
                 }
-            } else {
+            } else if rough > 0.0 {
+                // (0: only the crowding admitted the IFGT; there is no estimate to report)
                 cands.push(Candidate {
                     method: Method::Ifgt,
                     estimate: rough,
@@ -954,6 +990,52 @@ mod tests {
                 .zip(&exact)
                 .all(|(a, b)| (a - b).abs() <= eps * 1000.0)
         );
+    }
+
+    /// The same clusters, each spread far wider than the bandwidth: a usable cluster would
+    /// hold a single source, so the clustering is not run (before, the crowded sample sent it
+    /// up to its budget of clusters, a third of the plan).
+    #[test]
+    fn clusters_that_cannot_reach_epsilon_are_not_run() {
+        let (n, dim, h, eps) = (5000, 10usize, 0.01, 1e-9);
+        let centres = points(6, dim, 51);
+        let noise = points(n * dim, 1, 52);
+        let x: Vec<f64> = (0..n * dim)
+            .map(|i| centres[(i / dim % 6) * dim + i % dim] + 0.02 * (noise[i] - 0.5))
+            .collect();
+        let options = PlanOptions {
+            target_sample: Some(&x),
+            n_targets: Some(25_000),
+            measure: false,
+            ..PlanOptions::default()
+        };
+        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
+        assert!(!seen.iter().any(|s| s == "ifgt"), "{seen:?}");
+        assert!(
+            matches!(gt.method(), Method::Direct | Method::DirectTree),
+            "{:?}",
+            gt.info()
+        );
+        // (the crowding admitted the clustering, the estimates leave no IFGT behind)
+        assert!(gt.info().estimates.iter().all(|e| e.0 != Method::Ifgt));
+        // A usable cluster holds one source here, a sixth of them with tight clusters.
+        let problem = |h: f64| crate::ifgt::IfgtProblem {
+            n_sources: n,
+            n_targets: 25_000,
+            dim,
+            range: 1.0,
+            bandwidth: h,
+            epsilon: eps,
+            cutoff: crate::cutoff_radius(h, eps, None),
+            max_clusters: usize::MAX,
+        };
+        let needed = super::clusters_needed(&x, &problem(h));
+        assert!(needed > 0.5 * n as f64, "{needed}");
+        let tight: Vec<f64> = (0..n * dim)
+            .map(|i| centres[(i / dim % 6) * dim + i % dim] + 1e-4 * (noise[i] - 0.5))
+            .collect();
+        let needed = super::clusters_needed(&tight, &problem(h));
+        assert!((5.0..=8.0).contains(&needed), "{needed}");
     }
 
     /// Fixed-p mode uses exactly the given p: a large p is as accurate as the bound asks,

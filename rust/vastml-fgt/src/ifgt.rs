@@ -227,6 +227,20 @@ fn scaled_offset(x: &[f64], center: &[f64], inv_h: f64, u: &mut [f64]) -> f64 {
     d2
 }
 
+impl IfgtProblem {
+    /// The largest cluster radius (within 1/4096 of the range) at which some truncation
+    /// reaches epsilon within [`MAX_TRUNCATION`] and [`MAX_TERMS`]; 0 when none does. Every
+    /// clustering the IFGT can use has all its radii below it.
+    pub(crate) fn largest_feasible_radius(&self) -> f64 {
+        let ok = |rx: f64| self.candidate(1, rx).is_some();
+        if ok(self.range) {
+            self.range
+        } else {
+            bisect_ok(0.0, self.range, ok)
+        }
+    }
+}
+
 /// Keeps the cheaper of `best` and `candidate`.
 fn keep_cheaper(best: &mut Option<IfgtParameters>, candidate: Option<IfgtParameters>) {
     if let Some(c) = candidate {
@@ -1462,6 +1476,34 @@ mod tests {
     /// A source covered first by the limit of p terms gets the smallest p meeting the bound
     /// (the truncation number, brute force over p), and within every limit the bound
     /// holds against every target within reach; just past a limit below the radius it fails.
+    /// The largest feasible radius is feasible, and 1/2048 of the range more is not.
+    #[test]
+    fn largest_feasible_radius_is_the_edge_of_feasibility() {
+        for (dim, h, eps) in [
+            (2, 0.1, 1e-6),
+            (6, 0.05, 1e-9),
+            (10, 0.01, 1e-9),
+            (3, 2.0, 1e-3),
+        ] {
+            let problem = IfgtProblem {
+                n_sources: 1000,
+                n_targets: 1000,
+                dim,
+                range: 1.0,
+                bandwidth: h,
+                epsilon: eps,
+                cutoff: crate::cutoff_radius(h, eps, None),
+                max_clusters: usize::MAX,
+            };
+            let r = problem.largest_feasible_radius();
+            assert!(problem.candidate(1, r).is_some(), "{dim} {h} {eps}");
+            if r < problem.range {
+                assert!(r > 0.0);
+                assert!(problem.candidate(1, r + problem.range / 2048.0).is_none());
+            }
+        }
+    }
+
     #[test]
     fn source_limits_give_each_source_its_truncation_number() {
         let eps = 1e-7;
