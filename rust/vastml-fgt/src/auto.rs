@@ -263,13 +263,21 @@ impl Context<'_> {
                 .fold(0.0f64, f64::max)
                 .max(self.h * 1e-3)
         };
+        // The clustering alone of more clusters than this costs over WINDOW direct sums, so
+        // the model's search over K stops there (at a narrow kernel the search over
+        // thousands of K, each with a truncation number, was a tenth of planning a 1 ms sum).
+        let capped = IfgtProblem {
+            max_clusters: (WINDOW * direct / (n as f64 * dim as f64 * plan::ns::CLUSTERING_PER_DIM))
+                .max(1.0) as usize,
+            ..self.problem
+        };
         // (the estimate, and whether only the sample's extent admits the IFGT)
-        let ifgt_rough = match rough_ifgt(&self.problem) {
-            Some(r) if sample_range >= 0.5 * self.problem.range => Some((r, false)),
+        let ifgt_rough = match rough_ifgt(&capped) {
+            Some(r) if sample_range >= 0.5 * capped.range => Some((r, false)),
             full => {
                 let robust = rough_ifgt(&IfgtProblem {
                     range: sample_range,
-                    ..self.problem
+                    ..capped
                 });
                 match (full, robust) {
                     (Some(a), Some(b)) if b < a => Some((b, true)),
