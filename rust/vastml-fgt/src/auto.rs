@@ -1027,16 +1027,7 @@ mod tests {
         // (the crowding admitted the clustering, the estimates leave no IFGT behind)
         assert!(gt.info().estimates.iter().all(|e| e.0 != Method::Ifgt));
         // A usable cluster holds one source here, a sixth of them with tight clusters.
-        let problem = |h: f64| crate::ifgt::IfgtProblem {
-            n_sources: n,
-            n_targets: 25_000,
-            dim,
-            range: 1.0,
-            bandwidth: h,
-            epsilon: eps,
-            cutoff: crate::cutoff_radius(h, eps, None),
-            max_clusters: usize::MAX,
-        };
+        let problem = |h: f64| crate::ifgt::IfgtProblem::on_unit_range(n, 25_000, dim, h, eps);
         let needed = super::clusters_needed(&x, &problem(h));
         assert!(needed > 0.5 * n as f64, "{needed}");
         let tight: Vec<f64> = (0..n * dim)

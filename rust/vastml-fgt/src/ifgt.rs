@@ -227,6 +227,23 @@ fn scaled_offset(x: &[f64], center: &[f64], inv_h: f64, u: &mut [f64]) -> f64 {
     d2
 }
 
+#[cfg(test)]
+impl IfgtProblem {
+    /// A problem over a unit range with the tree's cut-off and no cap on K (for tests).
+    pub(crate) fn on_unit_range(n: usize, m: usize, dim: usize, h: f64, epsilon: f64) -> Self {
+        IfgtProblem {
+            n_sources: n,
+            n_targets: m,
+            dim,
+            range: 1.0,
+            bandwidth: h,
+            epsilon,
+            cutoff: crate::cutoff_radius(h, epsilon, None),
+            max_clusters: usize::MAX,
+        }
+    }
+}
+
 impl IfgtProblem {
     /// The largest cluster radius (within 1/4096 of the range) at which some truncation
     /// reaches epsilon within [`MAX_TRUNCATION`] and [`MAX_TERMS`]; 0 when none does. Every
@@ -1485,16 +1502,7 @@ mod tests {
             (10, 0.01, 1e-9),
             (3, 2.0, 1e-3),
         ] {
-            let problem = IfgtProblem {
-                n_sources: 1000,
-                n_targets: 1000,
-                dim,
-                range: 1.0,
-                bandwidth: h,
-                epsilon: eps,
-                cutoff: crate::cutoff_radius(h, eps, None),
-                max_clusters: usize::MAX,
-            };
+            let problem = IfgtProblem::on_unit_range(1000, 1000, dim, h, eps);
             let r = problem.largest_feasible_radius();
             assert!(problem.candidate(1, r).is_some(), "{dim} {h} {eps}");
             if r < problem.range {
@@ -1567,16 +1575,7 @@ mod tests {
             for &h in &[0.003, 0.02, 0.1, 0.4, 1.5, 6.0] {
                 for &eps in &[1e-3, 1e-6, 1e-10] {
                     for &(n, m) in &[(1000, 30_000), (50_000, 2000), (1_000_000, 1_000_000)] {
-                        let problem = IfgtProblem {
-                            n_sources: n,
-                            n_targets: m,
-                            dim,
-                            range: 1.0,
-                            bandwidth: h,
-                            epsilon: eps,
-                            cutoff: crate::cutoff_radius(h, eps, None),
-                            max_clusters: usize::MAX,
-                        };
+                        let problem = IfgtProblem::on_unit_range(n, m, dim, h, eps);
                         let got = choose_parameters_uniform(&problem);
                         assert_eq!(got, full(&problem), "d={dim} h={h} eps={eps} n={n} m={m}");
                         if got.is_some() {
