@@ -487,3 +487,42 @@ def test_demo_refuses_an_absurd_bandwidth_in_one_line(value, tmp_path):
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     assert "`--bandwidth`" in r.stderr
+
+
+def test_validate_rows_shortcut_agrees_with_scikit_learn():
+    # The shortcut for C-contiguous float64 arrays sets and checks n_features_in_ as
+    # scikit-learn's validate_data does; every other input, and every error, goes through it.
+    import pandas as pd
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.validation import validate_data
+
+    from vastml._validation import validate_rows
+
+    X = np.arange(12.0).reshape(6, 2)
+    ours, theirs = BaseEstimator(), BaseEstimator()
+    assert validate_rows(ours, X, reset=True) is X  # no copy
+    validate_data(theirs, X, dtype=np.float64, order="C")
+    assert vars(ours) == vars(theirs) == {"n_features_in_": 2}
+    assert validate_rows(ours, X[:1], reset=False) is not None
+    for bad, match in [
+        (np.zeros((2, 3)), "X has 3 features, but BaseEstimator is expecting 2"),
+        (np.array([[np.nan, 0.0]]), "NaN"),
+        (np.array([[np.inf, 0.0]]), "infinity"),
+        (np.zeros((0, 2)), "0 sample"),
+        (np.array([[1e200, 0.0]]), "standardise"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            validate_rows(ours, bad, reset=False)
+    # the slow path for anything else: lists, Fortran order, other dtypes, data frames
+    for other in [X.tolist(), np.asfortranarray(X), X.astype(np.float32), X[:, ::-1]]:
+        out = validate_rows(BaseEstimator(), other, reset=True)
+        assert out.dtype == np.float64 and out.flags.c_contiguous
+        np.testing.assert_array_equal(out, np.asarray(other, dtype=np.float64))
+    named = BaseEstimator()
+    validate_rows(named, pd.DataFrame(X, columns=["a", "b"]), reset=True)
+    assert list(named.feature_names_in_) == ["a", "b"]
+    with pytest.warns(UserWarning, match="feature names"):
+        validate_rows(named, X, reset=False)
+    # refitting on an array forgets the names, as scikit-learn does
+    validate_rows(named, X, reset=True)
+    assert not hasattr(named, "feature_names_in_")

@@ -196,6 +196,10 @@ class LogGaussSum:
         n_jobs: int | None = None,
     ) -> npt.NDArray[np.float64]: ...
 
+def mean_sources_within(
+    sources: npt.NDArray[np.float64], radius: float, probes: int, sample: int
+) -> float: ...
+
 # The IFGT with its sources split in parts (vastml.distributed's plan="split").
 def split_ifgt_centers(
     sample: npt.NDArray[np.float64],

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from vastml import _core
 from vastml._progress import Progress
-from vastml._validation import check_finite_data, choice, n_jobs_arg, open_unit_float
+from vastml._validation import choice, n_jobs_arg, open_unit_float, validate_rows
 from vastml.kernels._bandwidth import SELECTORS, sheather_jones_bandwidth
 from vastml.kernels._gauss import METHODS, Bandwidth, GaussTransform, gauss_transform
 
@@ -210,7 +210,7 @@ class KernelDensity(BaseEstimator):
         if self.rtol is not None:
             open_unit_float(self.rtol, "rtol")
         n_jobs_arg(self.n_jobs)
-        Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=1)
+        Xv: FloatArray = validate_rows(self, X, reset=True)
         self.bandwidth_ = self._resolve_bandwidth(Xv)
         n = Xv.shape[0]
         if sample_weight is None:
@@ -267,23 +267,10 @@ class KernelDensity(BaseEstimator):
 
     def _sources_in_reach(self, rtol: float) -> float:
         """Mean number of sources within the log-space sums' first reach of a source, estimated
-        from REACH_PROBES sources among REACH_SAMPLE of them (a few hundred thousand pairs)."""
-        z = self._scaled
-        n = z.shape[0]
-        # coordinate by coordinate (a sum over a short last axis is slow), a few probes at a
-        # time: temporaries of a few tens of kB, which the allocator reuses (larger ones are
-        # mapped afresh, and faulting their pages in cost more than the arithmetic)
-        sample = np.ascontiguousarray(z[:: max(1, n // REACH_SAMPLE)].T)
-        probes = sample[:, :: max(1, sample.shape[1] // REACH_PROBES)][:, :REACH_PROBES]
+        from REACH_PROBES sources among REACH_SAMPLE of them (tens of thousands of pairs)."""
         # kernel exp(-|u|^2 / 2) on the scaled points: reach^2 = 2 ln(1 / rtol)
-        reach2 = 2.0 * math.log(1.0 / rtol)
-        within = 0
-        for p in range(0, probes.shape[1], 4):
-            d2 = np.zeros((min(4, probes.shape[1] - p), sample.shape[1]))
-            for k in range(z.shape[1]):
-                d2 += (probes[k, p:p + 4, None] - sample[k, None, :]) ** 2
-            within += int(np.count_nonzero(d2 <= reach2))
-        return within / probes.shape[1] * n / sample.shape[1]
+        reach = math.sqrt(2.0 * math.log(1.0 / rtol))
+        return _core.mean_sources_within(self._scaled, reach, REACH_PROBES, REACH_SAMPLE)
 
     def _first_pass_epsilon(self, rtol: float) -> float:
         """rtol / 2 times a low quantile of the sums at a few sources (see FIRST_PASS)."""
@@ -301,8 +288,7 @@ class KernelDensity(BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "bandwidth_")
-        Xv: FloatArray = validate_data(self, X, dtype=np.float64, order="C", reset=False)
-        check_finite_data(Xv, "X")
+        Xv: FloatArray = validate_rows(self, X, reset=False)
         Xs = self._map(Xv)
         if self._log_path:
             return self._evaluate_log(Xs) - self._norm
@@ -430,7 +416,12 @@ class KernelDensity(BaseEstimator):
     def _map(self, X: FloatArray) -> FloatArray:
         if self._whiten is not None:
             return np.ascontiguousarray(X @ self._whiten)
-        return np.ascontiguousarray(X / self.bandwidth_)
+        bw = self.bandwidth_
+        if bw.size and np.all(bw == bw[0]):
+            # the same quotients; numpy divides by a scalar four times as fast as it
+            # broadcasts a row of two or three
+            return np.ascontiguousarray(X / bw[0])
+        return np.ascontiguousarray(X / bw)
 
     def _log_sums(self) -> _core.LogGaussSum:
         """The index of the log-space sums (a cell grid or a kd-tree), built on first use."""

@@ -53,30 +53,31 @@ impl SoaPoints {
     pub fn new(points: &[f64], dim: usize, perm: Option<&[usize]>, h: f64, epsilon: f64) -> Self {
         let n = points.len() / dim;
         let stride = padded(n);
-        let mut center = vec![0.0; dim];
-        for p in points.chunks_exact(dim) {
-            for (c, v) in center.iter_mut().zip(p) {
-                *c += v;
-            }
-        }
-        for c in center.iter_mut() {
-            *c /= n as f64;
-        }
+        // Coordinate by coordinate, each loop over the points with independent steps (four
+        // partial sums for the mean): a loop over each point's few coordinates carried one
+        // long chain of dependent additions, and building 7,500 points in the plane took 65 us.
+        let center: Vec<f64> = (0..dim)
+            .map(|k| {
+                let mut part = [0.0; 4];
+                for (i, p) in points.chunks_exact(dim).enumerate() {
+                    part[i % 4] += p[k];
+                }
+                (part[0] + part[1] + (part[2] + part[3])) / n as f64
+            })
+            .collect();
         let inv_h = 1.0 / h;
         let mut coords = vec![0.0; stride * dim];
         let mut neg_norms = vec![0.0; stride];
-        let mut max_norm2: f64 = 0.0;
-        for i in 0..n {
-            let row = perm.map_or(i, |p| p[i]);
-            let mut norm2 = 0.0;
-            for k in 0..dim {
-                let v = (points[row * dim + k] - center[k]) * inv_h;
-                coords[k * stride + i] = v;
-                norm2 += v * v;
+        for (k, column) in coords.chunks_exact_mut(stride).enumerate() {
+            let c = center[k];
+            for (i, (x, nn)) in column[..n].iter_mut().zip(&mut neg_norms[..n]).enumerate() {
+                let row = perm.map_or(i, |p| p[i]);
+                let v = (points[row * dim + k] - c) * inv_h;
+                *x = v;
+                *nn -= v * v;
             }
-            neg_norms[i] = -norm2;
-            max_norm2 = max_norm2.max(norm2);
         }
+        let max_norm2 = neg_norms[..n].iter().fold(0.0f64, |m, &v| m.max(-v));
         let spread = max_norm2.sqrt() + 4.0;
         SoaPoints {
             dim,

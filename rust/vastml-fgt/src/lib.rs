@@ -94,7 +94,7 @@ pub use ifgt::{
 };
 pub use kernel::simd_level;
 pub use line::{INLINE_LEN, LinearBinning, edge_autocorrelation, linear_binning, order_statistics};
-pub use logsum::LogGaussSum;
+pub use logsum::{LogGaussSum, mean_sources_within};
 pub use par::INLINE_NS;
 pub use split::{SplitIfgt, cluster_radii, split_centers};
 

@@ -28,10 +28,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
-use vastml_spatial::{CellGrid, KdTree};
+use vastml_spatial::{Block, CellGrid, KdTree};
 
 use crate::error::{FgtError, Result, invalid};
-use crate::exp::exp_nonpositive;
 use crate::ifgt::morton_order;
 use crate::kernel::{SoaPoints, accumulate, weight_columns};
 
@@ -78,14 +77,21 @@ const GRID_MIN_OCCUPANCY: f64 = 0.4;
 /// A grid search that would read more cells than this goes to the kd-tree instead.
 const GRID_MAX_BLOCK: usize = 1024;
 
+/// See [`LogGaussSum::builds_inline`].
+const INLINE_SOURCES: usize = 1 << 14;
 /// Leaf size of the tree (leaves are summed by the vectorised kernel).
 const LEAF_SIZE: usize = 32;
 /// The first radius: R^2 = (ln(1/rtol) + MARGIN) h^2 (plus d_min^2 when shifted). The subtrees
 /// just beyond R weigh about as much as the sources within it, so at ln(1/rtol) alone their
 /// bound rarely certifies the sum, and a second search with a larger radius is needed.
 const MARGIN: f64 = 2.5;
-/// Targets per parallel task (also how often the cancel flag is polled).
+/// Targets per parallel task (also how often the cancel flag is polled), at most...
 const TASK: usize = 256;
+/// ... and at least this many, with about TASKS_PER_THREAD tasks per thread: a call of a
+/// thousand targets split in 256s left one of two threads with three tasks and the other
+/// with two.
+const MIN_TASK: usize = 32;
+const TASKS_PER_THREAD: usize = 4;
 /// Below this (and above zero) a sum near the data is redone with the shift: its terms are
 /// near the end of the exponential's range.
 const TINY: f64 = 1e-250;
@@ -168,6 +174,13 @@ impl LogGaussSum {
         })
     }
 
+    /// Whether building the sums over `n` sources is best run on the calling thread: below
+    /// INLINE_SOURCES (a few hundred microseconds), handing it to a thread pool cost as much
+    /// again (7,495 sources in the plane: 210 us inline, 310 us on the pool).
+    pub fn builds_inline(n: usize) -> bool {
+        n <= INLINE_SOURCES
+    }
+
     /// True when the sources are indexed by a cell grid (else by a kd-tree).
     pub fn uses_grid(&self) -> bool {
         matches!(self.index, Index::Grid(_))
@@ -212,22 +225,26 @@ impl LogGaussSum {
         // Targets in Morton order: consecutive ones reach the same leaves (kept in cache).
         let order = morton_order(targets, self.dim);
         let mut sorted = vec![0.0; m];
+        let size = m
+            .div_ceil(TASKS_PER_THREAD * rayon::current_num_threads())
+            .clamp(MIN_TASK, TASK);
         let body = |(task, chunk): (usize, &mut [f64])| {
             if cancel.load(Ordering::Relaxed) {
                 return Err(FgtError::Cancelled);
             }
-            let mut prepared = vec![0.0; self.dim];
+            // the target's prepared coordinates, then the grid's per-column scratch
+            let mut scratch = vec![0.0; self.dim + 2 * GRID_MAX_BLOCK];
             for (k, o) in chunk.iter_mut().enumerate() {
-                let j = order[task * TASK + k];
+                let j = order[task * size + k];
                 let y = &targets[j * self.dim..(j + 1) * self.dim];
-                *o = self.one(y, rtol, &mut prepared)?;
+                *o = self.one(y, rtol, &mut scratch)?;
             }
             Ok(())
         };
         if crate::par::sequential() {
-            sorted.chunks_mut(TASK).enumerate().try_for_each(body)?;
+            sorted.chunks_mut(size).enumerate().try_for_each(body)?;
         } else {
-            sorted.par_chunks_mut(TASK).enumerate().try_for_each(body)?;
+            sorted.par_chunks_mut(size).enumerate().try_for_each(body)?;
         }
         let mut out = vec![0.0; m];
         for (&j, &v) in order.iter().zip(&sorted) {
@@ -290,56 +307,84 @@ impl LogGaussSum {
 
     /// An upper bound on the sum over sources `start..end` of weight times exp(-e), for every
     /// such exponent e at least `e_min`.
+    #[inline]
     fn bound(&self, start: usize, end: usize, e_min: f64) -> f64 {
         let w = self.prefix[end] - self.prefix[start];
-        // the polynomial exp (relative error below 1e-15), rounded up for a bound
-        w.max(0.0) * exp_nonpositive(-e_min) * (1.0 + 1e-12)
+        // rounded up for the rounding of the weights' prefix sums
+        w.max(0.0) * exp_upper(e_min) * (1.0 + 1e-12)
     }
 
-    /// As [`Self::tree_sum_within`] with the shift 0, over the grid's cells: the runs in reach
-    /// summed, each other cell of the block bounded at its distance, and the weight outside the
-    /// block at the block's.
+    /// As [`Self::tree_sum_within`] with the shift 0, over the grid's `block` of cells: the
+    /// runs in reach summed, each other cell of the block bounded at its distance, and the
+    /// weight outside the block at the block's. A cell's bound is its weight times the
+    /// kernel at its column's gap times the kernel at its row's (the squared distance to a
+    /// cell is the sum of the two squared gaps): an exponential per column and per row of the
+    /// block rather than per cell, kept in `columns` (at least twice the block's columns).
     fn grid_sum_within(
         &self,
         grid: &CellGrid,
+        block: &Block,
         prepared: &[f64],
+        columns: &mut [f64],
         y: &[f64],
         radius: f64,
     ) -> (f64, f64) {
         let inv_h2 = 1.0 / (self.bandwidth * self.bandwidth);
+        let r2 = radius * radius;
+        let (x0, x1) = block.cols;
+        let nc = x1 - x0 + 1;
+        let (gx2, ex) = columns[..2 * nc].split_at_mut(nc);
+        for (j, (g, e)) in gx2.iter_mut().zip(ex.iter_mut()).enumerate() {
+            *g = grid.gap2(0, y[0], x0 + j);
+            *e = exp_upper(*g * inv_h2);
+        }
+        let y1 = if self.dim == 2 { y[1] } else { 0.0 };
         let mut sum = [0.0];
-        let (mut left_out, mut summed, mut bounded) = (0.0, 0.0, 0.0);
-        let beyond = grid.for_each_run_within_radius_or_pruned(
-            y,
-            radius,
-            |a, b| {
+        let (mut left_out, mut seen) = (0.0, 0.0);
+        for iy in block.rows.0..=block.rows.1 {
+            let gy2 = grid.gap2(1, y1, iy);
+            let ey = exp_upper(gy2 * inv_h2);
+            let mut run: Option<(usize, usize)> = None;
+            for (j, (&g, &e)) in gx2.iter().zip(ex.iter()).enumerate() {
+                let (a, b) = grid.cell(x0 + j, iy);
+                if a == b {
+                    continue;
+                }
+                let w = self.prefix[b] - self.prefix[a];
+                seen += w;
+                if g + gy2 <= r2 {
+                    // the cells of a row in reach are consecutive in grid order
+                    run = Some(run.map_or((a, b), |(s, _)| (s, b)));
+                } else {
+                    left_out += w.max(0.0) * (e * ey);
+                }
+            }
+            if let Some((a, b)) = run {
                 accumulate(prepared, 0.0, &self.soa, &self.wcols, a, b, &mut sum);
-                summed += self.prefix[b] - self.prefix[a];
-            },
-            |a, b, d2| {
-                left_out += self.bound(a, b, d2 * inv_h2);
-                bounded += self.prefix[b] - self.prefix[a];
-            },
-        );
-        let seen = summed + bounded;
+            }
+        }
+        // rounded up for the rounding of the weights' prefix sums and the products
+        left_out *= 1.0 + 1e-12;
+        let beyond = grid.beyond2(y, block);
         if beyond.is_finite() {
             // the rest's weight, with room for the rounding of the prefix sums
             let rest = (self.total - seen).max(0.0) + 1e-14 * self.total;
-            left_out += rest * exp_nonpositive(-beyond * inv_h2) * (1.0 + 1e-12);
+            left_out += rest * exp_upper(beyond * inv_h2) * (1.0 + 1e-12);
         }
         (sum[0], left_out)
     }
 
     /// ln G(y) (the same whichever other targets are evaluated with it).
-    fn one(&self, y: &[f64], rtol: f64, prepared: &mut [f64]) -> Result<f64> {
+    /// `scratch` holds the target's prepared coordinates (`dim`) and 2 GRID_MAX_BLOCK more.
+    fn one(&self, y: &[f64], rtol: f64, scratch: &mut [f64]) -> Result<f64> {
         if self.total <= 0.0 {
             return Ok(f64::NEG_INFINITY);
         }
         // the difference form: prepare_target returns 0, and the shift goes in its place
-        self.soa.prepare_target(y, prepared);
+        self.soa.prepare_target(y, &mut scratch[..self.dim]);
         match &self.index {
-            Index::Tree(tree) => self.one_over_tree(tree, y, rtol, prepared),
-            Index::Grid(grid) => self.one_over_grid(grid, y, rtol, prepared),
+            Index::Tree(tree) => self.one_over_tree(tree, y, rtol, &scratch[..self.dim]),
+            Index::Grid(grid) => self.one_over_grid(grid, y, rtol, scratch),
         }
     }
 
@@ -372,18 +417,22 @@ impl LogGaussSum {
         grid: &CellGrid,
         y: &[f64],
         rtol: f64,
-        prepared: &mut [f64],
+        scratch: &mut [f64],
     ) -> Result<f64> {
         let h2 = self.bandwidth * self.bandwidth;
         let mut extra = (1.0 / rtol).ln() + MARGIN;
         loop {
             let radius = (extra * h2).sqrt();
-            if grid.block_cells(y, radius) > GRID_MAX_BLOCK {
-                return self.far(grid)?.one(y, rtol, prepared);
+            let block = grid.block(y, radius);
+            if (block.cols.1 - block.cols.0 + 1) * (block.rows.1 - block.rows.0 + 1)
+                > GRID_MAX_BLOCK
+            {
+                return self.far(grid)?.one(y, rtol, scratch);
             }
-            let (sum, left_out) = self.grid_sum_within(grid, prepared, y, radius);
+            let (prepared, columns) = scratch.split_at_mut(self.dim);
+            let (sum, left_out) = self.grid_sum_within(grid, &block, prepared, columns, y, radius);
             if sum < TINY {
-                return self.far(grid)?.one(y, rtol, prepared);
+                return self.far(grid)?.one(y, rtol, scratch);
             }
             match certified(sum, left_out, rtol, extra) {
                 Ok(ln) => return Ok(ln),
@@ -391,6 +440,115 @@ impl LogGaussSum {
             }
         }
     }
+}
+
+/// Mean number of sources within `radius` of a source (itself included), estimated from up to
+/// `probes` sources among a strided sample of about `sample` of them: whether the log-space
+/// sums suit the data, told before they are built. The sample is every (n / `sample`)-th
+/// source and the probes every (sample size / `probes`)-th of those; the count over the
+/// sample is scaled to all n sources.
+///
+/// # Errors
+/// [`FgtError::InvalidParameter`] for a radius that is negative or not finite, or `probes` or
+/// `sample` 0; shape and finiteness errors of the sources.
+///
+/// # Example
+/// ```
+/// // 100 sources in a line, one apart: about 5 within 2 of a source (fewer at the ends)
+/// let sources: Vec<f64> = (0..100).map(f64::from).collect();
+/// let m = vastml_fgt::mean_sources_within(&sources, 1, 2.0, 100, 100)?;
+/// assert!((m - 4.94).abs() < 1e-12);
+/// # Ok::<(), vastml_fgt::FgtError>(())
+/// ```
+pub fn mean_sources_within(
+    sources: &[f64],
+    dim: usize,
+    radius: f64,
+    probes: usize,
+    sample: usize,
+) -> Result<f64> {
+    let n = crate::check_points(sources, dim, "sources")?;
+    if !(radius.is_finite() && radius >= 0.0) {
+        return Err(invalid(
+            "radius",
+            format!("must be a non-negative finite number, got {radius}"),
+        ));
+    }
+    if probes == 0 || sample == 0 {
+        return Err(invalid(
+            "probes",
+            "the probes and the sample must be positive counts",
+        ));
+    }
+    let stride = (n / sample).max(1);
+    let m = n.div_ceil(stride);
+    // the sample coordinate by coordinate, so the distance loop below vectorises
+    let mut cols = vec![0.0; m * dim];
+    for (i, p) in sources.chunks_exact(dim).step_by(stride).enumerate() {
+        for (k, &v) in p.iter().enumerate() {
+            cols[k * m + i] = v;
+        }
+    }
+    let r2 = radius * radius;
+    let probe_stride = (m / probes).max(1);
+    let mut d2 = vec![0.0; m];
+    let (mut within, mut used) = (0usize, 0usize);
+    for j in (0..m).step_by(probe_stride).take(probes) {
+        d2.fill(0.0);
+        for k in 0..dim {
+            let (col, c) = (&cols[k * m..(k + 1) * m], cols[k * m + j]);
+            for (acc, &v) in d2.iter_mut().zip(col) {
+                *acc += (c - v) * (c - v);
+            }
+        }
+        within += d2.iter().filter(|&&v| v <= r2).count();
+        used += 1;
+    }
+    Ok(within as f64 / used as f64 * n as f64 / m as f64)
+}
+
+/// Steps per unit of the exponent in [`exp_upper`]'s table.
+const EXP_STEPS: usize = 64;
+/// Beyond this exponent, exp(-e) is below the smallest double (5e-324).
+const EXP_LAST: usize = 745;
+
+/// exp(-e) for e >= 0, rounded up to within a factor e^(1 / EXP_STEPS) (1.6%): the bounds of
+/// what a search leaves out, one per subtree or cell it prunes, are most of a search's work
+/// with the polynomial exponential; a bound needs no more than this. Two table reads: e is
+/// rounded down to a multiple of 1 / EXP_STEPS, and exp(-whole) exp(-fraction) is taken from
+/// tables rounded up. 0 from EXP_LAST on, 1 at or below 0 (and for NaN).
+#[inline]
+fn exp_upper(e: f64) -> f64 {
+    struct Tables {
+        whole: [f64; EXP_LAST + 1],
+        frac: [f64; EXP_STEPS],
+    }
+    static TABLES: std::sync::LazyLock<Tables> = std::sync::LazyLock::new(|| {
+        // f64::exp is within one unit in the last place: 4 units up is above the exact value
+        let up = 1.0 + 4.0 * f64::EPSILON;
+        let mut t = Tables {
+            whole: [0.0; EXP_LAST + 1],
+            frac: [0.0; EXP_STEPS],
+        };
+        for (i, v) in t.whole.iter_mut().enumerate() {
+            *v = (-(i as f64)).exp() * up;
+        }
+        for (j, v) in t.frac.iter_mut().enumerate() {
+            *v = (-(j as f64) / EXP_STEPS as f64).exp() * up;
+        }
+        t
+    });
+    if e.is_nan() || e <= 0.0 {
+        return 1.0;
+    }
+    if e >= EXP_LAST as f64 {
+        return 0.0;
+    }
+    // truncation is the floor of a positive number; the product's rounding is within the
+    // tables' margin
+    let k = (e * EXP_STEPS as f64) as usize;
+    let t = &*TABLES;
+    t.whole[k / EXP_STEPS] * t.frac[k % EXP_STEPS]
 }
 
 /// ln(sum) when what is left out is at most `rtol` times the sum; otherwise the next search's
@@ -421,6 +579,83 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 11) as f64 / (1u64 << 53) as f64
         }
+    }
+
+    /// The table's exponential is never below exp(-e) (computed in higher precision from
+    /// two halves, so its own rounding cannot hide an error) and at most e^(1 / 64) above it.
+    #[test]
+    fn exp_upper_bounds_the_exponential_from_above_within_its_step() {
+        let mut next = uniform(3);
+        let step = (1.0 / EXP_STEPS as f64).exp();
+        for i in 0..200_000 {
+            let e = match i % 4 {
+                0 => 745.0 * next(),
+                1 => 10.0 * next(),
+                2 => (i / 4) as f64 / EXP_STEPS as f64, // exactly on a step
+                _ => next() * 1e-3,
+            };
+            let (hi, lo) = ((-(e * 0.5)).exp(), (-(e - e * 0.5)).exp());
+            let want = hi * lo;
+            let got = exp_upper(e);
+            if want < 1e-300 {
+                assert!((0.0..=1e-290).contains(&got), "e = {e}: {got}");
+                continue;
+            }
+            assert!(
+                got >= want * (1.0 - 4.0 * f64::EPSILON),
+                "e = {e}: {got} < {want}"
+            );
+            assert!(
+                got <= want * step * (1.0 + 1e-14),
+                "e = {e}: {got} > {want} e^(1/64)"
+            );
+        }
+        assert_eq!(exp_upper(0.0), 1.0);
+        assert_eq!(exp_upper(-3.0), 1.0);
+        assert_eq!(exp_upper(f64::NAN), 1.0);
+        assert_eq!(exp_upper(745.0), 0.0);
+        assert_eq!(exp_upper(f64::INFINITY), 0.0);
+    }
+
+    /// The estimate is the exhaustive mean when the sample and the probes are every source,
+    /// and scales a strided sample's count to all the sources.
+    #[test]
+    fn mean_sources_within_counts_pairs_exhaustively_on_its_sample() {
+        let mut next = uniform(11);
+        for dim in 1..=3 {
+            let n = 300;
+            let pts: Vec<f64> = (0..n * dim).map(|_| next() * 4.0).collect();
+            let r = 0.7;
+            let pair = |a: usize, b: usize| {
+                let d2: f64 = (0..dim)
+                    .map(|k| (pts[a * dim + k] - pts[b * dim + k]).powi(2))
+                    .sum();
+                d2 <= r * r
+            };
+            let all = (0..n)
+                .flat_map(|a| (0..n).map(move |b| (a, b)))
+                .filter(|&(a, b)| pair(a, b))
+                .count();
+            let got = mean_sources_within(&pts, dim, r, n, n).unwrap();
+            assert!(
+                (got - all as f64 / n as f64).abs() < 1e-12,
+                "{dim}-D: {got}"
+            );
+            // every 3rd source sampled (100), every 10th of those probed (10)
+            let probes: Vec<usize> = (0..10).map(|j| 30 * j).collect();
+            let inside = probes
+                .iter()
+                .map(|&p| (0..n).step_by(3).filter(|&b| pair(p, b)).count())
+                .sum::<usize>();
+            let want = inside as f64 / 10.0 * 3.0;
+            let got = mean_sources_within(&pts, dim, r, 10, 100).unwrap();
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{dim}-D sampled: {got} vs {want}"
+            );
+        }
+        assert!(mean_sources_within(&[0.0, 1.0], 1, -1.0, 4, 4).is_err());
+        assert!(mean_sources_within(&[0.0, 1.0], 1, 1.0, 0, 4).is_err());
     }
 
     fn exact_log(sources: &[f64], w: &[f64], dim: usize, y: &[f64], h: f64) -> f64 {

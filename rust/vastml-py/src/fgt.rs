@@ -215,7 +215,11 @@ impl PyLogGaussSum {
         n_jobs: Option<isize>,
     ) -> PyResult<Self> {
         let ((src, dim), w) = (rows(&sources, "sources")?, vector(&weights, "weights")?);
-        let inner = enter(py, n_jobs, |_| LogGaussSum::new(src, dim, w, bandwidth))?;
+        let work = |_: &AtomicBool| LogGaussSum::new(src, dim, w, bandwidth);
+        let inner = match LogGaussSum::builds_inline(src.len() / dim.max(1)) {
+            true => enter_inline(py, n_jobs, work),
+            false => enter(py, n_jobs, work),
+        }?;
         Ok(PyLogGaussSum { inner })
     }
 
@@ -233,6 +237,22 @@ impl PyLogGaussSum {
         let out = enter(py, n_jobs, |cancel| self.inner.evaluate(tgt, rtol, cancel))?;
         Ok(out.into_pyarray(py))
     }
+}
+
+/// Mean number of sources within `radius` of a source, from `probes` of a strided sample of
+/// `sample` sources (whether `KernelDensity` takes its log-space path).
+#[pyfunction]
+pub fn mean_sources_within(
+    py: Python<'_>,
+    sources: PyReadonlyArray2<'_, f64>,
+    radius: f64,
+    probes: usize,
+    sample: usize,
+) -> PyResult<f64> {
+    let (src, dim) = rows(&sources, "sources")?;
+    enter_inline(py, Some(1), |_| {
+        vastml_fgt::mean_sources_within(src, dim, radius, probes, sample)
+    })
 }
 
 /// Cluster centres (k x d) for an IFGT over sources split in parts, chosen from `sample`;

@@ -55,7 +55,8 @@ mod _core {
     use super::fgt::PyLogGaussSum;
     #[pymodule_export]
     use super::fgt::{
-        PyGaussTransform, PySplitIfgt, gauss_transform, split_ifgt_centers, split_ifgt_radii,
+        PyGaussTransform, PySplitIfgt, gauss_transform, mean_sources_within, split_ifgt_centers,
+        split_ifgt_radii,
     };
     #[pymodule_export]
     use super::lll::{

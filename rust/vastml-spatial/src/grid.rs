@@ -193,13 +193,60 @@ impl CellGrid {
     /// How many cells a search of `radius` about `query` reads (the block of cells within
     /// `radius` plus one cell width of it, by axis).
     pub fn block_cells(&self, query: &[f64], radius: f64) -> usize {
+        let b = self.block(query, radius);
+        (b.cols.1 - b.cols.0 + 1) * (b.rows.1 - b.rows.0 + 1)
+    }
+
+    /// The block of cells a search of `radius` about `query` reads: every cell within `radius`
+    /// plus one cell width of it, by axis. (Rows are `(0, 0)` on a line.)
+    pub fn block(&self, query: &[f64], radius: f64) -> Block {
+        debug_assert_eq!(query.len(), self.dim);
         let reach = radius + self.width;
-        (0..self.dim)
-            .map(|k| {
-                let (a, b) = self.span(k, query[k], reach);
-                b - a + 1
-            })
-            .product()
+        Block {
+            cols: self.span(0, query[0], reach),
+            rows: if self.dim == 2 {
+                self.span(1, query[1], reach)
+            } else {
+                (0, 0)
+            },
+        }
+    }
+
+    /// Squared distance along axis `k` from `x` to the slab of cells with index `i`, less a
+    /// rounding allowance: a lower bound on that coordinate's squared difference for every
+    /// point of the slab. 0 for the missing axis of a line.
+    #[inline]
+    pub fn gap2(&self, k: usize, x: f64, i: usize) -> f64 {
+        if k >= self.dim {
+            return 0.0;
+        }
+        let g = self.gap(k, x, i);
+        g * g
+    }
+
+    /// The range, in grid order, of the points of the cell in column `ix` and row `iy`.
+    #[inline]
+    pub fn cell(&self, ix: usize, iy: usize) -> (usize, usize) {
+        let c = iy * self.shape[0] + ix;
+        (self.starts[c], self.starts[c + 1])
+    }
+
+    /// Squared distance from `query` to every point outside `block` (infinity when the block
+    /// is the whole grid), at least the block's reach squared but for a rounding allowance.
+    pub fn beyond2(&self, query: &[f64], block: &Block) -> f64 {
+        let mut beyond = f64::INFINITY;
+        let spans = [block.cols, block.rows];
+        for k in 0..self.dim {
+            let (a, b) = spans[k];
+            if a > 0 {
+                beyond = beyond.min(query[k] - (self.lo[k] + a as f64 * self.width));
+            }
+            if b + 1 < self.shape[k] {
+                beyond = beyond.min(self.lo[k] + (b + 1) as f64 * self.width - query[k]);
+            }
+        }
+        let beyond = (beyond - self.slack).max(0.0);
+        beyond * beyond
     }
 
     /// Calls `visit(start, end)` for runs of consecutive points (in grid order) that hold every
@@ -221,30 +268,18 @@ impl CellGrid {
         F: FnMut(usize, usize),
         G: FnMut(usize, usize, f64),
     {
-        debug_assert_eq!(query.len(), self.dim);
-        let (r2, reach) = (radius * radius, radius + self.width);
-        let (x0, x1) = self.span(0, query[0], reach);
-        let (y0, y1) = if self.dim == 2 {
-            self.span(1, query[1], reach)
-        } else {
-            (0, 0)
-        };
-        let nx = self.shape[0];
-        for iy in y0..=y1 {
-            let dy = if self.dim == 2 {
-                self.gap(1, query[1], iy)
-            } else {
-                0.0
-            };
+        let r2 = radius * radius;
+        let block = self.block(query, radius);
+        let y = if self.dim == 2 { query[1] } else { 0.0 };
+        for iy in block.rows.0..=block.rows.1 {
+            let dy2 = self.gap2(1, y, iy);
             let mut run: Option<(usize, usize)> = None;
-            for ix in x0..=x1 {
-                let c = iy * nx + ix;
-                let (s, e) = (self.starts[c], self.starts[c + 1]);
+            for ix in block.cols.0..=block.cols.1 {
+                let (s, e) = self.cell(ix, iy);
                 if s == e {
                     continue;
                 }
-                let dx = self.gap(0, query[0], ix);
-                let d2 = dx * dx + dy * dy;
+                let d2 = self.gap2(0, query[0], ix) + dy2;
                 if d2 <= r2 {
                     // the cells of a row that are in reach are consecutive in grid order
                     run = Some(run.map_or((s, e), |(a, _)| (a, e)));
@@ -256,21 +291,18 @@ impl CellGrid {
                 visit(a, b);
             }
         }
-        // everything outside the block lies beyond one of its inner edges
-        let mut beyond = f64::INFINITY;
-        let spans = [(x0, x1), (y0, y1)];
-        for k in 0..self.dim {
-            let (a, b) = spans[k];
-            if a > 0 {
-                beyond = beyond.min(query[k] - (self.lo[k] + a as f64 * self.width));
-            }
-            if b + 1 < self.shape[k] {
-                beyond = beyond.min(self.lo[k] + (b + 1) as f64 * self.width - query[k]);
-            }
-        }
-        let beyond = (beyond - self.slack).max(0.0);
-        beyond * beyond
+        self.beyond2(query, &block)
     }
+}
+
+/// The cells a search reads: columns `cols.0..=cols.1` of rows `rows.0..=rows.1`
+/// ([`CellGrid::block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// First and last column.
+    pub cols: (usize, usize),
+    /// First and last row (`(0, 0)` on a line).
+    pub rows: (usize, usize),
 }
 
 #[cfg(test)]

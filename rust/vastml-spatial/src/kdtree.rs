@@ -22,7 +22,7 @@ pub const DEFAULT_LEAF_SIZE: usize = 16;
 /// and a depth-first traversal never holds more than `depth + 1` pending nodes.
 const STACK_CAP: usize = 128;
 
-/// Subtrees at least this large are built with `rayon::join`.
+/// Subtrees at least this large are built with `rayon::join` (on a thread of a rayon pool).
 const PAR_BUILD_MIN: usize = 1 << 12;
 
 /// Points sampled from a node to choose its split dimension.
@@ -104,6 +104,10 @@ struct Builder<'c> {
     cols: &'c [f64],
     /// Raised: every subtree not yet split stays a leaf and the caller discards the tree.
     cancel: &'c AtomicBool,
+    /// Whether large subtrees are built in parallel: only on a thread of a rayon pool (a
+    /// build called elsewhere, such as inline on a caller's thread, would otherwise start and
+    /// use rayon's global pool, whatever number of threads the caller asked for).
+    parallel: bool,
 }
 
 /// The mutable state of one subtree under construction: the original indices of its points,
@@ -183,7 +187,7 @@ impl Builder<'_> {
         }
         let mid = m / 2;
         let (left, right) = self.median_split(work, split_dim, mid);
-        let right_index = if m >= PAR_BUILD_MIN {
+        let right_index = if m >= PAR_BUILD_MIN && self.parallel {
             let ((ln, lb), (rn, rb)) = rayon::join(
                 || self.build_owned(left, offset),
                 || self.build_owned(right, offset + mid),
@@ -328,8 +332,9 @@ impl Ord for Candidate {
 impl KdTree {
     /// Builds a kd-tree over `points` (row-major `n x dim`) with at most `leaf_size` points per
     /// leaf ([`DEFAULT_LEAF_SIZE`] = 16 is a good default; leaves whose points all coincide may
-    /// be larger). Large subtrees are built in parallel with rayon; the result does not depend on
-    /// the number of threads.
+    /// be larger). Called on a thread of a rayon pool, large subtrees are built in parallel on
+    /// that pool (elsewhere the build is sequential); the result does not depend on the number
+    /// of threads.
     ///
     /// # Errors
     /// - [`SpatialError::InvalidParameter`] if `dim == 0` or `leaf_size == 0`;
@@ -379,6 +384,7 @@ impl KdTree {
             leaf_size,
             cols: &cols,
             cancel,
+            parallel: rayon::current_thread_index().is_some(),
         }
         .build_owned(work, 0);
         if cancel.load(MemoryOrdering::Relaxed) {
@@ -926,7 +932,12 @@ mod tests {
             let pts: Vec<f64> = (0..n * dim)
                 .map(|i| ((i as u64).wrapping_mul(2654435761) % 1009) as f64 / 1009.0)
                 .collect();
-            let tree = KdTree::build(&pts, dim, 16).unwrap();
+            // on a pool of two threads (outside a pool the build is sequential)
+            let two = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
+            let tree = two.install(|| KdTree::build(&pts, dim, 16).unwrap());
             // Every internal node's children split its range in halves (the left one the
             // smaller), and every node's box is the tight box of its points.
             for (ni, node) in tree.nodes.iter().enumerate() {

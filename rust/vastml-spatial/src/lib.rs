@@ -61,7 +61,7 @@ pub use clustering::Clustering;
 pub use cpu::{NO_SIMD_ENV, simd_allowed};
 pub use distance::{dot, squared_distance};
 pub use error::SpatialError;
-pub use grid::CellGrid;
+pub use grid::{Block, CellGrid};
 pub use kcenter::{FarthestPoint, farthest_point_clustering};
 pub use kdtree::{DEFAULT_LEAF_SIZE, KdTree};
 pub use kmeans::{KMeans, kmeans, kmeans_csr, kmeans_csr_with, kmeans_plus_plus, kmeans_with};
