@@ -503,10 +503,12 @@ pub(crate) fn choose_clustering(
 
 /// Index of the nearest centre (ties to the smaller index) of every source.
 fn nearest_centers(tree: &KdTree, sources: &[f64], dim: usize) -> Result<Vec<usize>> {
-    sources
-        .par_chunks(dim)
-        .map(|x| Ok(tree.nearest(x, 1)?[0].0))
-        .collect()
+    let nearest = |x: &[f64]| Ok(tree.nearest(x, 1)?[0].0);
+    if crate::par::sequential() {
+        sources.chunks_exact(dim).map(nearest).collect()
+    } else {
+        sources.par_chunks(dim).map(nearest).collect()
+    }
 }
 
 /// CSR (offsets, members) of a labelling into `k` groups, members in index order.
@@ -852,20 +854,22 @@ impl IfgtPlan {
     /// in source order: a pass over the sources in memory order.
     fn terms_by_source(&self, sources: &[f64], cluster: &[u32]) -> Vec<u32> {
         let dim = self.dim;
+        let terms = |(x, &c): (&[f64], &u32)| {
+            let c = c as usize;
+            let a = squared_distance(x, &self.centers[c * dim..(c + 1) * dim]).sqrt();
+            let p = 1 + self.source_limits[c]
+                .iter()
+                .take_while(|&&limit| a > limit)
+                .count();
+            self.monomials.prefix_len(p - 1) as u32
+        };
+        if crate::par::sequential() {
+            return sources.chunks_exact(dim).zip(cluster).map(terms).collect();
+        }
         sources
             .par_chunks(dim * 4096)
             .zip(cluster.par_chunks(4096))
-            .flat_map_iter(|(xs, cs)| {
-                xs.chunks_exact(dim).zip(cs).map(|(x, &c)| {
-                    let c = c as usize;
-                    let a = squared_distance(x, &self.centers[c * dim..(c + 1) * dim]).sqrt();
-                    let p = 1 + self.source_limits[c]
-                        .iter()
-                        .take_while(|&&limit| a > limit)
-                        .count();
-                    self.monomials.prefix_len(p - 1) as u32
-                })
-            })
+            .flat_map_iter(|(xs, cs)| xs.chunks_exact(dim).zip(cs).map(terms))
             .collect()
     }
 

@@ -53,29 +53,37 @@ impl SoaPoints {
     pub fn new(points: &[f64], dim: usize, perm: Option<&[usize]>, h: f64, epsilon: f64) -> Self {
         let n = points.len() / dim;
         let stride = padded(n);
-        // Coordinate by coordinate, each loop over the points with independent steps (four
-        // partial sums for the mean): a loop over each point's few coordinates carried one
-        // long chain of dependent additions, and building 7,500 points in the plane took 65 us.
+        // The mean with four partial sums per coordinate (rows i, i + 1, i + 2, i + 3 into
+        // different ones): summed row by row into one, each coordinate's sum is a chain of
+        // dependent additions, the slowest part of this in the plane.
+        let mut part = vec![0.0; 4 * dim];
+        let mut quads = points.chunks_exact(4 * dim);
+        for quad in &mut quads {
+            for (a, &v) in part.iter_mut().zip(quad) {
+                *a += v;
+            }
+        }
+        for (a, &v) in part.iter_mut().zip(quads.remainder()) {
+            *a += v;
+        }
         let center: Vec<f64> = (0..dim)
             .map(|k| {
-                let mut part = [0.0; 4];
-                for (i, p) in points.chunks_exact(dim).enumerate() {
-                    part[i % 4] += p[k];
-                }
-                (part[0] + part[1] + (part[2] + part[3])) / n as f64
+                let p = |r: usize| part[r * dim + k];
+                (p(0) + p(1) + (p(2) + p(3))) / n as f64
             })
             .collect();
         let inv_h = 1.0 / h;
         let mut coords = vec![0.0; stride * dim];
         let mut neg_norms = vec![0.0; stride];
-        for (k, column) in coords.chunks_exact_mut(stride).enumerate() {
-            let c = center[k];
-            for (i, (x, nn)) in column[..n].iter_mut().zip(&mut neg_norms[..n]).enumerate() {
-                let row = perm.map_or(i, |p| p[i]);
+        for (i, nn) in neg_norms[..n].iter_mut().enumerate() {
+            let row = perm.map_or(i, |p| p[i]);
+            let mut norm2 = 0.0;
+            for (k, &c) in center.iter().enumerate() {
                 let v = (points[row * dim + k] - c) * inv_h;
-                *x = v;
-                *nn -= v * v;
+                coords[k * stride + i] = v;
+                norm2 += v * v;
             }
+            *nn = -norm2;
         }
         let max_norm2 = neg_norms[..n].iter().fold(0.0f64, |m, &v| m.max(-v));
         let spread = max_norm2.sqrt() + 4.0;

@@ -24,11 +24,20 @@ pub(crate) fn sequential() -> bool {
     SEQUENTIAL.with(Cell::get)
 }
 
-/// Marks this thread's evaluations sequential (when `on`) until the guard is dropped.
-pub(crate) struct SequentialScope(bool);
+/// Marks the calling thread's planning and evaluations sequential (when `on`) until the guard
+/// is dropped: for a call run on a thread outside any pool (a caller's own thread), whose
+/// parallel loops would otherwise go to rayon's global pool, whatever number of threads the
+/// caller asked for.
+///
+/// ```
+/// let _sequential = vastml_fgt::SequentialScope::new(true);
+/// // vastml-fgt's loops on this thread now run in one piece, with the same results
+/// ```
+pub struct SequentialScope(bool);
 
 impl SequentialScope {
-    pub(crate) fn new(on: bool) -> Self {
+    /// Marks (when `on`) until the guard is dropped; the previous mark is restored then.
+    pub fn new(on: bool) -> Self {
         SequentialScope(SEQUENTIAL.with(|s| s.replace(on)))
     }
 }
@@ -71,8 +80,19 @@ mod tests {
             let x = points(n * dim, 11);
             let y = points(m * dim, 12);
             let q: Vec<f64> = points(n * 2, 13).iter().map(|v| v - 0.3).collect();
-            let gt = GaussTransform::new(&x, dim, h, eps, method).unwrap();
+            let gt = pool.install(|| GaussTransform::new(&x, dim, h, eps, method).unwrap());
             assert_eq!(gt.method(), method);
+            // planned in one piece on this thread (as an inline plan is), the same transform
+            let planned_whole = {
+                let _one = SequentialScope::new(true);
+                GaussTransform::new(&x, dim, h, eps, method).unwrap()
+            };
+            let probe = &y[..64 * dim];
+            assert_eq!(
+                planned_whole.evaluate(probe, &q, 2, &cancel).unwrap(),
+                gt.evaluate(probe, &q, 2, &cancel).unwrap(),
+                "{method} planned in one piece"
+            );
             assert!(!gt.runs_inline(m, 2), "{method}");
             assert!(gt.runs_inline(1, 1), "{method}");
             let split = pool.install(|| gt.evaluate(&y, &q, 2, &cancel).unwrap());

@@ -5,13 +5,16 @@ use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict, PyString};
 use std::sync::atomic::AtomicBool;
 
-use vastml_fgt::{GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt, plans_inline};
+use vastml_fgt::{
+    GaussTransform, LogGaussSum, Method, PlanOptions, SplitIfgt, calls_inline, plans_inline,
+};
 
 use crate::arrays::{matrix, rows, rows_n, same_cols, vector};
 use crate::door::{enter, enter_inline};
 use crate::errors::ToPyErr;
 use crate::options::Wrap;
 use crate::progress::{self, finish};
+use vastml_fgt::SequentialScope;
 
 /// A planning stage's name, as the progress callable's `state`.
 fn stage_to_py(py: Python<'_>, stage: &str) -> PyResult<Py<PyAny>> {
@@ -65,6 +68,22 @@ impl PlanArgs {
 }
 
 /// The Gauss transform of `weights` (n x W) at `targets`, planned for them.
+/// Runs `work` on the calling thread with vastml-fgt's loops sequential (`inline`: calls of
+/// well under a millisecond, which a hand-off to the pool would double), or on the pool.
+fn run<T, F>(py: Python<'_>, n_jobs: Option<isize>, inline: bool, work: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&AtomicBool) -> vastml_fgt::Result<T> + Send,
+{
+    if !inline {
+        return enter(py, n_jobs, work);
+    }
+    enter_inline(py, n_jobs, |cancel| {
+        let _sequential = SequentialScope::new(true);
+        work(cancel)
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (sources, targets, weights, plan, n_jobs=None, progress=None))]
 pub fn gauss_transform<'py>(
@@ -80,7 +99,7 @@ pub fn gauss_transform<'py>(
     let (w, n_weights) = rows(&weights, "weights")?;
     same_cols("targets", tdim, "sources", dim)?;
     let hook = progress::hook(progress, stage_to_py);
-    let inline = hook.is_none() && plans_inline(src.len() / dim.max(1), m, dim);
+    let inline = hook.is_none() && calls_inline(src.len() / dim.max(1), m, dim);
     let work = |cancel: &AtomicBool| {
         let options = PlanOptions {
             targets: Some(tgt),
@@ -91,10 +110,7 @@ pub fn gauss_transform<'py>(
         plan.plan(src, dim, options, &control)?
             .evaluate(tgt, w, n_weights, cancel)
     };
-    let out = match inline {
-        true => enter_inline(py, n_jobs, work),
-        false => enter(py, n_jobs, work),
-    };
+    let out = run(py, n_jobs, inline, work);
     matrix(py, finish(hook, out)?, m, n_weights)
 }
 
@@ -132,10 +148,7 @@ impl PyGaussTransform {
             };
             plan.plan(src, dim, options, &progress::control(cancel, hook.as_ref()))
         };
-        let inner = match inline {
-            true => enter_inline(py, n_jobs, work),
-            false => enter(py, n_jobs, work),
-        };
+        let inner = run(py, n_jobs, inline, work);
         Ok(PyGaussTransform {
             inner: finish(hook, inner)?,
         })
@@ -154,10 +167,7 @@ impl PyGaussTransform {
             (rows_n(&targets, "targets")?, rows(&weights, "weights")?);
         same_cols("targets", tdim, "sources", self.inner.dim())?;
         let work = |cancel: &AtomicBool| self.inner.evaluate(tgt, w, n_weights, cancel);
-        let out = match self.inner.runs_inline(m, n_weights) {
-            true => enter_inline(py, n_jobs, work),
-            false => enter(py, n_jobs, work),
-        };
+        let out = run(py, n_jobs, self.inner.runs_inline(m, n_weights), work);
         matrix(py, out?, m, n_weights)
     }
 
@@ -216,10 +226,12 @@ impl PyLogGaussSum {
     ) -> PyResult<Self> {
         let ((src, dim), w) = (rows(&sources, "sources")?, vector(&weights, "weights")?);
         let work = |_: &AtomicBool| LogGaussSum::new(src, dim, w, bandwidth);
-        let inner = match LogGaussSum::builds_inline(src.len() / dim.max(1)) {
-            true => enter_inline(py, n_jobs, work),
-            false => enter(py, n_jobs, work),
-        }?;
+        let inner = run(
+            py,
+            n_jobs,
+            LogGaussSum::builds_inline(src.len() / dim.max(1)),
+            work,
+        )?;
         Ok(PyLogGaussSum { inner })
     }
 
