@@ -61,7 +61,7 @@ LOG_PATH_MAX_SOURCES = 1000
 LOG_PATH_MAX_DIM = 2
 #: The estimate counts the neighbours of REACH_PROBES sources among REACH_SAMPLE of them.
 REACH_PROBES = 32
-REACH_SAMPLE = 2048
+REACH_SAMPLE = 1024
 #: With ``verbose``, the evaluation runs in chunks of at least this many targets...
 EVALUATION_CHUNK = 65_536
 #: ... and at most this many chunks (each one recomputes the IFGT's coefficients).
