@@ -424,9 +424,7 @@ impl LogGaussSum {
         loop {
             let radius = (extra * h2).sqrt();
             let block = grid.block(y, radius);
-            if (block.cols.1 - block.cols.0 + 1) * (block.rows.1 - block.rows.0 + 1)
-                > GRID_MAX_BLOCK
-            {
+            if block.cells() > GRID_MAX_BLOCK {
                 return self.far(grid)?.one(y, rtol, scratch);
             }
             let (prepared, columns) = scratch.split_at_mut(self.dim);

@@ -193,8 +193,7 @@ impl CellGrid {
     /// How many cells a search of `radius` about `query` reads (the block of cells within
     /// `radius` plus one cell width of it, by axis).
     pub fn block_cells(&self, query: &[f64], radius: f64) -> usize {
-        let b = self.block(query, radius);
-        (b.cols.1 - b.cols.0 + 1) * (b.rows.1 - b.rows.0 + 1)
+        self.block(query, radius).cells()
     }
 
     /// The block of cells a search of `radius` about `query` reads: every cell within `radius`
@@ -303,6 +302,13 @@ pub struct Block {
     pub cols: (usize, usize),
     /// First and last row (`(0, 0)` on a line).
     pub rows: (usize, usize),
+}
+
+impl Block {
+    /// Number of cells in the block.
+    pub fn cells(&self) -> usize {
+        (self.cols.1 - self.cols.0 + 1) * (self.rows.1 - self.rows.0 + 1)
+    }
 }
 
 #[cfg(test)]
