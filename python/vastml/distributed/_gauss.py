@@ -11,7 +11,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml import _core
-from vastml._validation import as_points, as_weights, choice, n_jobs_arg, open_unit_float, positive_float
+from vastml._validation import (
+    as_points,
+    as_weights,
+    choice,
+    n_jobs_arg,
+    open_unit_float,
+    positive_float,
+    validate_rows,
+)
 from vastml.distributed._partitions import _dask, check_n_partitions, is_dask_array
 from vastml.kernels import METHODS, GaussTransform
 
@@ -418,7 +426,7 @@ class ShardedKernelDensity(BaseEstimator):
         """The density at every row of ``X`` (lazy for a Dask array)."""
         check_is_fitted(self, "n_features_in_")
         if not is_dask_array(X):
-            X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+            X = validate_rows(self, X, reset=False)
         g = _map_targets(self._shipped, X, None, self._client, self.n_partitions)
         return g * math.exp(-self._log_norm)
 

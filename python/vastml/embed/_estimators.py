@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 from vastml import _core
 from vastml._core import effective_n_jobs
 from vastml._progress import Progress
-from vastml._validation import check_int, choice, n_jobs_arg, positive_float
+from vastml._validation import check_int, choice, n_jobs_arg, positive_float, validate_rows
 from vastml.embed._affinities import (
     ROOT_METHODS,
     default_n_neighbors,
@@ -160,7 +160,7 @@ class _NeighborEmbedding(TransformerMixin, BaseEstimator):
         ``"fft"``), so M new points cost O(M log N) against N training points, never an
         M x N matrix."""
         check_is_fitted(self, "embedding_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_rows(self, X, reset=False)
         if not hasattr(self.nn_, "n_samples_fit_") and getattr(self, "_nn_X", None) is not None:
             # the fit's neighbours came from vastml's approximate kd-tree: the new points' too
             # (the same tree and eps); fitting scikit-learn's index on the training points and

@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml._progress import Progress
-from vastml._validation import check_float, check_int, choice
+from vastml._validation import check_float, check_int, choice, validate_rows
 from vastml.embed._lll_core import (
     _positive_int,
     gaussian_knn_affinity,
@@ -130,7 +130,7 @@ class _LLLBase(TransformerMixin, BaseEstimator):
     def weights(self, X: ArrayLike) -> Any:
         """Reconstruction weights Z (n_landmarks x n_samples) of new points."""
         check_is_fitted(self, "landmarks_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = validate_rows(self, X, reset=False)
         return reconstruction_weights(X, self.landmarks_, self.n_landmark_neighbors_, reg=self.reg)
 
     def transform(self, X: ArrayLike) -> FloatArray:

@@ -10,7 +10,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from vastml._validation import as_points, check_float
+from vastml._validation import as_points, check_float, validate_rows
 from vastml.embed._lll import _LLLBase, _Stopped
 from vastml.embed._lll_core import _positive_int, reduced_eigenproblem
 
@@ -342,7 +342,7 @@ class LLLKernelDiscriminantAnalysis(_LLLBase):
     def transform(self, X: ArrayLike) -> FloatArray:
         """Kernel projection of new points, ``sum_n alpha_n k_bar(x_n, x)``."""
         check_is_fitted(self, "dual_coef_")
-        Xv = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        Xv = validate_rows(self, X, reset=False)
         out = np.empty((Xv.shape[0], self.dual_coef_.shape[1]))
         b = _positive_int(self.block, "block")
         for s in range(0, Xv.shape[0], b):

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from vastml.embed._lll import _LLLBase
 from vastml.embed._lll_core import _positive_int, reduced_eigenproblem
+from vastml._validation import validate_rows
 
 if TYPE_CHECKING:
     from typing import Self
@@ -125,7 +126,7 @@ class LLLPCA(_LLLBase):
 
     def transform(self, X: ArrayLike) -> FloatArray:
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = validate_rows(self, X, reset=False)
         return (X - self.mean_) @ self.components_.T
 
 
@@ -232,5 +233,5 @@ class LLLDiscriminantAnalysis(_LLLBase):
 
     def transform(self, X: ArrayLike) -> FloatArray:
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = validate_rows(self, X, reset=False)
         return (X - self.mean_) @ self.components_.T

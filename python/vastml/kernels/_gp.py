@@ -21,6 +21,7 @@ from vastml._validation import (
     n_jobs_arg,
     open_unit_float,
     positive_float,
+    validate_rows,
 )
 from vastml.kernels._gauss import METHODS
 from vastml.kernels._gp_cg import CGResult, conjugate_gradient
@@ -418,7 +419,7 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         one transform column per landmark and a small dense product.
         """
         check_is_fitted(self, "dual_coef_")
-        Xs = self._scale(validate_data(self, X, dtype=np.float64, order="C", reset=False))
+        Xs = self._scale(validate_rows(self, X, reset=False))
         mean = self._kernel.apply(Xs, self.dual_coef_, self._mean_epsilon) + self._y_mean
         if not return_std:
             return mean

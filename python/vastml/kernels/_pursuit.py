@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray, RandomState
 
 from vastml._progress import Progress
-from vastml._validation import choice, n_jobs_arg, open_unit_float
+from vastml._validation import choice, n_jobs_arg, open_unit_float, validate_rows
 from vastml.kernels._bandwidth import sheather_jones
 from vastml.kernels._sums import SUM_METHODS, hermite_gauss_sum
 
@@ -278,5 +278,5 @@ class ProjectionPursuit(TransformerMixin, BaseEstimator):
     def transform(self, X: ArrayLike) -> FloatArray:
         """Project ``X`` on the directions found (unit-variance coordinates)."""
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        X = validate_rows(self, X, reset=False)
         return (X - self.mean_) @ self.components_.T

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from vastml._typing import ArrayLike, FloatArray, RandomState
 
 from vastml._progress import Progress
-from vastml._validation import check_float, check_int, choice, n_jobs_arg, open_unit_float
+from vastml._validation import check_float, check_int, choice, n_jobs_arg, open_unit_float, validate_rows
 from vastml.kernels._gauss import gauss_transform
 from vastml.kernels._sums import SUM_METHODS, erfc_sum
 
@@ -264,7 +264,7 @@ class RankNCG(BaseEstimator):
     def decision_function(self, X: ArrayLike) -> FloatArray:
         """Ranking scores ``X @ coef_`` (larger = preferred)."""
         check_is_fitted(self, "coef_")
-        Xv = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        Xv = validate_rows(self, X, reset=False)
         return Xv @ self.coef_
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
