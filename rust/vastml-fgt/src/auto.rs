@@ -327,8 +327,14 @@ impl Context<'_> {
                 plan::tree_cost(n, m, dim, w, 0.8 * pts, 0.0) > TREE_HOPELESS * best
             };
             if !stopped && rough < 5.0 * rough_best && !hopeless() {
-                let tree =
-                    TreePlan::new(self.sources, dim, self.h, self.epsilon, self.tree_radius)?;
+                let tree = TreePlan::new(
+                    self.sources,
+                    dim,
+                    self.h,
+                    self.epsilon,
+                    self.tree_radius,
+                    &sample,
+                )?;
                 let cost = self.tree_estimate(&tree, &sample, best);
                 best = best.min(cost);
                 cands.push(Candidate {
@@ -553,6 +559,7 @@ impl Context<'_> {
                     self.h,
                     self.epsilon,
                     self.tree_radius,
+                    self.sample_src,
                 )?),
             },
             Method::Ifgt | Method::IfgtTree => {

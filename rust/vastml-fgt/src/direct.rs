@@ -95,10 +95,33 @@ const LEAF_SIZE: usize = 32;
 /// Morton order: it stays in the L2 cache in any order.
 const SMALL_TREE_BYTES: usize = 256 * 1024;
 
+/// Targets of the sample on which [`TreePlan::new`] decides whether to skip chunks.
+const SKIP_SAMPLE: usize = 64;
+/// Leaves reached after which that sample is enough.
+const SKIP_LEAVES: usize = 256;
+/// Share of the leaves reached that hold no source within reach above which the kernel
+/// tests chunks of sources for being out of reach. Measured on the sums grid: the share is
+/// above 0.9 or below 0.15 in most cases; at 0.6 (3-D) the test still cost 5%.
+const SKIP_SHARE: f64 = 0.8;
+
 impl TreePlan {
-    pub fn new(sources: &[f64], dim: usize, h: f64, epsilon: f64, radius: f64) -> Result<Self> {
+    /// The tree over `sources`; `sample` (some targets, or the sources) decides whether the
+    /// kernel skips chunks of sources out of reach ([`SoaPoints::skipping_beyond`]).
+    pub fn new(
+        sources: &[f64],
+        dim: usize,
+        h: f64,
+        epsilon: f64,
+        radius: f64,
+        sample: &[f64],
+    ) -> Result<Self> {
         let tree = KdTree::build(sources, dim, LEAF_SIZE)?;
         let soa = SoaPoints::new(tree.points_in_tree_order(), dim, None, h, epsilon);
+        let soa = if empty_leaf_share(&tree, sample, radius) > SKIP_SHARE {
+            soa.skipping_beyond(radius)
+        } else {
+            soa
+        };
         Ok(TreePlan {
             tree,
             sources: soa,
@@ -192,5 +215,52 @@ impl TreePlan {
                 });
         }
         (pts as f64 / m as f64, leaves as f64 / m as f64)
+    }
+}
+
+/// Of the leaves within `radius` of up to [`SKIP_SAMPLE`] targets of `sample` (spread over
+/// it; once [`SKIP_LEAVES`] leaves are reached, no more targets), the share that hold no
+/// source within `radius` (0 without a sample).
+fn empty_leaf_share(tree: &KdTree, sample: &[f64], radius: f64) -> f64 {
+    let dim = tree.dim();
+    let points = tree.points_in_tree_order();
+    let step = (sample.len() / dim / SKIP_SAMPLE).max(1);
+    let r2 = radius * radius;
+    let (mut reached, mut empty) = (0usize, 0usize);
+    for y in sample.chunks_exact(dim).step_by(step) {
+        if reached >= SKIP_LEAVES {
+            break;
+        }
+        tree.for_each_leaf_within_radius(y, radius, |s, e, _| {
+            reached += 1;
+            let near = points[s * dim..e * dim]
+                .chunks_exact(dim)
+                .any(|x| x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() <= r2);
+            empty += usize::from(!near);
+        });
+    }
+    if reached == 0 {
+        0.0
+    } else {
+        empty as f64 / reached as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_leaf_share_is_one_below_the_spacing_and_zero_above_the_spread() {
+        // 400 points on a 20 x 20 lattice of spacing 1, queried at the points themselves
+        // shifted by (0.5, 0.5): the nearest point is 0.71 away
+        let pts: Vec<f64> = (0..400)
+            .flat_map(|i| [f64::from(i % 20), f64::from(i / 20)])
+            .collect();
+        let tree = KdTree::build(&pts, 2, LEAF_SIZE).unwrap();
+        let sample: Vec<f64> = pts.iter().map(|v| v + 0.5).collect();
+        assert_eq!(empty_leaf_share(&tree, &sample, 0.7), 1.0);
+        assert_eq!(empty_leaf_share(&tree, &sample, 30.0), 0.0);
+        assert_eq!(empty_leaf_share(&tree, &[], 0.7), 0.0);
     }
 }

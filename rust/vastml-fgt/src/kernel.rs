@@ -41,6 +41,8 @@ pub(crate) struct SoaPoints {
     inv_h: f64,
     expanded: bool,
     low_degree: bool,
+    /// A chunk of sources whose exponents are all below this is left out (`-inf`: never).
+    skip_below: f64,
 }
 
 fn padded(n: usize) -> usize {
@@ -97,7 +99,26 @@ impl SoaPoints {
             inv_h,
             expanded: 1e-15 * spread * spread <= epsilon / 100.0,
             low_degree: epsilon >= 1e-7,
+            skip_below: f64::NEG_INFINITY,
         }
+    }
+
+    /// Leaves out the sources farther than `radius` from a target when they come in whole
+    /// chunks: for a sum that may drop every source beyond `radius` (the kd-tree's cut-off).
+    /// A chunk is skipped when each computed exponent is below -(radius / h)^2 - 1; the
+    /// exponents are accurate far within 1 (see the forms above), so only sources beyond the
+    /// radius are left out.
+    /// The test costs about a tenth of a chunk's work (a third in few dimensions, where the
+    /// work is little): worth it only when most chunks are out of reach.
+    pub fn skipping_beyond(mut self, radius: f64) -> Self {
+        let r = radius * self.inv_h;
+        self.skip_below = -(r * r) - 1.0;
+        self
+    }
+
+    /// Whether chunks out of reach are skipped.
+    fn skipping(&self) -> bool {
+        self.skip_below > f64::NEG_INFINITY
     }
 
     /// Maps a target into the prepared coordinates: writes the per-coordinate factors into
@@ -201,23 +222,34 @@ fn dispatch<const FMA: bool>(
     end: usize,
     out: &mut [f64],
 ) {
-    match (sources.expanded, sources.low_degree) {
-        (true, true) => kernel::<FMA, true, true>(y, y_norm, sources, weights, start, end, out),
-        (true, false) => kernel::<FMA, true, false>(y, y_norm, sources, weights, start, end, out),
-        (false, true) => kernel::<FMA, false, true>(y, y_norm, sources, weights, start, end, out),
-        (false, false) => kernel::<FMA, false, false>(y, y_norm, sources, weights, start, end, out),
+    let args = (y, y_norm, sources, weights, start, end, out);
+    // the test for chunks out of reach is its own copy: even untaken, it slows the loop
+    match (sources.expanded, sources.low_degree, sources.skipping()) {
+        (true, true, false) => kernel::<FMA, true, true, false>(args),
+        (true, false, false) => kernel::<FMA, true, false, false>(args),
+        (false, true, false) => kernel::<FMA, false, true, false>(args),
+        (false, false, false) => kernel::<FMA, false, false, false>(args),
+        (true, true, true) => kernel::<FMA, true, true, true>(args),
+        (true, false, true) => kernel::<FMA, true, false, true>(args),
+        (false, true, true) => kernel::<FMA, false, true, true>(args),
+        (false, false, true) => kernel::<FMA, false, false, true>(args),
     }
 }
 
+/// The arguments of [`accumulate`].
+type Args<'a> = (
+    &'a [f64],
+    f64,
+    &'a SoaPoints,
+    &'a [f64],
+    usize,
+    usize,
+    &'a mut [f64],
+);
+
 #[inline(always)]
-fn kernel<const FMA: bool, const EXPANDED: bool, const LOW: bool>(
-    y: &[f64],
-    y_norm: f64,
-    sources: &SoaPoints,
-    weights: &[f64],
-    start: usize,
-    end: usize,
-    out: &mut [f64],
+fn kernel<const FMA: bool, const EXPANDED: bool, const LOW: bool, const SKIP: bool>(
+    (y, y_norm, sources, weights, start, end, out): Args<'_>,
 ) {
     let stride = sources.stride;
     let dim = sources.dim;
@@ -249,6 +281,23 @@ fn kernel<const FMA: bool, const EXPANDED: bool, const LOW: bool>(
                         let t = yk - xk[l];
                         arg[l] = fmadd::<FMA>(-t, t, arg[l]);
                     }
+                }
+            }
+            if SKIP {
+                // the largest exponent, lane by lane (`f64::max` would be a NaN-aware chain)
+                let mut top = [f64::NEG_INFINITY; 4];
+                for (l, &a) in arg.iter().enumerate() {
+                    let j = l % 4;
+                    top[j] = if a > top[j] { a } else { top[j] };
+                }
+                let top = if top[0] > top[1] { top[0] } else { top[1] }.max(if top[2] > top[3] {
+                    top[2]
+                } else {
+                    top[3]
+                });
+                if top < sources.skip_below {
+                    s += len;
+                    continue;
                 }
             }
             let mut e = [0.0f64; CHUNK];

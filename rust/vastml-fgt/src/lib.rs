@@ -209,6 +209,8 @@ pub struct GaussTransform {
     n: usize,
     bandwidth: f64,
     epsilon: f64,
+    /// The sources as given, for the IFGT's coefficients (the other engines keep their own
+    /// prepared copy, and this stays empty).
     sources: Vec<f64>,
     engine: Engine,
     info: PlanInfo,
@@ -475,7 +477,15 @@ impl GaussTransform {
         let engine = match method {
             Method::Direct => Engine::Direct(DirectPlan::new(sources, dim, h, epsilon)),
             Method::DirectTree => {
-                Engine::Tree(TreePlan::new(sources, dim, h, epsilon, tree_radius)?)
+                let sample = sample_src.unwrap_or(sources);
+                Engine::Tree(TreePlan::new(
+                    sources,
+                    dim,
+                    h,
+                    epsilon,
+                    tree_radius,
+                    sample,
+                )?)
             }
             Method::Ifgt | Method::IfgtTree => {
                 let tree = method == Method::IfgtTree;
@@ -623,7 +633,10 @@ impl GaussTransform {
             n,
             bandwidth,
             epsilon,
-            sources: sources.to_vec(),
+            sources: match engine {
+                Engine::Ifgt(_) => sources.to_vec(),
+                _ => Vec::new(),
+            },
             engine,
             info,
             call_ns,

@@ -43,6 +43,8 @@ struct Node {
     end: usize,
     /// Index of the right child, or [`LEAF`]. The left child is always `self_index + 1`.
     right: usize,
+    /// The coordinate the node splits on (0 for a leaf).
+    split: usize,
 }
 
 /// A static kd-tree over `n` points in `dim` dimensions.
@@ -158,6 +160,7 @@ impl Builder<'_> {
             start: offset,
             end: offset + m,
             right: LEAF,
+            split: 0,
         });
         let base = bounds.len();
         bounds.resize(base + 2 * dim, 0.0);
@@ -203,6 +206,7 @@ impl Builder<'_> {
             right_index
         };
         nodes[me].right = right_index;
+        nodes[me].split = split_dim;
         // This node's box encloses its children's.
         let (l, r) = ((me + 1) * 2 * dim, right_index * 2 * dim);
         for k in 0..dim {
@@ -531,6 +535,32 @@ impl KdTree {
         &self.perm
     }
 
+    /// The leaves in tree order: each one's row range of
+    /// [`points_in_tree_order`](Self::points_in_tree_order) and its tight bounding box
+    /// (`lo`, `hi`).
+    ///
+    /// ```
+    /// use vastml_spatial::KdTree;
+    /// let pts: Vec<f64> = (0..100).map(f64::from).collect(); // 100 points on a line
+    /// let tree = KdTree::build(&pts, 1, 10)?;
+    /// let leaves: Vec<_> = tree.leaves().collect();
+    /// assert_eq!(leaves.iter().map(|(r, _, _)| r.len()).sum::<usize>(), 100);
+    /// let (range, lo, hi) = &leaves[0];
+    /// assert_eq!((range.start, lo[0], hi[0]), (0, 0.0, (range.len() - 1) as f64));
+    /// # Ok::<(), vastml_spatial::SpatialError>(())
+    /// ```
+    pub fn leaves(&self) -> impl Iterator<Item = (std::ops::Range<usize>, &[f64], &[f64])> {
+        let dim = self.dim;
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.right == LEAF)
+            .map(move |(ni, node)| {
+                let (lo, hi) = self.node_box(ni, dim);
+                (node.start..node.end, lo, hi)
+            })
+    }
+
     /// Calls `visit(start, end, min_sq_dist_to_box)` for every leaf whose bounding box is within
     /// `radius` of `query` (squared box distance `<= radius * radius`), where `start..end` is a
     /// row range of [`points_in_tree_order`](Self::points_in_tree_order) (map back with
@@ -552,10 +582,12 @@ impl KdTree {
         // every dimension up to 10 has its own copy: the box distances, most of a search at a
         // small radius in many dimensions, then unroll and vectorise
         match self.dim {
-            1 => self.leaf_impl::<1, F>(query, r2, &mut visit),
-            2 => self.leaf_impl::<2, F>(query, r2, &mut visit),
-            3 => self.leaf_impl::<3, F>(query, r2, &mut visit),
-            4 => self.leaf_impl::<4, F>(query, r2, &mut visit),
+            // up to four dimensions a box test costs about what the running bound does, and
+            // a plain loop over a stack beats the recursion (measured: 3-10% faster)
+            1 => self.leaf_pruned_impl::<1, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
+            2 => self.leaf_pruned_impl::<2, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
+            3 => self.leaf_pruned_impl::<3, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
+            4 => self.leaf_pruned_impl::<4, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
             5 => self.leaf_impl::<5, F>(query, r2, &mut visit),
             6 => self.leaf_impl::<6, F>(query, r2, &mut visit),
             7 => self.leaf_impl::<7, F>(query, r2, &mut visit),
@@ -694,13 +726,77 @@ impl KdTree {
         count
     }
 
+    /// The leaves within `sqrt(r2)` of `q`, found with a bound updated in O(1) per node.
+    ///
+    /// `off[k]` is the distance from `q` to the tightest interval known on the way down in
+    /// coordinate `k`: the root's box, then each split child's extent in its parent's split
+    /// coordinate (a child's box lies in its parent's, so every ancestor's interval still
+    /// holds). Their squares sum to a lower bound of the distance to the node's box that a
+    /// child updates in its one coordinate, instead of the O(d) distance to each box. A leaf
+    /// is then tested against its own box, so the same leaves are visited as by testing every
+    /// box: the bound only prunes subtrees whose boxes are all farther.
     fn leaf_impl<const D: usize, F: FnMut(usize, usize, f64)>(
         &self,
         q: &[f64],
         r2: f64,
         visit: &mut F,
     ) {
-        self.leaf_pruned_impl::<D, F, _>(q, r2, visit, &mut |_, _, _| {});
+        let dim = if D == 0 { self.dim } else { D };
+        let mut buf = [0.0; 16];
+        let mut heap = Vec::new();
+        let off = if dim <= buf.len() {
+            &mut buf[..dim]
+        } else {
+            heap.resize(dim, 0.0);
+            &mut heap[..]
+        };
+        let (lo, hi) = self.node_box(0, dim);
+        let mut rd = 0.0;
+        for (k, o) in off.iter_mut().enumerate() {
+            *o = (lo[k] - q[k]).max(0.0) + (q[k] - hi[k]).max(0.0);
+            rd += *o * *o;
+        }
+        // The running bound rounds at each step (at most 64 levels): pruning only past this
+        // slack never skips a box within the radius.
+        let limit = r2 * (1.0 + 1e-12);
+        if rd <= limit {
+            self.leaf_descend::<D, F>(0, q, (r2, limit), rd, off, visit);
+        }
+    }
+
+    /// The leaves under node `ni`, whose bound is `rd` (see [`leaf_impl`](Self::leaf_impl)).
+    /// `(r2, limit)`: the squared radius, and the bound above which a subtree is pruned.
+    fn leaf_descend<const D: usize, F: FnMut(usize, usize, f64)>(
+        &self,
+        ni: usize,
+        q: &[f64],
+        (r2, limit): (f64, f64),
+        rd: f64,
+        off: &mut [f64],
+        visit: &mut F,
+    ) {
+        let dim = if D == 0 { self.dim } else { D };
+        let node = self.nodes[ni];
+        if node.right == LEAF {
+            let bd = self.box_min_sq::<D>(ni, q);
+            if bd <= r2 {
+                visit(node.start, node.end, bd);
+            }
+            return;
+        }
+        let k = node.split;
+        let (old, x) = (off[k], q[k]);
+        let base = rd - old * old;
+        for child in [ni + 1, node.right] {
+            let b = &self.bounds[child * 2 * dim..];
+            let o = (b[k] - x).max(0.0) + (x - b[dim + k]).max(0.0);
+            let rc = base + o * o;
+            if rc <= limit {
+                off[k] = o;
+                self.leaf_descend::<D, F>(child, q, (r2, limit), rc, off, visit);
+            }
+        }
+        off[k] = old;
     }
 
     fn leaf_pruned_impl<const D: usize, F, G>(

@@ -55,6 +55,45 @@ fn brute_within(points: &[f64], dim: usize, q: &[f64], radius: f64) -> Vec<(usiz
         .collect()
 }
 
+/// Squared distance from `q` to the box [lo, hi], summed coordinate by coordinate.
+fn box_distance(q: &[f64], lo: &[f64], hi: &[f64]) -> f64 {
+    q.iter()
+        .zip(lo.iter().zip(hi))
+        .map(|(&x, (&l, &h))| {
+            let d = (l - x).max(0.0) + (x - h).max(0.0);
+            d * d
+        })
+        .sum()
+}
+
+#[test]
+fn leaves_partition_the_points_with_tight_boxes() {
+    let mut s = 3u64;
+    let mut rand = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for dim in [1, 3, 7] {
+        let points: Vec<f64> = (0..500 * dim).map(|_| rand()).collect();
+        let tree = KdTree::build(&points, dim, 16).unwrap();
+        let tp = tree.points_in_tree_order();
+        let mut next = 0;
+        for (range, lo, hi) in tree.leaves() {
+            assert_eq!(range.start, next, "leaves cover the points in order");
+            assert!(!range.is_empty() && range.len() <= 16);
+            next = range.end;
+            for k in 0..dim {
+                let col = || range.clone().map(|t| tp[t * dim + k]);
+                assert_eq!(lo[k], col().fold(f64::INFINITY, f64::min));
+                assert_eq!(hi[k], col().fold(f64::NEG_INFINITY, f64::max));
+            }
+        }
+        assert_eq!(next, 500);
+    }
+}
+
 fn brute_knn(points: &[f64], dim: usize, q: &[f64], k: usize) -> Vec<(usize, f64)> {
     let mut all: Vec<(usize, f64)> = points
         .chunks_exact(dim)
@@ -94,7 +133,9 @@ proptest! {
                 let tp = tree.points_in_tree_order();
                 let perm = tree.permutation();
                 let mut via_leaves = Vec::new();
+                let mut leaves_visited = Vec::new();
                 tree.for_each_leaf_within_radius(q, r, |s, e, bd| {
+                    leaves_visited.push((s, e, bd));
                     for t in s..e {
                         let d2 = squared_distance(&tp[t * c.dim..(t + 1) * c.dim], q);
                         assert!(bd <= d2, "box distance {bd} exceeds point distance {d2}");
@@ -105,6 +146,14 @@ proptest! {
                 });
                 via_leaves.sort_by_key(|h| h.0);
                 prop_assert_eq!(&via_leaves, &expected);
+                // Exactly the leaves whose own box is within the radius, in tree order, each
+                // with its box distance: the search prunes nothing more, and nothing less.
+                let boxed: Vec<(usize, usize, f64)> = tree
+                    .leaves()
+                    .map(|(range, lo, hi)| (range.start, range.end, box_distance(q, lo, hi)))
+                    .filter(|&(_, _, bd)| bd <= r * r)
+                    .collect();
+                prop_assert_eq!(&leaves_visited, &boxed);
             }
         }
     }
