@@ -854,6 +854,11 @@ impl IfgtPlan {
     /// in source order: a pass over the sources in memory order.
     fn terms_by_source(&self, sources: &[f64], cluster: &[u32]) -> Vec<u32> {
         let dim = self.dim;
+        // terms per truncation p, looked up: the binomial costs divisions and a rounding,
+        // and was most of this pass
+        let prefix: Vec<u32> = (0..self.truncation.max(1))
+            .map(|g| self.monomials.prefix_len(g) as u32)
+            .collect();
         let terms = |(x, &c): (&[f64], &u32)| {
             let c = c as usize;
             let a = squared_distance(x, &self.centers[c * dim..(c + 1) * dim]).sqrt();
@@ -861,7 +866,7 @@ impl IfgtPlan {
                 .iter()
                 .take_while(|&&limit| a > limit)
                 .count();
-            self.monomials.prefix_len(p - 1) as u32
+            prefix[(p - 1).min(prefix.len() - 1)]
         };
         if crate::par::sequential() {
             return sources.chunks_exact(dim).zip(cluster).map(terms).collect();
