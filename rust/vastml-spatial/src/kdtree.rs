@@ -584,10 +584,7 @@ impl KdTree {
         match self.dim {
             // up to four dimensions a box test costs about what the running bound does, and
             // a plain loop over a stack beats the recursion (measured: 3-10% faster)
-            1 => self.leaf_pruned_impl::<1, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
-            2 => self.leaf_pruned_impl::<2, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
-            3 => self.leaf_pruned_impl::<3, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
-            4 => self.leaf_pruned_impl::<4, F, _>(query, r2, &mut visit, &mut |_, _, _| {}),
+            1..=4 => self.for_each_leaf_within_large_radius(query, radius, visit),
             5 => self.leaf_impl::<5, F>(query, r2, &mut visit),
             6 => self.leaf_impl::<6, F>(query, r2, &mut visit),
             7 => self.leaf_impl::<7, F>(query, r2, &mut visit),
@@ -595,6 +592,36 @@ impl KdTree {
             9 => self.leaf_impl::<9, F>(query, r2, &mut visit),
             10 => self.leaf_impl::<10, F>(query, r2, &mut visit),
             _ => self.leaf_impl::<0, F>(query, r2, &mut visit),
+        }
+    }
+
+    /// As [`for_each_leaf_within_radius`](Self::for_each_leaf_within_radius) (the same leaves,
+    /// in the same order), testing the box of every node on the way. From five dimensions on
+    /// the other keeps a running bound that costs O(1) per node instead of O(d); that pays
+    /// when the radius prunes most of the tree, while this is faster when the radius reaches
+    /// much of it. Below five dimensions both are this search.
+    pub fn for_each_leaf_within_large_radius<F: FnMut(usize, usize, f64)>(
+        &self,
+        query: &[f64],
+        radius: f64,
+        mut visit: F,
+    ) {
+        let Some(r2) = self.query_radius_sq(query, radius) else {
+            return;
+        };
+        let none = &mut |_, _, _| {};
+        match self.dim {
+            1 => self.leaf_pruned_impl::<1, F, _>(query, r2, &mut visit, none),
+            2 => self.leaf_pruned_impl::<2, F, _>(query, r2, &mut visit, none),
+            3 => self.leaf_pruned_impl::<3, F, _>(query, r2, &mut visit, none),
+            4 => self.leaf_pruned_impl::<4, F, _>(query, r2, &mut visit, none),
+            5 => self.leaf_pruned_impl::<5, F, _>(query, r2, &mut visit, none),
+            6 => self.leaf_pruned_impl::<6, F, _>(query, r2, &mut visit, none),
+            7 => self.leaf_pruned_impl::<7, F, _>(query, r2, &mut visit, none),
+            8 => self.leaf_pruned_impl::<8, F, _>(query, r2, &mut visit, none),
+            9 => self.leaf_pruned_impl::<9, F, _>(query, r2, &mut visit, none),
+            10 => self.leaf_pruned_impl::<10, F, _>(query, r2, &mut visit, none),
+            _ => self.leaf_pruned_impl::<0, F, _>(query, r2, &mut visit, none),
         }
     }
 

@@ -154,6 +154,9 @@ proptest! {
                     .filter(|&(_, _, bd)| bd <= r * r)
                     .collect();
                 prop_assert_eq!(&leaves_visited, &boxed);
+                let mut by_boxes = Vec::new();
+                tree.for_each_leaf_within_large_radius(q, r, |s, e, bd| by_boxes.push((s, e, bd)));
+                prop_assert_eq!(&by_boxes, &boxed);
             }
         }
     }
