@@ -72,11 +72,16 @@ def extrapolate(times: dict[int, float], m: int) -> float:
 
 
 def prefixes(m: int, first: float, budget: float, m1: int) -> list[int]:
-    """Prefix sizes to time after one of m1 targets took `first` seconds."""
+    """Prefix sizes to time after one of m1 targets took `first` seconds.
+
+    Two prefixes (half and all of what fits the budget), so that the line extrapolated
+    through them does not start from the first call, which pays for what a first call pays
+    (and, in a library that runs small calls on one thread, can run differently).
+    """
     if first * m / m1 <= budget or m1 >= m:
         return [m]
     m2 = int(min(m, max(2 * m1, m * 0.3 * budget / max(first * m / m1, 1e-9))))
-    return [m2]
+    return [m2] if m2 >= m else [max(m2 // 2, m1 + 1), m2]
 
 
 def figtree_time(X, Y, q, h, eps, budget, timeout, method="auto"):

@@ -58,6 +58,24 @@ mod tests {
         crate::testing::uniform(n, seed)
     }
 
+    /// A call at one target still runs the IFGT's coefficients over every source: over many
+    /// sources it is not a small call, whatever the number of targets.
+    #[test]
+    fn ifgt_coefficients_over_many_sources_are_not_inline() {
+        let (n, dim) = (60_000, 2);
+        let x = points(n * dim, 21);
+        let gt = GaussTransform::new(&x, dim, 0.5, 1e-6, Method::Ifgt).unwrap();
+        let fixed = crate::plan::ifgt_coefficient_cost(
+            crate::plan::Size { n, m: 1, dim, w: 1 },
+            gt.info().n_terms as f64,
+        );
+        assert!(fixed > super::INLINE_NS, "{fixed}");
+        assert!(!gt.runs_inline(1, 1));
+        // a few thousand sources stay a small call
+        let small = GaussTransform::new(&x[..2000 * dim], dim, 0.5, 1e-6, Method::Ifgt).unwrap();
+        assert!(small.runs_inline(1, 1));
+    }
+
     /// Every method gives the same bits in one piece on the calling thread as split over a
     /// pool (the chunks are the same), and meets epsilon against the direct sum either way;
     /// a tiny call is run inline, a large one is not.
@@ -94,7 +112,16 @@ mod tests {
                 "{method} planned in one piece"
             );
             assert!(!gt.runs_inline(m, 2), "{method}");
-            assert!(gt.runs_inline(1, 1), "{method}");
+            // one target is a small call, unless the IFGT's coefficients over the sources
+            // (the part of a call that does not shrink with the targets) are not
+            let fixed = match method {
+                Method::Ifgt | Method::IfgtTree => crate::plan::ifgt_coefficient_cost(
+                    crate::plan::Size { n, m: 1, dim, w: 1 },
+                    gt.info().n_terms as f64,
+                ),
+                _ => 0.0,
+            };
+            assert_eq!(gt.runs_inline(1, 1), fixed < super::INLINE_NS, "{method}");
             let split = pool.install(|| gt.evaluate(&y, &q, 2, &cancel).unwrap());
             let whole = {
                 let _one = SequentialScope::new(true);

@@ -113,6 +113,12 @@ pub(crate) fn ifgt_cost(
     clustering + ifgt_call_cost(size, n_clusters, terms, clusters_in_reach, with_tree)
 }
 
+/// Cost in ns of the IFGT's coefficients in one call: a pass over the sources, whatever the
+/// number of targets.
+pub(crate) fn ifgt_coefficient_cost(size: Size, terms: f64) -> f64 {
+    size.n as f64 * terms * ns::TERM * (1.0 + size.w as f64) * 0.5
+}
+
 /// Cost in ns of one call of a built IFGT plan: the coefficients and the evaluation.
 pub(crate) fn ifgt_call_cost(
     size: Size,
@@ -121,10 +127,10 @@ pub(crate) fn ifgt_call_cost(
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
-    let Size { n, m, dim, w } = size;
+    let Size { m, dim, w, .. } = size;
     let d = dim as f64;
     let k = n_clusters as f64;
-    let coefficients = n as f64 * terms * ns::TERM * (1.0 + w as f64) * 0.5;
+    let coefficients = ifgt_coefficient_cost(size, terms);
     let search = if with_tree {
         (k.log2().max(1.0) * 4.0 + clusters_in_reach) * ns::LEAF * 0.5
     } else {
