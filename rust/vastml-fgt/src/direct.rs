@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
-use vastml_spatial::KdTree;
+use vastml_spatial::{KdTree, squared_distance};
 
 use crate::error::{FgtError, Result};
 use crate::ifgt::morton_order;
@@ -111,8 +111,10 @@ const WIDE_SHARE: f64 = 0.5;
 const SKIP_SHARE: f64 = 0.8;
 
 impl TreePlan {
-    /// The tree over `sources`; `sample` (some targets, or the sources) decides whether the
-    /// kernel skips chunks of sources out of reach ([`SoaPoints::skipping_beyond`]).
+    /// The tree over `sources`. On `sample` (some targets, or the sources) it measures the
+    /// share of the leaves reached that hold no source in reach, which decides whether the
+    /// kernel skips chunks of sources out of reach ([`SoaPoints::skipping_beyond`]) and how
+    /// the leaves are searched (`wide`).
     pub fn new(
         sources: &[f64],
         dim: usize,
@@ -249,7 +251,7 @@ fn empty_leaf_share(tree: &KdTree, sample: &[f64], radius: f64) -> f64 {
             reached += 1;
             let near = points[s * dim..e * dim]
                 .chunks_exact(dim)
-                .any(|x| x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() <= r2);
+                .any(|x| squared_distance(x, y) <= r2);
             empty += usize::from(!near);
         });
     }
