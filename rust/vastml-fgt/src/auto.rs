@@ -112,7 +112,8 @@ pub(crate) struct Chosen {
     pub engine: Engine,
     /// Model estimates (ns on one core).
     pub estimates: Vec<(Method, f64)>,
-    /// Extrapolated seconds of one evaluation, for the candidates that were timed.
+    /// Extrapolated seconds of one evaluation, for the candidates that were timed (the IFGT's
+    /// coefficients left out when only its two variants were).
     pub measured: Vec<(Method, f64)>,
     /// Whether the progress hook ended the planning early.
     pub stopped: bool,
@@ -474,6 +475,13 @@ impl Context<'_> {
             // all of them, and it was most of a trial's cost on small problems)
             let sample = self.timing_sample(trial.min(self.sample_src.len() / dim).max(1));
             let ones = vec![1.0; n * w];
+            // Between the two IFGT variants alone the coefficients (one pass over the
+            // sources, the same for both) decide nothing: they are timed only against
+            // another method (on 1,807 sources in 5-D at 3,003 terms, their timing was 8 ms
+            // of a 25 ms plan and call).
+            let coefficients = close
+                .iter()
+                .any(|m| !matches!(m, Method::Ifgt | Method::IfgtTree));
             let mut secs = vec![f64::INFINITY; close.len()];
             'rounds: for round in 0..REPEATS {
                 let mut sorted = secs.clone();
@@ -487,7 +495,7 @@ impl Context<'_> {
                         continue;
                     }
                     let engine = self.take_engine(&mut cands, method)?;
-                    let t = self.time_engine(&engine, &sample, &ones, cancel)?;
+                    let t = self.time_engine(&engine, &sample, &ones, coefficients, cancel)?;
                     *slot = slot.min(t);
                     self.put_engine(&mut cands, method, engine);
                     if report(&format!("time {}", method.name()), t)? {
@@ -674,12 +682,14 @@ impl Context<'_> {
         out
     }
 
-    /// Extrapolated seconds of one evaluation at `m` targets with `w` weight columns.
+    /// Extrapolated seconds of one evaluation at `m` targets with `w` weight columns; for
+    /// the IFGT, with its coefficients only when `coefficients` is set.
     fn time_engine(
         &self,
         engine: &Engine,
         sample: &[f64],
         ones: &[f64],
+        coefficients: bool,
         cancel: &AtomicBool,
     ) -> Result<f64> {
         let dim = self.dim;
@@ -720,6 +730,7 @@ impl Context<'_> {
         // fixed part of the pass (the clusters' accumulators: in 7-D at 1e-9, many thousand
         // terms each, and scaling it up with the sources took the IFGT at 4x its time)
         let coefficients = match engine {
+            Engine::Ifgt(_) if !coefficients => 0.0,
             Engine::Ifgt(p) => match self.coefficient_seconds.get() {
                 Some(t) => t,
                 None => {

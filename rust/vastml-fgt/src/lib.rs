@@ -185,7 +185,8 @@ pub struct PlanInfo {
     /// Estimated cost of each method considered, in seconds on one core.
     pub estimates: Vec<(Method, f64)>,
     /// For `auto`, the candidates that were timed on a sample of the targets: the
-    /// extrapolated seconds of one evaluation (on the planning threads).
+    /// extrapolated seconds of one evaluation (on the planning threads). When only the two
+    /// IFGT variants were timed, their shared coefficient pass is not included.
     pub measured: Vec<(Method, f64)>,
     /// Whether a progress hook stopped the planning early (see
     /// [`GaussTransform::plan_with_control`]): the method was then chosen from what was
