@@ -71,6 +71,9 @@ const REACH_SOURCES: usize = 128;
 /// The IFGT's clustering is not run when it would need more than this many times the
 /// clusters it may cost (see [`Context::clusters_needed`]).
 const NEEDED_OVER_BUDGET: f64 = 2.0;
+/// Below this share of the plain IFGT's estimate, its search for the clusters in reach
+/// leaves the centre tree nothing worth timing.
+const FLAT_SEARCH_SHARE: f64 = 0.1;
 /// Sources of the clustering that judges an IFGT admitted only by the crowding (see
 /// [`Context::pilot_cost`]).
 const PILOT_SOURCES: usize = 2048;
@@ -452,10 +455,23 @@ impl Context<'_> {
         let ifgt_built = cands
             .iter()
             .any(|c| c.method == Method::Ifgt && c.engine.is_some());
+        // The two IFGT variants differ only in how a group of targets finds the clusters in
+        // reach. Where the plain search (a box test per centre) is under a tenth of the
+        // plain variant's estimate, the centre tree can save at most that, and timing it
+        // costs more: it is not a candidate (on one cluster of 1,807 sources in 5-D the two
+        // trials were 4.5 ms of an 18 ms plan and call).
+        let flat_search_small = cands.iter().any(|c| match (&c.method, &c.engine) {
+            (Method::Ifgt, Some(Engine::Ifgt(p))) => {
+                m as f64 * plan::ifgt_flat_search(p.n_clusters(), dim)
+                    < FLAT_SEARCH_SHARE * c.estimate
+            }
+            _ => false,
+        });
         let buildable = |c: &Candidate| match c.method {
             Method::Direct | Method::Fgt => true,
             Method::DirectTree => c.engine.is_some(),
-            Method::Ifgt | Method::IfgtTree => ifgt_built,
+            Method::Ifgt => ifgt_built,
+            Method::IfgtTree => ifgt_built && !flat_search_small,
             Method::Auto => false,
         };
         let low = cands
@@ -1136,6 +1152,39 @@ mod tests {
             .collect();
         let needed = super::clusters_needed(&tight, &problem(h));
         assert!((5.0..=8.0).contains(&needed), "{needed}");
+    }
+
+    /// One tight cluster and a wide kernel: the IFGT has one centre, so the centre tree has
+    /// nothing to find, and only the plain IFGT is a candidate: nothing is timed (before,
+    /// the two variants were, on every plan).
+    #[test]
+    fn one_cluster_leaves_the_centre_tree_untimed() {
+        let (n, dim, h, eps) = (3000, 5, 1.0, 1e-9);
+        let x: Vec<f64> = points(n, dim, 71).iter().map(|v| 0.3 * v).collect();
+        let options = PlanOptions {
+            target_sample: Some(&x),
+            n_targets: Some(400_000),
+            ..PlanOptions::default()
+        };
+        let gt = GaussTransform::plan_with(
+            &x,
+            dim,
+            h,
+            eps,
+            Method::Auto,
+            &options,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let info = gt.info();
+        assert_eq!(gt.method(), Method::Ifgt, "{info:?}");
+        assert_eq!(info.n_clusters, 1, "{info:?}");
+        // both variants were estimated, above the timing threshold and within its window
+        let est = |m: Method| info.estimates.iter().find(|e| e.0 == m).unwrap().1;
+        let (flat, treed) = (est(Method::Ifgt), est(Method::IfgtTree));
+        assert!(flat * 1e9 > super::MEASURE_ABOVE_NS, "{info:?}");
+        assert!(treed <= super::TIME_WINDOW * flat, "{info:?}");
+        assert!(info.measured.is_empty(), "{info:?}");
     }
 
     /// Student-t sources (two degrees of freedom) in 3-D look crowded, their bulk in a small

@@ -134,7 +134,7 @@ pub(crate) fn ifgt_call_cost(
     let search = if with_tree {
         (k.log2().max(1.0) * 4.0 + clusters_in_reach) * ns::LEAF * 0.5
     } else {
-        k * d * 0.6
+        ifgt_flat_search(n_clusters, dim)
     };
     // target-side truncation keeps only part of the terms: measured about a third on
     // uniform data (TARGET_TERMS)
@@ -144,6 +144,12 @@ pub(crate) fn ifgt_call_cost(
                 + ns::CLUSTER_PER_DIM * d
                 + ns::TARGET_TERMS * terms * ns::TERM * (1.0 + w as f64) * 0.5);
     coefficients + m as f64 * per_target
+}
+
+/// Cost in ns per target of the IFGT's search for the clusters in reach without the centre
+/// tree: a box test against every centre.
+pub(crate) fn ifgt_flat_search(n_clusters: usize, dim: usize) -> f64 {
+    n_clusters as f64 * dim as f64 * 0.6
 }
 
 /// Every `stride`-th target, at most `max` of them (deterministic sample).
