@@ -257,18 +257,19 @@ def test_fixed_truncation_and_clusters_against_the_direct_sum(rng):
 
 
 def test_auto_times_its_close_candidates_and_keeps_epsilon(rng):
-    # two Gaussian clusters in 2-D: the case where a guessed cost misleads
+    # two Gaussian clusters in 2-D: the case where a guessed cost misleads (the model puts
+    # the IFGT and the tree within a few percent of each other)
     centres = np.array([[0.2, 0.3], [0.7, 0.6]])
     x = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
     y = centres[rng.integers(2, size=30000)] + 0.05 * rng.standard_normal((30000, 2))
     q = rng.uniform(size=30000)
-    gt = GaussTransform(x, bandwidth=0.02, epsilon=1e-8, target_sample=y[:2000], n_targets=30000)
+    gt = GaussTransform(x, bandwidth=0.01, epsilon=1e-8, target_sample=y[:2000], n_targets=30000)
     info = gt.info_
     assert len(info["measured"]) >= 2, info
     assert gt.method_ in info["measured"]
     # the kept method was the fastest measured one
     assert info["measured"][gt.method_] == min(info["measured"].values())
-    assert scaled_error(gt(y[:300], q), direct_gauss(x, y[:300], q, 0.02), q) <= 1e-8
+    assert scaled_error(gt(y[:300], q), direct_gauss(x, y[:300], q, 0.01), q) <= 1e-8
 
 
 def _planning_problem(rng):
