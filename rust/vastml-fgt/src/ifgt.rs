@@ -1479,20 +1479,50 @@ impl IfgtPlan {
 
     /// Mean number of clusters within reach of the given sample of targets.
     pub fn mean_clusters_in_reach(&self, sample: &[f64]) -> f64 {
+        self.work_in_reach(sample).0
+    }
+
+    /// Mean number of clusters within reach of the given sample of targets, and the mean
+    /// number of expansion terms a (target, cluster in reach) pair evaluates after the
+    /// target-side truncation (each target on its own: a group of targets evaluates the terms
+    /// of its farthest one, a little more).
+    pub(crate) fn work_in_reach(&self, sample: &[f64]) -> (f64, f64) {
         let dim = self.dim;
         let m = sample.len() / dim;
         if m == 0 {
-            return self.n_clusters() as f64;
+            return (self.n_clusters() as f64, self.n_terms() as f64);
         }
-        let mut count = 0usize;
+        let (mut pairs, mut terms) = (0usize, 0usize);
         for y in sample.chunks_exact(dim) {
             for c in 0..self.n_clusters() {
-                if squared_distance(y, &self.centers[c * dim..(c + 1) * dim]) <= self.reach_sq[c] {
-                    count += 1;
+                let d2 = squared_distance(y, &self.centers[c * dim..(c + 1) * dim]);
+                if d2 <= self.reach_sq[c] {
+                    let b = d2.sqrt();
+                    let p = 1 + self.target_limits[c]
+                        .iter()
+                        .take_while(|&&lim| b > lim)
+                        .count();
+                    terms += self.monomials.prefix_len(p - 1);
+                    pairs += 1;
                 }
             }
         }
-        count as f64 / m as f64
+        let per_pair = if pairs == 0 {
+            0.0
+        } else {
+            terms as f64 / pairs as f64
+        };
+        (pairs as f64 / m as f64, per_pair)
+    }
+
+    /// Mean number of expansion terms a source contributes to its cluster's coefficients
+    /// (after the source-side truncation).
+    pub(crate) fn mean_source_terms(&self) -> f64 {
+        if self.source_terms.is_empty() {
+            return self.n_terms() as f64;
+        }
+        self.source_terms.iter().map(|&t| f64::from(t)).sum::<f64>()
+            / self.source_terms.len() as f64
     }
 }
 

@@ -616,7 +616,8 @@ impl GaussTransform {
                 Engine::Tree(t) => plan::tree_cost_uniform(n, m, w, t.radius(), &sides),
                 Engine::Ifgt(p) => {
                     let k = p.n_clusters();
-                    plan::ifgt_call_cost(size, k, p.n_terms() as f64, k as f64, p.has_tree())
+                    let terms = plan::IfgtTerms::full(p.n_terms() as f64);
+                    plan::ifgt_call_cost(size, k, terms, k as f64, p.has_tree())
                 }
                 Engine::Grid(g) => g.params().cost,
             };

@@ -101,11 +101,30 @@ pub(crate) struct Size {
     pub w: usize,
 }
 
-/// Cost in ns of the IFGT given K, the number of terms and the mean clusters in reach.
+/// The expansion terms an IFGT call works through: per source in the coefficients, and per
+/// (target, cluster in reach) pair in the evaluation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IfgtTerms {
+    pub per_source: f64,
+    pub per_pair: f64,
+}
+
+impl IfgtTerms {
+    /// Before a plan is built: every source at the whole expansion, and the share of it the
+    /// target-side truncation kept on uniform data ([`ns::TARGET_TERMS`]).
+    pub fn full(terms: f64) -> Self {
+        IfgtTerms {
+            per_source: terms,
+            per_pair: ns::TARGET_TERMS * terms,
+        }
+    }
+}
+
+/// Cost in ns of the IFGT given K, the terms and the mean clusters in reach.
 pub(crate) fn ifgt_cost(
     size: Size,
     n_clusters: usize,
-    terms: f64,
+    terms: IfgtTerms,
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
@@ -113,8 +132,8 @@ pub(crate) fn ifgt_cost(
     clustering + ifgt_call_cost(size, n_clusters, terms, clusters_in_reach, with_tree)
 }
 
-/// Cost in ns of the IFGT's coefficients in one call: a pass over the sources, whatever the
-/// number of targets.
+/// Cost in ns of the IFGT's coefficients in one call, at `terms` per source: a pass over the
+/// sources, whatever the number of targets.
 pub(crate) fn ifgt_coefficient_cost(size: Size, terms: f64) -> f64 {
     size.n as f64 * terms * ns::TERM * (1.0 + size.w as f64) * 0.5
 }
@@ -123,26 +142,24 @@ pub(crate) fn ifgt_coefficient_cost(size: Size, terms: f64) -> f64 {
 pub(crate) fn ifgt_call_cost(
     size: Size,
     n_clusters: usize,
-    terms: f64,
+    terms: IfgtTerms,
     clusters_in_reach: f64,
     with_tree: bool,
 ) -> f64 {
     let Size { m, dim, w, .. } = size;
     let d = dim as f64;
     let k = n_clusters as f64;
-    let coefficients = ifgt_coefficient_cost(size, terms);
+    let coefficients = ifgt_coefficient_cost(size, terms.per_source);
     let search = if with_tree {
         (k.log2().max(1.0) * 4.0 + clusters_in_reach) * ns::LEAF * 0.5
     } else {
         ifgt_flat_search(n_clusters, dim)
     };
-    // target-side truncation keeps only part of the terms: measured about a third on
-    // uniform data (TARGET_TERMS)
     let per_target = search
         + clusters_in_reach
             * (ns::CLUSTER
                 + ns::CLUSTER_PER_DIM * d
-                + ns::TARGET_TERMS * terms * ns::TERM * (1.0 + w as f64) * 0.5);
+                + terms.per_pair * ns::TERM * (1.0 + w as f64) * 0.5);
     coefficients + m as f64 * per_target
 }
 

@@ -105,7 +105,7 @@ pub fn split_centers(
         let ifgt = plan::ifgt_cost(
             plan::Size { n, m, dim, w },
             u.n_clusters,
-            terms,
+            plan::IfgtTerms::full(terms),
             reach,
             false,
         );
@@ -191,7 +191,7 @@ impl SplitIfgt {
             Method::Auto if !target_sample.is_empty() => {
                 check_points(target_sample, dim, "target_sample")?;
                 let reach = plan.mean_clusters_in_reach(target_sample);
-                let terms = plan.n_terms() as f64;
+                let terms = plan::IfgtTerms::full(plan.n_terms() as f64);
                 let cost = |tree| {
                     plan::ifgt_cost(
                         plan::Size {
