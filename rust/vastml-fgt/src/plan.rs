@@ -49,11 +49,23 @@ pub(crate) fn tree_cost(
     sources_in_reach: f64,
     leaves_in_reach: f64,
 ) -> f64 {
+    let build = ns::TREE_BUILD * n as f64 * (n as f64).log2().max(1.0);
+    build + tree_call_cost(m, dim, w, sources_in_reach, leaves_in_reach)
+}
+
+/// Cost in ns of one call of a built tree plan, given the mean number of sources and leaves
+/// in reach.
+pub(crate) fn tree_call_cost(
+    m: usize,
+    dim: usize,
+    w: usize,
+    sources_in_reach: f64,
+    leaves_in_reach: f64,
+) -> f64 {
     let per_pair =
         ns::TREE_PAIR_FACTOR * (ns::PAIR + ns::PAIR_PER_DIM * dim as f64 + 0.15 * (w as f64 - 1.0));
     let per_run = ns::LEAF + ns::LEAF_PER_DIM * dim as f64;
-    let build = ns::TREE_BUILD * n as f64 * (n as f64).log2().max(1.0);
-    build + m as f64 * (leaves_in_reach * per_run + sources_in_reach * per_pair)
+    m as f64 * (leaves_in_reach * per_run + sources_in_reach * per_pair)
 }
 
 /// Data-free estimate of the tree method for points spread uniformly over a box with the
