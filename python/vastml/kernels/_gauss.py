@@ -252,7 +252,8 @@ class GaussTransform:
         The method that runs (never "auto").
     info_ : dict
         The plan: ``n_clusters`` (K), ``truncation`` (p_max), ``n_terms``,
-        ``max_cluster_radius``, ``cutoff``, the cost ``estimates`` (seconds, one core) and,
+        ``max_cluster_radius``, ``cutoff``, the cost ``estimates`` (seconds, one core:
+        planning and a call, or a call alone for a method ``auto`` built while planning) and,
         for ``auto``, the ``measured`` seconds of one call per timed candidate.
     n_features_in_ : int
         Dimension of the sources.

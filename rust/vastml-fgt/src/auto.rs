@@ -1144,19 +1144,7 @@ mod tests {
         let x: Vec<f64> = (0..n * dim)
             .map(|i| centres[(i / dim % 6) * dim + i % dim] + 0.02 * (noise[i] - 0.5))
             .collect();
-        let options = PlanOptions {
-            target_sample: Some(&x),
-            n_targets: Some(25_000),
-            measure: false,
-            ..PlanOptions::default()
-        };
-        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
-        assert!(!seen.iter().any(|s| s == "ifgt"), "{seen:?}");
-        assert!(
-            matches!(gt.method(), Method::Direct | Method::DirectTree),
-            "{:?}",
-            gt.info()
-        );
+        let gt = plan_without_an_ifgt(&x, dim, (h, eps), &x, 25_000);
         // (the crowding admitted the clustering, the estimates leave no IFGT behind)
         assert!(gt.info().estimates.iter().all(|e| e.0 != Method::Ifgt));
         // A usable cluster holds one source here, a sixth of them with tight clusters.
@@ -1203,6 +1191,46 @@ mod tests {
         assert!(info.measured.is_empty(), "{info:?}");
     }
 
+    /// Plans `auto` at `n_targets` targets (measuring nothing) and checks that no IFGT came
+    /// out of the clustering (no "ifgt" stage) and that the direct sum or the tree was kept.
+    fn plan_without_an_ifgt(
+        x: &[f64],
+        dim: usize,
+        (h, eps): (f64, f64),
+        sample: &[f64],
+        n_targets: usize,
+    ) -> GaussTransform {
+        let options = PlanOptions {
+            target_sample: Some(sample),
+            n_targets: Some(n_targets),
+            measure: false,
+            ..PlanOptions::default()
+        };
+        let (gt, seen) = plan_recording_stages(x, dim, h, eps, &options);
+        assert!(
+            !seen.iter().any(|s| s == "ifgt"),
+            "{seen:?} {:?}",
+            gt.info()
+        );
+        assert!(
+            matches!(gt.method(), Method::Direct | Method::DirectTree),
+            "{:?}",
+            gt.info()
+        );
+        gt
+    }
+
+    /// The sides of the points' bounding box.
+    fn box_sides(x: &[f64], dim: usize) -> Vec<f64> {
+        (0..dim)
+            .map(|k| {
+                let c = x.iter().skip(k).step_by(dim);
+                c.clone().fold(f64::NEG_INFINITY, |a, &b| a.max(b))
+                    - c.fold(f64::INFINITY, |a, &b| a.min(b))
+            })
+            .collect()
+    }
+
     /// `n` points of a Student-t distribution with two degrees of freedom in `dim`
     /// dimensions: a normal vector (Box-Muller, coordinates paired cyclically) over
     /// sqrt(chi2(2) / 2) = sqrt(-ln u).
@@ -1227,31 +1255,9 @@ mod tests {
     fn clusters_of_single_sources_are_not_an_ifgt() {
         let (n, dim, h, eps) = (2500usize, 6usize, 0.16, 7e-8);
         let x = student_t2(n, dim, 81);
-        let options = PlanOptions {
-            target_sample: Some(&x),
-            n_targets: Some(250_000),
-            measure: false,
-            ..PlanOptions::default()
-        };
-        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
-        assert!(
-            !seen.iter().any(|s| s == "ifgt"),
-            "{seen:?} {:?}",
-            gt.info()
-        );
-        assert!(
-            matches!(gt.method(), Method::Direct | Method::DirectTree),
-            "{:?}",
-            gt.info()
-        );
+        plan_without_an_ifgt(&x, dim, (h, eps), &x, 250_000);
         // (with every source allowed a cluster, one reaches epsilon, with most of them)
-        let range = (0..dim)
-            .map(|k| {
-                let c = x.iter().skip(k).step_by(dim);
-                c.clone().fold(f64::NEG_INFINITY, |a, &b| a.max(b))
-                    - c.fold(f64::INFINITY, |a, &b| a.min(b))
-            })
-            .fold(0.0, f64::max);
+        let range = box_sides(&x, dim).into_iter().fold(0.0, f64::max);
         let problem = crate::ifgt::IfgtProblem {
             n_sources: n,
             n_targets: 250_000,
@@ -1276,19 +1282,7 @@ mod tests {
     fn heavy_tails_are_judged_on_a_sample_before_the_clustering() {
         let (n, dim, h, eps) = (12_000usize, 3usize, 0.5, 3e-4);
         let x = student_t2(n, dim, 61);
-        let options = PlanOptions {
-            target_sample: Some(&x[..5000 * dim]),
-            n_targets: Some(10_000),
-            measure: false,
-            ..PlanOptions::default()
-        };
-        let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
-        assert!(!seen.iter().any(|s| s == "ifgt"), "{seen:?}");
-        assert!(
-            matches!(gt.method(), Method::Direct | Method::DirectTree),
-            "{:?}",
-            gt.info()
-        );
+        let gt = plan_without_an_ifgt(&x, dim, (h, eps), &x[..5000 * dim], 10_000);
         // the estimate that gives the clustering its widest share (a fifth of it)
         let best = gt
             .info()
@@ -1297,13 +1291,7 @@ mod tests {
             .map(|e| e.1)
             .fold(f64::INFINITY, f64::min);
         assert!(best * 1e9 > super::TRY_IFGT_WIDE_ABOVE_NS, "{best}");
-        let sides: Vec<f64> = (0..dim)
-            .map(|k| {
-                let c = x.iter().skip(k).step_by(dim);
-                c.clone().fold(f64::NEG_INFINITY, |a, &b| a.max(b))
-                    - c.fold(f64::INFINITY, |a, &b| a.min(b))
-            })
-            .collect();
+        let sides = box_sides(&x, dim);
         let crowding = crate::plan::crowding(&crate::plan::sample_rows(&x, dim, 128), dim, &sides);
         assert!(crowding < super::CROWDED, "{crowding}");
         // and a clustering within that share reaches epsilon

@@ -182,7 +182,8 @@ pub struct PlanInfo {
     /// Cut-off radius: sources (direct-tree) or clusters (IFGT, plus the cluster radius)
     /// beyond it are skipped; infinite for the direct method.
     pub cutoff: f64,
-    /// Estimated cost of each method considered, in seconds on one core.
+    /// Estimated cost of each method considered, in seconds on one core: planning and a
+    /// call, or a call alone for the tree or IFGT that `auto` built while planning.
     pub estimates: Vec<(Method, f64)>,
     /// For `auto`, the candidates that were timed on a sample of the targets: the
     /// extrapolated seconds of one evaluation (on the planning threads). When only the two
