@@ -119,3 +119,15 @@ def test_run_isolated_reports_failures_without_raising(bench):
     assert res["returncode"] == 0 and "JSON" in res["error"]
     res = bench.run_isolated("while True: pass", timeout=0.3)
     assert res["error"].startswith("timeout") and res["peak_rss_bytes"] is None
+
+
+def test_grid_extrapolation_is_not_flattened_by_a_slow_middle_prefix():
+    from _figtree import extrapolate
+
+    # a load burst during the middle prefix: the line through the last two is flat, but the
+    # first call bounds the fixed part, so the per-target cost stays near the true 45 us
+    assert extrapolate({512: 0.03, 5120: 0.48, 10240: 0.49}, 102400) == pytest.approx(4.63)
+    # a large fixed part (the IFGT's coefficients) is not multiplied with the targets
+    assert extrapolate({512: 1.0, 5120: 1.05, 10240: 1.1}, 102400) == pytest.approx(2.0)
+    # all targets timed: no extrapolation
+    assert extrapolate({512: 0.01, 2000: 0.04}, 2000) == 0.04
