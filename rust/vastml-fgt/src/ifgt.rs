@@ -78,11 +78,14 @@ pub(crate) fn morton_order(targets: &[f64], dim: usize) -> Vec<usize> {
         .collect();
     let spread = Interleave::new(used, bits);
     let key = |(i, y): (usize, &[f64])| {
-        let mut key = 0u64;
-        for k in 0..used {
-            let cell = ((y[k] - lo[k]) * scale[k]) as u64;
-            key |= spread.spread(cell) << (used - 1 - k);
-        }
+        let cell = |k: usize| ((y[k] - lo[k]) * scale[k]) as u64;
+        let key = if used == 1 {
+            cell(0)
+        } else {
+            (0..used).fold(0u64, |key, k| {
+                key | (spread.spread(cell(k)) << (used - 1 - k))
+            })
+        };
         (key, i as u32)
     };
     let mut keyed: Vec<(u64, u32)> = if targets.len() / dim.max(1) >= PAR_KEYS_FROM {
