@@ -404,7 +404,7 @@ impl Context<'_> {
             // ... nor past half the sources: with clusters of fewer than two sources on
             // average, the expansion evaluates its terms where the tree sums a source or two,
             // so it cannot win (heavy tails in 6-D at a small bandwidth: a cluster per
-            // source, an IFGT at 4.7x the tree, which the model put at 0.4x)
+            // source, an IFGT at 2.6x the tree, which the model put at 0.4x)
             let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
                 .min((n / 2) as f64)
                 .max(1.0) as usize;
