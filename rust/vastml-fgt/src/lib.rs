@@ -631,7 +631,7 @@ impl GaussTransform {
         };
         let call_fixed_ns = match &engine {
             Engine::Ifgt(p) => {
-                plan::ifgt_coefficient_cost(plan::Size { n, m, dim, w }, p.n_terms() as f64)
+                plan::ifgt_coefficient_cost(plan::Size { n, m, dim, w }, p.mean_source_terms())
             }
             _ => 0.0,
         }

@@ -65,9 +65,12 @@ mod tests {
         let (n, dim) = (60_000, 2);
         let x = points(n * dim, 21);
         let gt = GaussTransform::new(&x, dim, 0.5, 1e-6, Method::Ifgt).unwrap();
+        let crate::Engine::Ifgt(p) = &gt.engine else {
+            panic!("{:?}", gt.info())
+        };
         let fixed = crate::plan::ifgt_coefficient_cost(
             crate::plan::Size { n, m: 1, dim, w: 1 },
-            gt.info().n_terms as f64,
+            p.mean_source_terms(),
         );
         assert!(fixed > super::INLINE_NS, "{fixed}");
         assert!(!gt.runs_inline(1, 1));
@@ -114,10 +117,10 @@ mod tests {
             assert!(!gt.runs_inline(m, 2), "{method}");
             // one target is a small call, unless the IFGT's coefficients over the sources
             // (the part of a call that does not shrink with the targets) are not
-            let fixed = match method {
-                Method::Ifgt | Method::IfgtTree => crate::plan::ifgt_coefficient_cost(
+            let fixed = match &gt.engine {
+                crate::Engine::Ifgt(p) => crate::plan::ifgt_coefficient_cost(
                     crate::plan::Size { n, m: 1, dim, w: 1 },
-                    gt.info().n_terms as f64,
+                    p.mean_source_terms(),
                 ),
                 _ => 0.0,
             };
