@@ -44,10 +44,15 @@ const MEASURE_ABOVE_NS: f64 = 5e7;
 /// Above this estimated cost (ns on one core) the IFGT's clustering is tried even where the
 /// data-free model rules the IFGT out, with [`TRY_IFGT_SHARE`] of the estimate. Below it a
 /// failed try costs too much: the estimate is of one core, the call runs on two, so a 10%
-/// share was a third of the call at 8 ms. (At 2e7 the curved sheet of
-/// `test_auto_clusters_a_curved_sheet_the_uniform_model_rules_out`, whose tree the measured
-/// costs put at 16 ms, was not tried: its IFGT runs at a third of the tree.)
-const TRY_IFGT_ABOVE_NS: f64 = 1e7;
+/// share was a third of the call at 8 ms. The size is the direct sum's estimate, and the best
+/// one must be above [`TRY_IFGT_BEST_ABOVE_NS`]: the curved sheet of
+/// `test_auto_clusters_a_curved_sheet_the_uniform_model_rules_out` has a tree the measured
+/// costs put at 16 ms, and its IFGT runs at a third of the tree; with the best estimate
+/// alone at 1e7, failed tries cost 1.3-1.4x on direct sums of 4-6 ms, and with the direct
+/// sum's alone, 1.5x on a tree of 2 ms.
+const TRY_IFGT_ABOVE_NS: f64 = 2e7;
+/// See [`TRY_IFGT_ABOVE_NS`].
+const TRY_IFGT_BEST_ABOVE_NS: f64 = 1e7;
 /// Share of the best estimate the clustering may cost when only the crowding admits it.
 const TRY_IFGT_SHARE: f64 = 0.06;
 /// ... and above [`TRY_IFGT_WIDE_ABOVE_NS`] (a curved sheet in 7-D at 115 ms: the IFGT
@@ -364,14 +369,16 @@ impl Context<'_> {
         }
         // The uniform model finds the IFGT hopeless on data that fill few of their
         // dimensions (a curved sheet in 7-D: the real clustering reached epsilon with 67
-        // clusters and ran 2x faster than the direct sum): above 20 ms, where a sample of
-        // the sources is crowded (nearest neighbours at under half the distance of points
-        // filling the box), the clustering is still tried, with 6% of the best estimate.
+        // clusters and ran 2x faster than the direct sum): where the direct sum is above
+        // 20 ms, the best estimate above 10 ms, and a sample of the sources is crowded
+        // (nearest neighbours at under half the distance of points filling the box), the
+        // clustering is still tried, with 6% of the best estimate.
         // The same where the model finds the IFGT possible but far too dear: on tight
         // clusters in 10-D it put the IFGT at 130x the direct sum, which it beat by 2.4x.
         let crowded = || {
             dim > 1
-                && best > TRY_IFGT_ABOVE_NS
+                && direct > TRY_IFGT_ABOVE_NS
+                && best > TRY_IFGT_BEST_ABOVE_NS
                 && plan::crowding(&plan::sample_rows(self.sources, dim, 128), dim, self.sides)
                     < CROWDED
         };
