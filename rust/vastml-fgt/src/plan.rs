@@ -299,4 +299,23 @@ mod tests {
             assert!(c < 0.3, "{dim}: {c}");
         }
     }
+
+    /// The tree's measured costs against the direct sum's: with every source in reach (the
+    /// leaves one run) a tree call costs 1.1-1.6 direct sums, so that the check that skips
+    /// hopeless trees can fire; with 1% in reach in a few runs, well under a tenth of one.
+    #[test]
+    fn a_tree_pair_costs_a_little_more_than_a_direct_one() {
+        let (n, m) = (20_000usize, 5_000usize);
+        for dim in [1, 2, 5, 10] {
+            let direct = direct_cost(n, m, dim, 1);
+            let all = tree_call_cost(m, dim, 1, n as f64, 1.0);
+            assert!(
+                all > 1.1 * direct && all < 1.6 * direct,
+                "{dim}: {}",
+                all / direct
+            );
+            let few = tree_call_cost(m, dim, 1, 0.01 * n as f64, 4.0);
+            assert!(few < 0.1 * direct, "{dim}: {}", few / direct);
+        }
+    }
 }
