@@ -155,12 +155,12 @@ impl LogGaussSum {
         // 1e-15 per term), as a relative accuracy needs
         let soa = SoaPoints::new(points, dim, None, bandwidth, 0.0);
         let wcols = weight_columns(weights, 1, Some(perm));
-        let mut prefix = Vec::with_capacity(n + 1);
+        // written in place: pushed, the running sum went through memory at every step
+        let mut prefix = vec![0.0; n + 1];
         let mut acc = 0.0;
-        prefix.push(0.0);
-        for &w in &wcols[..n] {
+        for (p, &w) in prefix[1..].iter_mut().zip(&wcols[..n]) {
             acc += w;
-            prefix.push(acc);
+            *p = acc;
         }
         Ok(LogGaussSum {
             index,

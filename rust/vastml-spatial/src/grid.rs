@@ -66,52 +66,72 @@ impl CellGrid {
             });
         }
         let n = validate_points(points, dim)?;
+        match dim {
+            1 => Self::sort::<1>(points, n, width, max_cells),
+            _ => Self::sort::<2>(points, n, width, max_cells),
+        }
+    }
+
+    /// [`Self::build`] for `D`-dimensional points (checked): the box, then the counting sort.
+    /// With `D` a constant, each point moves as `D` values, not through a `memcpy` call (a
+    /// third of the sort's time with `dim` a variable).
+    fn sort<const D: usize>(
+        points: &[f64],
+        n: usize,
+        width: f64,
+        max_cells: usize,
+    ) -> Result<Option<Self>> {
         let (mut lo, mut hi) = ([0.0; 2], [0.0; 2]);
-        lo[..dim].fill(f64::INFINITY);
-        hi[..dim].fill(f64::NEG_INFINITY);
-        for p in points.chunks_exact(dim) {
-            for k in 0..dim {
+        lo[..D].fill(f64::INFINITY);
+        hi[..D].fill(f64::NEG_INFINITY);
+        for p in points.chunks_exact(D) {
+            for k in 0..D {
                 lo[k] = if p[k] < lo[k] { p[k] } else { lo[k] };
                 hi[k] = if p[k] > hi[k] { p[k] } else { hi[k] };
             }
         }
         // counted in floating point first: a wide box must not overflow the product
         let per_axis = |k: usize| ((hi[k] - lo[k]) / width).floor() + 1.0;
-        let cells = (0..dim).map(per_axis).product::<f64>();
+        let cells = (0..D).map(per_axis).product::<f64>();
         if cells > max_cells as f64 {
             return Ok(None);
         }
         let mut shape = [1usize; 2];
-        for (k, s) in shape.iter_mut().enumerate().take(dim) {
+        for (k, s) in shape.iter_mut().enumerate().take(D) {
             *s = per_axis(k) as usize;
         }
-        let extent = (0..dim)
+        let extent = (0..D)
             .map(|k| hi[k].abs().max(lo[k].abs()))
             .fold(width, f64::max);
         let mut grid = CellGrid {
-            dim,
+            dim: D,
             width,
             inv_width: 1.0 / width,
             slack: 64.0 * f64::EPSILON * extent,
             lo,
             shape,
             starts: vec![0; shape[0] * shape[1] + 1],
-            points: vec![0.0; n * dim],
+            points: vec![0.0; n * D],
             perm: vec![0; n],
         };
-        let cell: Vec<usize> = points.chunks_exact(dim).map(|p| grid.cell_of(p)).collect();
-        for &c in &cell {
-            grid.starts[c + 1] += 1;
-        }
+        // each point's cell, counted into the start of the next one
+        let cell: Vec<usize> = points
+            .chunks_exact(D)
+            .map(|p| {
+                let c = grid.cell_of(p);
+                grid.starts[c + 1] += 1;
+                c
+            })
+            .collect();
         for c in 1..grid.starts.len() {
             grid.starts[c] += grid.starts[c - 1];
         }
         let mut next = grid.starts.clone();
-        for (i, (&c, p)) in cell.iter().zip(points.chunks_exact(dim)).enumerate() {
-            let at = next[c];
-            grid.perm[at] = i;
-            grid.points[at * dim..(at + 1) * dim].copy_from_slice(p);
-            next[c] += 1;
+        for (i, (&c, p)) in cell.iter().zip(points.chunks_exact(D)).enumerate() {
+            let at = &mut next[c];
+            grid.perm[*at] = i;
+            grid.points[*at * D..(*at + 1) * D].copy_from_slice(p);
+            *at += 1;
         }
         Ok(Some(grid))
     }
