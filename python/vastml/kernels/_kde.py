@@ -418,9 +418,9 @@ class KernelDensity(BaseEstimator):
             return np.ascontiguousarray(X @ self._whiten)
         bw = self.bandwidth_
         if bw.size and np.all(bw == bw[0]):
-            # the same quotients; numpy divides by a scalar four times as fast as it
-            # broadcasts a row of two or three
-            return np.ascontiguousarray(X / bw[0])
+            # by the reciprocal: within an ulp of the quotients (sources and targets alike),
+            # and numpy multiplies twice as fast as it divides (60,000 x 2: 40 us, not 80)
+            return np.ascontiguousarray(X * (1.0 / bw[0]))
         return np.ascontiguousarray(X / bw)
 
     def _log_sums(self) -> _core.LogGaussSum:
