@@ -499,20 +499,52 @@ pub fn mean_sources_within(
     }
     let r2 = radius * radius;
     let probe_stride = (m / probes).max(1);
-    let mut d2 = vec![0.0; m];
-    let (mut within, mut used) = (0usize, 0usize);
-    for j in (0..m).step_by(probe_stride).take(probes) {
-        d2.fill(0.0);
-        for k in 0..dim {
-            let (col, c) = (&cols[k * m..(k + 1) * m], cols[k * m + j]);
-            for (acc, &v) in d2.iter_mut().zip(col) {
-                *acc += (c - v) * (c - v);
+    let probes: Vec<usize> = (0..m).step_by(probe_stride).take(probes).collect();
+    let within: usize = match dim {
+        // one pass per probe, the squared distance in registers, not in a buffer filled
+        // column by column (7,495 sources in the plane, from Python: 32 -> 21 us)
+        1 => count_within::<1>(&cols, m, &probes, r2),
+        2 => count_within::<2>(&cols, m, &probes, r2),
+        3 => count_within::<3>(&cols, m, &probes, r2),
+        _ => {
+            let mut d2 = vec![0.0; m];
+            let mut within = 0;
+            for &j in &probes {
+                d2.fill(0.0);
+                for k in 0..dim {
+                    let (col, c) = (&cols[k * m..(k + 1) * m], cols[k * m + j]);
+                    for (acc, &v) in d2.iter_mut().zip(col) {
+                        *acc += (c - v) * (c - v);
+                    }
+                }
+                within += d2.iter().filter(|&&v| v <= r2).count();
             }
+            within
         }
-        within += d2.iter().filter(|&&v| v <= r2).count();
-        used += 1;
+    };
+    Ok(within as f64 / probes.len() as f64 * n as f64 / m as f64)
+}
+
+/// The (probe, point) pairs of a `D`-dimensional sample held column by column (`m` points)
+/// within squared distance `r2`; the squared distances are summed coordinate by coordinate
+/// from 0, as in the general loop, so the counts are the same.
+fn count_within<const D: usize>(cols: &[f64], m: usize, probes: &[usize], r2: f64) -> usize {
+    let cs: [&[f64]; D] = std::array::from_fn(|k| &cols[k * m..(k + 1) * m]);
+    let mut within = 0;
+    for &j in probes {
+        let c: [f64; D] = std::array::from_fn(|k| cs[k][j]);
+        let mut count = 0;
+        for i in 0..m {
+            let mut acc = 0.0;
+            for (&ck, col) in c.iter().zip(&cs) {
+                let v = col[i];
+                acc += (ck - v) * (ck - v);
+            }
+            count += usize::from(acc <= r2);
+        }
+        within += count;
     }
-    Ok(within as f64 / used as f64 * n as f64 / m as f64)
+    within
 }
 
 /// Steps per unit of the exponent in [`exp_upper`]'s table.
@@ -630,7 +662,7 @@ mod tests {
     #[test]
     fn mean_sources_within_counts_pairs_exhaustively_on_its_sample() {
         let mut next = uniform(11);
-        for dim in 1..=3 {
+        for dim in 1..=4 {
             let n = 300;
             let pts: Vec<f64> = (0..n * dim).map(|_| next() * 4.0).collect();
             let r = 0.7;
