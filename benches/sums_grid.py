@@ -354,6 +354,9 @@ def kde_row(X, Y, h, budget, cap, repeats=1):
     else:
         t_sk = t_fit + t1 * m / m1
         n_cmp = m1
+    import os
+    if os.environ.get("KDE_DEBUG"):
+        print("KDE times", t_ours, t_sk, file=sys.stderr)
     finite = np.isfinite(ls)
     dlog = np.abs(lo[:n_cmp][finite] - ls[finite])
     return {"ratio": t_sk / t_ours, "max_dlog": float(dlog.max()) if dlog.size else None,

@@ -214,8 +214,8 @@ impl Grid1d {
         if n > u32::MAX as usize {
             return Err(invalid("sources", "too many for the 1-D grid"));
         }
-        let lo = sources.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = sources.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = crate::coordinate_bounds(&[sources], 1);
+        let (lo, hi) = (lo[0], hi[0]);
         let params = grid_parameters(n, m, w, hi - lo, h, epsilon).ok_or_else(|| {
             invalid(
                 "method",
