@@ -66,4 +66,4 @@ mod points;
 pub use control::{Control, Halt, Hook};
 pub use csr::{Csr, CsrIndex, CsrValue};
 pub use error::{Error, Result};
-pub use points::{Points, check_finite};
+pub use points::{Points, check_finite, coordinate_bounds};

@@ -214,7 +214,7 @@ impl Grid1d {
         if n > u32::MAX as usize {
             return Err(invalid("sources", "too many for the 1-D grid"));
         }
-        let (lo, hi) = crate::coordinate_bounds(&[sources], 1);
+        let (lo, hi) = vastml_core::coordinate_bounds(&[sources], 1);
         let (lo, hi) = (lo[0], hi[0]);
         let params = grid_parameters(n, m, w, hi - lo, h, epsilon).ok_or_else(|| {
             invalid(

@@ -73,36 +73,6 @@ pub(crate) mod testing {
     }
 }
 
-/// The bounds taken four rows at a time are those of a plain pass, for sets of any length
-/// (remainders of 0-3 rows) in 1-5 dimensions.
-#[cfg(test)]
-#[test]
-fn coordinate_bounds_match_a_plain_pass() {
-    for dim in 1..=5 {
-        for (na, nb) in [(1, 0), (3, 5), (17, 2), (40, 13)] {
-            let a: Vec<f64> = testing::uniform(na * dim, 3 + dim as u64)
-                .iter()
-                .map(|v| 10.0 * v - 5.0)
-                .collect();
-            let b: Vec<f64> = testing::uniform(nb * dim, 7 + dim as u64)
-                .iter()
-                .map(|v| 30.0 * v - 12.0)
-                .collect();
-            let (lo, hi) = coordinate_bounds(&[&a, &b], dim);
-            for k in 0..dim {
-                let col = a.iter().chain(&b).skip(k).step_by(dim).copied();
-                let want_lo = col.clone().fold(f64::INFINITY, f64::min);
-                let want_hi = col.fold(f64::NEG_INFINITY, f64::max);
-                assert_eq!(
-                    (lo[k], hi[k]),
-                    (want_lo, want_hi),
-                    "{dim}-D, {na} + {nb} rows"
-                );
-            }
-        }
-    }
-}
-
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
@@ -278,45 +248,14 @@ fn check_scalars(bandwidth: f64, epsilon: f64) -> Result<()> {
     Ok(())
 }
 
-/// Longest edge of the bounding box, its diagonal, and every side, over several point sets.
-/// The points are finite (checked before): plain comparisons, without `f64::min`'s NaN
-/// handling (15% faster).
+/// Longest edge of the bounding box, its diagonal, and every side, over several point sets
+/// (finite: checked before).
 fn extent(sets: &[&[f64]], dim: usize) -> (f64, f64, Vec<f64>) {
-    let (lo, hi) = coordinate_bounds(sets, dim);
+    let (lo, hi) = vastml_core::coordinate_bounds(sets, dim);
     let sides: Vec<f64> = lo.iter().zip(&hi).map(|(a, b)| b - a).collect();
     let longest = sides.iter().copied().fold(0.0, f64::max);
     let diag = sides.iter().map(|s| s * s).sum::<f64>().sqrt();
     (longest, diag, sides)
-}
-
-/// The smallest and the largest coordinates of the points of `sets` (row-major, `dim`
-/// columns; finite), per coordinate. Four rows at a time go into separate running bounds: one
-/// per coordinate is a chain of dependent comparisons, which on a line was most of this pass
-/// (3,501 points: 11 us of a 0.1 ms transform).
-pub(crate) fn coordinate_bounds(sets: &[&[f64]], dim: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut lo = vec![f64::INFINITY; 4 * dim];
-    let mut hi = vec![f64::NEG_INFINITY; 4 * dim];
-    let mut take = |rows: &[f64]| {
-        for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(rows) {
-            *l = if v < *l { v } else { *l };
-            *h = if v > *h { v } else { *h };
-        }
-    };
-    for set in sets {
-        let mut quads = set.chunks_exact(4 * dim);
-        for quad in &mut quads {
-            take(quad);
-        }
-        take(quads.remainder());
-    }
-    // entry r * dim + k holds coordinate k of rows r, r + 4, ...
-    let lane = |v: &[f64], k: usize, pick: fn(f64, f64) -> f64| {
-        (1..4).fold(v[k], |a, r| pick(a, v[r * dim + k]))
-    };
-    (
-        (0..dim).map(|k| lane(&lo, k, f64::min)).collect(),
-        (0..dim).map(|k| lane(&hi, k, f64::max)).collect(),
-    )
 }
 
 /// Everything [`GaussTransform::plan_with`] may be told besides the sources and the

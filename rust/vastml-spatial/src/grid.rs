@@ -81,7 +81,11 @@ impl CellGrid {
         width: f64,
         max_cells: usize,
     ) -> Result<Option<Self>> {
-        let (lo, hi) = bounding_box::<D>(points);
+        // 0 along the missing axis of 1-D points
+        let (mut lo, mut hi) = ([0.0; 2], [0.0; 2]);
+        let (l, h) = vastml_core::coordinate_bounds(&[points], D);
+        lo[..D].copy_from_slice(&l);
+        hi[..D].copy_from_slice(&h);
         // counted in floating point first: a wide box must not overflow the product
         let per_axis = |k: usize| ((hi[k] - lo[k]) / width).floor() + 1.0;
         let cells = (0..D).map(per_axis).product::<f64>();
@@ -321,36 +325,6 @@ impl Block {
     pub fn cells(&self) -> usize {
         (self.cols.1 - self.cols.0 + 1) * (self.rows.1 - self.rows.0 + 1)
     }
-}
-
-/// The smallest and largest coordinates of `D`-dimensional points (0 along the missing axis
-/// of 1-D points), over four rows at a time into separate running bounds: one running bound
-/// per coordinate is a chain of dependent comparisons, the slowest part of the sort's first
-/// pass.
-fn bounding_box<const D: usize>(points: &[f64]) -> ([f64; 2], [f64; 2]) {
-    let mut lo = [[f64::INFINITY; D]; 4];
-    let mut hi = [[f64::NEG_INFINITY; D]; 4];
-    let mut quads = points.chunks_exact(4 * D);
-    for quad in &mut quads {
-        for (r, p) in quad.chunks_exact(D).enumerate() {
-            for k in 0..D {
-                lo[r][k] = if p[k] < lo[r][k] { p[k] } else { lo[r][k] };
-                hi[r][k] = if p[k] > hi[r][k] { p[k] } else { hi[r][k] };
-            }
-        }
-    }
-    for p in quads.remainder().chunks_exact(D) {
-        for k in 0..D {
-            lo[0][k] = lo[0][k].min(p[k]);
-            hi[0][k] = hi[0][k].max(p[k]);
-        }
-    }
-    let (mut l, mut h) = ([0.0; 2], [0.0; 2]);
-    for k in 0..D {
-        l[k] = lo.iter().map(|r| r[k]).fold(f64::INFINITY, f64::min);
-        h[k] = hi.iter().map(|r| r[k]).fold(f64::NEG_INFINITY, f64::max);
-    }
-    (l, h)
 }
 
 #[cfg(test)]
