@@ -48,10 +48,20 @@ pub fn fgt_translation_constant(dim: usize, p: usize) -> f64 {
 pub struct Monomials {
     dim: usize,
     max_degree: usize,
-    /// Term t (t >= 1) is u[var[t]] * term[parent[t]].
-    var: Vec<u32>,
-    parent: Vec<u32>,
+    /// Term t (t >= 1) is u[var] times an earlier term, given as runs: terms `start..start + len` are `u[var]` times the terms
+    /// `parent..parent + len` (each degree block is one run per variable), so evaluation
+    /// streams over contiguous terms instead of looking up two indices per term.
+    runs: Vec<Run>,
     constants: Vec<f64>,
+}
+
+/// Terms `start..start + len` are `u[var]` times the terms `parent..parent + len`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    var: usize,
+    start: usize,
+    parent: usize,
+    len: usize,
 }
 
 impl Monomials {
@@ -61,23 +71,26 @@ impl Monomials {
     /// parameter choice).
     pub fn new(dim: usize, max_degree: usize) -> Self {
         let len = n_terms(dim, max_degree) as usize;
-        let mut var = Vec::with_capacity(len);
-        let mut parent = Vec::with_capacity(len);
         let mut constants = Vec::with_capacity(len);
         // exponent of the term's own "leading" variable, needed for alpha!
         let mut lead_exp: Vec<u32> = Vec::with_capacity(len);
-        var.push(0);
-        parent.push(0);
         constants.push(1.0);
         lead_exp.push(0);
         // heads[i]: first term of the previous degree block that x_i may multiply.
         let mut heads = vec![0usize; dim];
         let mut lead_var: Vec<u32> = vec![0];
         let mut prev_end = 1;
+        let mut runs = Vec::new();
         for _degree in 1..=max_degree {
             let mut new_heads = vec![0usize; dim];
             for (i, head) in heads.iter().enumerate() {
-                new_heads[i] = var.len();
+                new_heads[i] = constants.len();
+                runs.push(Run {
+                    var: i,
+                    start: constants.len(),
+                    parent: *head,
+                    len: prev_end - head,
+                });
                 for j in *head..prev_end {
                     // exponent of x_i in the new term: one more if the parent's leading
                     // variable is i (the parent then carries x_i already), else 1.
@@ -86,22 +99,19 @@ impl Monomials {
                     } else {
                         1
                     };
-                    var.push(i as u32);
-                    parent.push(j as u32);
                     constants.push(2.0 * constants[j] / e as f64);
                     lead_exp.push(e);
                     lead_var.push(i as u32);
                 }
             }
             heads = new_heads;
-            prev_end = var.len();
+            prev_end = constants.len();
         }
-        debug_assert_eq!(var.len(), len);
+        debug_assert_eq!(constants.len(), len);
         Monomials {
             dim,
             max_degree,
-            var,
-            parent,
+            runs,
             constants,
         }
     }
@@ -118,7 +128,7 @@ impl Monomials {
 
     /// Number of terms held: C(max_degree + dim, dim).
     pub fn len(&self) -> usize {
-        self.var.len()
+        self.constants.len()
     }
 
     /// Always false: the constant term is always there.
@@ -140,12 +150,28 @@ impl Monomials {
     #[inline]
     pub fn evaluate(&self, u: &[f64], out: &mut [f64]) {
         debug_assert_eq!(u.len(), self.dim);
-        if out.is_empty() {
+        self.evaluate_runs(out, 1.0, |o, &b, var| *o = u[var] * b);
+    }
+
+    /// Sets `out[0] = one` and then every later term of the prefix `out` with `mul(term,
+    /// parent, var)`, run by run.
+    #[inline(always)]
+    fn evaluate_runs<T: Copy>(&self, out: &mut [T], one: T, mul: impl Fn(&mut T, &T, usize)) {
+        let n = out.len();
+        if n == 0 {
             return;
         }
-        out[0] = 1.0;
-        for t in 1..out.len() {
-            out[t] = u[self.var[t] as usize] * out[self.parent[t] as usize];
+        out[0] = one;
+        for r in &self.runs {
+            if r.start >= n {
+                break;
+            }
+            let len = r.len.min(n - r.start);
+            // a run's parents all come before it
+            let (done, rest) = out.split_at_mut(r.start);
+            for (o, b) in rest[..len].iter_mut().zip(&done[r.parent..r.parent + len]) {
+                mul(o, b, r.var);
+            }
         }
     }
 }
@@ -157,19 +183,12 @@ impl Monomials {
     #[inline(always)]
     pub fn evaluate_lanes<const L: usize>(&self, u: &[[f64; L]], out: &mut [[f64; L]]) {
         debug_assert!(out.len() <= self.len());
-        if out.is_empty() {
-            return;
-        }
-        out[0] = [1.0; L];
-        for t in 1..out.len() {
-            let a = u[self.var[t] as usize];
-            let b = out[self.parent[t] as usize];
-            let mut r = [0.0; L];
+        self.evaluate_runs(out, [1.0; L], |o, b, var| {
+            let a = &u[var];
             for l in 0..L {
-                r[l] = a[l] * b[l];
+                o[l] = a[l] * b[l];
             }
-            out[t] = r;
-        }
+        });
     }
 }
 
@@ -224,11 +243,13 @@ mod tests {
     }
 
     fn exponents(m: &Monomials) -> Vec<Vec<u32>> {
-        let mut ex = vec![vec![0u32; m.dim]];
-        for t in 1..m.len() {
-            let mut e = ex[m.parent[t] as usize].clone();
-            e[m.var[t] as usize] += 1;
-            ex.push(e);
+        let mut ex = vec![vec![0u32; m.dim]; m.len()];
+        for r in &m.runs {
+            for j in 0..r.len {
+                let mut e = ex[r.parent + j].clone();
+                e[r.var] += 1;
+                ex[r.start + j] = e;
+            }
         }
         ex
     }

@@ -210,6 +210,87 @@ fn split_chunk<const D: usize>(
     len
 }
 
+/// One dense step over a run of points: each takes the new seed's `label` and distance where
+/// strictly closer to `cp`; returns the farthest point then (its squared distance and
+/// position in the run). Branch-free (a comparison that goes either way at random would
+/// be a mispredicted branch per point), with the dimension a constant where it is known.
+#[inline(always)]
+fn dense_update_impl<const D: usize>(
+    d2: &mut [f64],
+    labels: &mut [usize],
+    rows: &[f64],
+    cp: &[f64],
+    dim: usize,
+    label: usize,
+) -> Far {
+    let dim = if D == 0 { dim } else { D };
+    for ((d, l), row) in d2
+        .iter_mut()
+        .zip(labels.iter_mut())
+        .zip(rows.chunks_exact(dim))
+    {
+        let nd = sq_dist_fixed::<D>(row, cp, dim);
+        let closer = nd < *d;
+        *l = if closer { label } else { *l };
+        *d = if closer { nd } else { *d };
+    }
+    // the farthest point (largest distance, then smallest index), with four independent
+    // running maxima over interleaved positions (distances are never NaN)
+    let mut top = [f64::NEG_INFINITY; 4];
+    let mut at = [0usize; 4];
+    let quads = d2.chunks_exact(4);
+    let tail = quads.len() * 4;
+    for (i, q) in quads.enumerate() {
+        for j in 0..4 {
+            let farther = q[j] > top[j];
+            top[j] = if farther { q[j] } else { top[j] };
+            at[j] = if farther { 4 * i + j } else { at[j] };
+        }
+    }
+    let mut far = EMPTY_FAR;
+    for j in 0..4 {
+        if top[j] > f64::NEG_INFINITY {
+            far = farther(far, (top[j], at[j]));
+        }
+    }
+    for (i, &x) in d2[tail..].iter().enumerate() {
+        far = farther(far, (x, tail + i));
+    }
+    far
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dense_update_avx2<const D: usize>(
+    d2: &mut [f64],
+    labels: &mut [usize],
+    rows: &[f64],
+    cp: &[f64],
+    dim: usize,
+    label: usize,
+) -> Far {
+    dense_update_impl::<D>(d2, labels, rows, cp, dim, label)
+}
+
+/// [`dense_update_impl`], with AVX2 where the CPU has it (the same arithmetic either way).
+fn dense_update<const D: usize>(
+    d2: &mut [f64],
+    labels: &mut [usize],
+    rows: &[f64],
+    cp: &[f64],
+    dim: usize,
+    label: usize,
+    avx2: bool,
+) -> Far {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: the caller checked that the CPU supports AVX2.
+        return unsafe { dense_update_avx2::<D>(d2, labels, rows, cp, dim, label) };
+    }
+    let _ = avx2;
+    dense_update_impl::<D>(d2, labels, rows, cp, dim, label)
+}
+
 /// Farthest-point (Gonzalez) k-center clustering, incremental in the number of centres `K`.
 ///
 /// Starting from one seed, each [`add_center`](Self::add_center) makes the point farthest from
@@ -332,32 +413,9 @@ impl<'a> FarthestPoint<'a> {
         let cp = &points[c * dim..(c + 1) * dim];
         let label = self.seeds.len() - 1;
         let chunk = self.chunk_len();
-        // The update with four independent running maxima (so the comparisons do not wait on
-        // each other), then the first position of the largest.
+        let avx2 = crate::knn_tree::has_avx2();
         let update = |base: usize, d2: &mut [f64], labels: &mut [usize], rows: &[f64]| {
-            let mut top = [f64::NEG_INFINITY; 4];
-            for ((d, l), rows) in d2
-                .chunks_mut(4)
-                .zip(labels.chunks_mut(4))
-                .zip(rows.chunks(4 * dim))
-            {
-                for (j, ((d, l), row)) in d
-                    .iter_mut()
-                    .zip(l.iter_mut())
-                    .zip(rows.chunks_exact(dim))
-                    .enumerate()
-                {
-                    let nd = sq_dist_fixed::<D>(row, cp, dim);
-                    let closer = nd < *d;
-                    *d = if closer { nd } else { *d };
-                    *l = if closer { label } else { *l };
-                    top[j] = if *d > top[j] { *d } else { top[j] };
-                }
-            }
-            let top = top
-                .iter()
-                .fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
-            let at = d2.iter().position(|&x| x == top).unwrap_or(0);
+            let (top, at) = dense_update::<D>(d2, labels, rows, cp, dim, label, avx2);
             (top, base + at)
         };
         let n = self.labels.len();
@@ -572,20 +630,34 @@ impl<'a> FarthestPoint<'a> {
         if k == self.seeds.len() {
             return self.clustering();
         }
-        let dim = self.dim;
+        let labels = match self.dim {
+            1 => self.labels_of_first::<1>(k),
+            2 => self.labels_of_first::<2>(k),
+            3 => self.labels_of_first::<3>(k),
+            _ => self.labels_of_first::<0>(k),
+        };
+        Clustering::from_labels(self.points, self.dim, labels, k)
+    }
+
+    /// Every point's label after the first `k` seeds. A point whose label is still below
+    /// `k` has kept it since then (a later seed only takes points strictly closer to it);
+    /// the others are compared with the first `k` seeds afresh, in seed order and with the
+    /// same arithmetic as the updates, so the labels are those of a run stopped at `k`.
+    fn labels_of_first<const D: usize>(&self, k: usize) -> Vec<usize> {
+        let dim = if D == 0 { self.dim } else { D };
         let points = self.points;
-        let seeds: Vec<&[f64]> = self.seeds[..k]
-            .iter()
-            .map(|&s| &points[s * dim..(s + 1) * dim])
-            .collect();
-        let mut labels = vec![0usize; points.len() / dim];
+        let seeds = &self.seed_coords[..k * dim];
+        let mut labels = self.labels.clone();
         let nearest = |(c, chunk): (usize, &mut [usize])| {
             for (o, label) in chunk.iter_mut().enumerate() {
+                if *label < k {
+                    continue;
+                }
                 let i = c * 4096 + o;
                 let p = &points[i * dim..(i + 1) * dim];
                 let mut best = (f64::INFINITY, 0usize);
-                for (j, seed) in seeds.iter().enumerate() {
-                    let d2 = crate::squared_distance(p, seed);
+                for (j, seed) in seeds.chunks_exact(dim).enumerate() {
+                    let d2 = sq_dist_fixed::<D>(p, seed, dim);
                     if d2 < best.0 {
                         best = (d2, j);
                     }
@@ -598,7 +670,7 @@ impl<'a> FarthestPoint<'a> {
         } else {
             labels.par_chunks_mut(4096).enumerate().for_each(nearest);
         }
-        Clustering::from_labels(points, dim, labels, k)
+        labels
     }
 
     /// Test hook: amount of work above which updates go parallel (also sets the chunk size).

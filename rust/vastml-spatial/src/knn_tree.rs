@@ -492,7 +492,7 @@ impl KnnTree {
     }
 }
 
-fn has_avx2() -> bool {
+pub(crate) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         crate::simd_allowed() && std::arch::is_x86_feature_detected!("avx2")

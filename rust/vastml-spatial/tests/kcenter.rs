@@ -271,19 +271,26 @@ fn thesis_anchor_uniform_unit_square() {
 #[test]
 fn clustering_of_first_equals_a_fresh_clustering_grown_to_k() {
     let mut state = 42u64;
-    let pts: Vec<f64> = (0..3000 * 3)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        })
-        .collect();
-    let mut grown = vastml_spatial::FarthestPoint::new(&pts, 3, 0).unwrap();
-    grown.grow_to(60);
-    for k in [1usize, 2, 7, 31, 59, 60] {
-        let mut fresh = vastml_spatial::FarthestPoint::new(&pts, 3, 0).unwrap();
-        fresh.grow_to(k);
-        assert_eq!(grown.clustering_of_first(k), fresh.clustering(), "k = {k}");
+    // every dimension the updates specialise (1-3) and one they do not
+    for dim in [1usize, 2, 3, 5] {
+        let pts: Vec<f64> = (0..3000 * dim)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 11) as f64 / (1u64 << 53) as f64
+            })
+            .collect();
+        let mut grown = vastml_spatial::FarthestPoint::new(&pts, dim, 0).unwrap();
+        grown.grow_to(60);
+        for k in [1usize, 2, 7, 31, 59, 60] {
+            let mut fresh = vastml_spatial::FarthestPoint::new(&pts, dim, 0).unwrap();
+            fresh.grow_to(k);
+            assert_eq!(
+                grown.clustering_of_first(k),
+                fresh.clustering(),
+                "dim = {dim}, k = {k}"
+            );
+        }
     }
 }
