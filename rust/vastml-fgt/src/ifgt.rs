@@ -1776,7 +1776,8 @@ mod tests {
             }
             for j in 0..=500 {
                 let a = radius * j as f64 / 500.0;
-                let first = 1 + limits.iter().take_while(|&&l| a > l).count();
+                // counted as the plan counts them (the limits rise with p, next test)
+                let first = 1 + limits.iter().filter(|&&l| a > l).count();
                 let want = truncation_number(a, reach, h, eps, MAX_TRUNCATION).unwrap();
                 // the limits are found to 1/4096 of the radius: in that sliver below a limit
                 // a source gets more terms than it needs, never fewer
@@ -1787,6 +1788,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The source and target limits never fall as p grows, so the number of terms a plan gives
+    /// a distance (the count of limits below it) is the first p whose limit covers it.
+    #[test]
+    fn limits_rise_with_the_truncation() {
+        let mut checked = 0;
+        for &eps in &[1e-3, 1e-7, 1e-12] {
+            for &h in &[0.05, 0.3, 1.5] {
+                for &radius in &[0.01, 0.1, 0.5, 2.0] {
+                    for &cutoff in &[0.2 * h, h, 5.0 * h] {
+                        let reach = cutoff + radius;
+                        let Some(p_max) = truncation_number(radius, reach, h, eps, MAX_TRUNCATION)
+                        else {
+                            continue;
+                        };
+                        let (sources, targets) = limits_by_radius(&[radius], p_max, cutoff, h, eps);
+                        for limits in [&sources[0], &targets[0]] {
+                            assert!(
+                                limits.windows(2).all(|w| w[0] <= w[1]),
+                                "eps={eps} h={h} radius={radius} cutoff={cutoff}: {limits:?}"
+                            );
+                            checked += usize::from(limits.len() >= 3);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked >= 40, "only {checked} sets of three or more limits");
     }
 
     /// The pruned search of the uniform model (no K when the largest reaches no epsilon; no
