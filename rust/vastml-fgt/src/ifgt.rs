@@ -728,6 +728,19 @@ pub(crate) struct IfgtPlan {
     center_tree: Option<KdTree>,
 }
 
+/// The sources of one cluster for its coefficients: the cluster's index, its `members` and
+/// the number of terms each keeps, and the weights (`n_weights` columns, in source order).
+#[derive(Clone, Copy)]
+struct ClusterSources<'a> {
+    sources: &'a [f64],
+    cluster: usize,
+    members: &'a [usize],
+    source_terms: &'a [u32],
+    weights: &'a [f64],
+    n_weights: usize,
+    cancel: &'a AtomicBool,
+}
+
 /// What an IFGT plan must reach: the bandwidth `h`, the error bound `epsilon` and the
 /// cut-off radius beyond which a cluster is not evaluated.
 #[derive(Debug, Clone, Copy)]
@@ -1254,8 +1267,16 @@ impl IfgtPlan {
         let mut coeffs = vec![0.0; self.n_clusters() * n_weights * terms];
         let cluster_block = |(c, block): (usize, &mut [f64])| {
             let (s, e) = (offsets[c], offsets[c + 1]);
-            let cluster = (&members[s..e], &source_terms[s..e]);
-            self.cluster_coefficients(sources, c, cluster, weights, n_weights, block, cancel);
+            let job = ClusterSources {
+                sources,
+                cluster: c,
+                members: &members[s..e],
+                source_terms: &source_terms[s..e],
+                weights,
+                n_weights,
+                cancel,
+            };
+            self.cluster_coefficients(&job, block);
         };
         let size = n_weights * terms;
         if crate::par::sequential() {
@@ -1272,69 +1293,44 @@ impl IfgtPlan {
         Ok(coeffs)
     }
 
-    /// The coefficients of cluster `c` from its `members` (each keeping `source_terms` terms)
-    /// into `block` ([weight][term]). The sources go [`LANES`] at a time, one per SIMD lane,
-    /// each lane summing its own share of every coefficient; the lanes are added at the end.
-    /// Every source contributes exactly its own terms, so the coefficients of a union of
-    /// source sets are the sum of theirs up to rounding.
-    #[allow(clippy::too_many_arguments)]
-    fn cluster_coefficients(
-        &self,
-        sources: &[f64],
-        c: usize,
-        cluster: (&[usize], &[u32]),
-        weights: &[f64],
-        n_weights: usize,
-        block: &mut [f64],
-        cancel: &AtomicBool,
-    ) {
+    /// The coefficients of one cluster into `block` ([weight][term]); see [`ClusterSources`].
+    /// The sources go [`LANES`] at a time, one per SIMD lane, each lane summing its own share
+    /// of every coefficient; the lanes are added at the end. Every source contributes exactly
+    /// its own terms, so the coefficients of a union of source sets are the sum of theirs up
+    /// to rounding.
+    fn cluster_coefficients(&self, job: &ClusterSources<'_>, block: &mut [f64]) {
         #[cfg(target_arch = "x86_64")]
         {
             if crate::kernel::has_avx2_fma() {
                 // SAFETY: the CPU supports the features the function is compiled with.
-                unsafe {
-                    self.cluster_coefficients_avx2(
-                        sources, c, cluster, weights, n_weights, block, cancel,
-                    )
-                };
+                unsafe { self.cluster_coefficients_avx2(job, block) };
                 return;
             }
         }
-        self.cluster_coefficients_generic::<false>(
-            sources, c, cluster, weights, n_weights, block, cancel,
-        );
+        self.cluster_coefficients_generic::<false>(job, block);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn cluster_coefficients_avx2(
-        &self,
-        sources: &[f64],
-        c: usize,
-        cluster: (&[usize], &[u32]),
-        weights: &[f64],
-        n_weights: usize,
-        block: &mut [f64],
-        cancel: &AtomicBool,
-    ) {
-        self.cluster_coefficients_generic::<true>(
-            sources, c, cluster, weights, n_weights, block, cancel,
-        );
+    unsafe fn cluster_coefficients_avx2(&self, job: &ClusterSources<'_>, block: &mut [f64]) {
+        self.cluster_coefficients_generic::<true>(job, block);
     }
 
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn cluster_coefficients_generic<const FMA: bool>(
         &self,
-        sources: &[f64],
-        c: usize,
-        (members, source_terms): (&[usize], &[u32]),
-        weights: &[f64],
-        n_weights: usize,
+        job: &ClusterSources<'_>,
         block: &mut [f64],
-        cancel: &AtomicBool,
     ) {
+        let ClusterSources {
+            sources,
+            cluster: c,
+            members,
+            source_terms,
+            weights,
+            n_weights,
+            cancel,
+        } = *job;
         let dim = self.dim;
         let terms = self.monomials.len();
         let inv_h = 1.0 / self.h;

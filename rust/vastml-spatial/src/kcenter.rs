@@ -210,28 +210,35 @@ fn split_chunk<const D: usize>(
     len
 }
 
-/// One dense step over a run of points: each takes the new seed's `label` and distance where
-/// strictly closer to `cp`; returns the farthest point then (its squared distance and
-/// position in the run). Branch-free (a comparison that goes either way at random would
-/// be a mispredicted branch per point), with the dimension a constant where it is known.
+/// The new seed of a dense step: its coordinates `cp`, the dimension and its `label`.
+#[derive(Clone, Copy)]
+struct NewSeed<'a> {
+    cp: &'a [f64],
+    dim: usize,
+    label: usize,
+}
+
+/// One dense step over a run of points (`rows`, with their distances `d2` and `labels`): each
+/// takes the new seed's label and distance where strictly closer to it; returns the farthest
+/// point then (its squared distance and position in the run). Branch-free (a comparison that
+/// goes either way at random would be a mispredicted branch per point), with the dimension a
+/// constant where it is known.
 #[inline(always)]
 fn dense_update_impl<const D: usize>(
     d2: &mut [f64],
     labels: &mut [usize],
     rows: &[f64],
-    cp: &[f64],
-    dim: usize,
-    label: usize,
+    seed: NewSeed<'_>,
 ) -> Far {
-    let dim = if D == 0 { dim } else { D };
+    let dim = if D == 0 { seed.dim } else { D };
     for ((d, l), row) in d2
         .iter_mut()
         .zip(labels.iter_mut())
         .zip(rows.chunks_exact(dim))
     {
-        let nd = sq_dist_fixed::<D>(row, cp, dim);
+        let nd = sq_dist_fixed::<D>(row, seed.cp, dim);
         let closer = nd < *d;
-        *l = if closer { label } else { *l };
+        *l = if closer { seed.label } else { *l };
         *d = if closer { nd } else { *d };
     }
     // the farthest point (largest distance, then smallest index), with four independent
@@ -265,11 +272,9 @@ unsafe fn dense_update_avx2<const D: usize>(
     d2: &mut [f64],
     labels: &mut [usize],
     rows: &[f64],
-    cp: &[f64],
-    dim: usize,
-    label: usize,
+    seed: NewSeed<'_>,
 ) -> Far {
-    dense_update_impl::<D>(d2, labels, rows, cp, dim, label)
+    dense_update_impl::<D>(d2, labels, rows, seed)
 }
 
 /// [`dense_update_impl`], with AVX2 where the CPU has it (the same arithmetic either way).
@@ -277,18 +282,16 @@ fn dense_update<const D: usize>(
     d2: &mut [f64],
     labels: &mut [usize],
     rows: &[f64],
-    cp: &[f64],
-    dim: usize,
-    label: usize,
+    seed: NewSeed<'_>,
     avx2: bool,
 ) -> Far {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         // SAFETY: the caller checked that the CPU supports AVX2.
-        return unsafe { dense_update_avx2::<D>(d2, labels, rows, cp, dim, label) };
+        return unsafe { dense_update_avx2::<D>(d2, labels, rows, seed) };
     }
     let _ = avx2;
-    dense_update_impl::<D>(d2, labels, rows, cp, dim, label)
+    dense_update_impl::<D>(d2, labels, rows, seed)
 }
 
 /// Farthest-point (Gonzalez) k-center clustering, incremental in the number of centres `K`.
@@ -415,7 +418,8 @@ impl<'a> FarthestPoint<'a> {
         let chunk = self.chunk_len();
         let avx2 = crate::knn_tree::has_avx2();
         let update = |base: usize, d2: &mut [f64], labels: &mut [usize], rows: &[f64]| {
-            let (top, at) = dense_update::<D>(d2, labels, rows, cp, dim, label, avx2);
+            let seed = NewSeed { cp, dim, label };
+            let (top, at) = dense_update::<D>(d2, labels, rows, seed, avx2);
             (top, base + at)
         };
         let n = self.labels.len();
