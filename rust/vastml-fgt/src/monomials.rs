@@ -48,9 +48,10 @@ pub fn fgt_translation_constant(dim: usize, p: usize) -> f64 {
 pub struct Monomials {
     dim: usize,
     max_degree: usize,
-    /// Term t (t >= 1) is u[var] times an earlier term, given as runs: terms `start..start + len` are `u[var]` times the terms
-    /// `parent..parent + len` (each degree block is one run per variable), so evaluation
-    /// streams over contiguous terms instead of looking up two indices per term.
+    /// Term t (t >= 1) is one variable times an earlier term, given as runs: terms
+    /// `start..start + len` are `u[var]` times the terms `parent..parent + len` (each degree
+    /// block is one run per variable), so evaluation streams over contiguous terms instead of
+    /// looking up two indices per term.
     runs: Vec<Run>,
     constants: Vec<f64>,
 }
@@ -297,6 +298,32 @@ mod tests {
                         .filter(|e| e.iter().sum::<u32>() as usize <= g)
                         .count();
                     assert_eq!(count, m.prefix_len(g));
+                }
+            }
+        }
+    }
+
+    /// Every prefix of the evaluation, whole degrees or cut inside a run, equals the products
+    /// of powers its exponents give.
+    #[test]
+    fn every_prefix_equals_the_products_of_powers() {
+        for dim in 1..5 {
+            let m = Monomials::new(dim, 5);
+            let ex = exponents(&m);
+            let u: Vec<f64> = (0..dim).map(|k| 0.9 - 0.55 * k as f64).collect();
+            for n in 0..=m.len() {
+                let mut out = vec![f64::NAN; n];
+                m.evaluate(&u, &mut out);
+                for (t, &v) in out.iter().enumerate() {
+                    let want: f64 = ex[t]
+                        .iter()
+                        .zip(&u)
+                        .map(|(&a, &x)| x.powi(a as i32))
+                        .product();
+                    assert!(
+                        (v - want).abs() <= 1e-14 * want.abs().max(1.0),
+                        "d={dim} n={n} t={t}"
+                    );
                 }
             }
         }
