@@ -72,13 +72,13 @@ const GROUPS: usize = 8;
 const TREE_HOPELESS: f64 = 0.9;
 /// On a line the IFGT is tried only below this share of the grid transform's estimate.
 const GRID_OVER_IFGT: f64 = 0.3;
-/// Sources the tree's reach is first counted on (see [`Context::sampled_sources_in_reach`]):
+/// Sources the tree's reach is first counted on (see [`share_within`]):
 /// with the 128 sampled targets, 16,384 pairs, which put the share in reach within a few
 /// percent of the 60% the test is about. (512 sources took a fifth of planning a small
 /// transform in 10-D.)
 const REACH_SOURCES: usize = 128;
 /// The IFGT's clustering is not run when it would need more than this many times the
-/// clusters it may cost (see [`Context::clusters_needed`]).
+/// clusters it may cost (see [`clusters_needed_at_most`]).
 const NEEDED_OVER_BUDGET: f64 = 2.0;
 /// Below this share of the plain IFGT's estimate, its search for the clusters in reach
 /// leaves the centre tree nothing worth timing.
@@ -134,23 +134,33 @@ pub(crate) struct Chosen {
     pub stopped: bool,
 }
 
-/// About how many clusters the IFGT needs: the sources over the mean number of sources
-/// within the largest radius a usable cluster may have, of a sample of 128 sources (counted
-/// on a stride of at most [`REACH_SOURCES`] sources). A cluster of that radius holds no more
-/// than the sources within it of its centre, so where densities differ (clusters) this errs
-/// low, on the side of clustering.
-fn clusters_needed(sources: &[f64], problem: &IfgtProblem) -> f64 {
+/// Whether the IFGT needs at most `k` clusters (ties aside), about: the sources over the
+/// mean number of sources within the largest radius a usable cluster may have, of a sample
+/// of 128 sources (counted on a stride of at most [`REACH_SOURCES`] sources, only as far as
+/// it takes to tell), is at most `k`. A cluster of that radius holds no more than the
+/// sources within it of its centre, so where densities differ (clusters) this errs low, on
+/// the side of clustering. With n sources and `within` (at least 1) in reach, n / within
+/// <= k holds where n <= k or a share of at least 1 / k is in reach.
+fn clusters_needed_at_most(sources: &[f64], problem: &IfgtProblem, k: f64) -> bool {
     let dim = problem.dim;
     let n = sources.len() / dim;
     let radius = problem.largest_feasible_radius();
     let sample = plan::sample_rows(sources, dim, 128);
-    let within = (share_within(sources, dim, &sample, radius) * n as f64).max(1.0);
-    n as f64 / within
+    n as f64 <= k || share_within_above(sources, dim, &sample, radius, 1.0 / k)
 }
 
-/// The share of (source, target) pairs within `radius` of each other, over every target of
-/// `sample` and a stride of at most [`REACH_SOURCES`] sources (0 without pairs).
-fn share_within(sources: &[f64], dim: usize, sample: &[f64], radius: f64) -> f64 {
+/// Whether the share of (source, target) pairs within `radius` of each other, over every
+/// target of `sample` and a stride of at most [`REACH_SOURCES`] sources, is above `share`
+/// (false without pairs). The count stops as soon as the rest of the sample cannot change
+/// the answer: where few pairs are in reach that is after a few of its targets (the full
+/// count was a tenth of planning a 0.6 ms sum in 9-D).
+fn share_within_above(
+    sources: &[f64],
+    dim: usize,
+    sample: &[f64],
+    radius: f64,
+    share: f64,
+) -> bool {
     let n = sources.len() / dim;
     let stride = n.div_ceil(REACH_SOURCES).max(1);
     let r2 = radius * radius;
@@ -164,9 +174,11 @@ fn share_within(sources: &[f64], dim: usize, sample: &[f64], radius: f64) -> f64
             cols[k * picked + j] = v;
         }
     }
+    let pairs = picked * (sample.len() / dim);
+    let bar = share * pairs as f64;
     let mut d2 = vec![0.0; picked];
     let mut inside = 0usize;
-    for y in sample.chunks_exact(dim) {
+    for (t, y) in sample.chunks_exact(dim).enumerate() {
         d2.fill(0.0);
         for (col, &yk) in cols.chunks_exact(picked).zip(y) {
             for (d, &x) in d2.iter_mut().zip(col) {
@@ -175,12 +187,12 @@ fn share_within(sources: &[f64], dim: usize, sample: &[f64], radius: f64) -> f64
             }
         }
         inside += d2.iter().filter(|&&v| v <= r2).count();
+        // decided: above already, or not even with every pair left inside
+        if inside as f64 > bar || ((pairs - (t + 1) * picked + inside) as f64) <= bar {
+            break;
+        }
     }
-    let pairs = picked * (sample.len() / dim);
-    if pairs == 0 {
-        return 0.0;
-    }
-    inside as f64 / pairs as f64
+    pairs > 0 && inside as f64 > bar
 }
 
 /// CPU seconds of the whole process so far (every thread), where the platform tells them;
@@ -368,8 +380,17 @@ impl Context<'_> {
             // the tree is not built (its pairs cost 1.2-1.4 direct ones, so this is about 85%
             // of the sources in reach of the average target).
             let hopeless = || {
-                let pts = self.sampled_sources_in_reach(&sample);
-                plan::tree_cost(n, m, dim, w, 0.8 * pts, 0.0) > TREE_HOPELESS * best
+                // the cost is linear in the sources in reach: hopeless above `reach`
+                let cost = |pts: f64| plan::tree_cost(n, m, dim, w, 0.8 * pts, 0.0);
+                let reach = (TREE_HOPELESS * best - cost(0.0)) / (cost(1.0) - cost(0.0));
+                reach < 0.0
+                    || share_within_above(
+                        self.sources,
+                        dim,
+                        &sample,
+                        self.tree_radius,
+                        reach / n as f64,
+                    )
             };
             if !stopped && rough < 5.0 * rough_best && !hopeless() {
                 let tree = TreePlan::new(
@@ -453,8 +474,11 @@ impl Context<'_> {
             // 100 ms plan went into 1,000 clusters that still missed epsilon).
             let reachable = || {
                 dim == 1
-                    || clusters_needed(self.sources, &self.problem)
-                        <= NEEDED_OVER_BUDGET * k_budget as f64
+                    || clusters_needed_at_most(
+                        self.sources,
+                        &self.problem,
+                        NEEDED_OVER_BUDGET * k_budget as f64,
+                    )
             };
             // Where only the crowding admits the IFGT, a clustering of a sample of the
             // sources first says roughly what the IFGT would cost: heavy tails look crowded
@@ -736,7 +760,8 @@ impl Context<'_> {
         let (n, m, dim, w) = (self.sources.len() / self.dim, self.m, self.dim, self.w);
         let pilot = plan::sample_rows(self.sources, dim, PILOT_SOURCES);
         let k_max = (pilot.len() / dim / 8).min(k_budget);
-        if n <= PILOT_SOURCES || clusters_needed(self.sources, &self.problem) > k_max as f64 {
+        if n <= PILOT_SOURCES || !clusters_needed_at_most(self.sources, &self.problem, k_max as f64)
+        {
             return None;
         }
         let problem = IfgtProblem {
@@ -790,14 +815,6 @@ impl Context<'_> {
             cost(k_budget, p, in_reach * k_budget as f64 / k as f64)
         });
         Some(at_pilot.min(beyond))
-    }
-
-    /// Mean number of sources within the tree's cut-off of the sample's points, counted
-    /// on a stride of at most [`REACH_SOURCES`] sources and scaled to all of them.
-    fn sampled_sources_in_reach(&self, sample: &[f64]) -> f64 {
-        let dim = self.dim;
-        let n = self.sources.len() / dim;
-        share_within(self.sources, dim, sample, self.tree_radius) * n as f64
     }
 
     /// About `s` targets for timing: eight runs of consecutive targets along a Z-order curve,
@@ -909,6 +926,42 @@ mod tests {
 
     fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
         crate::testing::uniform(n * dim, seed)
+    }
+
+    /// The count that stops once decided answers as the whole count does, on either side
+    /// of the share, where it is decided early (few or most pairs in reach) and late.
+    #[test]
+    fn share_above_stops_with_the_answer_of_the_whole_count() {
+        let dim = 3;
+        let sources = points(1000, dim, 81);
+        let sample = points(128, dim, 82);
+        let stride = 1000usize.div_ceil(super::REACH_SOURCES);
+        for radius in [0.05, 0.3, 0.6, 2.0] {
+            let mut inside = 0usize;
+            let mut pairs = 0usize;
+            for y in sample.chunks_exact(dim) {
+                for x in sources.chunks_exact(dim).step_by(stride) {
+                    let d2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+                    inside += usize::from(d2 <= radius * radius);
+                    pairs += 1;
+                }
+            }
+            let share = inside as f64 / pairs as f64;
+            for bar in [
+                0.0,
+                0.5 * share,
+                share - 1e-9,
+                share,
+                share + 1e-9,
+                1.5 * share,
+            ] {
+                assert_eq!(
+                    super::share_within_above(&sources, dim, &sample, radius, bar),
+                    share > bar,
+                    "radius {radius}, share {share}, bar {bar}"
+                );
+            }
+        }
     }
 
     /// Plans `Method::Auto` with a hook that records the name of every planning stage.
@@ -1176,13 +1229,13 @@ mod tests {
         assert!(gt.info().estimates.iter().all(|e| e.0 != Method::Ifgt));
         // A usable cluster holds one source here, a sixth of them with tight clusters.
         let problem = |h: f64| crate::ifgt::IfgtProblem::on_unit_range(n, 25_000, dim, h, eps);
-        let needed = super::clusters_needed(&x, &problem(h));
-        assert!(needed > 0.5 * n as f64, "{needed}");
+        let at_most = super::clusters_needed_at_most;
+        assert!(!at_most(&x, &problem(h), 0.5 * n as f64));
         let tight: Vec<f64> = (0..n * dim)
             .map(|i| centres[(i / dim % 6) * dim + i % dim] + 1e-4 * (noise[i] - 0.5))
             .collect();
-        let needed = super::clusters_needed(&tight, &problem(h));
-        assert!((5.0..=8.0).contains(&needed), "{needed}");
+        assert!(at_most(&tight, &problem(h), 8.0));
+        assert!(!at_most(&tight, &problem(h), 5.0));
     }
 
     /// One tight cluster and a wide kernel: the IFGT has one centre, so the centre tree has

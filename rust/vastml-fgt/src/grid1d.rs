@@ -363,7 +363,9 @@ impl Grid1d {
         // (a truncating cast is the floor here, t being non-negative; `floor` is a call)
         let local_box = |y: f64| -> Option<usize> {
             let t = (y - self.lo) / self.width + reach as f64;
-            (t >= 0.0 && t < nl as f64).then_some(t as usize)
+            // (through i64: a cast to usize checks for values above i64's range, a
+            // fifth of an evaluation of 2,000 targets)
+            (t >= 0.0 && t < nl as f64).then_some(t as i64 as usize)
         };
         let target_boxes: Vec<usize> = targets.iter().filter_map(|&y| local_box(y)).collect();
         let wanted = BoxIndex::new(&target_boxes, nl);
