@@ -781,12 +781,12 @@ impl Context<'_> {
         let pilot_plan =
             IfgtPlan::new(&pilot, dim, self.accuracy(), clustering, &seeds, false).ok()?;
         let (in_reach, per_pair) = pilot_plan.work_in_reach(targets);
-        let full = monomials::n_terms(dim, pilot_plan.truncation() - 1) as f64;
+        let full = monomials::n_terms(dim, pilot_plan.truncation() - 1);
         let (source_share, pair_share) = (pilot_plan.mean_source_terms() / full, per_pair / full);
         let size = plan::Size { n, m, dim, w };
         // (at another truncation, the pilot's shares of its full count)
         let cost = |k: usize, p: usize, reach: f64| {
-            let full = monomials::n_terms(dim, p - 1) as f64;
+            let full = monomials::n_terms(dim, p - 1);
             let terms = plan::IfgtTerms {
                 per_source: source_share * full,
                 per_pair: pair_share * full,
