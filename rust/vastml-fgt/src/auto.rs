@@ -72,7 +72,7 @@ const GROUPS: usize = 8;
 const TREE_HOPELESS: f64 = 0.9;
 /// On a line the IFGT is tried only below this share of the grid transform's estimate.
 const GRID_OVER_IFGT: f64 = 0.3;
-/// Sources the tree's reach is first counted on (see [`share_within`]):
+/// Sources the tree's reach is first counted on (see [`share_within_above`]):
 /// with the 128 sampled targets, 16,384 pairs, which put the share in reach within a few
 /// percent of the 60% the test is about. (512 sources took a fifth of planning a small
 /// transform in 10-D.)
