@@ -1243,18 +1243,16 @@ mod tests {
         let (gt, seen) = plan_recording_stages(&x, dim, h, eps, &options);
         assert!(seen.iter().any(|s| s == "ifgt"), "{seen:?} {:?}", gt.info());
         let estimate = |method| {
-            gt.info()
+            let found = gt
+                .info()
                 .estimates
                 .iter()
                 .find(|e| e.0 == method)
-                .map(|e| e.1)
+                .map(|e| e.1);
+            found.unwrap_or_else(|| panic!("no {method} estimate: {:?}", gt.info()))
         };
         let (direct, ifgt) = (estimate(Method::Direct), estimate(Method::Ifgt));
-        assert!(
-            ifgt.unwrap() < super::WINDOW * direct.unwrap(),
-            "{:?}",
-            gt.info()
-        );
+        assert!(ifgt < super::WINDOW * direct, "{:?}", gt.info());
     }
 
     /// The same clusters, each spread far wider than the bandwidth: a usable cluster would
