@@ -88,6 +88,9 @@ const FLAT_SEARCH_SHARE: f64 = 0.1;
 const PILOT_SOURCES: usize = 2048;
 /// A sample whose [`plan::crowding`] is below this does not fill its box.
 const CROWDED: f64 = 0.5;
+/// Where only the crowding admits the IFGT, its clustering stops at this many sources per
+/// cluster on average (see [`Context::choose`]).
+const CROWDED_SOURCES_PER_CLUSTER: usize = 16;
 
 /// What the planner knows about the problem.
 pub(crate) struct Context<'a> {
@@ -466,8 +469,19 @@ impl Context<'_> {
             // average, the expansion evaluates its terms where the tree sums a source or two,
             // so it cannot win (heavy tails in 6-D at a small bandwidth: a cluster per
             // source, an IFGT at 2.6x the tree, which the model put at 0.4x)
+            // Where only the crowding admits the IFGT (no estimate at all), nor past a
+            // sixteenth of the sources: the pilot below judges clusterings up to an eighth of
+            // its 2,048 sources, and an IFGT that needs clusters of under 16 sources on
+            // average there lost to the direct sum in every case of the grid, while its
+            // clustering cost up to half of the call (heavy tails in 10-D, 2,751 sources:
+            // 27 ms for 1,375 clusters that put the IFGT at 26x the 57 ms direct sum).
+            let k_cap = if rough == 0.0 {
+                n / CROWDED_SOURCES_PER_CLUSTER
+            } else {
+                n / 2
+            };
             let k_budget = (share * best / (n as f64 * dim as f64 * CLUSTERING_BUDGET_PER_DIM))
-                .min((n / 2) as f64)
+                .min(k_cap as f64)
                 .max(1.0) as usize;
             // A clustering that cannot reach a usable radius within its budget is not run
             // (tight clusters in 10-D at a bandwidth far below their spread: 31 ms of a
@@ -1394,6 +1408,19 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(2 * params.n_clusters > n, "{params:?}");
+    }
+
+    /// Heavy tails in 10-D at a wide kernel: the data look crowded, the uniform model has no
+    /// estimate, and only clusterings of a few sources each reach epsilon. The clustering
+    /// stops at a sixteenth of the sources, where the pilot already judges it hopeless; the
+    /// full clustering of up to half the sources (27 ms against a 57 ms direct sum on a case
+    /// of the sums grid) is not run.
+    #[test]
+    fn a_crowded_clustering_stops_at_sixteen_sources_a_cluster() {
+        let (n, dim, h, eps) = (2750usize, 10usize, 8.0, 1e-4);
+        let x = student_t2(n, dim, 195);
+        let y = student_t2(2000, dim, 196);
+        plan_without_an_ifgt(&x, dim, (h, eps), &y, 23_600);
     }
 
     /// Student-t sources (two degrees of freedom) in 3-D look crowded, their bulk in a small
