@@ -470,11 +470,12 @@ impl Context<'_> {
             // so it cannot win (heavy tails in 6-D at a small bandwidth: a cluster per
             // source, an IFGT at 2.6x the tree, which the model put at 0.4x)
             // Where only the crowding admits the IFGT (no estimate at all), nor past a
-            // sixteenth of the sources: the pilot below judges clusterings up to an eighth of
-            // its 2,048 sources, and an IFGT that needs clusters of under 16 sources on
-            // average there lost to the direct sum in every case of the grid, while its
-            // clustering cost up to half of the call (heavy tails in 10-D, 2,751 sources:
-            // 27 ms for 1,375 clusters that put the IFGT at 26x the 57 ms direct sum).
+            // sixteenth of the sources, so that the pilot below (clusterings up to an eighth
+            // of its 2,048 sources) can judge the whole budget. The crowded IFGTs that won on
+            // the full sums grid had hundreds of sources a cluster or more (11 clusters of
+            // 3,303 sources, 45 of 195,035); the clustering up to half the sources cost half
+            // of a call (heavy tails in 10-D, 2,751 sources: 27 ms for 1,375 clusters that
+            // put the IFGT at 26x the 57 ms direct sum auto then ran).
             let k_cap = if rough == 0.0 {
                 n / CROWDED_SOURCES_PER_CLUSTER
             } else {
