@@ -1470,13 +1470,13 @@ mod tests {
         let cancel = AtomicBool::new(false);
         let plan = ctx
             .build_ifgt(false, usize::MAX, &cancel)
-            .unwrap()
+            .expect("uniform points in the unit cube plan without error")
             .expect("the IFGT reaches epsilon at this bandwidth");
         let engine = crate::Engine::Ifgt(Box::new(plan));
         let (ones, sample) = (vec![1.0; n], &x[..256 * dim]);
         let time = |round| {
             ctx.time_engine(&engine, sample, &ones, true, round, &cancel)
-                .unwrap()
+                .expect("a trial of a built plan on its own sources runs")
         };
         assert!(time(0) < 1e3);
         assert_eq!(ctx.coefficient_seconds.get().map(|c| c.0), Some(0));
